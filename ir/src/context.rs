@@ -1,0 +1,141 @@
+//! The `Context`: the one object libraries talk to. It creates stores, checks and forwards
+//! index tasks to the runtime behind it, and moves data between the application and stores.
+
+use std::sync::Arc;
+
+use crate::dtype::{DType, Element};
+use crate::error::IrError;
+use crate::host::HostData;
+use crate::store::{Store, StoreRef, View};
+use crate::task::IndexTask;
+use crate::tuple::{Rect, Tuple};
+use crate::validate::validate;
+
+/// What a `Context` forwards to: the runtime that buffers, optimizes and executes tasks.
+///
+/// The root `diffuse` crate implements it (window, fusion, JIT, mapping, a backend); the IR
+/// only fixes the contract.
+pub trait Executor: Send + Sync {
+    /// A short name for messages (`"embedded"`, `"legion"`).
+    fn name(&self) -> &str;
+
+    /// Accepts a validated task. It may run now or later, but before any later `read` or
+    /// `write` of a store it touches completes, and in submission order with respect to other
+    /// tasks' effects.
+    fn execute(&self, task: IndexTask) -> Result<(), IrError>;
+
+    /// Runs everything accepted so far.
+    fn flush(&self) -> Result<(), IrError>;
+
+    /// Copies `rect` of `store` to the host (row-major), after all pending work on it.
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError>;
+
+    /// Overwrites `rect` of `store` with row-major `data`, ordered after pending work.
+    fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
+}
+
+/// The entry point for libraries and applications; cheap to clone (all clones share the
+/// runtime).
+#[derive(Clone)]
+pub struct Context {
+    executor: Arc<dyn Executor>,
+}
+
+impl Context {
+    /// A context forwarding to `executor`.
+    pub fn new(executor: Arc<dyn Executor>) -> Self {
+        Context { executor }
+    }
+
+    /// The name of the runtime behind this context.
+    pub fn executor_name(&self) -> &str {
+        self.executor.name()
+    }
+
+    /// Creates a store of `shape` and `dtype`, initially all zero (false).
+    pub fn create_store(&self, shape: &[i64], dtype: DType) -> Result<Store, IrError> {
+        Ok(Store::new(Tuple::shape(shape)?, dtype))
+    }
+
+    /// Creates a store holding `data` (row-major, `shape.volume()` values).
+    pub fn store_from_vec<T: Element>(
+        &self,
+        shape: &[i64],
+        data: Vec<T>,
+    ) -> Result<Store, IrError> {
+        let store = self.create_store(shape, T::DTYPE)?;
+        self.write(&store.view(), data)?;
+        Ok(store)
+    }
+
+    /// Checks `task` against its kind and the IR's rules, then hands it to the runtime.
+    pub fn submit(&self, task: IndexTask) -> Result<(), IrError> {
+        validate(&task)?;
+        self.executor.execute(task)
+    }
+
+    /// Runs every task submitted so far.
+    pub fn flush_window(&self) -> Result<(), IrError> {
+        self.executor.flush()
+    }
+
+    /// Reads a view back to the host (row-major), waiting for pending work.
+    pub fn read<T: Element>(&self, view: &View) -> Result<Vec<T>, IrError> {
+        let store = view.store();
+        check_dtype::<T>(store)?;
+        let data = self.executor.read(&store.task_ref(), view.bounds())?;
+        data.into_vec::<T>().map_err(|other| IrError::HostData {
+            store: store.id(),
+            what: format!(
+                "backend returned {} data for a {} store",
+                other.dtype(),
+                T::DTYPE
+            ),
+        })
+    }
+
+    /// Reads a 0-d store's (or one-element view's) single value.
+    pub fn read_scalar<T: Element>(&self, view: &View) -> Result<T, IrError> {
+        let values = self.read::<T>(view)?;
+        match values.as_slice() {
+            [v] => Ok(*v),
+            _ => Err(IrError::HostData {
+                store: view.store().id(),
+                what: format!("read_scalar on a view of {} elements", values.len()),
+            }),
+        }
+    }
+
+    /// Overwrites a view with row-major `data`, ordered after pending work.
+    pub fn write<T: Element>(&self, view: &View, data: Vec<T>) -> Result<(), IrError> {
+        let store = view.store();
+        check_dtype::<T>(store)?;
+        let expected = view.shape().volume() as usize;
+        if data.len() != expected {
+            return Err(IrError::HostData {
+                store: store.id(),
+                what: format!(
+                    "{} values given for a view of shape {} ({expected} elements)",
+                    data.len(),
+                    view.shape()
+                ),
+            });
+        }
+        self.executor
+            .write(&store.task_ref(), view.bounds(), HostData::from_vec(data))
+    }
+}
+
+fn check_dtype<T: Element>(store: &Store) -> Result<(), IrError> {
+    if store.dtype() == T::DTYPE {
+        return Ok(());
+    }
+    Err(IrError::HostData {
+        store: store.id(),
+        what: format!(
+            "the store holds {} but {} was requested",
+            store.dtype(),
+            T::DTYPE
+        ),
+    })
+}

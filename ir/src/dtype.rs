@@ -1,0 +1,216 @@
+//! Element types of stores, the Rust types that carry them, and typed scalars.
+
+use std::fmt;
+
+use crate::host::HostData;
+use crate::privilege::ReductionOp;
+
+/// The element type of a store.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DType {
+    /// 64-bit IEEE float.
+    F64,
+    /// 32-bit IEEE float.
+    F32,
+    /// 64-bit signed integer.
+    I64,
+    /// 32-bit signed integer.
+    I32,
+    /// Boolean, one byte per element (0 or 1).
+    Bool,
+}
+
+impl DType {
+    /// Size of one element in bytes.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::Bool => 1,
+        }
+    }
+
+    /// The lower-case name used in messages and kernel names (`f64`, `bool`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F64 => "f64",
+            DType::F32 => "f32",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::Bool => "bool",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f64 {}
+    impl Sealed for f32 {}
+    impl Sealed for i64 {}
+    impl Sealed for i32 {}
+    impl Sealed for bool {}
+}
+
+/// A Rust type that is the element type of some [`DType`]; implemented for exactly
+/// `f64`, `f32`, `i64`, `i32` and `bool`.
+pub trait Element:
+    sealed::Sealed + Copy + PartialEq + fmt::Debug + Send + Sync + Default + 'static
+{
+    /// The store dtype this Rust type represents.
+    const DTYPE: DType;
+
+    /// The identity of a reduction operator (`0` for sum, `1` for product, the largest value
+    /// for min, the smallest for max; for `bool`, sum is `or` and product is `and`).
+    fn reduction_identity(op: ReductionOp) -> Self;
+
+    /// Combines an accumulated value with a contribution.
+    fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self;
+
+    /// Wraps a value as a typed [`Scalar`].
+    fn into_scalar(self) -> Scalar;
+
+    /// Extracts a value of this type from a [`Scalar`] of the same dtype.
+    fn from_scalar(s: Scalar) -> Option<Self>;
+
+    /// Wraps a vector of this type as [`HostData`].
+    fn wrap_host(values: Vec<Self>) -> HostData;
+
+    /// Unwraps [`HostData`] of this dtype; `Err` gives it back unchanged otherwise.
+    fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData>;
+}
+
+macro_rules! numeric_element {
+    ($t:ty, $dt:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+
+            fn reduction_identity(op: ReductionOp) -> Self {
+                match op {
+                    ReductionOp::Sum => 0 as $t,
+                    ReductionOp::Prod => 1 as $t,
+                    ReductionOp::Min => <$t>::MAX,
+                    ReductionOp::Max => <$t>::MIN,
+                }
+            }
+
+            fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
+                match op {
+                    ReductionOp::Sum => acc + value,
+                    ReductionOp::Prod => acc * value,
+                    ReductionOp::Min => {
+                        if value < acc {
+                            value
+                        } else {
+                            acc
+                        }
+                    }
+                    ReductionOp::Max => {
+                        if value > acc {
+                            value
+                        } else {
+                            acc
+                        }
+                    }
+                }
+            }
+
+            fn into_scalar(self) -> Scalar {
+                Scalar::$dt(self)
+            }
+
+            fn from_scalar(s: Scalar) -> Option<Self> {
+                match s {
+                    Scalar::$dt(v) => Some(v),
+                    _ => None,
+                }
+            }
+
+            fn wrap_host(values: Vec<Self>) -> HostData {
+                HostData::$dt(values)
+            }
+
+            fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData> {
+                match data {
+                    HostData::$dt(v) => Ok(v),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+numeric_element!(f64, F64);
+numeric_element!(f32, F32);
+numeric_element!(i64, I64);
+numeric_element!(i32, I32);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+
+    fn reduction_identity(op: ReductionOp) -> Self {
+        matches!(op, ReductionOp::Prod | ReductionOp::Min)
+    }
+
+    fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
+        match op {
+            ReductionOp::Sum | ReductionOp::Max => acc || value,
+            ReductionOp::Prod | ReductionOp::Min => acc && value,
+        }
+    }
+
+    fn into_scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
+
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        match s {
+            Scalar::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn wrap_host(values: Vec<Self>) -> HostData {
+        HostData::Bool(values)
+    }
+
+    fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData> {
+        match data {
+            HostData::Bool(v) => Ok(v),
+            other => Err(other),
+        }
+    }
+}
+
+/// A typed scalar passed by value to a task (e.g. the `0.2` of the stencil's `MULT`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Scalar {
+    /// An `f64` value.
+    F64(f64),
+    /// An `f32` value.
+    F32(f32),
+    /// An `i64` value.
+    I64(i64),
+    /// An `i32` value.
+    I32(i32),
+    /// A `bool` value.
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The dtype of the value.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Scalar::F64(_) => DType::F64,
+            Scalar::F32(_) => DType::F32,
+            Scalar::I64(_) => DType::I64,
+            Scalar::I32(_) => DType::I32,
+            Scalar::Bool(_) => DType::Bool,
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Task kinds: named computations with a declared argument contract, a native Rust variant and
+//! an optional MLIR generator for the JIT.
+//!
+//! Kinds live in one process-wide registry so that a kind's id and name identify it everywhere
+//! (memoization keys, backend task registration).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use crate::dtype::DType;
+use crate::error::{IrError, KernelError};
+use crate::kernel::{NativeKernel, PointTask, MAX_ARGS};
+use crate::privilege::Privilege;
+
+/// The declared contract of one store argument.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ArgDecl {
+    /// A short name for messages (`"a"`, `"out"`).
+    pub name: String,
+    /// The element type the kernel expects.
+    pub dtype: DType,
+    /// The one privilege the kernel is written for.
+    pub privilege: Privilege,
+}
+
+/// Produces the MLIR for one point task of a kind, for the JIT to compose into fused kernels.
+pub trait MlirGenerator: Send + Sync {
+    /// Returns the text of a `func.func @symbol` implementing one point task: one memref
+    /// argument per store argument, in declaration order, of the given ranks with dynamic
+    /// sizes and strides, followed by one argument per declared scalar.
+    fn generate(&self, symbol: &str, ranks: &[usize]) -> Result<String, KernelError>;
+}
+
+/// A registered task kind.
+pub struct TaskKind {
+    id: u32,
+    name: String,
+    args: Vec<ArgDecl>,
+    scalars: Vec<DType>,
+    aligned: Vec<Vec<usize>>,
+    native: NativeKernel,
+    mlir: Option<Arc<dyn MlirGenerator>>,
+}
+
+impl TaskKind {
+    /// Starts declaring a kind named `name`.
+    pub fn builder(name: impl Into<String>) -> TaskKindBuilder {
+        TaskKindBuilder {
+            name: name.into(),
+            args: Vec::new(),
+            scalars: Vec::new(),
+            aligned: Vec::new(),
+            mlir: None,
+        }
+    }
+
+    /// Finds a registered kind by name.
+    pub fn lookup(name: &str) -> Option<Arc<TaskKind>> {
+        let reg = registry().read().unwrap_or_else(|e| e.into_inner());
+        reg.by_name.get(name).map(|&i| Arc::clone(&reg.kinds[i]))
+    }
+
+    /// The registry index of the kind (dense, starting at 0).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The kind's unique name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The declared store arguments.
+    pub fn args(&self) -> &[ArgDecl] {
+        &self.args
+    }
+
+    /// The declared scalar argument types.
+    pub fn scalars(&self) -> &[DType] {
+        &self.scalars
+    }
+
+    /// Groups of arguments whose sub-stores must have equal shapes at every point.
+    pub fn aligned_groups(&self) -> &[Vec<usize>] {
+        &self.aligned
+    }
+
+    /// Runs the native variant on one point task.
+    pub fn run_native(&self, task: &PointTask<'_>) -> Result<(), KernelError> {
+        (self.native)(task)
+    }
+
+    /// The MLIR generator, if the library provided one.
+    pub fn mlir_generator(&self) -> Option<&Arc<dyn MlirGenerator>> {
+        self.mlir.as_ref()
+    }
+}
+
+impl fmt::Debug for TaskKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskKind({} #{})", self.name, self.id)
+    }
+}
+
+/// Declares a task kind; finish with [`TaskKindBuilder::register`].
+pub struct TaskKindBuilder {
+    name: String,
+    args: Vec<ArgDecl>,
+    scalars: Vec<DType>,
+    aligned: Vec<Vec<usize>>,
+    mlir: Option<Arc<dyn MlirGenerator>>,
+}
+
+impl TaskKindBuilder {
+    /// Declares the next store argument.
+    pub fn arg(mut self, name: impl Into<String>, dtype: DType, privilege: Privilege) -> Self {
+        self.args.push(ArgDecl {
+            name: name.into(),
+            dtype,
+            privilege,
+        });
+        self
+    }
+
+    /// Declares the next scalar argument.
+    pub fn scalar(mut self, dtype: DType) -> Self {
+        self.scalars.push(dtype);
+        self
+    }
+
+    /// Declares that the listed arguments must have equal sub-store shapes at every point
+    /// (e.g. all operands of an element-wise operation).
+    pub fn aligned(mut self, args: &[usize]) -> Self {
+        self.aligned.push(args.to_vec());
+        self
+    }
+
+    /// Attaches an MLIR generator for the JIT.
+    pub fn mlir(mut self, generator: Arc<dyn MlirGenerator>) -> Self {
+        self.mlir = Some(generator);
+        self
+    }
+
+    /// Registers the kind with its native variant. Fails if the name is taken or the
+    /// declaration is inconsistent.
+    pub fn register(
+        self,
+        native: impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
+    ) -> Result<Arc<TaskKind>, IrError> {
+        if self.args.len() > MAX_ARGS {
+            return Err(IrError::BadKind {
+                kind: self.name,
+                reason: format!(
+                    "{} arguments; at most {MAX_ARGS} are supported",
+                    self.args.len()
+                ),
+            });
+        }
+        if let Some(&bad) = self
+            .aligned
+            .iter()
+            .flatten()
+            .find(|&&i| i >= self.args.len())
+        {
+            return Err(IrError::BadKind {
+                kind: self.name,
+                reason: format!(
+                    "aligned group names argument {bad} but only {} are declared",
+                    self.args.len()
+                ),
+            });
+        }
+        let mut reg = registry().write().unwrap_or_else(|e| e.into_inner());
+        if reg.by_name.contains_key(&self.name) {
+            return Err(IrError::DuplicateKind { name: self.name });
+        }
+        let kind = Arc::new(TaskKind {
+            id: reg.kinds.len() as u32,
+            name: self.name,
+            args: self.args,
+            scalars: self.scalars,
+            aligned: self.aligned,
+            native: Arc::new(native),
+            mlir: self.mlir,
+        });
+        let index = reg.kinds.len();
+        reg.by_name.insert(kind.name.clone(), index);
+        reg.kinds.push(Arc::clone(&kind));
+        Ok(kind)
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    kinds: Vec<Arc<TaskKind>>,
+    by_name: HashMap<String, usize>,
+}
+
+fn registry() -> &'static RwLock<Registry> {
+    static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
+    REGISTRY.get_or_init(|| RwLock::new(Registry::default()))
+}

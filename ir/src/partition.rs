@@ -1,0 +1,248 @@
+//! Partitions: scale-free maps from launch points to the sub-stores they access.
+//!
+//! `Replicate` (the paper's `None`) gives every point the whole store. `Tiling` gives point
+//! `p` the box `[c * tile, (c + 1) * tile) + offset` with color `c = projection(p)` (the
+//! paper's Figure 4(e)), clipped to the store and, for a tiling of a view, to the view's
+//! extent. Partitions are hash-consed, so two partitions are equal exactly when their handles
+//! are identical: the O(1) alias check the fusion constraints rely on. Sub-store bounds are
+//! computed from the description on demand and never stored per point.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use crate::error::IrError;
+use crate::intern::Interner;
+use crate::projection::Projection;
+use crate::store::View;
+use crate::tuple::{Point, Rect, Shape};
+
+/// An affine tiling of a store (or of a view of it).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Tiling {
+    /// Extent of one tile.
+    pub tile: Shape,
+    /// Origin of the tiled region within the store.
+    pub offset: Point,
+    /// Maps launch points to tile colors.
+    pub projection: Projection,
+    /// For a tiling of a view: the view's extent, measured from `offset`. Tiles are clipped
+    /// to it as well as to the store, so an uneven last tile never spills past the view.
+    pub clip: Option<Shape>,
+}
+
+impl Tiling {
+    /// The unclipped tile of color `color`: `[color * tile, (color + 1) * tile) + offset`.
+    pub fn tile_rect(&self, color: &Point) -> Rect {
+        let lo = color
+            .zip_with(&self.tile, |c, s| c * s)
+            .zip_with(&self.offset, |a, o| a + o);
+        let hi = lo.zip_with(&self.tile, |l, s| l + s);
+        Rect { lo, hi }
+    }
+}
+
+/// The two partition kinds.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum PartitionKind {
+    /// Every launch point accesses the whole store.
+    Replicate,
+    /// Every launch point accesses one tile.
+    Tiling(Tiling),
+}
+
+/// An interned partition; `Clone` is cheap and `==` is an identity compare.
+#[derive(Clone)]
+pub struct Partition(Arc<PartitionKind>);
+
+fn interner() -> &'static Interner<PartitionKind> {
+    static TABLE: OnceLock<Interner<PartitionKind>> = OnceLock::new();
+    TABLE.get_or_init(Interner::new)
+}
+
+impl Partition {
+    /// The replicating partition (the paper's `None`).
+    pub fn replicate() -> Self {
+        Partition(interner().intern(PartitionKind::Replicate))
+    }
+
+    /// A tiling of the whole store: tile `c` is `[c * tile, (c + 1) * tile) + offset`.
+    pub fn tiling(tile: Shape, offset: Point, projection: Projection) -> Result<Self, IrError> {
+        Self::build(Tiling {
+            tile,
+            offset,
+            projection,
+            clip: None,
+        })
+    }
+
+    /// A tiling of the view `[offset, offset + clip)`: like [`Self::tiling`], with tiles also
+    /// clipped to the view.
+    pub fn tiling_of_view(
+        tile: Shape,
+        offset: Point,
+        projection: Projection,
+        clip: Shape,
+    ) -> Result<Self, IrError> {
+        Self::build(Tiling {
+            tile,
+            offset,
+            projection,
+            clip: Some(clip),
+        })
+    }
+
+    fn build(t: Tiling) -> Result<Self, IrError> {
+        let dims = t.tile.dims();
+        let clip_dims = t.clip.map_or(dims, |c| c.dims());
+        if t.offset.dims() != dims || t.projection.out_dims() != dims || clip_dims != dims {
+            return Err(IrError::BadTiling {
+                reason: format!(
+                    "tile {} offset {} projection {:?} clip {:?} disagree on the number of dims",
+                    t.tile, t.offset, t.projection, t.clip
+                ),
+            });
+        }
+        if let Some(d) = (0..dims).find(|&d| t.tile[d] < 1) {
+            return Err(IrError::BadTiling {
+                reason: format!("tile {} has a non-positive extent in dim {d}", t.tile),
+            });
+        }
+        if let Some(d) = (0..dims).find(|&d| t.offset[d] < 0) {
+            return Err(IrError::BadTiling {
+                reason: format!("offset {} is negative in dim {d}", t.offset),
+            });
+        }
+        if let Some(c) = t.clip {
+            if let Some(d) = (0..dims).find(|&d| c[d] < 0) {
+                return Err(IrError::BadTiling {
+                    reason: format!("clip {c} is negative in dim {d}"),
+                });
+            }
+        }
+        Ok(Partition(interner().intern(PartitionKind::Tiling(t))))
+    }
+
+    /// The partition's description.
+    pub fn kind(&self) -> &PartitionKind {
+        &self.0
+    }
+
+    /// The tiling, or `None` for `Replicate`.
+    pub fn as_tiling(&self) -> Option<&Tiling> {
+        match &*self.0 {
+            PartitionKind::Tiling(t) => Some(t),
+            PartitionKind::Replicate => None,
+        }
+    }
+
+    /// The region of a store of shape `store` this partition can reach: the whole store for
+    /// `Replicate`; for a tiling, the store intersected with `[offset, offset + clip)`.
+    pub fn reachable_bounds(&self, store: Shape) -> Rect {
+        let whole = Rect::from_shape(store);
+        match &*self.0 {
+            PartitionKind::Replicate => whole,
+            PartitionKind::Tiling(t) => match t.clip {
+                None => whole.intersect(&Rect {
+                    lo: t.offset,
+                    hi: store,
+                }),
+                Some(clip) => whole.intersect(&Rect {
+                    lo: t.offset,
+                    hi: t.offset.zip_with(&clip, |o, c| o + c),
+                }),
+            },
+        }
+    }
+
+    /// The sub-store `S[P, p]` of a store of shape `store` at launch point `p`.
+    pub fn sub_store(&self, store: Shape, p: &Point) -> Rect {
+        match &*self.0 {
+            PartitionKind::Replicate => Rect::from_shape(store),
+            PartitionKind::Tiling(t) => {
+                let color = t.projection.apply(p);
+                t.tile_rect(&color).intersect(&self.reachable_bounds(store))
+            }
+        }
+    }
+
+    /// A stable number identifying this partition within the process (for display and keys).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+}
+
+impl PartialEq for Partition {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Partition {}
+
+impl Hash for Partition {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.0).hash(state);
+    }
+}
+
+impl fmt::Debug for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            PartitionKind::Replicate => write!(f, "Replicate"),
+            PartitionKind::Tiling(t) => {
+                write!(
+                    f,
+                    "Tiling(tile {}, offset {}, {:?}",
+                    t.tile, t.offset, t.projection
+                )?;
+                if let Some(c) = t.clip {
+                    write!(f, ", clip {c}")?;
+                }
+                write!(f, ")")
+            }
+        }
+    }
+}
+
+impl View {
+    /// The blocked tiling of this view over `launch`: tile extents `ceil(view / launch)`,
+    /// identity projection, clipped to the view. `launch` must have the view's dimensions.
+    pub fn blocked(&self, launch: Shape) -> Result<Partition, IrError> {
+        let dims = self.shape().dims();
+        if launch.dims() != dims {
+            return Err(IrError::BadTiling {
+                reason: format!(
+                    "a {dims}-d view of store {} cannot be blocked over the {}-d launch domain {launch}",
+                    self.store().id(),
+                    launch.dims()
+                ),
+            });
+        }
+        let tile = self.shape().zip_with(
+            &launch,
+            |n, l| if l > 0 { ((n + l - 1) / l).max(1) } else { 1 },
+        );
+        self.tiling_with(tile, Projection::identity(dims)?)
+    }
+
+    /// The view tiled with `tile`, colors chosen by `projection`, clipped to the view.
+    pub fn tiling_with(&self, tile: Shape, projection: Projection) -> Result<Partition, IrError> {
+        if self.is_whole_store() {
+            Partition::tiling(tile, self.offset(), projection)
+        } else {
+            Partition::tiling_of_view(tile, self.offset(), projection, self.shape())
+        }
+    }
+
+    /// Every point of a `launch_dims`-dimensional launch sees the whole view: `Replicate` for
+    /// a whole store, otherwise one view-sized tile broadcast to every point.
+    pub fn whole(&self, launch_dims: usize) -> Result<Partition, IrError> {
+        if self.is_whole_store() {
+            return Ok(Partition::replicate());
+        }
+        let dims = self.shape().dims();
+        let tile = self.shape().zip_with(&self.shape(), |s, _| s.max(1));
+        self.tiling_with(tile, Projection::constant(launch_dims, &vec![0; dims])?)
+    }
+}

@@ -1,0 +1,63 @@
+//! How an index task accesses each store argument.
+
+use std::fmt;
+
+/// An associative, commutative reduction operator for the `Reduce` privilege.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ReductionOp {
+    /// Addition (logical `or` for `bool`).
+    Sum,
+    /// Multiplication (logical `and` for `bool`).
+    Prod,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+}
+
+/// The access a task argument requests on its sub-stores.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Privilege {
+    /// Read only.
+    Read,
+    /// Write only: the point task defines the values it writes; it must not read them first.
+    Write,
+    /// Read and write.
+    ReadWrite,
+    /// Fold contributions into the store with an operator; point tasks see only their own
+    /// partial values, which the runtime combines in point order.
+    Reduce(ReductionOp),
+}
+
+impl Privilege {
+    /// True for privileges that observe the store's current values (`Read`, `ReadWrite`).
+    pub fn reads(self) -> bool {
+        matches!(self, Privilege::Read | Privilege::ReadWrite)
+    }
+
+    /// True for privileges that overwrite values (`Write`, `ReadWrite`).
+    pub fn writes(self) -> bool {
+        matches!(self, Privilege::Write | Privilege::ReadWrite)
+    }
+
+    /// True for `Reduce(_)`.
+    pub fn is_reduction(self) -> bool {
+        matches!(self, Privilege::Reduce(_))
+    }
+
+    /// True for privileges that change the store (`Write`, `ReadWrite`, `Reduce`).
+    pub fn mutates(self) -> bool {
+        !matches!(self, Privilege::Read)
+    }
+}
+
+impl fmt::Display for Privilege {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Privilege::Read => f.write_str("R"),
+            Privilege::Write => f.write_str("W"),
+            Privilege::ReadWrite => f.write_str("RW"),
+            Privilege::Reduce(op) => write!(f, "Rd({op:?})"),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Index tasks: a kind launched over a domain, with (store, partition, privilege) arguments.
+
+use std::sync::Arc;
+
+use crate::dtype::Scalar;
+use crate::kind::TaskKind;
+use crate::partition::Partition;
+use crate::privilege::Privilege;
+use crate::store::{Store, StoreRef};
+use crate::tuple::Shape;
+
+/// One store argument of an index task.
+#[derive(Clone, Debug)]
+pub struct TaskArg {
+    /// The store, held by a task reference.
+    pub store: StoreRef,
+    /// How launch points map to sub-stores.
+    pub partition: Partition,
+    /// The access requested.
+    pub privilege: Privilege,
+}
+
+/// A group of point tasks, one per point of `launch_domain` (paper §3.2). Build it with
+/// [`IndexTask::new`] and the `arg`/`scalar` methods; `Context::submit` checks it against
+/// its kind's contract.
+#[derive(Clone, Debug)]
+pub struct IndexTask {
+    kind: Arc<TaskKind>,
+    launch_domain: Shape,
+    args: Vec<TaskArg>,
+    scalars: Vec<Scalar>,
+}
+
+impl IndexTask {
+    /// A task of `kind` over `launch_domain` with no arguments yet.
+    pub fn new(kind: &Arc<TaskKind>, launch_domain: Shape) -> Self {
+        IndexTask {
+            kind: Arc::clone(kind),
+            launch_domain,
+            args: Vec::new(),
+            scalars: Vec::new(),
+        }
+    }
+
+    /// Appends a store argument.
+    pub fn arg(mut self, store: &Store, partition: Partition, privilege: Privilege) -> Self {
+        self.args.push(TaskArg {
+            store: store.task_ref(),
+            partition,
+            privilege,
+        });
+        self
+    }
+
+    /// Appends a scalar argument.
+    pub fn scalar(mut self, value: impl Into<Scalar>) -> Self {
+        self.scalars.push(value.into());
+        self
+    }
+
+    /// The task's kind.
+    pub fn kind(&self) -> &Arc<TaskKind> {
+        &self.kind
+    }
+
+    /// The launch domain.
+    pub fn launch_domain(&self) -> Shape {
+        self.launch_domain
+    }
+
+    /// The store arguments.
+    pub fn args(&self) -> &[TaskArg] {
+        &self.args
+    }
+
+    /// The scalar arguments.
+    pub fn scalars(&self) -> &[Scalar] {
+        &self.scalars
+    }
+}
+
+macro_rules! scalar_from {
+    ($t:ty, $v:ident) => {
+        impl From<$t> for Scalar {
+            fn from(x: $t) -> Scalar {
+                Scalar::$v(x)
+            }
+        }
+    };
+}
+scalar_from!(f64, F64);
+scalar_from!(f32, F32);
+scalar_from!(i64, I64);
+scalar_from!(i32, I32);
+scalar_from!(bool, Bool);

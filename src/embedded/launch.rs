@@ -1,0 +1,197 @@
+//! Running one index task: sub-store views per point, parallel point tasks, ordered folds.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use diffuse_ir::{
+    IndexTask, IrError, KernelError, Point, PointTask, Privilege, RawView, Rect, ReductionOp, Tuple,
+};
+
+use super::memory::{for_each_rect_row, HostBuffer};
+use super::EmbeddedBackend;
+use crate::dispatch::with_element_type;
+
+/// Where a point task's argument lives: inside the store, or in a private accumulator.
+struct ArgPlacement {
+    rect: Rect,
+    accumulator: Option<HostBuffer>,
+}
+
+/// Executes `task` on `backend`: every point task, then the reductions in point order.
+pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrError> {
+    let kind = task.kind();
+    let launch = task.launch_domain();
+    let points: Vec<Point> = Rect::from_shape(launch).points().collect();
+    let buffers = task
+        .args()
+        .iter()
+        .map(|a| backend.buffer(&a.store))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Sub-stores and accumulators of every (point, argument).
+    let placements: Vec<Vec<ArgPlacement>> = points
+        .iter()
+        .map(|p| {
+            task.args()
+                .iter()
+                .map(|a| {
+                    let rect = a.partition.sub_store(a.store.shape(), p);
+                    let accumulator = match a.privilege {
+                        Privilege::Reduce(op) => Some(accumulator(a.store.dtype(), &rect, op)),
+                        _ => None,
+                    };
+                    ArgPlacement { rect, accumulator }
+                })
+                .collect()
+        })
+        .collect();
+
+    let views: Vec<Vec<RawView>> = placements
+        .iter()
+        .map(|args| {
+            args.iter()
+                .zip(task.args())
+                .zip(&buffers)
+                .map(|((place, arg), buf)| raw_view(place, arg.privilege, arg.store.shape(), buf))
+                .collect()
+        })
+        .collect();
+
+    let run_point = |i: usize| -> Result<(), KernelError> {
+        let pt = PointTask::new(kind.name(), points[i], launch, &views[i], task.scalars());
+        match catch_unwind(AssertUnwindSafe(|| kind.run_native(&pt))) {
+            Ok(result) => result,
+            Err(panic) => {
+                Err(pt.error(format!("native kernel panicked: {}", panic_message(&panic))))
+            }
+        }
+    };
+    let results = dispatch(backend, points.len(), &run_point);
+    if let Some(err) = results.into_iter().find_map(Result::err) {
+        return Err(IrError::Kernel(err));
+    }
+
+    // Fold reductions in point order: deterministic whatever the thread timing was.
+    for (arg_index, arg) in task.args().iter().enumerate() {
+        let Privilege::Reduce(op) = arg.privilege else {
+            continue;
+        };
+        let strides = arg.store.shape().row_major_strides();
+        for place in placements.iter().map(|p| &p[arg_index]) {
+            if let Some(acc) = &place.accumulator {
+                fold(buffers[arg_index], &strides, &place.rect, acc, op);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `run_point(i)` for every point index, the points split into contiguous blocks, one per
+/// processor, and returns the results in point order.
+fn dispatch<F>(
+    backend: &EmbeddedBackend,
+    count: usize,
+    run_point: &F,
+) -> Vec<Result<(), KernelError>>
+where
+    F: Fn(usize) -> Result<(), KernelError> + Sync,
+{
+    let procs = backend.procs().min(count).max(1);
+    if procs == 1 {
+        return (0..count).map(run_point).collect();
+    }
+    let mut results: Vec<Vec<Result<(), KernelError>>> = (0..procs).map(|_| Vec::new()).collect();
+    backend.pool.scope(|scope| {
+        for (proc, slot) in results.iter_mut().enumerate() {
+            let (start, end) = (proc * count / procs, (proc + 1) * count / procs);
+            scope.spawn(move |_| {
+                *slot = (start..end).map(run_point).collect();
+            });
+        }
+    });
+    results.into_iter().flatten().collect()
+}
+
+/// A private accumulator for one point's share of a reduction, filled with the identity.
+fn accumulator(dtype: diffuse_ir::DType, rect: &Rect, op: ReductionOp) -> HostBuffer {
+    let len = rect.volume().max(0) as usize;
+    with_element_type!(dtype, T => HostBuffer::identity::<T>(len, op))
+}
+
+/// The raw view of one argument at one point: into the store, or into its accumulator.
+fn raw_view(
+    place: &ArgPlacement,
+    privilege: Privilege,
+    store_shape: Tuple,
+    buf: &HostBuffer,
+) -> RawView {
+    let extent = place.rect.extent();
+    match &place.accumulator {
+        // SAFETY: the accumulator belongs to this (point, argument) alone and outlives the
+        // point task; it holds `extent.volume()` identity-initialized elements.
+        Some(acc) => unsafe {
+            RawView::new(
+                acc.as_ptr(),
+                acc.dtype(),
+                extent,
+                extent.row_major_strides(),
+                privilege,
+            )
+        },
+        None => {
+            let strides = store_shape.row_major_strides();
+            let start: i64 = if place.rect.is_empty() {
+                0
+            } else {
+                (0..place.rect.dims())
+                    .map(|d| place.rect.lo[d] * strides[d])
+                    .sum()
+            };
+            let offset = start as usize * buf.dtype().size_bytes();
+            // SAFETY: `rect` lies inside the store (sub-stores are clipped to it), so every
+            // addressed element is inside the buffer. Validation proved that arguments that
+            // change a store use an injective tiling (or a single point) and that no other
+            // argument names that store, so no two point tasks touch a written element.
+            unsafe {
+                RawView::new(
+                    buf.as_ptr().add(offset),
+                    buf.dtype(),
+                    extent,
+                    strides,
+                    privilege,
+                )
+            }
+        }
+    }
+}
+
+/// Folds one accumulator into the store's box `rect`.
+fn fold(store: &HostBuffer, strides: &Tuple, rect: &Rect, acc: &HostBuffer, op: ReductionOp) {
+    with_element_type!(store.dtype(), T => {
+        let dst = store.as_ptr() as *mut T;
+        let src = acc.as_ptr() as *const T;
+        debug_assert_eq!(acc.len() as i64, rect.volume());
+        for_each_rect_row(rect, strides, |start, row, len| {
+            // SAFETY: point tasks have finished; this thread alone touches the buffers, and
+            // `rect` is inside the store and has exactly `acc.len()` elements.
+            let (d, s) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(dst.add(start), len),
+                    std::slice::from_raw_parts(src.add(row * len), len),
+                )
+            };
+            for (x, &y) in d.iter_mut().zip(s) {
+                *x = <T as diffuse_ir::Element>::reduce(op, *x, y);
+            }
+        });
+    })
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}

@@ -1,0 +1,164 @@
+//! The embedded backend: executes index tasks in-process on a pool of worker processors.
+//!
+//! Stores live in host buffers attached to the IR stores themselves (freed when the last
+//! reference goes). Each index task runs its point tasks in parallel, one processor per
+//! contiguous block of points; `Reduce` arguments get private per-point accumulators that are
+//! folded into the store in point order afterwards, so results never depend on thread timing.
+
+mod launch;
+mod memory;
+
+use std::sync::{Arc, Mutex};
+
+use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
+
+use crate::dispatch::with_element_type;
+pub use memory::MemoryStats;
+use memory::{for_each_rect_row, HostBuffer};
+
+/// Settings of the embedded backend.
+#[derive(Clone, Debug, Default)]
+pub struct EmbeddedConfig {
+    /// Number of worker processors; `None` means one per available core.
+    pub procs: Option<usize>,
+}
+
+/// The in-process backend.
+pub struct EmbeddedBackend {
+    pool: rayon::ThreadPool,
+    procs: usize,
+    stats: Arc<MemoryStats>,
+    /// Serializes tasks and host copies submitted from different application threads.
+    order: Mutex<()>,
+}
+
+impl EmbeddedBackend {
+    /// Starts a backend with the configured number of processors.
+    pub fn new(config: EmbeddedConfig) -> Result<Self, IrError> {
+        let procs = match config.procs {
+            Some(0) => {
+                return Err(IrError::Backend {
+                    backend: "embedded".into(),
+                    message: "the processor count must be at least 1".into(),
+                })
+            }
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(procs)
+            .thread_name(|i| format!("diffuse-proc-{i}"))
+            .build()
+            .map_err(|e| IrError::Backend {
+                backend: "embedded".into(),
+                message: format!("cannot start {procs} worker threads: {e}"),
+            })?;
+        Ok(EmbeddedBackend {
+            pool,
+            procs,
+            stats: Arc::new(MemoryStats::default()),
+            order: Mutex::new(()),
+        })
+    }
+
+    /// Number of worker processors.
+    pub fn procs(&self) -> usize {
+        self.procs
+    }
+
+    /// Store memory accounting (current and peak bytes).
+    pub fn memory(&self) -> &Arc<MemoryStats> {
+        &self.stats
+    }
+
+    /// The host buffer of `store`, allocated (zeroed) on first use.
+    fn buffer<'s>(&self, store: &'s StoreRef) -> Result<&'s HostBuffer, IrError> {
+        let len = store.shape().volume().max(0) as usize;
+        store.allocation(|| HostBuffer::zeroed(store.dtype(), len, Some(Arc::clone(&self.stats))))
+    }
+
+    /// Fails unless `rect` lies inside `store`.
+    fn check_rect(store: &StoreRef, rect: &Rect) -> Result<(), IrError> {
+        if rect.dims() == store.shape().dims() && store.bounds().intersect(rect) == *rect {
+            return Ok(());
+        }
+        Err(IrError::HostData {
+            store: store.id(),
+            what: format!(
+                "box {rect} is not inside the store's bounds {}",
+                store.bounds()
+            ),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.order.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Executor for EmbeddedBackend {
+    fn name(&self) -> &str {
+        "embedded"
+    }
+
+    fn execute(&self, task: IndexTask) -> Result<(), IrError> {
+        let _order = self.lock();
+        launch::run(self, &task)
+    }
+
+    fn flush(&self) -> Result<(), IrError> {
+        // Tasks run at submission; there is nothing buffered yet.
+        Ok(())
+    }
+
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
+        Self::check_rect(store, &rect)?;
+        let _order = self.lock();
+        let buf = self.buffer(store)?;
+        let strides = store.shape().row_major_strides();
+        Ok(with_element_type!(store.dtype(), T => {
+            let mut out: Vec<T> = Vec::with_capacity(rect.volume().max(0) as usize);
+            let base = buf.as_ptr() as *const T;
+            for_each_rect_row(&rect, &strides, |start, _, len| {
+                // SAFETY: `rect` lies inside the store (checked above), the buffer holds the
+                // whole store, and the order lock excludes concurrent writers.
+                let row = unsafe { std::slice::from_raw_parts(base.add(start), len) };
+                out.extend_from_slice(row);
+            });
+            HostData::from_vec(out)
+        }))
+    }
+
+    fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
+        Self::check_rect(store, &rect)?;
+        if data.len() as i64 != rect.volume() {
+            return Err(IrError::HostData {
+                store: store.id(),
+                what: format!(
+                    "{} values written to box {rect} of {} points",
+                    data.len(),
+                    rect.volume()
+                ),
+            });
+        }
+        let _order = self.lock();
+        let buf = self.buffer(store)?;
+        let strides = store.shape().row_major_strides();
+        with_element_type!(store.dtype(), T => {
+            let values: Vec<T> = data.into_vec::<T>().map_err(|d| IrError::HostData {
+                store: store.id(),
+                what: format!("{} data written to a {} store", d.dtype(), store.dtype()),
+            })?;
+            let base = buf.as_ptr() as *mut T;
+            let mut consumed = 0usize;
+            for_each_rect_row(&rect, &strides, |start, _, len| {
+                // SAFETY: as in `read`; the order lock excludes concurrent readers and writers,
+                // and `values` has one element per point of `rect` (checked above).
+                let row = unsafe { std::slice::from_raw_parts_mut(base.add(start), len) };
+                row.copy_from_slice(&values[consumed..consumed + len]);
+                consumed += len;
+            });
+        });
+        Ok(())
+    }
+}
