@@ -4,15 +4,9 @@
 //! So far the pipeline is IR -> embedded backend: every submitted index task executes as
 //! submitted, its point tasks spread over a pool of worker processors. Later stages (window
 //! and fusion, JIT, Mapple placement, Legion) slot in between without changing the
-//! [`diffuse_ir::Context`] that libraries use.
-//!
-//! ```
-//! use diffuse::EmbeddedConfig;
-//! let ctx = diffuse::embedded(EmbeddedConfig { procs: Some(2) }).unwrap();
-//! let store = ctx.store_from_vec(&[3], vec![1.0f64, 2.0, 3.0]).unwrap();
-//! assert_eq!(ctx.read::<f64>(&store.view()).unwrap(), vec![1.0, 2.0, 3.0]);
-//! ```
-
+//! [`diffuse_ir::Context`] that libraries use. The project README follows (its example is
+//! compiled and run as a doctest).
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]

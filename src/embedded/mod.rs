@@ -8,6 +8,7 @@
 mod launch;
 mod memory;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
@@ -28,6 +29,8 @@ pub struct EmbeddedBackend {
     pool: rayon::ThreadPool,
     procs: usize,
     stats: Arc<MemoryStats>,
+    tasks_executed: AtomicU64,
+    points_executed: AtomicU64,
     /// Serializes tasks and host copies submitted from different application threads.
     order: Mutex<()>,
 }
@@ -57,6 +60,8 @@ impl EmbeddedBackend {
             pool,
             procs,
             stats: Arc::new(MemoryStats::default()),
+            tasks_executed: AtomicU64::new(0),
+            points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
         })
     }
@@ -69,6 +74,16 @@ impl EmbeddedBackend {
     /// Store memory accounting (current and peak bytes).
     pub fn memory(&self) -> &Arc<MemoryStats> {
         &self.stats
+    }
+
+    /// Number of index tasks executed so far.
+    pub fn tasks_executed(&self) -> u64 {
+        self.tasks_executed.load(Ordering::Relaxed)
+    }
+
+    /// Number of point tasks executed so far.
+    pub fn points_executed(&self) -> u64 {
+        self.points_executed.load(Ordering::Relaxed)
     }
 
     /// The host buffer of `store`, allocated (zeroed) on first use.
@@ -103,7 +118,11 @@ impl Executor for EmbeddedBackend {
 
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {
         let _order = self.lock();
-        launch::run(self, &task)
+        launch::run(self, &task)?;
+        self.tasks_executed.fetch_add(1, Ordering::Relaxed);
+        self.points_executed
+            .fetch_add(task.launch_domain().volume() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), IrError> {

@@ -1,0 +1,120 @@
+//! Flags, runtime set-up and the result record shared by every application.
+
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use diffuse::{EmbeddedBackend, EmbeddedConfig};
+use diffuse_ir::Context;
+use serde::Serialize;
+
+/// Whether task fusion is enabled. Only `off` exists until the fusion issue lands.
+#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Every task executes as submitted.
+    Off,
+}
+
+/// Which backend executes the tasks. Only `embedded` exists until the Legion backend lands.
+#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The in-process worker pool.
+    Embedded,
+}
+
+/// Flags every application accepts.
+#[derive(Args, Debug)]
+pub struct AppArgs {
+    /// Problem size (grid side, vector length, ...).
+    #[arg(long, default_value_t = 1024)]
+    pub n: usize,
+    /// Timed iterations (after one warm-up iteration).
+    #[arg(long, default_value_t = 10)]
+    pub iters: usize,
+    /// Task fusion.
+    #[arg(long, value_enum, default_value_t = Fusion::Off)]
+    pub fusion: Fusion,
+    /// Execution backend.
+    #[arg(long, value_enum, default_value_t = Backend::Embedded)]
+    pub backend: Backend,
+    /// Worker processors (default: one per core).
+    #[arg(long)]
+    pub procs: Option<usize>,
+    /// Print one JSON record on stdout instead of a human-readable summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A running diffuse instance: the context libraries use and the backend's counters.
+pub struct Runtime {
+    /// What applications and libraries submit to.
+    pub ctx: Context,
+    /// The backend, for statistics.
+    pub backend: Arc<EmbeddedBackend>,
+}
+
+impl Runtime {
+    /// Starts the runtime the flags ask for.
+    pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
+        let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: args.procs })?);
+        let ctx = Context::new(backend.clone());
+        Ok(Runtime { ctx, backend })
+    }
+}
+
+/// The result of one application run (the `--json` record).
+#[derive(Serialize, Debug)]
+pub struct RunRecord {
+    /// Application name.
+    pub app: &'static str,
+    /// Backend that executed it.
+    pub backend: Backend,
+    /// Fusion setting.
+    pub fusion: Fusion,
+    /// Problem size.
+    pub n: usize,
+    /// Timed iterations.
+    pub iters: usize,
+    /// Worker processors used.
+    pub procs: usize,
+    /// Mean seconds per timed iteration (warm-up excluded).
+    pub seconds_per_iter: f64,
+    /// Seconds of the warm-up iteration.
+    pub warmup_seconds: f64,
+    /// Index tasks the application submitted per iteration.
+    pub tasks_issued_per_iter: f64,
+    /// Index tasks the backend executed per iteration.
+    pub tasks_executed_per_iter: f64,
+    /// Peak bytes held by stores during the timed iterations.
+    pub peak_store_bytes: usize,
+    /// Max abs error against a plain sequential reference computed in the same run.
+    pub check: f64,
+    /// Seconds spent compiling kernels (no JIT exists yet, so nothing is compiled: 0).
+    pub compile_seconds: f64,
+}
+
+/// Prints the record as JSON (`--json`) or as a short summary.
+pub fn report(record: &RunRecord, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(record)?);
+    } else {
+        println!(
+            "{}: n={} iters={} procs={} backend={:?} fusion={:?}\n  {:.3} ms/iter (warm-up {:.3} ms), \
+             {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  check (max abs error vs sequential loop): {:e}",
+            record.app,
+            record.n,
+            record.iters,
+            record.procs,
+            record.backend,
+            record.fusion,
+            record.seconds_per_iter * 1e3,
+            record.warmup_seconds * 1e3,
+            record.tasks_issued_per_iter,
+            record.tasks_executed_per_iter,
+            record.peak_store_bytes as f64 / (1024.0 * 1024.0),
+            record.check
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! The 5-point stencil of the Diffuse paper's Figure 2, written directly against the IR.
+//!
+//! `grid` is an (n+2)x(n+2) store; `center`, `north`, `east`, `west` and `south` are five
+//! aliasing n x n views of it. Each iteration issues the task stream of Figure 2(c):
+//! four `ADD`s into fresh temporaries, `MULT` by 0.2, and `COPY` of the result into `center`,
+//! every task launched over a 2-D processor grid with each view blocked over it.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use diffuse_ir::{
+    for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
+};
+
+use crate::common::{AppArgs, RunRecord, Runtime};
+
+/// Figure 2(e)'s three task kinds.
+struct Kinds {
+    add: Arc<TaskKind>,
+    mult: Arc<TaskKind>,
+    copy: Arc<TaskKind>,
+}
+
+fn kinds() -> anyhow::Result<&'static Kinds> {
+    static KINDS: OnceLock<Kinds> = OnceLock::new();
+    if let Some(k) = KINDS.get() {
+        return Ok(k);
+    }
+    let add = TaskKind::builder("stencil_ir.add")
+        .arg("a", DType::F64, Privilege::Read)
+        .arg("b", DType::F64, Privilege::Read)
+        .arg("c", DType::F64, Privilege::Write)
+        .aligned(&[0, 1, 2])
+        .register(|t| {
+            for_each_row::<f64>(t, 2, &[0, 1], |c, ab| {
+                for ((c, &a), &b) in c.iter_mut().zip(ab[0]).zip(ab[1]) {
+                    *c = a + b;
+                }
+            })
+        })?;
+    let mult = TaskKind::builder("stencil_ir.mult")
+        .arg("a", DType::F64, Privilege::Read)
+        .arg("b", DType::F64, Privilege::Write)
+        .scalar(DType::F64)
+        .aligned(&[0, 1])
+        .register(|t| {
+            let s = t.scalar::<f64>(0)?;
+            for_each_row::<f64>(t, 1, &[0], |b, a| {
+                for (b, &a) in b.iter_mut().zip(a[0]) {
+                    *b = s * a;
+                }
+            })
+        })?;
+    let copy = TaskKind::builder("stencil_ir.copy")
+        .arg("a", DType::F64, Privilege::Read)
+        .arg("b", DType::F64, Privilege::Write)
+        .aligned(&[0, 1])
+        .register(|t| for_each_row::<f64>(t, 1, &[0], |b, a| b.copy_from_slice(a[0])))?;
+    Ok(KINDS.get_or_init(|| Kinds { add, mult, copy }))
+}
+
+/// The processor grid `(rows, cols)` with `rows * cols == procs` whose tiles of an n x n
+/// array have the smallest perimeter (the least halo per point task).
+fn processor_grid(n: usize, procs: usize) -> (usize, usize) {
+    (1..=procs)
+        .filter(|r| procs % r == 0)
+        .map(|r| (r, procs / r))
+        .filter(|&(r, c)| r <= n.max(1) && c <= n.max(1))
+        .min_by_key(|&(r, c)| n.div_ceil(r) + n.div_ceil(c))
+        .unwrap_or((1, 1))
+}
+
+/// Issues one element-wise task of `kind` over `launch`, every view blocked over it.
+fn launch(
+    ctx: &Context,
+    kind: &Arc<TaskKind>,
+    launch: Shape,
+    reads: &[&View],
+    write: &View,
+    scalar: Option<f64>,
+) -> anyhow::Result<()> {
+    let mut task = IndexTask::new(kind, launch);
+    for v in reads {
+        task = task.arg(v.store(), v.blocked(launch)?, Privilege::Read);
+    }
+    task = task.arg(write.store(), write.blocked(launch)?, Privilege::Write);
+    if let Some(s) = scalar {
+        task = task.scalar(s);
+    }
+    ctx.submit(task)?;
+    Ok(())
+}
+
+/// One stencil iteration: Figure 2(c)'s six tasks. Returns the number of tasks issued.
+fn iteration(
+    ctx: &Context,
+    k: &Kinds,
+    launch_domain: Shape,
+    views: &[View; 5],
+) -> anyhow::Result<usize> {
+    let [center, north, east, west, south] = views;
+    let shape = center.shape();
+    let temp =
+        || -> anyhow::Result<View> { Ok(ctx.create_store(shape.as_slice(), DType::F64)?.view()) };
+    let t1 = temp()?;
+    launch(ctx, &k.add, launch_domain, &[center, north], &t1, None)?;
+    let t2 = temp()?;
+    launch(ctx, &k.add, launch_domain, &[&t1, east], &t2, None)?;
+    let t3 = temp()?;
+    launch(ctx, &k.add, launch_domain, &[&t2, west], &t3, None)?;
+    let avg = temp()?;
+    launch(ctx, &k.add, launch_domain, &[&t3, south], &avg, None)?;
+    let work = temp()?;
+    launch(ctx, &k.mult, launch_domain, &[&avg], &work, Some(0.2))?;
+    launch(ctx, &k.copy, launch_domain, &[&work], center, None)?;
+    Ok(6)
+}
+
+/// Deterministic initial grid values in [0, 1).
+fn initial_grid(side: usize) -> Vec<f64> {
+    (0..side * side)
+        .map(|k| ((k / side) * 37 + (k % side) * 101 + 13) % 97)
+        .map(|v| v as f64 / 97.0)
+        .collect()
+}
+
+/// The same computation as a plain sequential loop over a row-major (n+2)^2 grid.
+fn reference(grid: &mut [f64], n: usize, iters: usize) {
+    let side = n + 2;
+    let mut work = vec![0.0; n * n];
+    for _ in 0..iters {
+        for i in 0..n {
+            for j in 0..n {
+                let at = |di: usize, dj: usize| grid[(i + di) * side + (j + dj)];
+                let avg = at(1, 1) + at(0, 1) + at(1, 2) + at(1, 0) + at(2, 1);
+                work[i * n + j] = 0.2 * avg;
+            }
+        }
+        for i in 0..n {
+            grid[(i + 1) * side + 1..(i + 1) * side + 1 + n]
+                .copy_from_slice(&work[i * n..(i + 1) * n]);
+        }
+    }
+}
+
+/// Runs the stencil: one warm-up iteration, `iters` timed ones, then the check.
+pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
+    anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    let rt = Runtime::start(args)?;
+    let ctx = &rt.ctx;
+    let k = kinds()?;
+    let n = args.n as i64;
+    let side = args.n + 2;
+    let init = initial_grid(side);
+    let grid: Store = ctx
+        .store_from_vec(&[n + 2, n + 2], init.clone())
+        .context("creating the grid")?;
+    let view = |r: i64, c: i64| -> anyhow::Result<View> {
+        Ok(View::new(
+            &grid,
+            Tuple::new(&[r, c])?,
+            Tuple::shape(&[n, n])?,
+        )?)
+    };
+    let views = [
+        view(1, 1)?,
+        view(0, 1)?,
+        view(1, 2)?,
+        view(1, 0)?,
+        view(2, 1)?,
+    ];
+    let (pr, pc) = processor_grid(args.n, rt.backend.procs());
+    let launch_domain = Tuple::shape(&[pr as i64, pc as i64])?;
+
+    let start = Instant::now();
+    iteration(ctx, k, launch_domain, &views)?;
+    ctx.flush_window()?;
+    let warmup_seconds = start.elapsed().as_secs_f64();
+
+    rt.backend.memory().reset_peak();
+    let tasks_before = rt.backend.tasks_executed();
+    let mut issued = 0;
+    let start = Instant::now();
+    for _ in 0..args.iters {
+        issued += iteration(ctx, k, launch_domain, &views)?;
+    }
+    ctx.flush_window()?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let executed = rt.backend.tasks_executed() - tasks_before;
+
+    let result = ctx.read::<f64>(&grid.view())?;
+    let mut expected = init;
+    reference(&mut expected, args.n, args.iters + 1);
+    let check = result
+        .iter()
+        .zip(&expected)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+
+    let iters = args.iters.max(1) as f64;
+    Ok(RunRecord {
+        app: "stencil-ir",
+        backend: args.backend,
+        fusion: args.fusion,
+        n: args.n,
+        iters: args.iters,
+        procs: rt.backend.procs(),
+        seconds_per_iter: elapsed / iters,
+        warmup_seconds,
+        tasks_issued_per_iter: issued as f64 / iters,
+        tasks_executed_per_iter: executed as f64 / iters,
+        peak_store_bytes: rt.backend.memory().peak_bytes(),
+        check,
+        compile_seconds: 0.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processor_grid_factors_procs_and_balances_tiles() {
+        assert_eq!(processor_grid(100, 1), (1, 1));
+        assert_eq!(processor_grid(100, 4), (2, 2));
+        let (r, c) = processor_grid(100, 6);
+        assert_eq!(r * c, 6);
+        assert_eq!(processor_grid(1, 4), (1, 1));
+    }
+
+    #[test]
+    fn ir_stencil_matches_the_sequential_loop() {
+        let args = AppArgs {
+            n: 37,
+            iters: 3,
+            fusion: crate::common::Fusion::Off,
+            backend: crate::common::Backend::Embedded,
+            procs: Some(3),
+            json: false,
+        };
+        let record = run(&args).unwrap();
+        assert!(record.check <= 1e-12, "check {}", record.check);
+        assert_eq!(record.tasks_issued_per_iter, 6.0);
+        assert_eq!(record.tasks_executed_per_iter, 6.0);
+        assert!(record.peak_store_bytes >= 39 * 39 * 8);
+    }
+}
