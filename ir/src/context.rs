@@ -54,7 +54,17 @@ impl Context {
 
     /// Creates a store of `shape` and `dtype`, initially all zero (false).
     pub fn create_store(&self, shape: &[i64], dtype: DType) -> Result<Store, IrError> {
-        Ok(Store::new(Tuple::shape(shape)?, dtype))
+        let shape = Tuple::shape(shape)?;
+        let addressable = shape
+            .checked_volume()
+            .and_then(|v| v.checked_mul(dtype.size_bytes() as i64))
+            .is_some_and(|bytes| bytes <= isize::MAX as i64);
+        if !addressable {
+            return Err(IrError::TooLarge {
+                what: format!("a {dtype} store of shape {shape}"),
+            });
+        }
+        Ok(Store::new(shape, dtype))
     }
 
     /// Creates a store holding `data` (row-major, `shape.volume()` values).

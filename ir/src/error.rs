@@ -39,6 +39,12 @@ pub enum IrError {
         /// What is wrong.
         reason: String,
     },
+    /// A store or launch domain with more elements than this machine can address.
+    #[error("{what} is too large to address")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+    },
     /// A view that does not fit inside its store.
     #[error("view at offset {offset} with shape {shape} does not fit store {store} of shape {store_shape}")]
     ViewOutOfBounds {

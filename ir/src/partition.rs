@@ -34,10 +34,12 @@ pub struct Tiling {
 impl Tiling {
     /// The unclipped tile of color `color`: `[color * tile, (color + 1) * tile) + offset`.
     pub fn tile_rect(&self, color: &Point) -> Rect {
+        // Saturating: a color far outside any store yields a far-away (and then clipped-away)
+        // tile instead of wrapping around into the store.
         let lo = color
-            .zip_with(&self.tile, |c, s| c * s)
-            .zip_with(&self.offset, |a, o| a + o);
-        let hi = lo.zip_with(&self.tile, |l, s| l + s);
+            .zip_with(&self.tile, i64::saturating_mul)
+            .zip_with(&self.offset, i64::saturating_add);
+        let hi = lo.zip_with(&self.tile, i64::saturating_add);
         Rect { lo, hi }
     }
 }
@@ -208,6 +210,8 @@ impl fmt::Debug for Partition {
 impl View {
     /// The blocked tiling of this view over `launch`: tile extents `ceil(view / launch)`,
     /// identity projection, clipped to the view. `launch` must have the view's dimensions.
+    /// When `ceil(n / l) * (l - 1) >= n` in some dimension the last tiles would be empty, and
+    /// submitting a task with it fails with `TilingOutOfBounds`: pick launch extents that fit.
     pub fn blocked(&self, launch: Shape) -> Result<Partition, IrError> {
         let dims = self.shape().dims();
         if launch.dims() != dims {
@@ -219,10 +223,13 @@ impl View {
                 ),
             });
         }
-        let tile = self.shape().zip_with(
-            &launch,
-            |n, l| if l > 0 { ((n + l - 1) / l).max(1) } else { 1 },
-        );
+        let tile = self.shape().zip_with(&launch, |n, l| {
+            if l > 0 {
+                (n / l + i64::from(n % l != 0)).max(1)
+            } else {
+                1
+            }
+        });
         self.tiling_with(tile, Projection::identity(dims)?)
     }
 

@@ -62,6 +62,7 @@ impl StoreCore {
 
     /// Size of the store's data in bytes.
     pub fn size_bytes(&self) -> usize {
+        // Context::create_store rejects shapes whose byte size does not fit `isize`.
         self.shape.volume().max(0) as usize * self.dtype.size_bytes()
     }
 
@@ -223,21 +224,24 @@ pub struct View {
     shape: Shape,
 }
 
+/// True when `[offset, offset + shape)` has the dimensions of `extent` and lies inside
+/// `[0, extent)` (overflow-safe).
+fn box_fits(offset: &Point, shape: &Shape, extent: &Shape) -> bool {
+    offset.dims() == extent.dims()
+        && shape.dims() == extent.dims()
+        && (0..extent.dims()).all(|d| {
+            offset[d] >= 0
+                && shape[d] >= 0
+                && offset[d]
+                    .checked_add(shape[d])
+                    .is_some_and(|end| end <= extent[d])
+        })
+}
+
 impl View {
     /// The view `[offset, offset + shape)` of `store`; fails if it does not fit.
     pub fn new(store: &Store, offset: Point, shape: Shape) -> Result<Self, IrError> {
-        let dims = store.shape().dims();
-        if offset.dims() != dims || shape.dims() != dims {
-            return Err(IrError::ViewOutOfBounds {
-                store: store.id(),
-                store_shape: store.shape(),
-                offset,
-                shape,
-            });
-        }
-        let fits = (0..dims)
-            .all(|d| offset[d] >= 0 && shape[d] >= 0 && offset[d] + shape[d] <= store.shape()[d]);
-        if !fits {
+        if !box_fits(&offset, &shape, &store.shape()) {
             return Err(IrError::ViewOutOfBounds {
                 store: store.id(),
                 store_shape: store.shape(),
@@ -254,26 +258,20 @@ impl View {
 
     /// A view of this view: `offset` is relative to this view's origin.
     pub fn subview(&self, offset: Point, shape: Shape) -> Result<Self, IrError> {
-        if offset.dims() != self.shape.dims() {
+        if !box_fits(&offset, &shape, &self.shape) {
             return Err(IrError::ViewOutOfBounds {
                 store: self.store.id(),
                 store_shape: self.store.shape(),
-                offset,
+                offset: offset.checked_add(&self.offset).unwrap_or(offset),
                 shape,
             });
         }
-        let inside = (0..offset.dims())
-            .all(|d| offset[d] >= 0 && shape[d] >= 0 && offset[d] + shape[d] <= self.shape[d]);
-        let absolute = offset.zip_with(&self.offset, |a, b| a + b);
-        if !inside {
-            return Err(IrError::ViewOutOfBounds {
-                store: self.store.id(),
-                store_shape: self.store.shape(),
-                offset: absolute,
-                shape,
-            });
-        }
-        View::new(&self.store, absolute, shape)
+        // Inside this view, so the absolute offset is inside the store and cannot overflow.
+        View::new(
+            &self.store,
+            offset.zip_with(&self.offset, |a, b| a + b),
+            shape,
+        )
     }
 
     /// The store the view aliases.

@@ -87,9 +87,17 @@ impl Tuple {
         &mut self.coords[..self.len as usize]
     }
 
-    /// Product of the entries: the number of elements of a shape (1 for a 0-d shape).
+    /// Product of the entries: the number of elements of a shape (1 for a 0-d shape),
+    /// saturating at `i64::MAX`.
     pub fn volume(&self) -> i64 {
-        self.as_slice().iter().product()
+        self.checked_volume().unwrap_or(i64::MAX)
+    }
+
+    /// Product of the entries, or `None` if it overflows `i64`.
+    pub fn checked_volume(&self) -> Option<i64> {
+        self.as_slice()
+            .iter()
+            .try_fold(1i64, |acc, &e| acc.checked_mul(e))
     }
 
     /// The first `n` entries (all of them if `n >= dims`).
@@ -107,6 +115,18 @@ impl Tuple {
             strides.coords[d] = strides.coords[d + 1] * self.coords[d + 1].max(0);
         }
         strides
+    }
+
+    /// Entry-wise sum, or `None` if some entry overflows.
+    pub fn checked_add(&self, other: &Tuple) -> Option<Tuple> {
+        if self.len != other.len {
+            return None;
+        }
+        let mut out = *self;
+        for d in 0..self.dims() {
+            out.coords[d] = self.coords[d].checked_add(other.coords[d])?;
+        }
+        Some(out)
     }
 
     /// Applies `f` entry-wise to two tuples of equal dimension.

@@ -23,6 +23,11 @@ pub fn validate(task: &IndexTask) -> Result<(), IrError> {
             domain: launch,
         });
     }
+    if launch.checked_volume().is_none() {
+        return Err(IrError::TooLarge {
+            what: format!("task `{name}`: launch domain {launch} has more than i64::MAX points"),
+        });
+    }
     if task.args().len() != kind.args().len() {
         return Err(IrError::ArgCount {
             kind: name.to_string(),
