@@ -65,8 +65,9 @@ pub trait Element:
     /// The store dtype this Rust type represents.
     const DTYPE: DType;
 
-    /// The identity of a reduction operator (`0` for sum, `1` for product, the largest value
-    /// for min, the smallest for max; for `bool`, sum is `or` and product is `and`).
+    /// The identity of a reduction operator: `0` for sum (`-0.0` for floats), `1` for product,
+    /// the largest value for min and the smallest for max (the infinities for floats); for
+    /// `bool`, sum is `or` and product is `and`.
     fn reduction_identity(op: ReductionOp) -> Self;
 
     /// Combines an accumulated value with a contribution.
@@ -86,16 +87,16 @@ pub trait Element:
 }
 
 macro_rules! numeric_element {
-    ($t:ty, $dt:ident) => {
+    ($t:ty, $dt:ident, zero: $zero:expr, lowest: $lowest:expr, highest: $highest:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$dt;
 
             fn reduction_identity(op: ReductionOp) -> Self {
                 match op {
-                    ReductionOp::Sum => 0 as $t,
+                    ReductionOp::Sum => $zero,
                     ReductionOp::Prod => 1 as $t,
-                    ReductionOp::Min => <$t>::MAX,
-                    ReductionOp::Max => <$t>::MIN,
+                    ReductionOp::Min => $highest,
+                    ReductionOp::Max => $lowest,
                 }
             }
 
@@ -145,10 +146,12 @@ macro_rules! numeric_element {
     };
 }
 
-numeric_element!(f64, F64);
-numeric_element!(f32, F32);
-numeric_element!(i64, I64);
-numeric_element!(i32, I32);
+// For floats the identities are -0.0 (so a sum of -0.0 stays -0.0) and the infinities (so
+// infinite data survives min and max).
+numeric_element!(f64, F64, zero: -0.0, lowest: f64::NEG_INFINITY, highest: f64::INFINITY);
+numeric_element!(f32, F32, zero: -0.0, lowest: f32::NEG_INFINITY, highest: f32::INFINITY);
+numeric_element!(i64, I64, zero: 0, lowest: i64::MIN, highest: i64::MAX);
+numeric_element!(i32, I32, zero: 0, lowest: i32::MIN, highest: i32::MAX);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

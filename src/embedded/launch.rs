@@ -60,9 +60,10 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
         let pt = PointTask::new(kind.name(), points[i], launch, &views[i], task.scalars());
         match catch_unwind(AssertUnwindSafe(|| kind.run_native(&pt))) {
             Ok(result) => result,
-            Err(panic) => {
-                Err(pt.error(format!("native kernel panicked: {}", panic_message(&panic))))
-            }
+            Err(panic) => Err(pt.error(format!(
+                "native kernel panicked: {}",
+                panic_message(&*panic)
+            ))),
         }
     };
     let results = dispatch(backend, points.len(), &run_point);

@@ -10,7 +10,8 @@ use diffuse_ir::{DType, Element, Rect, Tuple};
 /// Alignment of every buffer: a cache line, so vector loads never straddle one at row starts.
 const ALIGN: usize = 64;
 
-/// Bytes of store memory currently allocated and the high-water mark.
+/// Bytes of store data currently allocated and the high-water mark (element bytes, not
+/// counting alignment padding).
 #[derive(Default, Debug)]
 pub struct MemoryStats {
     current: AtomicUsize,
@@ -73,7 +74,7 @@ impl HostBuffer {
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         if let Some(s) = &stats {
-            s.add(layout.size());
+            s.add(len * dtype.size_bytes());
         }
         HostBuffer {
             ptr,
@@ -112,7 +113,7 @@ impl HostBuffer {
 impl Drop for HostBuffer {
     fn drop(&mut self) {
         if let Some(s) = &self.stats {
-            s.sub(self.layout.size());
+            s.sub(self.len * self.dtype.size_bytes());
         }
         // SAFETY: allocated in `zeroed` with this layout.
         unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };

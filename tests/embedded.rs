@@ -1,0 +1,295 @@
+//! Integration tests of the embedded backend: it must execute `diffuse-ir` index tasks with
+//! exactly the semantics of a plain sequential evaluation, whatever the processor count.
+//!
+//! Task kinds live in a process-wide registry that rejects duplicate names, so every kind used
+//! here is registered once (behind a `OnceLock`) by the helpers below and shared by all tests.
+
+// Helpers return `IrError`, which is large by design (see the IR crate).
+#![allow(clippy::result_large_err)]
+
+#[path = "embedded/elementwise_prop.rs"]
+mod elementwise_prop;
+#[path = "embedded/faults.rs"]
+mod faults;
+#[path = "embedded/memory.rs"]
+mod memory;
+#[path = "embedded/reductions.rs"]
+mod reductions;
+#[path = "embedded/scalars.rs"]
+mod scalars;
+#[path = "embedded/views.rs"]
+mod views;
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse::EmbeddedConfig;
+use diffuse_ir::{
+    for_each_row, Context, DType, Element, KernelError, PointTask, Privilege, ReductionOp,
+    TaskKind, TaskKindBuilder,
+};
+
+/// A context over a fresh embedded backend with `procs` processors.
+pub fn ctx(procs: usize) -> Context {
+    diffuse::embedded(EmbeddedConfig { procs: Some(procs) }).expect("embedded backend starts")
+}
+
+/// Registers `builder` with `kernel` once per process; later calls return the same kind.
+fn kind_once(
+    slot: &'static OnceLock<Arc<TaskKind>>,
+    builder: impl FnOnce() -> TaskKindBuilder,
+    kernel: impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
+) -> Arc<TaskKind> {
+    Arc::clone(slot.get_or_init(|| builder().register(kernel).expect("kind registers")))
+}
+
+/// The prefix of every kind name registered by this test binary.
+pub const PREFIX: &str = "embedded_test.";
+
+fn name(short: &str) -> String {
+    format!("{PREFIX}{short}")
+}
+
+/// `out = a + b` (W, R, R), all aligned.
+pub fn add_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("add"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .arg("b", DType::F64, Privilege::Read)
+                .aligned(&[0, 1, 2])
+        },
+        |t| {
+            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
+                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
+                    *o = a + b;
+                }
+            })
+        },
+    )
+}
+
+/// `out = a * b` (W, R, R), all aligned.
+pub fn mul_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("mul"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .arg("b", DType::F64, Privilege::Read)
+                .aligned(&[0, 1, 2])
+        },
+        |t| {
+            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
+                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
+                    *o = a * b;
+                }
+            })
+        },
+    )
+}
+
+/// `out = s * a + b` (W, R, R; scalar f64 `s`), all aligned.
+pub fn axpy_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("axpy"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .arg("b", DType::F64, Privilege::Read)
+                .scalar(DType::F64)
+                .aligned(&[0, 1, 2])
+        },
+        |t| {
+            let s = t.scalar::<f64>(0)?;
+            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
+                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
+                    *o = s * a + b;
+                }
+            })
+        },
+    )
+}
+
+/// `out = a` (W, R), aligned.
+pub fn copy_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("copy"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .aligned(&[0, 1])
+        },
+        |t| {
+            for_each_row::<f64>(t, 0, &[1], |out, ins| {
+                out.copy_from_slice(ins[0]);
+            })
+        },
+    )
+}
+
+/// `a += b` (RW, R), aligned.
+pub fn add_assign_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("add_assign"))
+                .arg("a", DType::F64, Privilege::ReadWrite)
+                .arg("b", DType::F64, Privilege::Read)
+                .aligned(&[0, 1])
+        },
+        |t| {
+            for_each_row::<f64>(t, 0, &[1], |out, ins| {
+                for (o, &b) in out.iter_mut().zip(ins[0]) {
+                    *o += b;
+                }
+            })
+        },
+    )
+}
+
+/// Folds every element of argument 0 (Read, any rank) into argument 1, a 0-d `Reduce(op)`
+/// store (normally through `Replicate`). Fails if the private accumulator does not start at
+/// the operator's identity.
+fn reduce_all_kernel(t: &PointTask<'_>) -> Result<(), KernelError> {
+    let Privilege::Reduce(op) = t.privilege(1)? else {
+        return Err(t.error("argument 1 is not a reduction"));
+    };
+    let input = t.read::<f64>(0)?;
+    let mut acc = t.write::<f64>(1)?;
+    if acc.shape().dims() != 0 {
+        return Err(t.error(format!("accumulator has shape {}", acc.shape())));
+    }
+    let mut v = acc
+        .get(&[])
+        .ok_or_else(|| t.error("0-d accumulator unreadable"))?;
+    let identity = f64::reduction_identity(op);
+    if v.to_bits() != identity.to_bits() {
+        return Err(t.error(format!(
+            "accumulator starts at {v}, not the identity {identity}"
+        )));
+    }
+    for r in 0..input.rows() {
+        for &x in input.row(r) {
+            v = f64::reduce(op, v, x);
+        }
+    }
+    acc.set(&[], v);
+    Ok(())
+}
+
+fn reduce_all_builder(short: &str, op: ReductionOp) -> TaskKindBuilder {
+    TaskKind::builder(name(short))
+        .arg("in", DType::F64, Privilege::Read)
+        .arg("acc", DType::F64, Privilege::Reduce(op))
+}
+
+/// Whole-input reduction kinds: `sum_all`, `prod_all`, `min_all`, `max_all`.
+pub fn reduce_all_kind(op: ReductionOp) -> Arc<TaskKind> {
+    static SUM: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    static PROD: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    static MIN: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    static MAX: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    let (slot, short) = match op {
+        ReductionOp::Sum => (&SUM, "sum_all"),
+        ReductionOp::Prod => (&PROD, "prod_all"),
+        ReductionOp::Min => (&MIN, "min_all"),
+        ReductionOp::Max => (&MAX, "max_all"),
+    };
+    kind_once(slot, || reduce_all_builder(short, op), reduce_all_kernel)
+}
+
+/// Per-row sums: argument 0 is a 2-D input (Read), argument 1 a 1-D `Reduce(Sum)` vector whose
+/// sub-store has one element per input row of the point's sub-store.
+pub fn row_sum_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("row_sum"))
+                .arg("in", DType::F64, Privilege::Read)
+                .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
+        },
+        |t| {
+            let input = t.read::<f64>(0)?;
+            let mut acc = t.write::<f64>(1)?;
+            if input.shape().dims() != 2 || acc.shape().dims() != 1 {
+                return Err(t.error("row_sum wants a 2-d input and a 1-d accumulator"));
+            }
+            if input.shape()[0] != acc.shape()[0] {
+                return Err(t.error(format!(
+                    "input sub-store {} vs accumulator {}",
+                    input.shape(),
+                    acc.shape()
+                )));
+            }
+            let sums = acc.row_mut(0);
+            for (r, s) in sums.iter_mut().enumerate() {
+                if *s != 0.0 {
+                    return Err(t.error("accumulator does not start at 0"));
+                }
+                for &x in input.row(r) {
+                    *s = f64::reduce(ReductionOp::Sum, *s, x);
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// `out = s * x` where `s` is a 0-d store read through `Replicate` (W, R, R-0d).
+pub fn scale_by_store_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("scale_by_store"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("x", DType::F64, Privilege::Read)
+                .arg("s", DType::F64, Privilege::Read)
+                .aligned(&[0, 1])
+        },
+        |t| {
+            let s = t.read::<f64>(2)?;
+            if s.shape().dims() != 0 {
+                return Err(t.error(format!("scale store has shape {}", s.shape())));
+            }
+            let s = s.get(&[]).ok_or_else(|| t.error("0-d read failed"))?;
+            for_each_row::<f64>(t, 0, &[1], |out, ins| {
+                for (o, &x) in out.iter_mut().zip(ins[0]) {
+                    *o = s * x;
+                }
+            })
+        },
+    )
+}
+
+/// Fills argument 0 (Write, any rank) with scalar 0.
+pub fn fill_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("fill"))
+                .arg("out", DType::F64, Privilege::Write)
+                .scalar(DType::F64)
+        },
+        |t| {
+            let v = t.scalar::<f64>(0)?;
+            let mut out = t.write::<f64>(0)?;
+            for r in 0..out.rows() {
+                out.row_mut(r).fill(v);
+            }
+            Ok(())
+        },
+    )
+}

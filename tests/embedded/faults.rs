@@ -1,0 +1,318 @@
+//! Faults: kernel errors and panics become `IrError::Kernel` naming the kind and the point,
+//! host transfers of the wrong type or length are `IrError::HostData`, and the backend keeps
+//! working afterwards.
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse::{EmbeddedBackend, EmbeddedConfig};
+use diffuse_ir::{DType, Executor, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
+
+use crate::{ctx, kind_once, name};
+
+/// Writes `point[0] + 1` over its tile of argument 0, then fails (returns an error) if bit
+/// `point[0]` of scalar 0 is set.
+fn fail_at_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("fail_at"))
+                .arg("out", DType::F64, Privilege::Write)
+                .scalar(DType::I64)
+        },
+        |t| {
+            let mask = t.scalar::<i64>(0)?;
+            let p = t.point()[0];
+            let mut out = t.write::<f64>(0)?;
+            out.row_mut(0).fill(p as f64 + 1.0);
+            if mask & (1 << p) != 0 {
+                return Err(t.error(format!("injected failure {p}")));
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Like `fail_at`, but panics instead of returning an error.
+fn panic_at_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("panic_at"))
+                .arg("out", DType::F64, Privilege::Write)
+                .scalar(DType::I64)
+        },
+        |t| {
+            let mask = t.scalar::<i64>(0)?;
+            let p = t.point()[0];
+            let mut out = t.write::<f64>(0)?;
+            out.row_mut(0).fill(p as f64 + 1.0);
+            if mask & (1 << p) != 0 {
+                panic!("injected panic {p}");
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Asks for its f64 argument as f32: the kernel API refuses.
+fn wrong_type_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || TaskKind::builder(name("wrong_type")).arg("x", DType::F64, Privilege::Read),
+        |t| t.read::<f32>(0).map(|_| ()),
+    )
+}
+
+fn launch_1d(
+    c: &diffuse_ir::Context,
+    kind: &Arc<TaskKind>,
+    out: &diffuse_ir::Store,
+    points: i64,
+    mask: i64,
+) -> Result<(), IrError> {
+    let launch = Tuple::shape(&[points]).unwrap();
+    c.submit(
+        IndexTask::new(kind, launch)
+            .arg(out, out.view().blocked(launch).unwrap(), Privilege::Write)
+            .scalar(mask),
+    )
+}
+
+#[test]
+fn kernel_error_surfaces_with_kind_and_point() {
+    for procs in 1..=4 {
+        let c = ctx(procs);
+        let out = c.create_store(&[8], DType::F64).unwrap();
+        let err = launch_1d(&c, &fail_at_kind(), &out, 8, 1 << 5).unwrap_err();
+        let IrError::Kernel(k) = &err else {
+            panic!("expected IrError::Kernel, got {err:?}");
+        };
+        assert_eq!(k.kind, name("fail_at"));
+        assert_eq!(k.point.as_slice(), &[5]);
+        assert!(k.reason.contains("injected failure 5"), "{}", k.reason);
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&name("fail_at")) && msg.contains("(5,)"),
+            "{msg}"
+        );
+
+        // Several failing points: the first in point order is reported, whatever the timing.
+        let err =
+            launch_1d(&c, &fail_at_kind(), &out, 8, (1 << 6) | (1 << 2) | (1 << 7)).unwrap_err();
+        match err {
+            IrError::Kernel(k) => assert_eq!(k.point.as_slice(), &[2], "procs {procs}"),
+            other => panic!("expected IrError::Kernel, got {other:?}"),
+        }
+
+        // The backend still works: a clean launch succeeds and its results are visible.
+        launch_1d(&c, &fail_at_kind(), &out, 4, 0).unwrap();
+        assert_eq!(
+            c.read::<f64>(&out.view()).unwrap(),
+            vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]
+        );
+    }
+}
+
+#[test]
+fn kernel_panic_surfaces_as_kernel_error() {
+    for procs in 1..=4 {
+        let c = ctx(procs);
+        let out = c.create_store(&[6], DType::F64).unwrap();
+        let err = launch_1d(&c, &panic_at_kind(), &out, 6, 1 << 4).unwrap_err();
+        match &err {
+            IrError::Kernel(k) => {
+                assert_eq!(k.kind, name("panic_at"));
+                assert_eq!(k.point.as_slice(), &[4]);
+                assert!(k.reason.contains("panicked"), "{}", k.reason);
+            }
+            other => panic!("expected IrError::Kernel, got {other:?}"),
+        }
+        // Every point panicking at once is still just an error.
+        let err = launch_1d(&c, &panic_at_kind(), &out, 6, 0b111111).unwrap_err();
+        assert!(
+            matches!(&err, IrError::Kernel(k) if k.point.as_slice() == [0]),
+            "{err:?}"
+        );
+        // No poisoned state: the next task and host copies work.
+        launch_1d(&c, &panic_at_kind(), &out, 3, 0).unwrap();
+        assert_eq!(
+            c.read::<f64>(&out.view()).unwrap(),
+            vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+        );
+        c.write(&out.view(), vec![0.0; 6]).unwrap();
+        assert_eq!(c.read::<f64>(&out.view()).unwrap(), vec![0.0; 6]);
+    }
+}
+
+/// The reason of a panicking kernel should carry the panic message. It does not:
+/// src/embedded/launch.rs:64 calls `panic_message(&panic)` with `panic: Box<dyn Any + Send>`,
+/// so `&Box<..>` is unsized to `&dyn Any` whose concrete type is the `Box` itself, and neither
+/// `downcast_ref::<&str>` nor `downcast_ref::<String>` ever matches: every panic is reported as
+/// "native kernel panicked: non-string panic payload" (should be `panic_message(&*panic)`).
+#[test]
+fn kernel_panic_reason_carries_the_panic_message() {
+    let c = ctx(2);
+    let out = c.create_store(&[6], DType::F64).unwrap();
+    let err = launch_1d(&c, &panic_at_kind(), &out, 6, 1 << 4).unwrap_err();
+    match &err {
+        IrError::Kernel(k) => assert!(k.reason.contains("injected panic 4"), "{}", k.reason),
+        other => panic!("expected IrError::Kernel, got {other:?}"),
+    }
+}
+
+#[test]
+fn kernel_asking_for_the_wrong_element_type_fails() {
+    let c = ctx(2);
+    let x = c.store_from_vec(&[4], vec![1.0f64; 4]).unwrap();
+    let launch = Tuple::shape(&[2]).unwrap();
+    let err = c
+        .submit(IndexTask::new(&wrong_type_kind(), launch).arg(
+            &x,
+            x.view().blocked(launch).unwrap(),
+            Privilege::Read,
+        ))
+        .unwrap_err();
+    match err {
+        IrError::Kernel(k) => {
+            assert_eq!(k.kind, name("wrong_type"));
+            assert_eq!(k.point.as_slice(), &[0]);
+        }
+        other => panic!("expected IrError::Kernel, got {other:?}"),
+    }
+}
+
+#[test]
+fn reading_with_the_wrong_element_type_is_host_data_error() {
+    let c = ctx(2);
+    let x = c
+        .store_from_vec(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0])
+        .unwrap();
+    assert!(matches!(
+        c.read::<i64>(&x.view()),
+        Err(IrError::HostData { .. })
+    ));
+    assert!(matches!(
+        c.read::<f32>(&x.view()),
+        Err(IrError::HostData { .. })
+    ));
+    assert!(matches!(
+        c.read::<bool>(&x.view()),
+        Err(IrError::HostData { .. })
+    ));
+    let s = c.store_from_vec(&[], vec![1.5f64]).unwrap();
+    assert!(matches!(
+        c.read_scalar::<i32>(&s.view()),
+        Err(IrError::HostData { .. })
+    ));
+    let i = c.store_from_vec(&[3], vec![1i32, 2, 3]).unwrap();
+    assert!(matches!(
+        c.read::<f64>(&i.view()),
+        Err(IrError::HostData { .. })
+    ));
+    assert_eq!(c.read::<i32>(&i.view()).unwrap(), vec![1, 2, 3]);
+    // Writing the wrong type is refused too, and changes nothing.
+    assert!(matches!(
+        c.write(&x.view(), vec![1i64, 2, 3, 4]),
+        Err(IrError::HostData { .. })
+    ));
+    assert_eq!(c.read::<f64>(&x.view()).unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn writing_a_vec_of_the_wrong_length_is_an_error() {
+    let c = ctx(2);
+    let x = c.store_from_vec(&[3, 4], vec![5.0f64; 12]).unwrap();
+    for len in [0, 11, 13, 24] {
+        let err = c.write(&x.view(), vec![1.0f64; len]).unwrap_err();
+        assert!(matches!(err, IrError::HostData { .. }), "{err}");
+    }
+    let sub = x
+        .view()
+        .subview(Tuple::new(&[1, 1]).unwrap(), Tuple::shape(&[2, 2]).unwrap())
+        .unwrap();
+    for len in [3, 5, 12] {
+        assert!(matches!(
+            c.write(&sub, vec![1.0f64; len]),
+            Err(IrError::HostData { .. })
+        ));
+    }
+    assert!(c.store_from_vec(&[2, 2], vec![1.0f64; 3]).is_err());
+    assert_eq!(
+        c.read::<f64>(&x.view()).unwrap(),
+        vec![5.0; 12],
+        "unchanged"
+    );
+}
+
+#[test]
+fn executor_rejects_bad_boxes_lengths_and_types() {
+    let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: Some(2) }).unwrap());
+    let c = diffuse_ir::Context::new(backend.clone());
+    assert_eq!(c.executor_name(), "embedded");
+    let x = c.store_from_vec(&[4], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
+    let r = x.task_ref();
+    let rect = |lo: &[i64], hi: &[i64]| Rect {
+        lo: Tuple::new(lo).unwrap(),
+        hi: Tuple::new(hi).unwrap(),
+    };
+    // Boxes outside the store, of the wrong rank, or inverted.
+    for bad in [rect(&[2], &[5]), rect(&[0, 0], &[1, 1]), rect(&[3], &[1])] {
+        assert!(
+            matches!(backend.read(&r, bad), Err(IrError::HostData { .. })),
+            "read {bad}"
+        );
+        assert!(
+            matches!(
+                // As many values as the box has points: only the bounds are wrong.
+                backend.write(&r, bad, HostData::F64(vec![0.0; bad.volume() as usize])),
+                Err(IrError::HostData { .. })
+            ),
+            "write {bad}"
+        );
+    }
+    // Wrong length and wrong type for a valid box.
+    let ok = rect(&[1], &[3]);
+    assert!(matches!(
+        backend.write(&r, ok, HostData::F64(vec![0.0; 3])),
+        Err(IrError::HostData { .. })
+    ));
+    assert!(matches!(
+        backend.write(&r, ok, HostData::I64(vec![0; 2])),
+        Err(IrError::HostData { .. })
+    ));
+    assert_eq!(backend.read(&r, ok).unwrap(), HostData::F64(vec![2.0, 3.0]));
+    // A valid write through the executor lands where it should.
+    backend
+        .write(&r, ok, HostData::F64(vec![-2.0, -3.0]))
+        .unwrap();
+    assert_eq!(
+        c.read::<f64>(&x.view()).unwrap(),
+        vec![1.0, -2.0, -3.0, 4.0]
+    );
+    // An empty box reads nothing.
+    assert_eq!(
+        backend.read(&r, rect(&[2], &[2])).unwrap(),
+        HostData::F64(vec![])
+    );
+    backend.flush().unwrap();
+    c.flush_window().unwrap();
+}
+
+#[test]
+fn zero_processors_is_a_backend_error() {
+    assert!(matches!(
+        EmbeddedBackend::new(EmbeddedConfig { procs: Some(0) }),
+        Err(IrError::Backend { .. })
+    ));
+    let b = EmbeddedBackend::new(EmbeddedConfig { procs: None }).unwrap();
+    assert!(b.procs() >= 1);
+    assert_eq!(
+        EmbeddedBackend::new(EmbeddedConfig { procs: Some(3) })
+            .unwrap()
+            .procs(),
+        3
+    );
+}

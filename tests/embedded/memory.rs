@@ -1,0 +1,178 @@
+//! Store memory accounting of the embedded backend: allocation on first touch, release when the
+//! last application handle and task reference are gone, and a high-water mark.
+
+use std::sync::Arc;
+
+use diffuse::{EmbeddedBackend, EmbeddedConfig, MemoryStats};
+use diffuse_ir::{Context, DType, IndexTask, IrError, Partition, Privilege, ReductionOp, Tuple};
+
+use crate::{add_kind, reduce_all_kind};
+
+fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
+    let b = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: Some(procs) }).unwrap());
+    let c = Context::new(b.clone());
+    (b, c)
+}
+
+fn levels(stats: &MemoryStats) -> (usize, usize) {
+    (stats.current_bytes(), stats.peak_bytes())
+}
+
+#[test]
+fn memory_rises_on_first_touch_and_falls_when_the_last_handle_goes() {
+    let (b, c) = backend(2);
+    let m = b.memory();
+    assert_eq!(levels(m), (0, 0));
+
+    // Creating a store allocates nothing; the first host write does.
+    let x = c.create_store(&[10], DType::F64).unwrap();
+    assert_eq!(levels(m), (0, 0));
+    c.write(&x.view(), vec![1.0; 10]).unwrap();
+    assert_eq!(levels(m), (80, 80));
+    // Touching it again does not allocate again.
+    c.write(&x.view(), vec![2.0; 10]).unwrap();
+    let _ = c.read::<f64>(&x.view()).unwrap();
+    assert_eq!(levels(m), (80, 80));
+
+    // A first read allocates too (a 3x4 f64 store: 96 bytes); i32 elements count 4 bytes.
+    let y = c.create_store(&[3, 4], DType::F64).unwrap();
+    assert_eq!(c.read::<f64>(&y.view()).unwrap(), vec![0.0; 12]);
+    assert_eq!(levels(m), (176, 176));
+    let z = c.store_from_vec(&[5], vec![1i32; 5]).unwrap();
+    assert_eq!(levels(m), (196, 196));
+
+    // Dropping the only handle frees the store; the peak stays.
+    drop(x);
+    assert_eq!(levels(m), (116, 196));
+
+    // Clones and views are handles too: the store lives until the last of them.
+    let y2 = y.clone();
+    let yv = y.view();
+    drop(y);
+    assert_eq!(m.current_bytes(), 116);
+    drop(y2);
+    assert_eq!(m.current_bytes(), 116);
+    assert_eq!(
+        c.read::<f64>(&yv).unwrap(),
+        vec![0.0; 12],
+        "view keeps data alive"
+    );
+    drop(yv);
+    assert_eq!(levels(m), (20, 196));
+
+    m.reset_peak();
+    assert_eq!(levels(m), (20, 20));
+    drop(z);
+    assert_eq!(levels(m), (0, 20));
+}
+
+#[test]
+fn task_references_keep_store_memory_alive() {
+    let (b, c) = backend(2);
+    let m = b.memory();
+    let x = c.store_from_vec(&[4], vec![1.0; 4]).unwrap();
+    let y = c.store_from_vec(&[4], vec![2.0; 4]).unwrap();
+    let out = c.create_store(&[4], DType::F64).unwrap();
+    assert_eq!(m.current_bytes(), 64);
+    let launch = Tuple::shape(&[2]).unwrap();
+    let task = IndexTask::new(&add_kind(), launch)
+        .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
+        .arg(&x, x.view().blocked(launch).unwrap(), Privilege::Read)
+        .arg(&y, y.view().blocked(launch).unwrap(), Privilege::Read);
+    // The application lets go of x; the unsubmitted task still references it.
+    drop(x);
+    assert_eq!(m.current_bytes(), 64, "x is still referenced by the task");
+    let kept = task.clone();
+    // Submitting a task naming a store without application handles is refused...
+    let err = c.submit(task).unwrap_err();
+    assert!(matches!(err, IrError::DeadStore { .. }), "{err}");
+    // ...and the refused task's references are gone, but the clone still holds x.
+    assert_eq!(m.current_bytes(), 64);
+    drop(kept);
+    assert_eq!(levels(m), (32, 64), "x freed with its last task reference");
+
+    // A task's output is allocated when the task first touches it, and stays with its handle.
+    let x = c.store_from_vec(&[4], vec![3.0; 4]).unwrap();
+    assert_eq!(m.current_bytes(), 64);
+    c.submit(
+        IndexTask::new(&add_kind(), launch)
+            .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
+            .arg(&x, x.view().blocked(launch).unwrap(), Privilege::Read)
+            .arg(&y, y.view().blocked(launch).unwrap(), Privilege::Read),
+    )
+    .unwrap();
+    assert_eq!(levels(m), (96, 96));
+    assert_eq!(c.read::<f64>(&out.view()).unwrap(), vec![5.0; 4]);
+    drop((x, y, out));
+    assert_eq!(levels(m), (0, 96));
+}
+
+#[test]
+fn reduction_accumulators_are_not_store_memory() {
+    let (b, c) = backend(4);
+    let m = b.memory();
+    let a = c.store_from_vec(&[8, 8], vec![1.0; 64]).unwrap();
+    let s = c.store_from_vec(&[], vec![0.0]).unwrap();
+    assert_eq!(levels(m), (520, 520));
+    let launch = Tuple::shape(&[4, 2]).unwrap();
+    c.submit(
+        IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
+            .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
+            .arg(
+                &s,
+                Partition::replicate(),
+                Privilege::Reduce(ReductionOp::Sum),
+            ),
+    )
+    .unwrap();
+    assert_eq!(c.read_scalar::<f64>(&s.view()).unwrap(), 64.0);
+    assert_eq!(levels(m), (520, 520));
+}
+
+#[test]
+fn peak_tracks_the_maximum_of_a_random_walk() {
+    let (b, c) = backend(1);
+    let m = b.memory();
+    let mut live = Vec::new();
+    let (mut current, mut peak) = (0usize, 0usize);
+    // A deterministic pseudo-random sequence of allocations and drops.
+    let mut state = 12345u64;
+    for step in 0..60 {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let r = (state >> 33) as usize;
+        if live.is_empty() || r % 3 != 0 {
+            let len = 1 + r % 17;
+            let s = c.store_from_vec(&[len as i64], vec![0.5f64; len]).unwrap();
+            live.push((s, len * 8));
+            current += len * 8;
+        } else {
+            let (s, bytes) = live.swap_remove(r % live.len());
+            drop(s);
+            current -= bytes;
+        }
+        peak = peak.max(current);
+        assert_eq!(levels(m), (current, peak), "step {step}");
+    }
+    drop(live);
+    assert_eq!(levels(m), (0, peak));
+}
+
+#[test]
+fn backends_account_separately() {
+    let (b1, c1) = backend(1);
+    let (b2, c2) = backend(1);
+    let _x = c1.store_from_vec(&[3], vec![1.0f64; 3]).unwrap();
+    let _y = c2.store_from_vec(&[5], vec![1.0f64; 5]).unwrap();
+    assert_eq!(b1.memory().current_bytes(), 24);
+    assert_eq!(b2.memory().current_bytes(), 40);
+}
+
+#[test]
+fn empty_stores_count_no_bytes() {
+    let (b, c) = backend(1);
+    let e = c.create_store(&[0, 5], DType::F64).unwrap();
+    assert_eq!(c.read::<f64>(&e.view()).unwrap(), Vec::<f64>::new());
+    assert_eq!(levels(b.memory()), (0, 0));
+}
