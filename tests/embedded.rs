@@ -30,7 +30,11 @@ use diffuse_ir::{
 
 /// A context over a fresh embedded backend with `procs` processors.
 pub fn ctx(procs: usize) -> Context {
-    diffuse::embedded(EmbeddedConfig { procs: Some(procs) }).expect("embedded backend starts")
+    diffuse::embedded(EmbeddedConfig {
+        procs: Some(procs),
+        ..Default::default()
+    })
+    .expect("embedded backend starts")
 }
 
 /// Registers `builder` with `kernel` once per process; later calls return the same kind.

@@ -57,7 +57,10 @@ pub struct Runtime {
 impl Runtime {
     /// Starts the runtime the flags ask for.
     pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
-        let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: args.procs })?);
+        let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig {
+            procs: args.procs,
+            ..Default::default()
+        })?);
         let ctx = Context::new(backend.clone());
         Ok(Runtime { ctx, backend })
     }

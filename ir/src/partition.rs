@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::IrError;
 use crate::intern::Interner;
-use crate::projection::Projection;
+use crate::projection::{ProjComponent, Projection};
 use crate::store::View;
 use crate::tuple::{Point, Rect, Shape};
 
@@ -166,6 +166,40 @@ impl Partition {
                 t.tile_rect(&color).intersect(&self.reachable_bounds(store))
             }
         }
+    }
+
+    /// True when the sub-stores of the points of `launch` together cover the whole store of
+    /// shape `store`, decided exactly from the description alone in O(dims^2). A `Write`
+    /// through a covering partition defines every element of the store.
+    pub fn covers(&self, store: Shape, launch: Shape) -> bool {
+        let t = match &*self.0 {
+            PartitionKind::Replicate => return true,
+            PartitionKind::Tiling(t) => t,
+        };
+        if store.volume() == 0 {
+            return true;
+        }
+        if t.projection.in_dims() != launch.dims() || t.tile.dims() != store.dims() {
+            return false;
+        }
+        let comps = t.projection.components();
+        (0..store.dims()).all(|d| {
+            // Tiles needed along `d`, starting at color 0 from the store's origin.
+            let needed = store[d] / t.tile[d] + i64::from(store[d] % t.tile[d] != 0);
+            let unclipped = t.offset[d] == 0 && t.clip.map_or(true, |c| c[d] >= store[d]);
+            unclipped
+                && match comps[d] {
+                    ProjComponent::Const(c) => c == 0 && needed == 1,
+                    // A launch dim feeding several store dims only reaches their diagonal
+                    // colors, which cover the store only if each needs a single tile.
+                    ProjComponent::Dim(_)
+                        if comps.iter().filter(|&&x| x == comps[d]).count() > 1 =>
+                    {
+                        needed == 1
+                    }
+                    ProjComponent::Dim(k) => launch[k] >= needed,
+                }
+        })
     }
 
     /// A stable number identifying this partition within the process (for display and keys).

@@ -20,7 +20,8 @@ pub enum ReductionOp {
 pub enum Privilege {
     /// Read only.
     Read,
-    /// Write only: the point task defines the values it writes; it must not read them first.
+    /// Write only: each point task overwrites its whole sub-store without reading it first
+    /// (the previous contents of those elements may be discarded).
     Write,
     /// Read and write.
     ReadWrite,

@@ -6,7 +6,7 @@ use diffuse_ir::{
     IndexTask, IrError, KernelError, Point, PointTask, Privilege, RawView, Rect, ReductionOp, Tuple,
 };
 
-use super::memory::{for_each_rect_row, HostBuffer};
+use super::memory::{for_each_rect_row, FirstUse, HostBuffer};
 use super::EmbeddedBackend;
 use crate::dispatch::with_element_type;
 
@@ -24,7 +24,16 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
     let buffers = task
         .args()
         .iter()
-        .map(|a| backend.buffer(&a.store))
+        .map(|a| {
+            let overwrites =
+                a.privilege == Privilege::Write && a.partition.covers(a.store.shape(), launch);
+            let first_use = if overwrites {
+                FirstUse::Overwrites
+            } else {
+                FirstUse::Reads
+            };
+            backend.buffer(&a.store, first_use)
+        })
         .collect::<Result<Vec<_>, _>>()?;
 
     // Sub-stores and accumulators of every (point, argument).

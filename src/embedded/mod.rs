@@ -15,13 +15,24 @@ use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
 
 use crate::dispatch::with_element_type;
 pub use memory::MemoryStats;
-use memory::{for_each_rect_row, HostBuffer};
+use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer};
 
 /// Settings of the embedded backend.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
     /// Number of worker processors; `None` means one per available core.
     pub procs: Option<usize>,
+    /// Most bytes of freed store buffers kept for reuse by later stores of the same size.
+    pub buffer_cache_bytes: usize,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            procs: None,
+            buffer_cache_bytes: 4 << 30,
+        }
+    }
 }
 
 /// The in-process backend.
@@ -29,6 +40,7 @@ pub struct EmbeddedBackend {
     pool: rayon::ThreadPool,
     procs: usize,
     stats: Arc<MemoryStats>,
+    cache: Arc<BufferCache>,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
     /// Serializes tasks and host copies submitted from different application threads.
@@ -60,6 +72,7 @@ impl EmbeddedBackend {
             pool,
             procs,
             stats: Arc::new(MemoryStats::default()),
+            cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
@@ -86,10 +99,22 @@ impl EmbeddedBackend {
         self.points_executed.load(Ordering::Relaxed)
     }
 
-    /// The host buffer of `store`, allocated (zeroed) on first use.
-    fn buffer<'s>(&self, store: &'s StoreRef) -> Result<&'s HostBuffer, IrError> {
+    /// Bytes of freed store buffers currently cached for reuse.
+    pub fn cached_bytes(&self) -> usize {
+        self.cache.cached_bytes()
+    }
+
+    /// The host buffer of `store`, allocated on first use; zero-filled unless that first use
+    /// overwrites the whole store.
+    fn buffer<'s>(
+        &self,
+        store: &'s StoreRef,
+        first_use: FirstUse,
+    ) -> Result<&'s HostBuffer, IrError> {
         let len = store.shape().volume().max(0) as usize;
-        store.allocation(|| HostBuffer::zeroed(store.dtype(), len, Some(Arc::clone(&self.stats))))
+        store.allocation(|| {
+            HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
+        })
     }
 
     /// Fails unless `rect` lies inside `store`.
@@ -133,7 +158,7 @@ impl Executor for EmbeddedBackend {
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
         Self::check_rect(store, &rect)?;
         let _order = self.lock();
-        let buf = self.buffer(store)?;
+        let buf = self.buffer(store, FirstUse::Reads)?;
         let strides = store.shape().row_major_strides();
         Ok(with_element_type!(store.dtype(), T => {
             let mut out: Vec<T> = Vec::with_capacity(rect.volume().max(0) as usize);
@@ -161,7 +186,12 @@ impl Executor for EmbeddedBackend {
             });
         }
         let _order = self.lock();
-        let buf = self.buffer(store)?;
+        let first_use = if rect == store.bounds() {
+            FirstUse::Overwrites
+        } else {
+            FirstUse::Reads
+        };
+        let buf = self.buffer(store, first_use)?;
         let strides = store.shape().row_major_strides();
         with_element_type!(store.dtype(), T => {
             let values: Vec<T> = data.into_vec::<T>().map_err(|d| IrError::HostData {

@@ -249,7 +249,13 @@ fn writing_a_vec_of_the_wrong_length_is_an_error() {
 
 #[test]
 fn executor_rejects_bad_boxes_lengths_and_types() {
-    let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: Some(2) }).unwrap());
+    let backend = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(2),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
     let c = diffuse_ir::Context::new(backend.clone());
     assert_eq!(c.executor_name(), "embedded");
     let x = c.store_from_vec(&[4], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
@@ -304,15 +310,25 @@ fn executor_rejects_bad_boxes_lengths_and_types() {
 #[test]
 fn zero_processors_is_a_backend_error() {
     assert!(matches!(
-        EmbeddedBackend::new(EmbeddedConfig { procs: Some(0) }),
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(0),
+            ..Default::default()
+        }),
         Err(IrError::Backend { .. })
     ));
-    let b = EmbeddedBackend::new(EmbeddedConfig { procs: None }).unwrap();
+    let b = EmbeddedBackend::new(EmbeddedConfig {
+        procs: None,
+        ..Default::default()
+    })
+    .unwrap();
     assert!(b.procs() >= 1);
     assert_eq!(
-        EmbeddedBackend::new(EmbeddedConfig { procs: Some(3) })
-            .unwrap()
-            .procs(),
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(3),
+            ..Default::default()
+        })
+        .unwrap()
+        .procs(),
         3
     );
 }

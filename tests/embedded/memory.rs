@@ -9,7 +9,13 @@ use diffuse_ir::{Context, DType, IndexTask, IrError, Partition, Privilege, Reduc
 use crate::{add_kind, reduce_all_kind};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
-    let b = Arc::new(EmbeddedBackend::new(EmbeddedConfig { procs: Some(procs) }).unwrap());
+    let b = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(procs),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
     let c = Context::new(b.clone());
     (b, c)
 }
@@ -175,4 +181,97 @@ fn empty_stores_count_no_bytes() {
     let e = c.create_store(&[0, 5], DType::F64).unwrap();
     assert_eq!(c.read::<f64>(&e.view()).unwrap(), Vec::<f64>::new());
     assert_eq!(levels(b.memory()), (0, 0));
+}
+
+/// Fills `view` with `v` through a Write task over `launch`.
+fn fill(c: &Context, view: &diffuse_ir::View, launch: &[i64], v: f64) {
+    let launch = Tuple::shape(launch).unwrap();
+    c.submit(
+        IndexTask::new(&crate::fill_kind(), launch)
+            .arg(
+                view.store(),
+                view.blocked(launch).unwrap(),
+                Privilege::Write,
+            )
+            .scalar(v),
+    )
+    .unwrap();
+}
+
+/// Freed store buffers are recycled, and a recycled buffer never shows its previous store's
+/// data: whatever is not overwritten by the new store's first use reads as zero.
+#[test]
+fn recycled_buffers_never_leak_stale_data() {
+    let (b, c) = backend(2);
+    let dirty = |c: &Context| {
+        let s = c.create_store(&[6, 8], DType::F64).unwrap();
+        fill(c, &s.view(), &[2, 2], 7.0);
+        drop(s);
+    };
+
+    // First use: a host read.
+    dirty(&c);
+    assert_eq!(b.cached_bytes(), 6 * 8 * 8, "the freed buffer is cached");
+    let s = c.create_store(&[6, 8], DType::F64).unwrap();
+    assert_eq!(c.read::<f64>(&s.view()).unwrap(), vec![0.0; 48]);
+    assert_eq!(b.cached_bytes(), 0, "the cached buffer was reused");
+    drop(s);
+
+    // First use: a partial host write.
+    dirty(&c);
+    let s = c.create_store(&[6, 8], DType::F64).unwrap();
+    let corner = diffuse_ir::View::new(
+        &s,
+        Tuple::new(&[0, 0]).unwrap(),
+        Tuple::shape(&[2, 2]).unwrap(),
+    )
+    .unwrap();
+    c.write(&corner, vec![1.0; 4]).unwrap();
+    let all = c.read::<f64>(&s.view()).unwrap();
+    assert_eq!(all.iter().filter(|&&x| x == 1.0).count(), 4);
+    assert_eq!(all.iter().filter(|&&x| x == 0.0).count(), 44);
+    drop((s, corner));
+
+    // First use: a Write task through a tiling of a view that does not cover the store.
+    dirty(&c);
+    let s = c.create_store(&[6, 8], DType::F64).unwrap();
+    let inner = diffuse_ir::View::new(
+        &s,
+        Tuple::new(&[1, 1]).unwrap(),
+        Tuple::shape(&[4, 6]).unwrap(),
+    )
+    .unwrap();
+    fill(&c, &inner, &[2, 2], 3.0);
+    let all = c.read::<f64>(&s.view()).unwrap();
+    assert_eq!(all.iter().filter(|&&x| x == 3.0).count(), 24);
+    assert_eq!(all.iter().filter(|&&x| x == 0.0).count(), 24);
+    drop((s, inner));
+
+    // First use: a covering Write task defines everything.
+    dirty(&c);
+    let s = c.create_store(&[6, 8], DType::F64).unwrap();
+    fill(&c, &s.view(), &[3, 2], 5.0);
+    assert_eq!(c.read::<f64>(&s.view()).unwrap(), vec![5.0; 48]);
+}
+
+#[test]
+fn the_buffer_cache_respects_its_limit() {
+    let b = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(1),
+            buffer_cache_bytes: 100,
+        })
+        .unwrap(),
+    );
+    let c = Context::new(b.clone());
+    let small = c.store_from_vec(&[10], vec![1.0f64; 10]).unwrap();
+    let large = c.store_from_vec(&[20], vec![1.0f64; 20]).unwrap();
+    drop(small);
+    assert_eq!(b.cached_bytes(), 80);
+    drop(large);
+    assert_eq!(
+        b.cached_bytes(),
+        80,
+        "a 160-byte buffer does not fit a 100-byte cache"
+    );
 }

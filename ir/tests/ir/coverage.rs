@@ -130,3 +130,58 @@ proptest! {
         }
     }
 }
+
+/// A random partition of a small store: Replicate, or a tiling with random tile, offset,
+/// projection (each store dim either a launch dim, possibly repeated, or a small constant) and
+/// optional clip.
+fn any_partition_case() -> impl Strategy<Value = (Vec<i64>, Vec<i64>, Partition)> {
+    (1usize..=2, 1usize..=2).prop_flat_map(|(rank, launch_rank)| {
+        let store = prop::collection::vec(1i64..=9, rank);
+        let launch = prop::collection::vec(1i64..=4, launch_rank);
+        let comps = prop::collection::vec(
+            prop_oneof![
+                3 => (0..launch_rank).prop_map(diffuse_ir::ProjComponent::Dim),
+                1 => (0i64..=1).prop_map(diffuse_ir::ProjComponent::Const),
+            ],
+            rank,
+        );
+        let tile = prop::collection::vec(1i64..=9, rank);
+        let offset = prop::collection::vec(prop_oneof![3 => Just(0i64), 1 => 0i64..=2], rank);
+        let clip = prop::option::of(prop::collection::vec(0i64..=9, rank));
+        (store, launch, comps, tile, offset, clip, any::<bool>()).prop_map(
+            move |(store, launch, comps, tile, offset, clip, replicate)| {
+                let part = if replicate {
+                    Partition::replicate()
+                } else {
+                    let proj = Projection::new(launch_rank, &comps).unwrap();
+                    match clip {
+                        None => Partition::tiling(sh(&tile), pt(&offset), proj),
+                        Some(c) => Partition::tiling_of_view(sh(&tile), pt(&offset), proj, sh(&c)),
+                    }
+                    .unwrap()
+                };
+                (store, launch, part)
+            },
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `Partition::covers` (decided from the description alone) agrees with enumerating the
+    /// sub-stores of every launch point and checking that their union is the whole store.
+    #[test]
+    fn covers_agrees_with_enumerating_sub_stores((store, launch, part) in any_partition_case()) {
+        let store = sh(&store);
+        let launch = sh(&launch);
+        let mut covered = vec![false; store.volume() as usize];
+        for p in Rect::from_shape(launch).points() {
+            for e in part.sub_store(store, &p).points() {
+                covered[row_major_index(store.as_slice(), e.as_slice())] = true;
+            }
+        }
+        let enumerated = covered.iter().all(|&c| c);
+        prop_assert_eq!(part.covers(store, launch), enumerated, "{:?} over {}", part, launch);
+    }
+}
