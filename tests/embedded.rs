@@ -53,72 +53,54 @@ fn name(short: &str) -> String {
     format!("{PREFIX}{short}")
 }
 
-/// `out = a + b` (W, R, R), all aligned.
-pub fn add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+/// An aligned `out = f(s, a, b)` kind (W, R, R), with an f64 scalar `s` when `scaled`.
+fn binary_kind(
+    slot: &'static OnceLock<Arc<TaskKind>>,
+    short: &str,
+    scaled: bool,
+    f: fn(f64, f64, f64) -> f64,
+) -> Arc<TaskKind> {
     kind_once(
-        &K,
+        slot,
         || {
-            TaskKind::builder(name("add"))
+            let b = TaskKind::builder(name(short))
                 .arg("out", DType::F64, Privilege::Write)
                 .arg("a", DType::F64, Privilege::Read)
                 .arg("b", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2])
+                .aligned(&[0, 1, 2]);
+            if scaled {
+                b.scalar(DType::F64)
+            } else {
+                b
+            }
         },
-        |t| {
+        move |t| {
+            let s = if scaled { t.scalar::<f64>(0)? } else { 0.0 };
             for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
                 for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
-                    *o = a + b;
+                    *o = f(s, a, b);
                 }
             })
         },
     )
+}
+
+/// `out = a + b` (W, R, R), all aligned.
+pub fn add_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "add", false, |_, a, b| a + b)
 }
 
 /// `out = a * b` (W, R, R), all aligned.
 pub fn mul_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("mul"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .arg("b", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2])
-        },
-        |t| {
-            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
-                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
-                    *o = a * b;
-                }
-            })
-        },
-    )
+    binary_kind(&K, "mul", false, |_, a, b| a * b)
 }
 
 /// `out = s * a + b` (W, R, R; scalar f64 `s`), all aligned.
 pub fn axpy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("axpy"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .arg("b", DType::F64, Privilege::Read)
-                .scalar(DType::F64)
-                .aligned(&[0, 1, 2])
-        },
-        |t| {
-            let s = t.scalar::<f64>(0)?;
-            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
-                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
-                    *o = s * a + b;
-                }
-            })
-        },
-    )
+    binary_kind(&K, "axpy", true, |s, a, b| s * a + b)
 }
 
 /// `out = a` (W, R), aligned.

@@ -9,23 +9,25 @@ use diffuse_ir::{DType, Executor, HostData, IndexTask, IrError, Privilege, Rect,
 
 use crate::{ctx, kind_once, name};
 
-/// Writes `point[0] + 1` over its tile of argument 0, then fails (returns an error) if bit
-/// `point[0]` of scalar 0 is set.
-fn fail_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+/// Writes `point[0] + 1` over its tile of argument 0, then, if bit `point[0]` of scalar 0
+/// is set, fails: by returning an error, or by panicking when `panics`.
+fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool) -> Arc<TaskKind> {
     kind_once(
-        &K,
+        slot,
         || {
-            TaskKind::builder(name("fail_at"))
+            TaskKind::builder(name(short))
                 .arg("out", DType::F64, Privilege::Write)
                 .scalar(DType::I64)
         },
-        |t| {
+        move |t| {
             let mask = t.scalar::<i64>(0)?;
             let p = t.point()[0];
             let mut out = t.write::<f64>(0)?;
             out.row_mut(0).fill(p as f64 + 1.0);
             if mask & (1 << p) != 0 {
+                if panics {
+                    panic!("injected panic {p}");
+                }
                 return Err(t.error(format!("injected failure {p}")));
             }
             Ok(())
@@ -33,27 +35,14 @@ fn fail_at_kind() -> Arc<TaskKind> {
     )
 }
 
-/// Like `fail_at`, but panics instead of returning an error.
+fn fail_at_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    faulty_kind(&K, "fail_at", false)
+}
+
 fn panic_at_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("panic_at"))
-                .arg("out", DType::F64, Privilege::Write)
-                .scalar(DType::I64)
-        },
-        |t| {
-            let mask = t.scalar::<i64>(0)?;
-            let p = t.point()[0];
-            let mut out = t.write::<f64>(0)?;
-            out.row_mut(0).fill(p as f64 + 1.0);
-            if mask & (1 << p) != 0 {
-                panic!("injected panic {p}");
-            }
-            Ok(())
-        },
-    )
+    faulty_kind(&K, "panic_at", true)
 }
 
 /// Asks for its f64 argument as f32: the kernel API refuses.
