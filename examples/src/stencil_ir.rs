@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Context as _;
+use diffuse_array::Partitioner;
 use diffuse_ir::{
     for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
 };
@@ -58,17 +59,6 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .aligned(&[0, 1])
         .register(|t| for_each_row::<f64>(t, 1, &[0], |b, a| b.copy_from_slice(a[0])))?;
     Ok(KINDS.get_or_init(|| Kinds { add, mult, copy }))
-}
-
-/// The processor grid `(rows, cols)` with `rows * cols == procs` whose tiles of an n x n
-/// array have the smallest perimeter (the least halo per point task).
-fn processor_grid(n: usize, procs: usize) -> (usize, usize) {
-    (1..=procs)
-        .filter(|r| procs % r == 0)
-        .map(|r| (r, procs / r))
-        .filter(|&(r, c)| r <= n.max(1) && c <= n.max(1))
-        .min_by_key(|&(r, c)| n.div_ceil(r) + n.div_ceil(c))
-        .unwrap_or((1, 1))
 }
 
 /// Issues one element-wise task of `kind` over `launch`, every view blocked over it.
@@ -170,8 +160,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
         view(1, 0)?,
         view(2, 1)?,
     ];
-    let (pr, pc) = processor_grid(args.n, rt.backend.procs());
-    let launch_domain = Tuple::shape(&[pr as i64, pc as i64])?;
+    let launch_domain = Partitioner::new(rt.backend.procs()).launch_for(Tuple::shape(&[n, n])?);
 
     let start = Instant::now();
     iteration(ctx, k, launch_domain, &views)?;
@@ -219,15 +208,6 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn processor_grid_factors_procs_and_balances_tiles() {
-        assert_eq!(processor_grid(100, 1), (1, 1));
-        assert_eq!(processor_grid(100, 4), (2, 2));
-        let (r, c) = processor_grid(100, 6);
-        assert_eq!(r * c, 6);
-        assert_eq!(processor_grid(1, 4), (1, 1));
-    }
 
     #[test]
     fn ir_stencil_matches_the_sequential_loop() {

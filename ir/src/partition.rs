@@ -186,7 +186,7 @@ impl Partition {
         (0..store.dims()).all(|d| {
             // Tiles needed along `d`, starting at color 0 from the store's origin.
             let needed = store[d] / t.tile[d] + i64::from(store[d] % t.tile[d] != 0);
-            let unclipped = t.offset[d] == 0 && t.clip.map_or(true, |c| c[d] >= store[d]);
+            let unclipped = t.offset[d] == 0 && t.clip.is_none_or(|c| c[d] >= store[d]);
             unclipped
                 && match comps[d] {
                     ProjComponent::Const(c) => c == 0 && needed == 1,

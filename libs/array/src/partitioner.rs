@@ -1,0 +1,169 @@
+//! Choosing the launch domain (processor grid) for an operation on an array.
+//!
+//! Every point of a launch gets one block of the array, so the grid decides both the work per
+//! processor and how much data crosses block edges. Like Mapple's `decompose`, the grid follows
+//! the array's shape: among all grids with at most `procs` points that give every point a
+//! non-empty block, pick the one with the smallest largest block (balanced work), then the
+//! smallest block perimeter (least halo), then the most points.
+
+use diffuse_ir::{Shape, Tuple};
+
+/// Picks launch domains for arrays on a machine with a fixed number of processors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partitioner {
+    procs: usize,
+}
+
+/// How good a candidate grid is; smaller is better (compared lexicographically).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct Cost {
+    largest_block: i64,
+    block_perimeter: i64,
+    unused_points: usize,
+}
+
+impl Partitioner {
+    /// A partitioner for `procs` processors (at least 1).
+    pub fn new(procs: usize) -> Self {
+        Partitioner {
+            procs: procs.max(1),
+        }
+    }
+
+    /// The number of processors it plans for.
+    pub fn procs(&self) -> usize {
+        self.procs
+    }
+
+    /// The launch domain for an array of `shape`: one extent per array dimension, product at
+    /// most `procs`, every block non-empty. A 0-d array (or one with no elements) gets a
+    /// single point.
+    pub fn launch_for(&self, shape: Shape) -> Shape {
+        let dims = shape.dims();
+        if dims == 0 || shape.volume() == 0 {
+            return Tuple::splat(dims, 1);
+        }
+        let mut best: Option<(Cost, Tuple)> = None;
+        let mut grid = Tuple::splat(dims, 1);
+        self.search(shape, &mut grid, 0, 1, &mut best);
+        best.map_or(Tuple::splat(dims, 1), |(_, g)| g)
+    }
+
+    /// Enumerates grids dimension by dimension, keeping the cheapest complete one.
+    fn search(
+        &self,
+        shape: Shape,
+        grid: &mut Tuple,
+        d: usize,
+        points: usize,
+        best: &mut Option<(Cost, Tuple)>,
+    ) {
+        if d == shape.dims() {
+            let cost = self.cost(shape, grid, points);
+            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+                *best = Some((cost, *grid));
+            }
+            return;
+        }
+        let max_here = (self.procs / points).min(shape[d] as usize).max(1);
+        for l in 1..=max_here {
+            if !blocks_fit(shape[d], l as i64) {
+                continue;
+            }
+            grid.as_mut_slice()[d] = l as i64;
+            self.search(shape, grid, d + 1, points * l, best);
+        }
+        grid.as_mut_slice()[d] = 1;
+    }
+
+    fn cost(&self, shape: Shape, grid: &Tuple, points: usize) -> Cost {
+        let block: Vec<i64> = (0..shape.dims())
+            .map(|d| ceil_div(shape[d], grid[d]))
+            .collect();
+        Cost {
+            largest_block: block.iter().product(),
+            block_perimeter: block.iter().sum(),
+            unused_points: self.procs - points,
+        }
+    }
+}
+
+/// `ceil(n / l)` for positive `l`.
+fn ceil_div(n: i64, l: i64) -> i64 {
+    n / l + i64::from(n % l != 0)
+}
+
+/// True when blocking `n` elements over `l` points with blocks of `ceil(n / l)` leaves no
+/// point without elements (the last block starts before `n`).
+pub fn blocks_fit(n: i64, l: i64) -> bool {
+    l >= 1 && n >= 1 && ceil_div(n, l) * (l - 1) < n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(procs: usize, shape: &[i64]) -> Vec<i64> {
+        let s = Tuple::shape(shape).unwrap();
+        Partitioner::new(procs).launch_for(s).as_slice().to_vec()
+    }
+
+    #[test]
+    fn grids_follow_the_array_shape() {
+        assert_eq!(launch(4, &[4096, 4096]), vec![2, 2]);
+        assert_eq!(launch(4, &[1 << 20, 8]), vec![4, 1]);
+        assert_eq!(launch(4, &[8, 1 << 20]), vec![1, 4]);
+        let g = launch(6, &[4096, 4096]);
+        assert_eq!(g[0] * g[1], 6);
+        assert_eq!(launch(2, &[10_000_000]), vec![2]);
+        // Equal block volumes everywhere: the smaller perimeter wins, the short dim stays whole.
+        let g = launch(8, &[1000, 1000, 10]);
+        assert_eq!((g[0] * g[1], g[2]), (8, 1));
+        assert!(g[0] == 2 || g[0] == 4, "{g:?}");
+    }
+
+    #[test]
+    fn small_and_degenerate_arrays_get_fitting_grids() {
+        assert_eq!(launch(4, &[5]), vec![3]);
+        assert_eq!(launch(4, &[1]), vec![1]);
+        assert_eq!(launch(4, &[]), Vec::<i64>::new());
+        assert_eq!(launch(4, &[0, 7]), vec![1, 1]);
+        assert_eq!(launch(1, &[4096, 4096]), vec![1, 1]);
+    }
+
+    proptest::proptest! {
+        /// The chosen grid gives every point a non-empty block, uses at most `procs` points,
+        /// and no grid in the whole box `[1, procs]^dims` has a smaller largest block.
+        #[test]
+        fn chosen_grid_is_valid_and_balanced(
+            shape in proptest::collection::vec(1i64..=50, 1..=3),
+            procs in 1usize..=12,
+        ) {
+            let g = launch(procs, &shape);
+            let points: i64 = g.iter().product();
+            proptest::prop_assert!(points as usize <= procs);
+            for (d, &l) in g.iter().enumerate() {
+                let n = shape[d];
+                let nonempty = (0..l).all(|c| c * ceil_div(n, l) < n);
+                proptest::prop_assert!(nonempty, "dim {} of {:?}: {:?}", d, shape, g);
+            }
+            let largest = |grid: &[i64]| -> i64 {
+                grid.iter().zip(&shape).map(|(&l, &n)| ceil_div(n, l)).product()
+            };
+            let mut best = i64::MAX;
+            let total = procs.pow(shape.len() as u32);
+            for code in 0..total {
+                let grid: Vec<i64> = (0..shape.len())
+                    .map(|d| (code / procs.pow(d as u32) % procs) as i64 + 1)
+                    .collect();
+                let fits = grid.iter().zip(&shape).all(|(&l, &n)| {
+                    l <= n && (0..l).all(|c| c * ceil_div(n, l) < n)
+                });
+                if fits && grid.iter().product::<i64>() as usize <= procs {
+                    best = best.min(largest(&grid));
+                }
+            }
+            proptest::prop_assert_eq!(largest(&g), best, "{:?} for {:?} on {}", g, shape, procs);
+        }
+    }
+}
