@@ -64,26 +64,23 @@ fn task_scales_a_vector_by_a_0d_store() {
             let xs = c.store_from_vec(&[n], x.clone()).unwrap();
             let out = c.create_store(&[n], DType::F64).unwrap();
             let launch = Tuple::shape(&[points]).unwrap();
-            c.submit(
-                IndexTask::new(&scale_by_store_kind(), launch)
-                    .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
-                    .arg(&xs, xs.view().blocked(launch).unwrap(), Privilege::Read)
-                    .arg(&s, Partition::replicate(), Privilege::Read),
-            )
-            .unwrap();
+            let scale = || {
+                c.submit(
+                    IndexTask::new(&scale_by_store_kind(), launch)
+                        .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
+                        .arg(&xs, xs.view().blocked(launch).unwrap(), Privilege::Read)
+                        .arg(&s, Partition::replicate(), Privilege::Read),
+                )
+                .unwrap()
+            };
+            scale();
             let want: Vec<f64> = x.iter().map(|v| -2.5 * v).collect();
             assert_eq!(c.read::<f64>(&out.view()).unwrap(), want, "procs {procs}");
             // The 0-d input is untouched.
             assert_eq!(c.read_scalar::<f64>(&s.view()).unwrap(), -2.5);
             // Changing the 0-d store changes the next task's result.
             c.write(&s.view(), vec![4.0]).unwrap();
-            c.submit(
-                IndexTask::new(&scale_by_store_kind(), launch)
-                    .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
-                    .arg(&xs, xs.view().blocked(launch).unwrap(), Privilege::Read)
-                    .arg(&s, Partition::replicate(), Privilege::Read),
-            )
-            .unwrap();
+            scale();
             let want: Vec<f64> = x.iter().map(|v| 4.0 * v).collect();
             assert_eq!(c.read::<f64>(&out.view()).unwrap(), want, "procs {procs}");
         }
