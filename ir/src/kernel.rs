@@ -62,11 +62,6 @@ impl RawView {
             privilege,
         }
     }
-
-    /// Extent of the sub-store.
-    pub fn shape(&self) -> Shape {
-        self.shape
-    }
 }
 
 /// Row addressing shared by read and write views.

@@ -201,11 +201,6 @@ impl Partition {
                 }
         })
     }
-
-    /// A stable number identifying this partition within the process (for display and keys).
-    pub fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
 }
 
 impl PartialEq for Partition {

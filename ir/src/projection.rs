@@ -139,11 +139,6 @@ impl Projection {
         (0..domain.dims())
             .all(|d| domain[d] <= 1 || self.components().contains(&ProjComponent::Dim(d)))
     }
-
-    /// A stable small number identifying this projection within the process (for display).
-    pub fn id(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
-    }
 }
 
 impl PartialEq for Projection {
