@@ -1,9 +1,11 @@
 //! Flags, runtime set-up and the result record shared by every application.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use diffuse::{EmbeddedBackend, EmbeddedConfig};
+use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
 use serde::Serialize;
 
@@ -50,8 +52,24 @@ pub struct AppArgs {
 pub struct Runtime {
     /// What applications and libraries submit to.
     pub ctx: Context,
+    /// The array library on `ctx`.
+    pub arrays: ArrayContext,
     /// The backend, for statistics.
     pub backend: Arc<EmbeddedBackend>,
+}
+
+/// What [`Runtime::measure`] observed.
+pub struct Measurement {
+    /// Seconds of the warm-up iteration.
+    pub warmup_seconds: f64,
+    /// Mean seconds per timed iteration.
+    pub seconds_per_iter: f64,
+    /// Index tasks submitted per timed iteration.
+    pub tasks_issued_per_iter: f64,
+    /// Index tasks executed per timed iteration.
+    pub tasks_executed_per_iter: f64,
+    /// Peak bytes held by stores during the timed iterations.
+    pub peak_store_bytes: usize,
 }
 
 impl Runtime {
@@ -62,7 +80,98 @@ impl Runtime {
             ..Default::default()
         })?);
         let ctx = Context::new(backend.clone());
-        Ok(Runtime { ctx, backend })
+        let arrays = ArrayContext::new(ctx.clone());
+        Ok(Runtime {
+            ctx,
+            arrays,
+            backend,
+        })
+    }
+
+    /// Runs `step` once to warm up, then `iters` timed times, flushing the window after each
+    /// phase so all work is inside the timing.
+    pub fn measure(
+        &self,
+        iters: usize,
+        mut step: impl FnMut() -> anyhow::Result<()>,
+    ) -> anyhow::Result<Measurement> {
+        let start = Instant::now();
+        step()?;
+        self.ctx.flush_window()?;
+        let warmup_seconds = start.elapsed().as_secs_f64();
+
+        self.backend.memory().reset_peak();
+        let (issued, executed) = (self.ctx.tasks_submitted(), self.backend.tasks_executed());
+        let start = Instant::now();
+        for _ in 0..iters {
+            step()?;
+        }
+        self.ctx.flush_window()?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let per_iter = |n: u64| n as f64 / iters.max(1) as f64;
+        Ok(Measurement {
+            warmup_seconds,
+            seconds_per_iter: elapsed / iters.max(1) as f64,
+            tasks_issued_per_iter: per_iter(self.ctx.tasks_submitted() - issued),
+            tasks_executed_per_iter: per_iter(self.backend.tasks_executed() - executed),
+            peak_store_bytes: self.backend.memory().peak_bytes(),
+        })
+    }
+
+    /// The `--json` record of a run of `app` with these flags, measurement and check.
+    pub fn record(
+        &self,
+        app: &'static str,
+        args: &AppArgs,
+        m: Measurement,
+        check: f64,
+    ) -> RunRecord {
+        RunRecord {
+            app,
+            backend: args.backend,
+            fusion: args.fusion,
+            n: args.n,
+            iters: args.iters,
+            procs: self.backend.procs(),
+            seconds_per_iter: m.seconds_per_iter,
+            warmup_seconds: m.warmup_seconds,
+            tasks_issued_per_iter: m.tasks_issued_per_iter,
+            tasks_executed_per_iter: m.tasks_executed_per_iter,
+            peak_store_bytes: m.peak_store_bytes,
+            check,
+            compile_seconds: 0.0,
+        }
+    }
+}
+
+/// The largest difference between `got` and `want`, relative to `max(1, |want|)` so that
+/// large values are compared relatively and small ones absolutely.
+pub fn max_error(got: &[f64], want: &[f64]) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / w.abs().max(1.0))
+        .fold(0.0, |acc, e| {
+            if e.is_nan() {
+                f64::INFINITY
+            } else {
+                acc.max(e)
+            }
+        })
+}
+
+/// Flags for unit tests of the applications: small and quick.
+#[cfg(test)]
+pub fn test_args(n: usize, iters: usize, procs: usize) -> AppArgs {
+    AppArgs {
+        n,
+        iters,
+        fusion: Fusion::Off,
+        backend: Backend::Embedded,
+        procs: Some(procs),
+        json: false,
     }
 }
 
@@ -91,7 +200,8 @@ pub struct RunRecord {
     pub tasks_executed_per_iter: f64,
     /// Peak bytes held by stores during the timed iterations.
     pub peak_store_bytes: usize,
-    /// Max abs error against a plain sequential reference computed in the same run.
+    /// Max error against a plain sequential reference computed in the same run (absolute
+    /// for values below 1, relative above).
     pub check: f64,
     /// Seconds spent compiling kernels (no JIT exists yet, so nothing is compiled: 0).
     pub compile_seconds: f64,

@@ -3,7 +3,11 @@
 //! Every application accepts the shared flags of [`common::AppArgs`] and, with `--json`, prints
 //! one JSON record on stdout (see `../shared/DESIGN.md`, "Interfaces").
 
+mod black_scholes;
+mod cfd;
 mod common;
+mod jacobi;
+mod stencil;
 mod stencil_ir;
 
 use clap::{Parser, Subcommand};
@@ -17,6 +21,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum App {
+    /// The 5-point stencil of the Diffuse paper's Figure 2(a), written with the array library
+    /// over five aliasing slices of one grid.
+    Stencil(common::AppArgs),
+    /// Black-Scholes call and put prices for `--n` options (log, sqrt, exp, erf).
+    BlackScholes(common::AppArgs),
+    /// Dense Jacobi iteration on an `--n x --n` diagonally dominant system.
+    Jacobi(common::AppArgs),
+    /// 2-D channel flow, Navier-Stokes ("12 steps", step 12) on an `--n x --n` grid.
+    Cfd(common::AppArgs),
     /// The 5-point stencil of the Diffuse paper's Figure 2, issued directly as IR index tasks
     /// (ADD, MULT and COPY over five aliasing views of one grid).
     StencilIr(common::AppArgs),
@@ -25,6 +38,10 @@ enum App {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (record, json) = match cli.app {
+        App::Stencil(args) => (stencil::run(&args)?, args.json),
+        App::BlackScholes(args) => (black_scholes::run(&args)?, args.json),
+        App::Jacobi(args) => (jacobi::run(&args)?, args.json),
+        App::Cfd(args) => (cfd::run(&args)?, args.json),
         App::StencilIr(args) => (stencil_ir::run(&args)?, args.json),
     };
     common::report(&record, json)

@@ -6,7 +6,6 @@
 //! every task launched over a 2-D processor grid with each view blocked over it.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use anyhow::Context as _;
 use diffuse_array::Partitioner;
@@ -14,7 +13,8 @@ use diffuse_ir::{
     for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
 };
 
-use crate::common::{AppArgs, RunRecord, Runtime};
+use crate::common::{max_error, AppArgs, RunRecord, Runtime};
+use crate::stencil::{initial_grid, reference};
 
 /// Figure 2(e)'s three task kinds.
 struct Kinds {
@@ -82,13 +82,13 @@ fn launch(
     Ok(())
 }
 
-/// One stencil iteration: Figure 2(c)'s six tasks. Returns the number of tasks issued.
+/// One stencil iteration: Figure 2(c)'s six tasks.
 fn iteration(
     ctx: &Context,
     k: &Kinds,
     launch_domain: Shape,
     views: &[View; 5],
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<()> {
     let [center, north, east, west, south] = views;
     let shape = center.shape();
     let temp =
@@ -104,34 +104,7 @@ fn iteration(
     let work = temp()?;
     launch(ctx, &k.mult, launch_domain, &[&avg], &work, Some(0.2))?;
     launch(ctx, &k.copy, launch_domain, &[&work], center, None)?;
-    Ok(6)
-}
-
-/// Deterministic initial grid values in [0, 1).
-fn initial_grid(side: usize) -> Vec<f64> {
-    (0..side * side)
-        .map(|k| ((k / side) * 37 + (k % side) * 101 + 13) % 97)
-        .map(|v| v as f64 / 97.0)
-        .collect()
-}
-
-/// The same computation as a plain sequential loop over a row-major (n+2)^2 grid.
-fn reference(grid: &mut [f64], n: usize, iters: usize) {
-    let side = n + 2;
-    let mut work = vec![0.0; n * n];
-    for _ in 0..iters {
-        for i in 0..n {
-            for j in 0..n {
-                let at = |di: usize, dj: usize| grid[(i + di) * side + (j + dj)];
-                let avg = at(1, 1) + at(0, 1) + at(1, 2) + at(1, 0) + at(2, 1);
-                work[i * n + j] = 0.2 * avg;
-            }
-        }
-        for i in 0..n {
-            grid[(i + 1) * side + 1..(i + 1) * side + 1 + n]
-                .copy_from_slice(&work[i * n..(i + 1) * n]);
-        }
-    }
+    Ok(())
 }
 
 /// Runs the stencil: one warm-up iteration, `iters` timed ones, then the check.
@@ -161,48 +134,15 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
         view(2, 1)?,
     ];
     let launch_domain = Partitioner::new(rt.backend.procs()).launch_for(Tuple::shape(&[n, n])?);
-
-    let start = Instant::now();
-    iteration(ctx, k, launch_domain, &views)?;
-    ctx.flush_window()?;
-    let warmup_seconds = start.elapsed().as_secs_f64();
-
-    rt.backend.memory().reset_peak();
-    let tasks_before = rt.backend.tasks_executed();
-    let mut issued = 0;
-    let start = Instant::now();
-    for _ in 0..args.iters {
-        issued += iteration(ctx, k, launch_domain, &views)?;
-    }
-    ctx.flush_window()?;
-    let elapsed = start.elapsed().as_secs_f64();
-    let executed = rt.backend.tasks_executed() - tasks_before;
+    let m = rt.measure(args.iters, || {
+        iteration(ctx, k, launch_domain, &views)?;
+        Ok(())
+    })?;
 
     let result = ctx.read::<f64>(&grid.view())?;
     let mut expected = init;
     reference(&mut expected, args.n, args.iters + 1);
-    let check = result
-        .iter()
-        .zip(&expected)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-
-    let iters = args.iters.max(1) as f64;
-    Ok(RunRecord {
-        app: "stencil-ir",
-        backend: args.backend,
-        fusion: args.fusion,
-        n: args.n,
-        iters: args.iters,
-        procs: rt.backend.procs(),
-        seconds_per_iter: elapsed / iters,
-        warmup_seconds,
-        tasks_issued_per_iter: issued as f64 / iters,
-        tasks_executed_per_iter: executed as f64 / iters,
-        peak_store_bytes: rt.backend.memory().peak_bytes(),
-        check,
-        compile_seconds: 0.0,
-    })
+    Ok(rt.record("stencil-ir", args, m, max_error(&result, &expected)))
 }
 
 #[cfg(test)]
@@ -211,15 +151,7 @@ mod tests {
 
     #[test]
     fn ir_stencil_matches_the_sequential_loop() {
-        let args = AppArgs {
-            n: 37,
-            iters: 3,
-            fusion: crate::common::Fusion::Off,
-            backend: crate::common::Backend::Embedded,
-            procs: Some(3),
-            json: false,
-        };
-        let record = run(&args).unwrap();
+        let record = run(&crate::common::test_args(37, 3, 3)).unwrap();
         assert!(record.check <= 1e-12, "check {}", record.check);
         assert_eq!(record.tasks_issued_per_iter, 6.0);
         assert_eq!(record.tasks_executed_per_iter, 6.0);

@@ -1,6 +1,7 @@
 //! The `Context`: the one object libraries talk to. It creates stores, checks and forwards
 //! index tasks to the runtime behind it, and moves data between the application and stores.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element};
@@ -18,6 +19,10 @@ use crate::validate::validate;
 pub trait Executor: Send + Sync {
     /// A short name for messages (`"embedded"`, `"legion"`).
     fn name(&self) -> &str;
+
+    /// How many processors execute point tasks. Libraries size launch domains with it (one
+    /// block per processor); it never changes what a task computes.
+    fn processors(&self) -> usize;
 
     /// Accepts a validated task. It may run now or later, but before any later `read` or
     /// `write` of a store it touches completes, and in submission order with respect to other
@@ -39,17 +44,32 @@ pub trait Executor: Send + Sync {
 #[derive(Clone)]
 pub struct Context {
     executor: Arc<dyn Executor>,
+    submitted: Arc<AtomicU64>,
 }
 
 impl Context {
     /// A context forwarding to `executor`.
     pub fn new(executor: Arc<dyn Executor>) -> Self {
-        Context { executor }
+        Context {
+            executor,
+            submitted: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How many index tasks have been submitted through this context (and its clones). With
+    /// the runtime's count of executed tasks this shows what fusion saved.
+    pub fn tasks_submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Relaxed)
     }
 
     /// The name of the runtime behind this context.
     pub fn executor_name(&self) -> &str {
         self.executor.name()
+    }
+
+    /// How many processors the runtime behind this context executes point tasks on.
+    pub fn processors(&self) -> usize {
+        self.executor.processors().max(1)
     }
 
     /// Creates a store of `shape` and `dtype`, initially all zero (false).
@@ -81,6 +101,7 @@ impl Context {
     /// Checks `task` against its kind and the IR's rules, then hands it to the runtime.
     pub fn submit(&self, task: IndexTask) -> Result<(), IrError> {
         validate(&task)?;
+        self.submitted.fetch_add(1, Ordering::Relaxed);
         self.executor.execute(task)
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::KernelError;
 use crate::privilege::Privilege;
-use crate::tuple::{Point, Shape, Tuple};
+use crate::tuple::{Point, Rect, Shape, Tuple};
 
 /// The most store arguments one task may have (point tasks track them in a bit set).
 pub const MAX_ARGS: usize = 64;
@@ -28,6 +28,8 @@ pub struct RawView {
     shape: Shape,
     strides: Tuple,
     privilege: Privilege,
+    sub_store: Rect,
+    store_shape: Shape,
 }
 
 // SAFETY: a RawView is a pointer plus layout. Backends only create them under the contract of
@@ -39,8 +41,11 @@ unsafe impl Send for RawView {}
 unsafe impl Sync for RawView {}
 
 impl RawView {
-    /// Describes `shape` elements of `dtype` at `ptr` with element `strides` (innermost
-    /// stride must be 1), accessed with `privilege`.
+    /// Describes the sub-store `sub_store` of a store of shape `store_shape`: its
+    /// `sub_store.extent()` elements of `dtype` lie at `ptr` with element `strides` (innermost
+    /// stride must be 1) and are accessed with `privilege`. Kernels that depend on where their
+    /// block lies (`arange`, counter-based random numbers) read the placement back through
+    /// [`PointTask::sub_store`].
     ///
     /// # Safety
     /// For as long as any `PointTask` built from this view runs, every element the layout
@@ -50,16 +55,19 @@ impl RawView {
     pub unsafe fn new(
         ptr: *mut u8,
         dtype: DType,
-        shape: Shape,
+        sub_store: Rect,
+        store_shape: Shape,
         strides: Tuple,
         privilege: Privilege,
     ) -> Self {
         RawView {
             ptr,
             dtype,
-            shape,
+            shape: sub_store.extent(),
             strides,
             privilege,
+            sub_store,
+            store_shape,
         }
     }
 }
@@ -256,6 +264,16 @@ impl<'a> PointTask<'a> {
     /// Number of store arguments.
     pub fn arg_count(&self) -> usize {
         self.args.len()
+    }
+
+    /// Where argument `i`'s sub-store lies, in the coordinates of its whole store.
+    pub fn sub_store(&self, i: usize) -> Result<Rect, KernelError> {
+        Ok(self.raw(i)?.sub_store)
+    }
+
+    /// The shape of argument `i`'s whole store.
+    pub fn store_shape(&self, i: usize) -> Result<Shape, KernelError> {
+        Ok(self.raw(i)?.store_shape)
     }
 
     /// The privilege of argument `i`.

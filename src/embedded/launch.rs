@@ -142,7 +142,8 @@ fn raw_view(
             RawView::new(
                 acc.as_ptr(),
                 acc.dtype(),
-                extent,
+                place.rect,
+                store_shape,
                 extent.row_major_strides(),
                 privilege,
             )
@@ -165,7 +166,8 @@ fn raw_view(
                 RawView::new(
                     buf.as_ptr().add(offset),
                     buf.dtype(),
-                    extent,
+                    place.rect,
+                    store_shape,
                     strides,
                     privilege,
                 )

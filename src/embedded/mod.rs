@@ -141,6 +141,10 @@ impl Executor for EmbeddedBackend {
         "embedded"
     }
 
+    fn processors(&self) -> usize {
+        self.procs()
+    }
+
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {
         let _order = self.lock();
         launch::run(self, &task)?;

@@ -30,6 +30,10 @@ impl Executor for NullExecutor {
         NULL_BACKEND
     }
 
+    fn processors(&self) -> usize {
+        1
+    }
+
     fn execute(&self, _task: IndexTask) -> Result<(), IrError> {
         self.executed.fetch_add(1, Ordering::SeqCst);
         Err(unsupported("execute"))

@@ -1,11 +1,49 @@
 //! `diffuse-array`: NumPy-like distributed arrays whose operations are index tasks on the
-//! diffuse IR. Depends only on `diffuse-ir`.
+//! diffuse IR. Depends only on `diffuse-ir`: this crate is an example of what a library author
+//! writes to get fusion, JIT compilation and placement for free.
 //!
-//! In progress (issue #3): so far the partitioner that picks each operation's launch domain
-//! from the array's shape and the processor count. Arrays and their operations come next.
+//! ```
+//! use diffuse_array::{s, ArrayContext, Array};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let cx = ArrayContext::new(diffuse::embedded(Default::default())?);
+//! let grid = Array::from_vec(&cx, &[4, 4], (0..16).map(f64::from).collect())?;
+//! let center = grid.slice(&s![1..-1, 1..-1])?;
+//! let north = grid.slice(&s![..-2, 1..-1])?;
+//! let avg = ((&center + &north)? * 0.5)?;
+//! center.assign(&avg)?;
+//! assert_eq!(grid.sum()?.item::<f64>()?, 120.0 - 4.0 * 2.0);
+//! # Ok(()) }
+//! ```
+//!
+//! Every operation submits tasks and returns at once; the result of a reduction is a 0-d array
+//! that later operations use directly. Reading values (`to_vec`, `item`) waits.
+//!
+//! Each operation is its own task kind per dtype (`array.add.f64.aa`, ...), registered on first
+//! use with a native kernel; element-wise kinds are described by [`UnaryOp`] / [`BinaryOp`], the
+//! expression the JIT compiles.
 
 #![warn(missing_docs)]
+// Errors wrap `diffuse_ir::IrError`, which carries shapes inline by design.
+#![allow(clippy::result_large_err)]
 
+mod array;
+mod broadcast;
+mod context;
+mod creation;
+mod element;
+mod error;
+mod kernels;
+mod kinds;
+mod ops;
 mod partitioner;
+mod slice;
 
+pub use array::Array;
+pub use context::ArrayContext;
+pub use creation::{arange, full, linspace, ones, random, zeros, Distribution};
+pub use diffuse_ir::DType;
+pub use element::{Convert, Float, Num};
+pub use error::{ArrayError, ArrayResult};
+pub use ops::elementwise::{binary, unary, where_, BinaryOp, Operand, UnaryOp};
 pub use partitioner::{blocks_fit, Partitioner};
+pub use slice::SliceArg;

@@ -1,0 +1,172 @@
+//! The distributed array: a view of a store plus the context its operations go to.
+
+use std::fmt;
+
+use diffuse_ir::{DType, Element, Partition, Shape, Store, Tuple, View};
+
+use crate::context::ArrayContext;
+use crate::error::{ArrayError, ArrayResult};
+
+/// An n-d array (up to 6 dims; 0-d arrays hold one value) whose data lives in a diffuse store.
+///
+/// An `Array` is a handle: cloning it, or slicing it, gives another handle on the same
+/// elements (a view never copies). Operations submit index tasks and return at once; only
+/// reading values back ([`Array::to_vec`], [`Array::item`]) waits for them.
+#[derive(Clone)]
+pub struct Array {
+    cx: ArrayContext,
+    view: View,
+}
+
+impl Array {
+    /// Wraps a view of a store created on `cx`.
+    pub(crate) fn from_view(cx: &ArrayContext, view: View) -> Self {
+        Array {
+            cx: cx.clone(),
+            view,
+        }
+    }
+
+    /// A new, zero-filled store of `shape` and `dtype`, as an array.
+    pub(crate) fn fresh(cx: &ArrayContext, shape: Shape, dtype: DType) -> ArrayResult {
+        let store = cx.ir().create_store(shape.as_slice(), dtype)?;
+        Ok(Array::from_view(cx, store.view()))
+    }
+
+    /// An array holding `data` (row-major) with shape `shape`.
+    pub fn from_vec<T: Element>(cx: &ArrayContext, shape: &[i64], data: Vec<T>) -> ArrayResult {
+        let shape = Tuple::shape(shape)?;
+        if data.len() as i64 != shape.volume() {
+            return Err(ArrayError::HostData {
+                op: "from_vec",
+                reason: format!(
+                    "{} values given for shape {shape} ({} elements)",
+                    data.len(),
+                    shape.volume()
+                ),
+            });
+        }
+        let store = cx.ir().store_from_vec(shape.as_slice(), data)?;
+        Ok(Array::from_view(cx, store.view()))
+    }
+
+    /// The context the array's operations go to.
+    pub fn context(&self) -> &ArrayContext {
+        &self.cx
+    }
+
+    /// The array's extent in each dimension.
+    pub fn shape(&self) -> Shape {
+        self.view.shape()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.view.shape().dims()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        self.view.shape().volume() as usize
+    }
+
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.view.store().dtype()
+    }
+
+    /// The store window this array is.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// The store holding the data (shared with every view of it).
+    pub fn store(&self) -> &Store {
+        self.view.store()
+    }
+
+    /// True when both arrays are windows of the same store.
+    pub fn shares_store(&self, other: &Array) -> bool {
+        self.store()
+            .task_ref()
+            .same_store(&other.store().task_ref())
+    }
+
+    /// The partition through which the point tasks of a launch over `launch` (producing an
+    /// array of shape `out`) see this array, broadcast NumPy-style to `out`.
+    pub(crate) fn partition_for(&self, out: Shape, launch: Shape) -> Result<Partition, ArrayError> {
+        crate::broadcast::operand_partition(&self.view, out, launch)
+    }
+
+    /// Copies the elements to the host, row-major, waiting for pending operations.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, ArrayError> {
+        self.check_host_dtype::<T>("to_vec")?;
+        Ok(self.cx.ir().read::<T>(&self.view)?)
+    }
+
+    /// The single value of a one-element (e.g. 0-d) array, waiting for pending operations.
+    pub fn item<T: Element>(&self) -> Result<T, ArrayError> {
+        self.check_host_dtype::<T>("item")?;
+        if self.size() != 1 {
+            return Err(ArrayError::HostData {
+                op: "item",
+                reason: format!(
+                    "an array of shape {} has {} elements, not 1",
+                    self.shape(),
+                    self.size()
+                ),
+            });
+        }
+        Ok(self.cx.ir().read_scalar::<T>(&self.view)?)
+    }
+
+    /// Overwrites the elements with row-major host `data`, ordered after pending operations.
+    pub fn write_from<T: Element>(&self, data: Vec<T>) -> Result<(), ArrayError> {
+        self.check_host_dtype::<T>("write_from")?;
+        if data.len() != self.size() {
+            return Err(ArrayError::HostData {
+                op: "write_from",
+                reason: format!(
+                    "{} values given for an array of shape {} ({} elements)",
+                    data.len(),
+                    self.shape(),
+                    self.size()
+                ),
+            });
+        }
+        Ok(self.cx.ir().write(&self.view, data)?)
+    }
+
+    fn check_host_dtype<T: Element>(&self, op: &'static str) -> Result<(), ArrayError> {
+        if T::DTYPE == self.dtype() {
+            Ok(())
+        } else {
+            Err(ArrayError::HostData {
+                op,
+                reason: format!(
+                    "the array holds {} but {} was requested",
+                    self.dtype(),
+                    T::DTYPE
+                ),
+            })
+        }
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Array({} {} at {} of store {})",
+            self.dtype(),
+            self.shape(),
+            self.view.offset(),
+            self.store().id()
+        )
+    }
+}

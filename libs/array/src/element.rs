@@ -1,0 +1,313 @@
+//! Arithmetic on element types, and calling dtype-generic code on a run-time [`DType`].
+//!
+//! `diffuse_ir::Element` says what a store can hold; the traits here add what the array
+//! operations compute with. Integer arithmetic wraps (as NumPy's does); float `maximum` and
+//! `minimum` propagate NaN (as NumPy's do).
+
+use diffuse_ir::{DType, Element, Scalar};
+
+/// Conversions every element type supports (`astype`, scalar operands).
+pub trait Convert: Element {
+    /// The value as `f64` (`bool` is 0 or 1).
+    fn as_f64(self) -> f64;
+    /// The value as `i64` (floats truncate toward zero, saturating; `bool` is 0 or 1).
+    fn as_i64(self) -> i64;
+    /// The nearest value of this type to `x` (`bool`: `x != 0`).
+    fn from_f64(x: f64) -> Self;
+    /// The value of this type closest to `x` (`bool`: `x != 0`; narrower ints wrap).
+    fn from_i64(x: i64) -> Self;
+}
+
+/// Converts between element types the way `astype` does: through `f64` when either side is a
+/// float, exactly through `i64` between integers and booleans.
+pub fn cast<T: Convert, U: Convert>(x: T) -> U {
+    if is_float(T::DTYPE) || is_float(U::DTYPE) {
+        U::from_f64(x.as_f64())
+    } else {
+        U::from_i64(x.as_i64())
+    }
+}
+
+/// True for `f64` and `f32`.
+pub fn is_float(dtype: DType) -> bool {
+    matches!(dtype, DType::F64 | DType::F32)
+}
+
+/// True for the types arithmetic is defined on (all but `bool`).
+pub fn is_numeric(dtype: DType) -> bool {
+    dtype != DType::Bool
+}
+
+/// Element types with arithmetic and ordering.
+pub trait Num: Convert + PartialOrd {
+    /// `a + b` (wrapping for integers).
+    fn add(self, o: Self) -> Self;
+    /// `a - b` (wrapping for integers).
+    fn sub(self, o: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(self, o: Self) -> Self;
+    /// `-a` (wrapping for integers).
+    fn neg(self) -> Self;
+    /// `|a|` (wrapping for the most negative integer).
+    fn abs(self) -> Self;
+    /// The larger of two values; NaN if either is NaN.
+    fn maximum(self, o: Self) -> Self;
+    /// The smaller of two values; NaN if either is NaN.
+    fn minimum(self, o: Self) -> Self;
+}
+
+/// Floating-point element types: division and the transcendental functions.
+pub trait Float: Num {
+    /// `a / b`.
+    fn div(self, o: Self) -> Self;
+    /// `a` raised to the power `b`.
+    fn pow(self, o: Self) -> Self;
+    /// `e^a`.
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// The error function.
+    fn erf(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+}
+
+macro_rules! float_impls {
+    ($t:ty, $erf:path) => {
+        impl Convert for $t {
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+            fn as_i64(self) -> i64 {
+                self as i64
+            }
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+        }
+        impl Num for $t {
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn neg(self) -> Self {
+                -self
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    <$t>::max(self, o)
+                }
+            }
+            fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    <$t>::min(self, o)
+                }
+            }
+        }
+        impl Float for $t {
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            fn pow(self, o: Self) -> Self {
+                self.powf(o)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+        }
+    };
+}
+
+float_impls!(f64, libm::erf);
+float_impls!(f32, libm::erff);
+
+macro_rules! int_impls {
+    ($t:ty) => {
+        impl Convert for $t {
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
+            fn as_i64(self) -> i64 {
+                self as i64
+            }
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn from_i64(x: i64) -> Self {
+                x as $t
+            }
+        }
+        impl Num for $t {
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            fn abs(self) -> Self {
+                self.wrapping_abs()
+            }
+            fn maximum(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+            fn minimum(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+        }
+    };
+}
+
+int_impls!(i64);
+int_impls!(i32);
+
+impl Convert for bool {
+    fn as_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    fn as_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        x != 0.0
+    }
+    fn from_i64(x: i64) -> Self {
+        x != 0
+    }
+}
+
+/// Converts a scalar operand to `dtype` if that loses nothing: any number to a float type,
+/// an integral value that fits to an integer type, a bool only to bool. `None` otherwise.
+pub fn scalar_as(value: Scalar, dtype: DType) -> Option<Scalar> {
+    let as_f64 = match value {
+        Scalar::F64(v) => v,
+        Scalar::F32(v) => f64::from(v),
+        Scalar::I64(v) => v as f64,
+        Scalar::I32(v) => f64::from(v),
+        Scalar::Bool(b) => return (dtype == DType::Bool).then_some(Scalar::Bool(b)),
+    };
+    let as_int = match value {
+        Scalar::I64(v) => Some(v),
+        Scalar::I32(v) => Some(i64::from(v)),
+        _ if as_f64.fract() == 0.0 && as_f64.abs() < 9.007_199_254_740_992e15 => {
+            Some(as_f64 as i64)
+        }
+        _ => None,
+    };
+    match dtype {
+        DType::F64 => Some(Scalar::F64(as_f64)),
+        DType::F32 => Some(Scalar::F32(as_f64 as f32)),
+        DType::I64 => as_int.map(Scalar::I64),
+        DType::I32 => as_int.and_then(|v| i32::try_from(v).ok()).map(Scalar::I32),
+        DType::Bool => None,
+    }
+}
+
+/// Expands `$body` with `$t` bound to the Rust type of `$dtype` when it is a float type;
+/// otherwise evaluates `$otherwise`.
+macro_rules! with_float {
+    ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
+        match $dtype {
+            diffuse_ir::DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            diffuse_ir::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            _ => $otherwise,
+        }
+    };
+}
+
+/// Like [`with_float`] for the numeric types (floats and integers).
+macro_rules! with_numeric {
+    ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
+        match $dtype {
+            diffuse_ir::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            diffuse_ir::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            other => $crate::element::with_float!(other, $t => $body, else $otherwise),
+        }
+    };
+}
+
+/// Like [`with_float`] for every element type.
+macro_rules! with_any {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            diffuse_ir::DType::Bool => {
+                type $t = bool;
+                $body
+            }
+            diffuse_ir::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            diffuse_ir::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            diffuse_ir::DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            diffuse_ir::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+        }
+    };
+}
+
+pub(crate) use {with_any, with_float, with_numeric};

@@ -1,0 +1,37 @@
+//! Registering the library's task kinds on first use.
+//!
+//! Each (operation, dtype, operand pattern) is its own task kind, named
+//! `array.<op>.<dtype>[.<pattern>]`, registered the first time a program needs it and looked
+//! up by name afterwards.
+
+use std::sync::{Arc, Mutex};
+
+use diffuse_ir::{DType, IrError, TaskKind, TaskKindBuilder};
+
+use crate::error::ArrayError;
+
+/// The kind named `name`, registering it with `declare` if no kind of that name exists yet.
+pub(crate) fn kind(
+    name: String,
+    declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
+) -> Result<Arc<TaskKind>, ArrayError> {
+    // Serializes lookup-then-register so two threads cannot both try to register a name.
+    static REGISTERING: Mutex<()> = Mutex::new(());
+    if let Some(kind) = TaskKind::lookup(&name) {
+        return Ok(kind);
+    }
+    let _guard = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(kind) = TaskKind::lookup(&name) {
+        return Ok(kind);
+    }
+    Ok(declare(TaskKind::builder(name))?)
+}
+
+/// The registration error for an operation asked for on a dtype it is not defined for.
+/// Operations check dtypes before asking for kinds, so this only guards the dispatch.
+pub(crate) fn undefined(op: &str, dtype: DType) -> Result<Arc<TaskKind>, IrError> {
+    Err(IrError::BadKind {
+        kind: format!("array.{op}.{dtype}"),
+        reason: "the operation is not defined for this dtype".into(),
+    })
+}

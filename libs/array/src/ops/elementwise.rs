@@ -1,0 +1,653 @@
+//! Element-wise operations: the operator catalog, its task kinds and their submission.
+//!
+//! Every element-wise kind computes `out = f(operands...)` with each operand a store
+//! (broadcast against the output) or a scalar. The catalog below ([`UnaryOp`], [`BinaryOp`],
+//! `where`) is the kinds' declared expression: the native variants are generated from it here,
+//! and the JIT issue derives MLIR bodies from the same description.
+
+use std::sync::Arc;
+
+use diffuse_ir::{
+    DType, Element, IndexTask, KernelError, PointTask, Privilege, Scalar, Shape, TaskKind,
+    TaskKindBuilder,
+};
+
+use crate::array::Array;
+use crate::broadcast::broadcast_shapes;
+use crate::context::ArrayContext;
+use crate::element::{
+    cast, is_float, is_numeric, scalar_as, with_any, with_float, with_numeric, Float, Num,
+};
+use crate::error::{ArrayError, ArrayResult};
+use crate::kernels::{for_each_out_row, output_arg, sources, Broadcast, Row, Slot};
+use crate::kinds::{kind, undefined};
+
+/// A one-operand element-wise operation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum UnaryOp {
+    /// `x` (assignment, copies, broadcasting fills).
+    Copy,
+    /// `-x`.
+    Neg,
+    /// `|x|`.
+    Abs,
+    /// `e^x`.
+    Exp,
+    /// `ln x`.
+    Log,
+    /// `sqrt x`.
+    Sqrt,
+    /// The error function.
+    Erf,
+    /// `sin x`.
+    Sin,
+    /// `cos x`.
+    Cos,
+    /// `tanh x`.
+    Tanh,
+    /// Logical not (bool).
+    Not,
+}
+
+impl UnaryOp {
+    /// The operation's name (in kind names and errors).
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Copy => "copy",
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Not => "logical_not",
+        }
+    }
+
+    /// The element type of the result for an operand of `dtype`, or why there is none.
+    pub fn result_dtype(self, dtype: DType) -> Result<DType, ArrayError> {
+        let needs = |ok: bool, expected| {
+            if ok {
+                Ok(dtype)
+            } else {
+                Err(ArrayError::UnsupportedDType {
+                    op: self.name(),
+                    dtype,
+                    expected,
+                })
+            }
+        };
+        match self {
+            UnaryOp::Copy => Ok(dtype),
+            UnaryOp::Neg | UnaryOp::Abs => needs(is_numeric(dtype), "a numeric dtype"),
+            UnaryOp::Not => needs(dtype == DType::Bool, "bool"),
+            _ => needs(is_float(dtype), "a float dtype; convert with astype"),
+        }
+    }
+}
+
+/// A two-operand element-wise operation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b` (floats).
+    Div,
+    /// `a ^ b` (floats).
+    Pow,
+    /// The larger value (NaN if either is NaN).
+    Maximum,
+    /// The smaller value (NaN if either is NaN).
+    Minimum,
+    /// `a < b`.
+    Less,
+    /// `a <= b`.
+    LessEqual,
+    /// `a > b`.
+    Greater,
+    /// `a >= b`.
+    GreaterEqual,
+    /// `a == b`.
+    Equal,
+    /// `a != b`.
+    NotEqual,
+    /// `a && b` (bool).
+    And,
+    /// `a || b` (bool).
+    Or,
+}
+
+impl BinaryOp {
+    /// The operation's name (NumPy's, in kind names and errors).
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "subtract",
+            BinaryOp::Mul => "multiply",
+            BinaryOp::Div => "divide",
+            BinaryOp::Pow => "power",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Less => "less",
+            BinaryOp::LessEqual => "less_equal",
+            BinaryOp::Greater => "greater",
+            BinaryOp::GreaterEqual => "greater_equal",
+            BinaryOp::Equal => "equal",
+            BinaryOp::NotEqual => "not_equal",
+            BinaryOp::And => "logical_and",
+            BinaryOp::Or => "logical_or",
+        }
+    }
+
+    /// True for the comparisons (their result is bool).
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Less
+                | BinaryOp::LessEqual
+                | BinaryOp::Greater
+                | BinaryOp::GreaterEqual
+                | BinaryOp::Equal
+                | BinaryOp::NotEqual
+        )
+    }
+
+    /// The element type of the result for operands of `dtype`, or why there is none.
+    pub fn result_dtype(self, dtype: DType) -> Result<DType, ArrayError> {
+        let (ok, expected) = match self {
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Maximum
+            | BinaryOp::Minimum
+            | BinaryOp::Less
+            | BinaryOp::LessEqual
+            | BinaryOp::Greater
+            | BinaryOp::GreaterEqual => (is_numeric(dtype), "a numeric dtype"),
+            BinaryOp::Div | BinaryOp::Pow => {
+                (is_float(dtype), "a float dtype; convert with astype")
+            }
+            BinaryOp::Equal | BinaryOp::NotEqual => (true, ""),
+            BinaryOp::And | BinaryOp::Or => (dtype == DType::Bool, "bool"),
+        };
+        if !ok {
+            return Err(ArrayError::UnsupportedDType {
+                op: self.name(),
+                dtype,
+                expected,
+            });
+        }
+        Ok(if self.is_comparison() {
+            DType::Bool
+        } else {
+            dtype
+        })
+    }
+}
+
+/// An operand of an element-wise operation: an array or a scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// An array, broadcast against the result.
+    Array(&'a Array),
+    /// A scalar, converted to the arrays' dtype.
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Array> for Operand<'a> {
+    fn from(a: &'a Array) -> Self {
+        Operand::Array(a)
+    }
+}
+
+macro_rules! operand_from_scalar {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Operand<'_> {
+            fn from(v: $t) -> Self {
+                Operand::Scalar(v.into())
+            }
+        }
+    )*};
+}
+operand_from_scalar!(f64, f32, i64, i32, bool);
+
+/// Operands resolved for one task: arrays in order, scalars (converted) in order.
+struct Resolved<'a> {
+    cx: ArrayContext,
+    dtype: DType,
+    shape: Shape,
+    slots: Vec<Slot>,
+    arrays: Vec<&'a Array>,
+    scalars: Vec<Scalar>,
+}
+
+/// Checks operands against each other: one context, one dtype, broadcastable shapes. At
+/// least one operand must be an array.
+fn resolve<'a>(op: &'static str, operands: &[Operand<'a>]) -> Result<Resolved<'a>, ArrayError> {
+    let arrays: Vec<&Array> = operands
+        .iter()
+        .filter_map(|o| match o {
+            Operand::Array(a) => Some(*a),
+            Operand::Scalar(_) => None,
+        })
+        .collect();
+    let first = *arrays.first().ok_or(ArrayError::BadArgument {
+        op,
+        reason: "needs at least one array operand".into(),
+    })?;
+    let dtype = first.dtype();
+    let mut shape = first.shape();
+    for a in &arrays[1..] {
+        first.context().check_same(a.context(), op)?;
+        if a.dtype() != dtype {
+            return Err(ArrayError::DTypeMismatch {
+                op,
+                lhs: dtype,
+                rhs: a.dtype(),
+            });
+        }
+        shape = broadcast_shapes(op, shape, a.shape())?;
+    }
+    let mut slots = Vec::with_capacity(operands.len());
+    let mut scalars = Vec::new();
+    for o in operands {
+        match *o {
+            Operand::Array(_) => slots.push(Slot::Array),
+            Operand::Scalar(s) => {
+                slots.push(Slot::Scalar);
+                scalars.push(scalar_as(s, dtype).ok_or_else(|| ArrayError::ScalarDType {
+                    op,
+                    value: format!("{s:?}"),
+                    dtype,
+                })?);
+            }
+        }
+    }
+    Ok(Resolved {
+        cx: first.context().clone(),
+        dtype,
+        shape,
+        slots,
+        arrays,
+        scalars,
+    })
+}
+
+/// The `a`/`s` pattern of operand slots, for kind names.
+fn pattern(slots: &[Slot]) -> String {
+    slots
+        .iter()
+        .map(|s| match s {
+            Slot::Array => 'a',
+            Slot::Scalar => 's',
+        })
+        .collect()
+}
+
+/// Declares the store arguments of an element-wise kind: one read per array operand, then the
+/// written output.
+fn declare_args(
+    mut builder: TaskKindBuilder,
+    slots: &[Slot],
+    in_dtype: DType,
+    out_dtype: DType,
+) -> TaskKindBuilder {
+    for (i, slot) in slots.iter().enumerate() {
+        builder = match slot {
+            Slot::Array => builder.arg(format!("in{i}"), in_dtype, Privilege::Read),
+            Slot::Scalar => builder.scalar(in_dtype),
+        };
+    }
+    builder.arg("out", out_dtype, Privilege::Write)
+}
+
+/// Submits `kind` over the output `out` (blocked over a launch chosen for its shape) with the
+/// resolved operands; an empty output needs no task.
+fn launch(kind: &Arc<TaskKind>, r: &Resolved<'_>, out: &Array) -> Result<(), ArrayError> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let launch = r.cx.launch_for(r.shape);
+    let mut task = IndexTask::new(kind, launch);
+    for a in &r.arrays {
+        task = task.arg(
+            a.store(),
+            a.partition_for(r.shape, launch)?,
+            Privilege::Read,
+        );
+    }
+    task = task.arg(
+        out.store(),
+        out.partition_for(r.shape, launch)?,
+        Privilege::Write,
+    );
+    for s in &r.scalars {
+        task = task.scalar(*s);
+    }
+    r.cx.submit(task)
+}
+
+/// A native kernel applying `f` element by element to one operand.
+fn unary_kernel<T: Element, U: Element>(
+    slots: Vec<Slot>,
+    f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let mut out = task.write::<U>(output_arg(&slots))?;
+        let ins = sources::<T>(task, &slots, 0, out.shape())?;
+        for_each_out_row(&mut out, |o, lead| match ins[0].row(lead) {
+            Row::Slice(a) => o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x)),
+            Row::Splat(x) => o.fill(f(x)),
+        });
+        Ok(())
+    }
+}
+
+/// A native kernel applying `f` element by element to two operands.
+fn binary_kernel<T: Element, U: Element>(
+    slots: Vec<Slot>,
+    f: impl Fn(T, T) -> U + Copy + Send + Sync + 'static,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let mut out = task.write::<U>(output_arg(&slots))?;
+        let ins = sources::<T>(task, &slots, 0, out.shape())?;
+        for_each_out_row(&mut out, |o, lead| {
+            match (ins[0].row(lead), ins[1].row(lead)) {
+                (Row::Slice(a), Row::Slice(b)) => {
+                    for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+                        *o = f(x, y);
+                    }
+                }
+                (Row::Slice(a), Row::Splat(y)) => {
+                    o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x, y))
+                }
+                (Row::Splat(x), Row::Slice(b)) => {
+                    o.iter_mut().zip(b).for_each(|(o, &y)| *o = f(x, y))
+                }
+                (Row::Splat(x), Row::Splat(y)) => o.fill(f(x, y)),
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Registers (once) and returns the kind for `op` on `dtype` with operand pattern `slots`.
+fn unary_kind(
+    op: UnaryOp,
+    dtype: DType,
+    out: DType,
+    slots: &[Slot],
+) -> Result<Arc<TaskKind>, ArrayError> {
+    let name = format!("array.{}.{dtype}.{}", op.name(), pattern(slots));
+    let slots = slots.to_vec();
+    kind(name, move |b| {
+        let b = declare_args(b, &slots, dtype, out);
+        let unsupported = || undefined(op.name(), dtype);
+        match op {
+            UnaryOp::Copy => with_any!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x| x))),
+            UnaryOp::Neg => {
+                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, Num::neg)), else unsupported())
+            }
+            UnaryOp::Abs => {
+                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, Num::abs)), else unsupported())
+            }
+            UnaryOp::Not => b.register(unary_kernel::<bool, bool>(slots, |x| !x)),
+            UnaryOp::Exp => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::exp)), else unsupported())
+            }
+            UnaryOp::Log => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::ln)), else unsupported())
+            }
+            UnaryOp::Sqrt => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::sqrt)), else unsupported())
+            }
+            UnaryOp::Erf => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::erf)), else unsupported())
+            }
+            UnaryOp::Sin => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::sin)), else unsupported())
+            }
+            UnaryOp::Cos => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::cos)), else unsupported())
+            }
+            UnaryOp::Tanh => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::tanh)), else unsupported())
+            }
+        }
+    })
+}
+
+/// Registers (once) and returns the kind for `op` on `dtype` with operand pattern `slots`.
+fn binary_kind(
+    op: BinaryOp,
+    dtype: DType,
+    out: DType,
+    slots: &[Slot],
+) -> Result<Arc<TaskKind>, ArrayError> {
+    let name = format!("array.{}.{dtype}.{}", op.name(), pattern(slots));
+    let slots = slots.to_vec();
+    kind(name, move |b| {
+        let b = declare_args(b, &slots, dtype, out);
+        let unsupported = || undefined(op.name(), dtype);
+        macro_rules! numeric {
+            ($f:expr) => {
+                with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else unsupported())
+            };
+        }
+        match op {
+            BinaryOp::Add => numeric!(Num::add),
+            BinaryOp::Sub => numeric!(Num::sub),
+            BinaryOp::Mul => numeric!(Num::mul),
+            BinaryOp::Maximum => numeric!(Num::maximum),
+            BinaryOp::Minimum => numeric!(Num::minimum),
+            BinaryOp::Less => numeric!(|x: T, y: T| x < y),
+            BinaryOp::LessEqual => numeric!(|x: T, y: T| x <= y),
+            BinaryOp::Greater => numeric!(|x: T, y: T| x > y),
+            BinaryOp::GreaterEqual => numeric!(|x: T, y: T| x >= y),
+            BinaryOp::Div => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, Float::div)), else unsupported())
+            }
+            BinaryOp::Pow => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, Float::pow)), else unsupported())
+            }
+            BinaryOp::Equal => {
+                with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x == y)))
+            }
+            BinaryOp::NotEqual => {
+                with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x != y)))
+            }
+            BinaryOp::And => b.register(binary_kernel::<bool, bool>(slots, |x, y| x && y)),
+            BinaryOp::Or => b.register(binary_kernel::<bool, bool>(slots, |x, y| x || y)),
+        }
+    })
+}
+
+/// `op(x)` element-wise into a new array.
+pub fn unary(op: UnaryOp, x: &Array) -> ArrayResult {
+    let r = resolve(op.name(), &[Operand::Array(x)])?;
+    let out_dtype = op.result_dtype(r.dtype)?;
+    let out = Array::fresh(&r.cx, r.shape, out_dtype)?;
+    let kind = unary_kind(op, r.dtype, out_dtype, &r.slots)?;
+    launch(&kind, &r, &out)?;
+    Ok(out)
+}
+
+/// `op(a, b)` element-wise into a new array, broadcasting arrays and scalars.
+pub fn binary<'a, 'b>(
+    op: BinaryOp,
+    a: impl Into<Operand<'a>>,
+    b: impl Into<Operand<'b>>,
+) -> ArrayResult {
+    let r = resolve(op.name(), &[a.into(), b.into()])?;
+    let out_dtype = op.result_dtype(r.dtype)?;
+    let out = Array::fresh(&r.cx, r.shape, out_dtype)?;
+    let kind = binary_kind(op, r.dtype, out_dtype, &r.slots)?;
+    launch(&kind, &r, &out)?;
+    Ok(out)
+}
+
+/// Overwrites `dst` with `src` (an array broadcast to `dst`'s shape, or a scalar): NumPy's
+/// `dst[...] = src`. When `src` is a view of `dst`'s own store the values go through a
+/// temporary copy first, so overlapping views read the old values.
+pub fn assign<'a>(dst: &Array, src: impl Into<Operand<'a>>) -> Result<(), ArrayError> {
+    let src = src.into();
+    let staged;
+    let src = match src {
+        Operand::Array(a) if a.shares_store(dst) => {
+            staged = unary(UnaryOp::Copy, a)?;
+            Operand::Array(&staged)
+        }
+        other => other,
+    };
+    let r = match src {
+        Operand::Array(a) => {
+            dst.context().check_same(a.context(), "assign")?;
+            if a.dtype() != dst.dtype() {
+                return Err(ArrayError::DTypeMismatch {
+                    op: "assign",
+                    lhs: dst.dtype(),
+                    rhs: a.dtype(),
+                });
+            }
+            crate::broadcast::check_broadcasts_to("assign", a.shape(), dst.shape())?;
+            let mut r = resolve("assign", &[src])?;
+            r.shape = dst.shape();
+            r
+        }
+        Operand::Scalar(s) => {
+            let value = scalar_as(s, dst.dtype()).ok_or_else(|| ArrayError::ScalarDType {
+                op: "assign",
+                value: format!("{s:?}"),
+                dtype: dst.dtype(),
+            })?;
+            Resolved {
+                cx: dst.context().clone(),
+                dtype: dst.dtype(),
+                shape: dst.shape(),
+                slots: vec![Slot::Scalar],
+                arrays: Vec::new(),
+                scalars: vec![value],
+            }
+        }
+    };
+    let kind = unary_kind(UnaryOp::Copy, r.dtype, r.dtype, &r.slots)?;
+    launch(&kind, &r, dst)
+}
+
+/// `cond ? a : b` element-wise (NumPy's `where`), broadcasting all three; `a` and `b` may be
+/// scalars.
+pub fn where_<'a, 'b>(
+    cond: &Array,
+    a: impl Into<Operand<'a>>,
+    b: impl Into<Operand<'b>>,
+) -> ArrayResult {
+    if cond.dtype() != DType::Bool {
+        return Err(ArrayError::UnsupportedDType {
+            op: "where",
+            dtype: cond.dtype(),
+            expected: "a bool condition",
+        });
+    }
+    let r = resolve("where", &[a.into(), b.into()])?;
+    cond.context().check_same(&r.cx, "where")?;
+    let shape = broadcast_shapes("where", cond.shape(), r.shape)?;
+    let out = Array::fresh(&r.cx, shape, r.dtype)?;
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let kind = where_kind(r.dtype, &r.slots)?;
+    let launch_domain = r.cx.launch_for(shape);
+    let mut task = IndexTask::new(&kind, launch_domain).arg(
+        cond.store(),
+        cond.partition_for(shape, launch_domain)?,
+        Privilege::Read,
+    );
+    for x in &r.arrays {
+        task = task.arg(
+            x.store(),
+            x.partition_for(shape, launch_domain)?,
+            Privilege::Read,
+        );
+    }
+    task = task.arg(
+        out.store(),
+        out.partition_for(shape, launch_domain)?,
+        Privilege::Write,
+    );
+    for s in &r.scalars {
+        task = task.scalar(*s);
+    }
+    r.cx.submit(task)?;
+    Ok(out)
+}
+
+fn where_kind(dtype: DType, slots: &[Slot]) -> Result<Arc<TaskKind>, ArrayError> {
+    let name = format!("array.where.{dtype}.a{}", pattern(slots));
+    let slots = slots.to_vec();
+    kind(name, move |b| {
+        let b = declare_args(
+            b.arg("cond", DType::Bool, Privilege::Read),
+            &slots,
+            dtype,
+            dtype,
+        );
+        with_any!(dtype, T => b.register(move |task: &PointTask<'_>| {
+            // Argument 0 is the condition; the value operands' arrays follow it.
+            let mut out = task.write::<T>(1 + output_arg(&slots))?;
+            let cond = Broadcast::<bool>::new(task, 0, out.shape())?;
+            let values = sources::<T>(task, &slots, 1, out.shape())?;
+            for_each_out_row(&mut out, |o, lead| {
+                let (c, x, y) = (cond.row(lead), values[0].row(lead), values[1].row(lead));
+                let pick = |row: Row<'_, T>, i: usize| match row {
+                    Row::Slice(s) => s[i],
+                    Row::Splat(v) => v,
+                };
+                let cond_at = |i: usize| match c {
+                    Row::Slice(s) => s[i],
+                    Row::Splat(v) => v,
+                };
+                for (i, o) in o.iter_mut().enumerate() {
+                    *o = if cond_at(i) { pick(x, i) } else { pick(y, i) };
+                }
+            });
+            Ok(())
+        }))
+    })
+}
+
+/// `x` converted to `dtype` element by element (NumPy's `astype`): floats to integers
+/// truncate toward zero, anything to bool tests `!= 0`.
+pub fn astype(x: &Array, dtype: DType) -> ArrayResult {
+    let out = Array::fresh(x.context(), x.shape(), dtype)?;
+    if x.is_empty() {
+        return Ok(out);
+    }
+    let from = x.dtype();
+    let name = format!("array.cast.{from}.{dtype}");
+    let kind = kind(name, move |b| {
+        let b = b
+            .arg("in", from, Privilege::Read)
+            .arg("out", dtype, Privilege::Write)
+            .aligned(&[0, 1]);
+        with_any!(from, T => with_any!(dtype, U => b.register(
+            unary_kernel::<T, U>(vec![Slot::Array], cast::<T, U>)
+        )))
+    })?;
+    let r = Resolved {
+        cx: x.context().clone(),
+        dtype: from,
+        shape: x.shape(),
+        slots: vec![Slot::Array],
+        arrays: vec![x],
+        scalars: Vec::new(),
+    };
+    launch(&kind, &r, &out)?;
+    Ok(out)
+}

@@ -1,0 +1,234 @@
+//! Dense matrix-vector and matrix-matrix products.
+//!
+//! `matvec` walks the matrix over a 2-D processor grid chosen from its shape: each point
+//! multiplies its block by the matching slice of the vector. With one column of blocks every
+//! output block has one writer (`Write`); with several, the row sums are partial and go
+//! through a `Reduce(Sum)` tiling of the output that ignores the column coordinate.
+//! `matmul` launches over the output's grid; each point reads a band of rows of the left
+//! matrix and a band of columns of the right one.
+
+use diffuse_ir::{
+    IndexTask, KernelError, PointTask, Privilege, ProjComponent, Projection, ReductionOp, Shape,
+    Tuple,
+};
+
+use crate::array::Array;
+use crate::broadcast::block;
+use crate::element::{with_numeric, Num};
+use crate::error::{ArrayError, ArrayResult};
+use crate::kinds::{kind, undefined};
+
+/// Operand checks shared by both products.
+fn check_operands(op: &'static str, a: &Array, b: &Array, b_rank: usize) -> Result<(), ArrayError> {
+    a.context().check_same(b.context(), op)?;
+    let shape_err = |reason: String| ArrayError::MatmulShape {
+        op,
+        lhs: a.shape(),
+        rhs: b.shape(),
+        reason,
+    };
+    if a.ndim() != 2 || b.ndim() != b_rank {
+        return Err(shape_err(format!(
+            "{op} takes a 2-d matrix and a {b_rank}-d operand, got {}-d and {}-d",
+            a.ndim(),
+            b.ndim()
+        )));
+    }
+    if a.shape()[1] != b.shape()[0] {
+        return Err(shape_err(format!(
+            "inner dimensions differ ({} vs {})",
+            a.shape()[1],
+            b.shape()[0]
+        )));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(ArrayError::DTypeMismatch {
+            op,
+            lhs: a.dtype(),
+            rhs: b.dtype(),
+        });
+    }
+    if !crate::element::is_numeric(a.dtype()) {
+        return Err(ArrayError::UnsupportedDType {
+            op,
+            dtype: a.dtype(),
+            expected: "a numeric dtype",
+        });
+    }
+    Ok(())
+}
+
+/// `y (+)= A x` for one block: `A` is argument 0, `x` argument 1, `y` argument 2.
+fn matvec_kernel<T: Num>(
+    accumulate: bool,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let a = task.read::<T>(0)?;
+        let x = task.read::<T>(1)?;
+        let mut y = task.write::<T>(2)?;
+        let x = x.row(0);
+        let zero = T::reduction_identity(ReductionOp::Sum);
+        let y = y.row_mut(0);
+        if a.rows() != y.len() || a.shape()[1] as usize != x.len() {
+            return Err(task.error(format!(
+                "matrix block {} does not match vector blocks of {} and {}",
+                a.shape(),
+                x.len(),
+                y.len()
+            )));
+        }
+        for (i, yi) in y.iter_mut().enumerate() {
+            let row = a.row(i);
+            let mut lanes = [zero; 4];
+            let chunks = row.chunks_exact(4).zip(x.chunks_exact(4));
+            let tail = row.len() - row.len() % 4;
+            for (r, v) in chunks {
+                for k in 0..4 {
+                    lanes[k] = lanes[k].add(r[k].mul(v[k]));
+                }
+            }
+            let mut s = lanes[0].add(lanes[1]).add(lanes[2].add(lanes[3]));
+            for k in tail..row.len() {
+                s = s.add(row[k].mul(x[k]));
+            }
+            *yi = if accumulate { yi.add(s) } else { s };
+        }
+        Ok(())
+    }
+}
+
+/// `C = A B` for one block: `A` (a band of rows) is argument 0, `B` (a band of columns)
+/// argument 1, `C` argument 2.
+fn matmul_kernel<T: Num>(
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let a = task.read::<T>(0)?;
+        let b = task.read::<T>(1)?;
+        let mut c = task.write::<T>(2)?;
+        let (rows, inner) = (a.rows(), a.shape()[1] as usize);
+        if b.rows() != inner || c.rows() != rows || c.shape()[1] != b.shape()[1] {
+            return Err(task.error(format!(
+                "blocks {} x {} do not multiply into {}",
+                a.shape(),
+                b.shape(),
+                c.shape()
+            )));
+        }
+        let zero = T::reduction_identity(ReductionOp::Sum);
+        for i in 0..rows {
+            let a_row = a.row(i);
+            let c_row = c.row_mut(i);
+            c_row.fill(zero);
+            for (k, &aik) in a_row.iter().enumerate() {
+                for (cij, &bkj) in c_row.iter_mut().zip(b.row(k)) {
+                    *cij = cij.add(aik.mul(bkj));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Array {
+    /// The matrix-vector product `self @ x` of an `m x k` matrix and a length-`k` vector.
+    pub fn matvec(&self, x: &Array) -> ArrayResult {
+        check_operands("matvec", self, x, 1)?;
+        let (m, k) = (self.shape()[0], self.shape()[1]);
+        let dtype = self.dtype();
+        let cx = self.context();
+        let y = Array::fresh(cx, Tuple::shape(&[m])?, dtype)?;
+        if m == 0 || k == 0 {
+            return Ok(y);
+        }
+        let grid = self.shape();
+        let launch = cx.launch_for(grid);
+        let accumulate = launch[1] > 1;
+        let y_privilege = if accumulate {
+            Privilege::Reduce(ReductionOp::Sum)
+        } else {
+            Privilege::Write
+        };
+        let name = format!(
+            "array.matvec{}.{dtype}",
+            if accumulate { "_partial" } else { "" }
+        );
+        let kind = kind(name, move |b| {
+            let b = b
+                .arg("a", dtype, Privilege::Read)
+                .arg("x", dtype, Privilege::Read)
+                .arg("y", dtype, y_privilege);
+            with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype))
+        })?;
+        // x is tiled like the matrix's columns, y like its rows.
+        let y_part = y.view().tiling_with(
+            Tuple::shape(&[block(m, launch[0])])?,
+            Projection::select_dims(2, &[0])?,
+        )?;
+        let task = IndexTask::new(&kind, launch)
+            .arg(
+                self.store(),
+                self.partition_for(grid, launch)?,
+                Privilege::Read,
+            )
+            .arg(x.store(), x.partition_for(grid, launch)?, Privilege::Read)
+            .arg(y.store(), y_part, y_privilege);
+        cx.submit(task)?;
+        Ok(y)
+    }
+
+    /// The matrix product `self @ b` of an `m x k` and a `k x n` matrix; a 1-d `b` gives
+    /// [`Array::matvec`].
+    pub fn matmul(&self, b: &Array) -> ArrayResult {
+        if b.ndim() == 1 {
+            return self.matvec(b);
+        }
+        check_operands("matmul", self, b, 2)?;
+        let (m, k, n) = (self.shape()[0], self.shape()[1], b.shape()[1]);
+        let dtype = self.dtype();
+        let cx = self.context();
+        let out_shape: Shape = Tuple::shape(&[m, n])?;
+        let c = Array::fresh(cx, out_shape, dtype)?;
+        if c.is_empty() || k == 0 {
+            return Ok(c);
+        }
+        let launch = cx.launch_for(out_shape);
+        let kind = kind(format!("array.matmul.{dtype}"), move |bld| {
+            let bld = bld
+                .arg("a", dtype, Privilege::Read)
+                .arg("b", dtype, Privilege::Read)
+                .arg("c", dtype, Privilege::Write);
+            with_numeric!(dtype, T => bld.register(matmul_kernel::<T>()), else undefined("matmul", dtype))
+        })?;
+        let band = |rows: i64, cols: i64, comps: [ProjComponent; 2]| -> Result<_, ArrayError> {
+            Ok((Tuple::shape(&[rows, cols])?, Projection::new(2, &comps)?))
+        };
+        let (a_tile, a_proj) = band(
+            block(m, launch[0]),
+            k,
+            [ProjComponent::Dim(0), ProjComponent::Const(0)],
+        )?;
+        let (b_tile, b_proj) = band(
+            k,
+            block(n, launch[1]),
+            [ProjComponent::Const(0), ProjComponent::Dim(1)],
+        )?;
+        let task = IndexTask::new(&kind, launch)
+            .arg(
+                self.store(),
+                self.view().tiling_with(a_tile, a_proj)?,
+                Privilege::Read,
+            )
+            .arg(
+                b.store(),
+                b.view().tiling_with(b_tile, b_proj)?,
+                Privilege::Read,
+            )
+            .arg(
+                c.store(),
+                c.partition_for(out_shape, launch)?,
+                Privilege::Write,
+            );
+        cx.submit(task)?;
+        Ok(c)
+    }
+}

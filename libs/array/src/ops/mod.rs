@@ -1,0 +1,7 @@
+//! Array operations, one module per family.
+
+pub(crate) mod elementwise;
+mod linalg;
+mod methods;
+mod operators;
+mod reduce;

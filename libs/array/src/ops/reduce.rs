@@ -1,0 +1,240 @@
+//! Whole-array reductions into 0-d arrays.
+//!
+//! A reduction is one task: every point reduces its block into a private accumulator that the
+//! runtime folds into a 0-d store (`Reduce` privilege through `Replicate`). The result stays a
+//! store, so solver loops can keep computing with it (`rho / dot`) without waiting; only
+//! `item()` waits.
+
+use diffuse_ir::{
+    DType, Element, IndexTask, KernelError, PointTask, Privilege, ReductionOp, Tuple,
+};
+
+use crate::array::Array;
+use crate::element::{with_numeric, Num};
+use crate::error::{ArrayError, ArrayResult};
+use crate::kinds::{kind, undefined};
+use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp};
+
+/// Eight independent partial results per row: the loop vectorizes, and float sums lose less
+/// precision than with one running total.
+const LANES: usize = 8;
+
+/// Folds `xs` into `acc` with `combine`, `LANES` values at a time.
+#[inline]
+fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl Fn(T, T) -> T) -> T {
+    let mut lanes = [identity; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (lane, &v) in lanes.iter_mut().zip(c) {
+            *lane = combine(*lane, v);
+        }
+    }
+    let acc = lanes.into_iter().fold(acc, &combine);
+    rest.iter().fold(acc, |a, &v| combine(a, v))
+}
+
+/// Folds the products `xs[i] * ys[i]` into `acc` with `combine`, `LANES` at a time.
+#[inline]
+fn fold_products<T: Num>(
+    acc: T,
+    identity: T,
+    xs: &[T],
+    ys: &[T],
+    combine: impl Fn(T, T) -> T,
+) -> T {
+    let mut lanes = [identity; LANES];
+    let (cx, cy) = (xs.chunks_exact(LANES), ys.chunks_exact(LANES));
+    let (rx, ry) = (cx.remainder(), cy.remainder());
+    for (a, b) in cx.zip(cy) {
+        for ((lane, &x), &y) in lanes.iter_mut().zip(a).zip(b) {
+            *lane = combine(*lane, x.mul(y));
+        }
+    }
+    let acc = lanes.into_iter().fold(acc, &combine);
+    rx.iter()
+        .zip(ry)
+        .fold(acc, |a, (&x, &y)| combine(a, x.mul(y)))
+}
+
+/// A native kernel reducing argument 0 (or the product of arguments 0 and 1 when `product`)
+/// into the 0-d accumulator that follows them.
+fn reduce_kernel<T: Num>(
+    op: ReductionOp,
+    product: bool,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let identity = T::reduction_identity(op);
+        let combine = move |a: T, b: T| match op {
+            ReductionOp::Sum => a.add(b),
+            ReductionOp::Prod => a.mul(b),
+            ReductionOp::Max => a.maximum(b),
+            ReductionOp::Min => a.minimum(b),
+        };
+        let x = task.read::<T>(0)?;
+        let y = if product {
+            Some(task.read::<T>(1)?)
+        } else {
+            None
+        };
+        let mut out = task.write::<T>(usize::from(product) + 1)?;
+        let mut acc = out.get(&[]).unwrap_or(identity);
+        for r in 0..x.rows() {
+            acc = match &y {
+                Some(y) => fold_products(acc, identity, x.row(r), y.row(r), combine),
+                None => fold_slice(acc, identity, x.row(r), combine),
+            };
+        }
+        if out.set(&[], acc) {
+            Ok(())
+        } else {
+            Err(task.error("the reduction output is not 0-d"))
+        }
+    }
+}
+
+fn op_name(op: ReductionOp, product: bool) -> &'static str {
+    match (op, product) {
+        (ReductionOp::Sum, true) => "dot",
+        (ReductionOp::Sum, false) => "sum",
+        (ReductionOp::Prod, _) => "prod",
+        (ReductionOp::Max, _) => "max",
+        (ReductionOp::Min, _) => "min",
+    }
+}
+
+/// Reduces `x` (or `x * y` element-wise when `y` is given; same shapes) with `op`.
+fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
+    let name = op_name(op, y.is_some());
+    let dtype = x.dtype();
+    if !crate::element::is_numeric(dtype) {
+        return Err(ArrayError::UnsupportedDType {
+            op: name,
+            dtype,
+            expected: "a numeric dtype; convert with astype",
+        });
+    }
+    if let Some(y) = y {
+        x.context().check_same(y.context(), name)?;
+        if y.dtype() != dtype {
+            return Err(ArrayError::DTypeMismatch {
+                op: name,
+                lhs: dtype,
+                rhs: y.dtype(),
+            });
+        }
+        if y.shape() != x.shape() {
+            return Err(ArrayError::ShapeMismatch {
+                op: name,
+                lhs: x.shape(),
+                rhs: y.shape(),
+            });
+        }
+    }
+    let cx = x.context();
+    let out = Array::fresh(cx, Tuple::shape(&[])?, dtype)?;
+    match op {
+        // A fresh store holds 0, the identity of a sum.
+        ReductionOp::Sum => {}
+        _ if x.is_empty() => return Err(ArrayError::EmptyReduction { op: name }),
+        _ => {
+            with_numeric!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {})
+        }
+    }
+    if x.is_empty() {
+        return Ok(out);
+    }
+    let product = y.is_some();
+    let kind = kind(format!("array.{name}.{dtype}"), move |b| {
+        let mut b = b.arg("x", dtype, Privilege::Read);
+        if product {
+            b = b.arg("y", dtype, Privilege::Read).aligned(&[0, 1]);
+        }
+        let b = b.arg("out", dtype, Privilege::Reduce(op));
+        with_numeric!(dtype, T => b.register(reduce_kernel::<T>(op, product)), else undefined(name, dtype))
+    })?;
+    let shape = x.shape();
+    let launch = cx.launch_for(shape);
+    let mut task = IndexTask::new(&kind, launch).arg(
+        x.store(),
+        x.partition_for(shape, launch)?,
+        Privilege::Read,
+    );
+    if let Some(y) = y {
+        task = task.arg(y.store(), y.partition_for(shape, launch)?, Privilege::Read);
+    }
+    task = task.arg(
+        out.store(),
+        out.view().whole(launch.dims())?,
+        Privilege::Reduce(op),
+    );
+    cx.submit(task)?;
+    Ok(out)
+}
+
+impl Array {
+    /// The sum of all elements, as a 0-d array (0 for an empty array).
+    pub fn sum(&self) -> ArrayResult {
+        reduce(ReductionOp::Sum, self, None)
+    }
+
+    /// The largest element (NaN if any is NaN), as a 0-d array; an error for an empty array.
+    pub fn max(&self) -> ArrayResult {
+        reduce(ReductionOp::Max, self, None)
+    }
+
+    /// The smallest element (NaN if any is NaN), as a 0-d array; an error for an empty array.
+    pub fn min(&self) -> ArrayResult {
+        reduce(ReductionOp::Min, self, None)
+    }
+
+    /// The mean of all elements (float arrays), as a 0-d array; an error for an empty array.
+    pub fn mean(&self) -> ArrayResult {
+        if !crate::element::is_float(self.dtype()) {
+            return Err(ArrayError::UnsupportedDType {
+                op: "mean",
+                dtype: self.dtype(),
+                expected: "a float dtype; convert with astype",
+            });
+        }
+        if self.is_empty() {
+            return Err(ArrayError::EmptyReduction { op: "mean" });
+        }
+        binary(BinaryOp::Mul, &self.sum()?, 1.0 / self.size() as f64)
+    }
+
+    /// The inner product `sum(self * other)` of two arrays of the same shape, as a 0-d array.
+    /// (For matrix products use [`Array::matmul`] or [`Array::matvec`].)
+    pub fn dot(&self, other: &Array) -> ArrayResult {
+        reduce(ReductionOp::Sum, self, Some(other))
+    }
+
+    /// The Euclidean norm `sqrt(sum(self * self))` (float arrays), as a 0-d array.
+    pub fn norm(&self) -> ArrayResult {
+        if self.dtype() != DType::F64 && self.dtype() != DType::F32 {
+            return Err(ArrayError::UnsupportedDType {
+                op: "norm",
+                dtype: self.dtype(),
+                expected: "a float dtype; convert with astype",
+            });
+        }
+        unary(UnaryOp::Sqrt, &self.dot(self)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fold_products, fold_slice};
+
+    #[test]
+    fn lane_folding_visits_every_value_once() {
+        for len in 0..40usize {
+            let values: Vec<i64> = (1..=len as i64).collect();
+            let n = len as i64;
+            let total = fold_slice(100, 0, &values, |a, b| a + b);
+            assert_eq!(total, 100 + n * (n + 1) / 2, "len {len}");
+            let squares = fold_products(0, 0, &values, &values, |a, b| a + b);
+            assert_eq!(squares, n * (n + 1) * (2 * n + 1) / 6, "len {len}");
+        }
+    }
+}
