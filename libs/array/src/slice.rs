@@ -22,11 +22,16 @@ pub struct SliceArg {
 }
 
 /// Builds the slice specification `[SliceArg; N]` for [`Array::slice`] from ranges:
-/// `s![1..-1, 2.., ..]`.
+/// `s![1..-1, 2.., ..]`. (Clippy's `reversed_empty_ranges` is silenced inside: `1..-1` is a
+/// NumPy slice here, not an empty Rust range.)
 #[macro_export]
 macro_rules! s {
     ($($range:expr),* $(,)?) => {
-        [$($crate::SliceArg::from($range)),*]
+        [$({
+            #[allow(clippy::reversed_empty_ranges)]
+            let range = $range;
+            $crate::SliceArg::from(range)
+        }),*]
     };
 }
 
