@@ -24,7 +24,13 @@ pub(crate) fn broadcast_shapes(op: &'static str, a: Shape, b: Shape) -> Result<S
             _ if x == y => x,
             (1, _) => y,
             (_, 1) => x,
-            _ => return Err(ArrayError::ShapeMismatch { op, lhs: a, rhs: b }),
+            _ => {
+                return Err(ArrayError::ShapeMismatch {
+                    op,
+                    lhs: Box::new(a),
+                    rhs: Box::new(b),
+                })
+            }
         };
     }
     Ok(Tuple::shape(&out)?)
@@ -41,8 +47,8 @@ pub(crate) fn check_broadcasts_to(
         Ok(shape) if shape == target => Ok(()),
         _ => Err(ArrayError::ShapeMismatch {
             op,
-            lhs: target,
-            rhs: operand,
+            lhs: Box::new(target),
+            rhs: Box::new(operand),
         }),
     }
 }
@@ -70,8 +76,8 @@ pub(crate) fn operand_partition(
     }
     let shift = d.checked_sub(k).ok_or(ArrayError::ShapeMismatch {
         op: "broadcast",
-        lhs: shape,
-        rhs: out,
+        lhs: Box::new(shape),
+        rhs: Box::new(out),
     })?;
     let mut tile = vec![0i64; k];
     let mut comps = Vec::with_capacity(k);
@@ -86,8 +92,8 @@ pub(crate) fn operand_partition(
         } else {
             return Err(ArrayError::ShapeMismatch {
                 op: "broadcast",
-                lhs: shape,
-                rhs: out,
+                lhs: Box::new(shape),
+                rhs: Box::new(out),
             });
         }
     }

@@ -1,6 +1,11 @@
 //! Errors of array operations: each names the operation and the shapes or types involved.
+//!
+//! Shapes are boxed: a `Shape` is a 56-byte inline tuple, and errors travel in every `Result`.
 
 use diffuse_ir::{DType, IrError, Shape};
+
+/// A shape inside an error, boxed so that `Result<_, ArrayError>` stays small.
+pub type ErrShape = Box<Shape>;
 use thiserror::Error;
 
 /// What went wrong in an array operation.
@@ -12,9 +17,9 @@ pub enum ArrayError {
         /// The operation (`"add"`, `"assign"`, ...).
         op: &'static str,
         /// The first operand's shape.
-        lhs: Shape,
+        lhs: ErrShape,
         /// The second operand's shape.
-        rhs: Shape,
+        rhs: ErrShape,
     },
     /// Operands of different element types (convert one with `astype`).
     #[error("{op}: operand dtypes {lhs} and {rhs} differ (convert one with astype)")]
@@ -52,7 +57,7 @@ pub enum ArrayError {
         /// What is wrong, naming the dimension and the index.
         what: String,
         /// The shape of the sliced array.
-        shape: Shape,
+        shape: ErrShape,
     },
     /// Matrix operands whose shapes do not multiply.
     #[error("{op}: cannot multiply shapes {lhs} and {rhs}: {reason}")]
@@ -60,9 +65,9 @@ pub enum ArrayError {
         /// `"matmul"` or `"matvec"`.
         op: &'static str,
         /// The left operand's shape.
-        lhs: Shape,
+        lhs: ErrShape,
         /// The right operand's shape.
-        rhs: Shape,
+        rhs: ErrShape,
         /// Why not (inner dimensions, ranks).
         reason: String,
     },

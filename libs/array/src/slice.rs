@@ -82,7 +82,10 @@ impl Array {
     /// A view of part of the array (see [`s!`](crate::s)); it aliases this array's elements.
     pub fn slice(&self, spec: &[SliceArg]) -> ArrayResult {
         let shape = self.shape();
-        let bad = |what: String| ArrayError::BadSlice { what, shape };
+        let bad = |what: String| ArrayError::BadSlice {
+            what,
+            shape: Box::new(shape),
+        };
         if spec.len() > shape.dims() {
             return Err(bad(format!(
                 "{} indices given for a {}-d array",

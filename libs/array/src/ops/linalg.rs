@@ -23,8 +23,8 @@ fn check_operands(op: &'static str, a: &Array, b: &Array, b_rank: usize) -> Resu
     a.context().check_same(b.context(), op)?;
     let shape_err = |reason: String| ArrayError::MatmulShape {
         op,
-        lhs: a.shape(),
-        rhs: b.shape(),
+        lhs: Box::new(a.shape()),
+        rhs: Box::new(b.shape()),
         reason,
     };
     if a.ndim() != 2 || b.ndim() != b_rank {

@@ -126,8 +126,8 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
         if y.shape() != x.shape() {
             return Err(ArrayError::ShapeMismatch {
                 op: name,
-                lhs: x.shape(),
-                rhs: y.shape(),
+                lhs: Box::new(x.shape()),
+                rhs: Box::new(y.shape()),
             });
         }
     }
