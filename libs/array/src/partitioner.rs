@@ -4,9 +4,10 @@
 //! processor and how much data crosses block edges. Like Mapple's `decompose`, the grid follows
 //! the array's shape: among all grids with at most `procs` points that give every point a
 //! non-empty block, pick the one with the smallest largest block (balanced work), then the
-//! smallest block perimeter (least halo), then the most points.
+//! smallest block perimeter (least halo), then the most points, and finally the one that
+//! splits the outer dimensions first (row-major blocks that are whole rows stay contiguous).
 
-use diffuse_ir::{Shape, Tuple};
+use diffuse_ir::{Shape, Tuple, MAX_DIMS};
 
 /// Picks launch domains for arrays on a machine with a fixed number of processors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +21,8 @@ struct Cost {
     largest_block: i64,
     block_perimeter: i64,
     unused_points: usize,
+    /// The grid's extents innermost first: smaller means the split is further out.
+    inner_splits: [i64; MAX_DIMS],
 }
 
 impl Partitioner {
@@ -80,10 +83,15 @@ impl Partitioner {
         let block: Vec<i64> = (0..shape.dims())
             .map(|d| ceil_div(shape[d], grid[d]))
             .collect();
+        let mut inner_splits = [0; MAX_DIMS];
+        for (slot, &l) in inner_splits.iter_mut().zip(grid.as_slice().iter().rev()) {
+            *slot = l;
+        }
         Cost {
             largest_block: block.iter().product(),
             block_perimeter: block.iter().sum(),
             unused_points: self.procs - points,
+            inner_splits,
         }
     }
 }
@@ -111,6 +119,8 @@ mod tests {
     #[test]
     fn grids_follow_the_array_shape() {
         assert_eq!(launch(4, &[4096, 4096]), vec![2, 2]);
+        // A tie between row and column bands goes to row bands (contiguous in memory).
+        assert_eq!(launch(2, &[4096, 4096]), vec![2, 1]);
         assert_eq!(launch(4, &[1 << 20, 8]), vec![4, 1]);
         assert_eq!(launch(4, &[8, 1 << 20]), vec![1, 4]);
         let g = launch(6, &[4096, 4096]);

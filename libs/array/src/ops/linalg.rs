@@ -17,6 +17,7 @@ use crate::broadcast::block;
 use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined};
+use crate::ops::reduce::fold_products;
 
 /// Operand checks shared by both products.
 fn check_operands(op: &'static str, a: &Array, b: &Array, b_rank: usize) -> Result<(), ArrayError> {
@@ -79,18 +80,7 @@ fn matvec_kernel<T: Num>(
         }
         for (i, yi) in y.iter_mut().enumerate() {
             let row = a.row(i);
-            let mut lanes = [zero; 4];
-            let chunks = row.chunks_exact(4).zip(x.chunks_exact(4));
-            let tail = row.len() - row.len() % 4;
-            for (r, v) in chunks {
-                for k in 0..4 {
-                    lanes[k] = lanes[k].add(r[k].mul(v[k]));
-                }
-            }
-            let mut s = lanes[0].add(lanes[1]).add(lanes[2].add(lanes[3]));
-            for k in tail..row.len() {
-                s = s.add(row[k].mul(x[k]));
-            }
+            let s = fold_products(zero, zero, row, x, Num::add);
             *yi = if accumulate { yi.add(s) } else { s };
         }
         Ok(())

@@ -4,4 +4,4 @@ pub(crate) mod elementwise;
 mod linalg;
 mod methods;
 mod operators;
-mod reduce;
+pub(crate) mod reduce;

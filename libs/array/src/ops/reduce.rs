@@ -36,7 +36,7 @@ fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl Fn(T, T) -> 
 
 /// Folds the products `xs[i] * ys[i]` into `acc` with `combine`, `LANES` at a time.
 #[inline]
-fn fold_products<T: Num>(
+pub(crate) fn fold_products<T: Num>(
     acc: T,
     identity: T,
     xs: &[T],
