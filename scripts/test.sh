@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full test suite: formatting, lints, every crate's tests, and a smoke run of the demo.
+# The full test suite: formatting, lints, every crate's tests, and a smoke run of every app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,12 +17,24 @@ if [ "$status" -ne 0 ]; then
 fi
 passed=$(grep -oE "[0-9]+ passed" target/test-output.txt | awk '{s += $1} END {print s + 0}')
 echo "tests: $passed passed" >&2
-# Smoke run of the main job: it must print a check within tolerance.
+# Smoke runs of every application: each must print a JSON record whose check is within
+# tolerance (1e-9 as the apps' contract; the element-wise apps are exact).
 cargo build --release --quiet -p diffuse-examples
-target/release/diffuse-examples stencil-ir --n 257 --iters 3 --procs 2 --json | tee target/demo-smoke.json
-python3 - <<'PY'
-import json
-r = json.load(open("target/demo-smoke.json"))
-assert r["check"] <= 1e-12, f"demo check {r['check']} exceeds 1e-12"
+smoke() {
+    local app="$1" tolerance="$2"
+    shift 2
+    target/release/diffuse-examples "$app" "$@" --procs 2 --json | tee "target/smoke-$app.json"
+    python3 - "target/smoke-$app.json" "$tolerance" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+limit = float(sys.argv[2])
+assert r["check"] <= limit, f"{r['app']}: check {r['check']} exceeds {limit}"
+assert r["tasks_issued_per_iter"] > 0 and r["seconds_per_iter"] > 0, r
 PY
+}
+smoke stencil 1e-12 --n 257 --iters 3
+smoke stencil-ir 1e-12 --n 257 --iters 3
+smoke black-scholes 1e-12 --n 100000 --iters 2
+smoke jacobi 1e-9 --n 500 --iters 5
+smoke cfd 1e-9 --n 41 --iters 3
 echo "test.sh: all green in $(( $(date +%s) - start ))s" >&2

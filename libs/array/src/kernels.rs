@@ -18,8 +18,8 @@ pub(crate) enum Row<'a, T> {
 }
 
 /// Where an element-wise kernel finds one operand.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Slot {
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Slot {
     /// The next store argument.
     Array,
     /// The next scalar argument.

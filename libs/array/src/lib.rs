@@ -19,8 +19,9 @@
 //! that later operations use directly. Reading values (`to_vec`, `item`) waits.
 //!
 //! Each operation is its own task kind per dtype (`array.add.f64.aa`, ...), registered on first
-//! use with a native kernel; element-wise kinds are described by [`UnaryOp`] / [`BinaryOp`], the
-//! expression the JIT compiles.
+//! use with a native kernel. Every element-wise kind also records what it computes
+//! ([`ElementwiseKind`]: the operation, dtypes and operand pattern, found with
+//! [`elementwise_kind`]), the description the JIT turns into MLIR.
 
 #![warn(missing_docs)]
 // Errors wrap `diffuse_ir::IrError`, which carries shapes inline by design.
@@ -44,6 +45,10 @@ pub use creation::{arange, full, linspace, ones, random, zeros, Distribution};
 pub use diffuse_ir::DType;
 pub use element::{Convert, Float, Num};
 pub use error::{ArrayError, ArrayResult};
-pub use ops::elementwise::{binary, unary, where_, BinaryOp, Operand, UnaryOp};
+pub use kernels::Slot;
+pub use ops::elementwise::{
+    binary, elementwise_kind, unary, where_, BinaryOp, ElementwiseKind, ElementwiseOp, Operand,
+    UnaryOp,
+};
 pub use partitioner::{blocks_fit, Partitioner};
 pub use slice::SliceArg;

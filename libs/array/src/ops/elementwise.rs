@@ -5,7 +5,8 @@
 //! `where`) is the kinds' declared expression: the native variants are generated from it here,
 //! and the JIT issue derives MLIR bodies from the same description.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use diffuse_ir::{
     DType, Element, IndexTask, KernelError, PointTask, Privilege, Scalar, Shape, TaskKind,
@@ -218,6 +219,79 @@ macro_rules! operand_from_scalar {
 }
 operand_from_scalar!(f64, f32, i64, i32, bool);
 
+/// The operation of an element-wise task kind.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ElementwiseOp {
+    /// `out = op(x)`.
+    Unary(UnaryOp),
+    /// `out = op(a, b)`.
+    Binary(BinaryOp),
+    /// `out = cond ? a : b`, the condition a bool array before the two value operands.
+    Where,
+    /// `out = x` converted to the result dtype.
+    Cast,
+}
+
+/// What an element-wise task kind computes: recorded when the library registers the kind, so
+/// that the JIT can build the same body in MLIR (see [`elementwise_kind`]).
+///
+/// The kind's store arguments are its array operands in order (for `Where`, the condition
+/// first), then the output; its scalars are its scalar operands in order. Array operands are
+/// broadcast NumPy-style against the output's sub-store.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ElementwiseKind {
+    /// The operation.
+    pub op: ElementwiseOp,
+    /// The element type of the (value) operands.
+    pub dtype: DType,
+    /// The element type of the output.
+    pub result: DType,
+    /// The value operands, arrays or scalars, in order.
+    pub operands: Vec<Slot>,
+}
+
+impl ElementwiseKind {
+    /// The task kind's name: `array.<op>.<dtype>.<pattern>` (`array.cast.<from>.<to>`).
+    fn kind_name(&self) -> String {
+        let pattern = pattern(&self.operands);
+        match self.op {
+            ElementwiseOp::Unary(op) => format!("array.{}.{}.{pattern}", op.name(), self.dtype),
+            ElementwiseOp::Binary(op) => format!("array.{}.{}.{pattern}", op.name(), self.dtype),
+            ElementwiseOp::Where => format!("array.where.{}.a{pattern}", self.dtype),
+            ElementwiseOp::Cast => format!("array.cast.{}.{}", self.dtype, self.result),
+        }
+    }
+
+    /// Registers (once) the kind this describes, its native variant built by `declare`, and
+    /// records the description.
+    fn register(
+        self,
+        declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, diffuse_ir::IrError>,
+    ) -> Result<Arc<TaskKind>, ArrayError> {
+        let registered = kind(self.kind_name(), declare)?;
+        descriptions()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(registered.id())
+            .or_insert(self);
+        Ok(registered)
+    }
+}
+
+fn descriptions() -> &'static RwLock<HashMap<u32, ElementwiseKind>> {
+    static TABLE: OnceLock<RwLock<HashMap<u32, ElementwiseKind>>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+/// The description of `kind` if it is one of this library's element-wise kinds.
+pub fn elementwise_kind(kind: &TaskKind) -> Option<ElementwiseKind> {
+    descriptions()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&kind.id())
+        .cloned()
+}
+
 /// Operands resolved for one task: arrays in order, scalars (converted) in order.
 struct Resolved<'a> {
     cx: ArrayContext,
@@ -385,9 +459,14 @@ fn unary_kind(
     out: DType,
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
-    let name = format!("array.{}.{dtype}.{}", op.name(), pattern(slots));
+    let description = ElementwiseKind {
+        op: ElementwiseOp::Unary(op),
+        dtype,
+        result: out,
+        operands: slots.to_vec(),
+    };
     let slots = slots.to_vec();
-    kind(name, move |b| {
+    description.register(move |b| {
         let b = declare_args(b, &slots, dtype, out);
         let unsupported = || undefined(op.name(), dtype);
         match op {
@@ -431,9 +510,14 @@ fn binary_kind(
     out: DType,
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
-    let name = format!("array.{}.{dtype}.{}", op.name(), pattern(slots));
+    let description = ElementwiseKind {
+        op: ElementwiseOp::Binary(op),
+        dtype,
+        result: out,
+        operands: slots.to_vec(),
+    };
     let slots = slots.to_vec();
-    kind(name, move |b| {
+    description.register(move |b| {
         let b = declare_args(b, &slots, dtype, out);
         let unsupported = || undefined(op.name(), dtype);
         macro_rules! numeric {
@@ -589,9 +673,14 @@ pub fn where_<'a, 'b>(
 }
 
 fn where_kind(dtype: DType, slots: &[Slot]) -> Result<Arc<TaskKind>, ArrayError> {
-    let name = format!("array.where.{dtype}.a{}", pattern(slots));
+    let description = ElementwiseKind {
+        op: ElementwiseOp::Where,
+        dtype,
+        result: dtype,
+        operands: slots.to_vec(),
+    };
     let slots = slots.to_vec();
-    kind(name, move |b| {
+    description.register(move |b| {
         let b = declare_args(
             b.arg("cond", DType::Bool, Privilege::Read),
             &slots,
@@ -630,8 +719,13 @@ pub fn astype(x: &Array, dtype: DType) -> ArrayResult {
         return Ok(out);
     }
     let from = x.dtype();
-    let name = format!("array.cast.{from}.{dtype}");
-    let kind = kind(name, move |b| {
+    let description = ElementwiseKind {
+        op: ElementwiseOp::Cast,
+        dtype: from,
+        result: dtype,
+        operands: vec![Slot::Array],
+    };
+    let kind = description.register(move |b| {
         let b = b
             .arg("in", from, Privilege::Read)
             .arg("out", dtype, Privilege::Write)
@@ -650,4 +744,43 @@ pub fn astype(x: &Array, dtype: DType) -> ArrayResult {
     };
     launch(&kind, &r, &out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_elementwise_kind_records_its_expression() {
+        let cx = ArrayContext::new(diffuse::embedded(Default::default()).unwrap());
+        let a = Array::from_vec(&cx, &[3], vec![1.0f32, 2.0, 3.0]).unwrap();
+        let doubled = binary(BinaryOp::Mul, &a, 2.0).unwrap();
+        let mask = unary(UnaryOp::Neg, &doubled).unwrap().less(&a).unwrap();
+        where_(&mask, 1.0, &a).unwrap().astype(DType::I32).unwrap();
+        let described = |name: &str| {
+            let kind = TaskKind::lookup(name).unwrap_or_else(|| panic!("{name} not registered"));
+            elementwise_kind(&kind).unwrap()
+        };
+        let mul = described("array.multiply.f32.as");
+        assert_eq!(mul.op, ElementwiseOp::Binary(BinaryOp::Mul));
+        assert_eq!((mul.dtype, mul.result), (DType::F32, DType::F32));
+        assert_eq!(mul.operands, vec![Slot::Array, Slot::Scalar]);
+        assert_eq!(described("array.less.f32.aa").result, DType::Bool);
+        assert_eq!(
+            described("array.neg.f32.a").op,
+            ElementwiseOp::Unary(UnaryOp::Neg)
+        );
+        assert_eq!(
+            described("array.where.f32.asa").operands,
+            vec![Slot::Scalar, Slot::Array]
+        );
+        let cast = described("array.cast.f32.i32");
+        assert_eq!(
+            (cast.op, cast.dtype, cast.result),
+            (ElementwiseOp::Cast, DType::F32, DType::I32)
+        );
+        // Kinds that are not element-wise carry no description.
+        a.sum().unwrap();
+        assert!(elementwise_kind(&TaskKind::lookup("array.sum.f32").unwrap()).is_none());
+    }
 }

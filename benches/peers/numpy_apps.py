@@ -1,0 +1,96 @@
+"""The diffuse applications written in plain NumPy: the peer they are compared with.
+
+Each app mirrors the Rust version in examples/src (same sizes, same warm-up + timed
+iterations) and prints one JSON record with the fields the comparison needs.
+Usage: numpy_apps.py APP --n N --iters K
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+from scipy.special import erf
+
+
+def stencil(n, iters):
+    side = n + 2
+    k = np.arange(side * side)
+    grid = (((k // side) * 37 + (k % side) * 101 + 13) % 97) / 97.0
+    grid = grid.reshape(side, side)
+    center = grid[1:-1, 1:-1]
+    north = grid[:-2, 1:-1]
+    east = grid[1:-1, 2:]
+    west = grid[1:-1, :-2]
+    south = grid[2:, 1:-1]
+
+    def step():
+        average = center + north + east + west + south
+        work = 0.2 * average
+        center[:] = work
+
+    return step
+
+
+def black_scholes(n, iters):
+    rng = np.random.default_rng(1)
+    spot = rng.uniform(5.0, 30.0, n)
+    strike = rng.uniform(1.0, 100.0, n)
+    years = rng.uniform(0.25, 10.0, n)
+    rate, vol = 0.02, 0.3
+
+    def cnd(x):
+        return 0.5 * erf(x * (1.0 / np.sqrt(2.0))) + 0.5
+
+    def step():
+        sqrt_t = np.sqrt(years)
+        vol_sqrt_t = sqrt_t * vol
+        drift = years * (rate + 0.5 * vol * vol)
+        d1 = (np.log(spot / strike) + drift) / vol_sqrt_t
+        d2 = d1 - vol_sqrt_t
+        cnd_d1, cnd_d2 = cnd(d1), cnd(d2)
+        discounted = strike * np.exp(years * -rate)
+        call = spot * cnd_d1 - discounted * cnd_d2
+        put = discounted * (1.0 - cnd_d2) - spot * (1.0 - cnd_d1)
+        return call, put
+
+    return step
+
+
+def jacobi(n, iters):
+    rng = np.random.default_rng(11)
+    a = rng.uniform(0.0, 1.0, (n, n))
+    d = np.diag(a) + n
+    r = a - np.diag(np.diag(a))
+    b = rng.uniform(0.0, 1.0, n)
+    state = {"x": np.zeros(n)}
+
+    def step():
+        state["x"] = (b - r @ state["x"]) / d
+
+    return step
+
+
+APPS = {"stencil": stencil, "black-scholes": black_scholes, "jacobi": jacobi}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("app", choices=sorted(APPS))
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--iters", type=int, default=10)
+    args = parser.parse_args()
+    step = APPS[args.app](args.n, args.iters)
+    start = time.perf_counter()
+    step()
+    warmup = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(args.iters):
+        step()
+    per_iter = (time.perf_counter() - start) / max(args.iters, 1)
+    print(json.dumps({"app": args.app, "peer": "numpy", "n": args.n, "iters": args.iters,
+                      "seconds_per_iter": per_iter, "warmup_seconds": warmup}))
+
+
+if __name__ == "__main__":
+    main()
