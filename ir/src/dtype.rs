@@ -87,7 +87,8 @@ pub trait Element:
 }
 
 macro_rules! numeric_element {
-    ($t:ty, $dt:ident, zero: $zero:expr, lowest: $lowest:expr, highest: $highest:expr) => {
+    ($t:ty, $dt:ident, zero: $zero:expr, lowest: $lowest:expr, highest: $highest:expr,
+     add: $add:expr, mul: $mul:expr, is_nan: $is_nan:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$dt;
 
@@ -101,23 +102,22 @@ macro_rules! numeric_element {
             }
 
             fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
+                let is_nan: fn(Self) -> bool = $is_nan;
+                let pick = |take_value: bool| {
+                    // NaN wins min and max, as in NumPy.
+                    if is_nan(acc) {
+                        acc
+                    } else if take_value || is_nan(value) {
+                        value
+                    } else {
+                        acc
+                    }
+                };
                 match op {
-                    ReductionOp::Sum => acc + value,
-                    ReductionOp::Prod => acc * value,
-                    ReductionOp::Min => {
-                        if value < acc {
-                            value
-                        } else {
-                            acc
-                        }
-                    }
-                    ReductionOp::Max => {
-                        if value > acc {
-                            value
-                        } else {
-                            acc
-                        }
-                    }
+                    ReductionOp::Sum => $add(acc, value),
+                    ReductionOp::Prod => $mul(acc, value),
+                    ReductionOp::Min => pick(value < acc),
+                    ReductionOp::Max => pick(value > acc),
                 }
             }
 
@@ -148,10 +148,16 @@ macro_rules! numeric_element {
 
 // For floats the identities are -0.0 (so a sum of -0.0 stays -0.0) and the infinities (so
 // infinite data survives min and max).
-numeric_element!(f64, F64, zero: -0.0, lowest: f64::NEG_INFINITY, highest: f64::INFINITY);
-numeric_element!(f32, F32, zero: -0.0, lowest: f32::NEG_INFINITY, highest: f32::INFINITY);
-numeric_element!(i64, I64, zero: 0, lowest: i64::MIN, highest: i64::MAX);
-numeric_element!(i32, I32, zero: 0, lowest: i32::MIN, highest: i32::MAX);
+// Integer sums and products wrap (as the array library's kernels do); min and max of floats
+// propagate NaN.
+numeric_element!(f64, F64, zero: -0.0, lowest: f64::NEG_INFINITY, highest: f64::INFINITY,
+    add: |a, b| a + b, mul: |a, b| a * b, is_nan: f64::is_nan);
+numeric_element!(f32, F32, zero: -0.0, lowest: f32::NEG_INFINITY, highest: f32::INFINITY,
+    add: |a, b| a + b, mul: |a, b| a * b, is_nan: f32::is_nan);
+numeric_element!(i64, I64, zero: 0, lowest: i64::MIN, highest: i64::MAX,
+    add: i64::wrapping_add, mul: i64::wrapping_mul, is_nan: |_| false);
+numeric_element!(i32, I32, zero: 0, lowest: i32::MIN, highest: i32::MAX,
+    add: i32::wrapping_add, mul: i32::wrapping_mul, is_nan: |_| false);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

@@ -80,13 +80,15 @@ pub fn arange(cx: &ArrayContext, start: f64, stop: f64, step: f64, dtype: DType)
     if len > i64::MAX as f64 {
         return Err(bad(format!("{len} elements are too many")));
     }
+    // NumPy fills with the difference of the first two values, not `step` itself.
+    let delta = (start + step) - start;
     indexed(
         cx,
         Rule::Affine,
         &[len as i64],
         dtype,
         Scalar::F64(start),
-        step,
+        delta,
         f64::NAN,
     )
 }

@@ -80,10 +80,12 @@ pub enum ArrayError {
         reason: String,
     },
     /// A reduction with no identity applied to an empty array.
-    #[error("{op}: zero-size array has no {op} (the reduction has no identity)")]
+    #[error("{op}: an array of shape {shape} has no elements, and {op} has no identity")]
     EmptyReduction {
         /// The reduction.
         op: &'static str,
+        /// The empty array's shape.
+        shape: ErrShape,
     },
     /// Host data of the wrong length or type.
     #[error("{op}: {reason}")]

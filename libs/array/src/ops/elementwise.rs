@@ -639,7 +639,11 @@ pub fn where_<'a, 'b>(
             expected: "a bool condition",
         });
     }
-    let r = resolve("where", &[a.into(), b.into()])?;
+    let values = [a.into(), b.into()];
+    let r = match values {
+        [Operand::Scalar(x), Operand::Scalar(y)] => both_scalars(cond, x, y)?,
+        _ => resolve("where", &values)?,
+    };
     cond.context().check_same(&r.cx, "where")?;
     let shape = broadcast_shapes("where", cond.shape(), r.shape)?;
     let out = Array::fresh(&r.cx, shape, r.dtype)?;
@@ -670,6 +674,24 @@ pub fn where_<'a, 'b>(
     }
     r.cx.submit(task)?;
     Ok(out)
+}
+
+/// `where` with two scalar values: they take the first one's dtype, the condition's shape.
+fn both_scalars<'a>(cond: &Array, x: Scalar, y: Scalar) -> Result<Resolved<'a>, ArrayError> {
+    let dtype = x.dtype();
+    let y = scalar_as(y, dtype).ok_or_else(|| ArrayError::ScalarDType {
+        op: "where",
+        value: format!("{y:?}"),
+        dtype,
+    })?;
+    Ok(Resolved {
+        cx: cond.context().clone(),
+        dtype,
+        shape: cond.shape(),
+        slots: vec![Slot::Scalar, Slot::Scalar],
+        arrays: Vec::new(),
+        scalars: vec![x, y],
+    })
 }
 
 fn where_kind(dtype: DType, slots: &[Slot]) -> Result<Arc<TaskKind>, ArrayError> {

@@ -122,7 +122,12 @@ fn matmul_kernel<T: Num>(
 impl Array {
     /// The matrix-vector product `self @ x` of an `m x k` matrix and a length-`k` vector.
     pub fn matvec(&self, x: &Array) -> ArrayResult {
-        check_operands("matvec", self, x, 1)?;
+        self.product_with_vector("matvec", x)
+    }
+
+    /// `matvec`, reporting errors as operation `op`.
+    fn product_with_vector(&self, op: &'static str, x: &Array) -> ArrayResult {
+        check_operands(op, self, x, 1)?;
         let (m, k) = (self.shape()[0], self.shape()[1]);
         let dtype = self.dtype();
         let cx = self.context();
@@ -170,7 +175,7 @@ impl Array {
     /// [`Array::matvec`].
     pub fn matmul(&self, b: &Array) -> ArrayResult {
         if b.ndim() == 1 {
-            return self.matvec(b);
+            return self.product_with_vector("matmul", b);
         }
         check_operands("matmul", self, b, 2)?;
         let (m, k, n) = (self.shape()[0], self.shape()[1], b.shape()[1]);

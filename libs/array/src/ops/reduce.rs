@@ -136,7 +136,12 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
     match op {
         // A fresh store holds 0, the identity of a sum.
         ReductionOp::Sum => {}
-        _ if x.is_empty() => return Err(ArrayError::EmptyReduction { op: name }),
+        _ if x.is_empty() => {
+            return Err(ArrayError::EmptyReduction {
+                op: name,
+                shape: Box::new(x.shape()),
+            })
+        }
         _ => {
             with_numeric!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {})
         }
@@ -198,7 +203,10 @@ impl Array {
             });
         }
         if self.is_empty() {
-            return Err(ArrayError::EmptyReduction { op: "mean" });
+            return Err(ArrayError::EmptyReduction {
+                op: "mean",
+                shape: Box::new(self.shape()),
+            });
         }
         binary(BinaryOp::Mul, &self.sum()?, 1.0 / self.size() as f64)
     }

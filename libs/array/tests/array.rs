@@ -1,0 +1,106 @@
+//! The test suite of `diffuse-array`, one test binary: every array operation, run on the
+//! embedded backend with 1 to 4 processors, must give what a plain sequential evaluation of
+//! the same NumPy expression gives, and every bad input must be a typed error naming the
+//! operation and the shapes or dtypes involved.
+//!
+//! - `model`: the sequential reference, a dense row-major array with NumPy broadcasting.
+//! - `expr_prop`: random expression trees and assignments over random views (the core
+//!   property).
+//! - `reduce_prop`: reductions and matrix products over random views and shapes.
+//! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
+//! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
+//! - `errors`: bad inputs and their errors.
+//! - `edge_cases`: empty, 0-d and 6-d arrays, integer wrapping, NaN.
+
+#[path = "array/basics.rs"]
+mod basics;
+#[path = "array/creation_prop.rs"]
+mod creation_prop;
+#[path = "array/edge_cases.rs"]
+mod edge_cases;
+#[path = "array/errors.rs"]
+mod errors;
+#[path = "array/expr_prop.rs"]
+mod expr_prop;
+#[path = "array/model.rs"]
+mod model;
+#[path = "array/reduce_prop.rs"]
+mod reduce_prop;
+
+use std::sync::OnceLock;
+
+use diffuse_array::{Array, ArrayContext, ArrayError, SliceArg};
+
+/// The processor counts every property runs with.
+pub const PROCS: std::ops::RangeInclusive<usize> = 1..=4;
+
+/// A context over a fresh embedded backend with `procs` processors.
+pub fn fresh_cx(procs: usize) -> ArrayContext {
+    ArrayContext::new(
+        diffuse::embedded(diffuse::EmbeddedConfig {
+            procs: Some(procs),
+            ..Default::default()
+        })
+        .expect("the embedded backend starts"),
+    )
+}
+
+/// A context with `procs` (1 to 4) processors shared by every test of the binary, so that
+/// property cases do not start worker pools by the hundred (and tests running in parallel
+/// submit to one runtime from several threads, as applications may).
+pub fn cx(procs: usize) -> ArrayContext {
+    static CONTEXTS: OnceLock<Vec<ArrayContext>> = OnceLock::new();
+    CONTEXTS.get_or_init(|| PROCS.map(fresh_cx).collect())[procs - 1].clone()
+}
+
+/// The shape of `a` as `usize` extents.
+pub fn shape_of(a: &Array) -> Vec<usize> {
+    a.shape().as_slice().iter().map(|&e| e as usize).collect()
+}
+
+/// The shape as `i64` extents, for constructors.
+pub fn extents(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&e| e as i64).collect()
+}
+
+/// Float equality for results of the same computation: bitwise, except that any NaN equals
+/// any NaN (the payload of a NaN is not specified by IEEE arithmetic or by LLVM).
+pub fn same_f64(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Equality up to rounding for results whose summation order differs: `|got - want|` at most
+/// `1e-12` times `scale` (the sum of the magnitudes of the summed terms), NaN and infinities
+/// exactly.
+pub fn close(got: f64, want: f64, scale: f64) -> bool {
+    if !want.is_finite() || !got.is_finite() {
+        return same_f64(got, want) || got == want;
+    }
+    (got - want).abs() <= 1e-12 * scale.max(f64::MIN_POSITIVE)
+}
+
+/// Unwraps an array result inside a proptest body, failing the case (not panicking) with
+/// the error's message.
+pub fn ok<T>(
+    r: Result<T, ArrayError>,
+    what: &str,
+) -> Result<T, proptest::test_runner::TestCaseError> {
+    r.map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{what}: {e}")))
+}
+
+/// The NumPy slice selecting `ranges` (absolute `start..stop` per dimension) of an array of
+/// `shape`, with bounds written from the end (negative) where `negative[d]` says so.
+pub fn slice_spec(ranges: &[(usize, usize)], shape: &[usize], negative: &[bool]) -> Vec<SliceArg> {
+    ranges
+        .iter()
+        .zip(shape)
+        .zip(negative)
+        .map(|((&(a, b), &n), &neg)| {
+            let (a, b, n) = (a as i64, b as i64, n as i64);
+            SliceArg {
+                start: Some(if neg && a < n { a - n } else { a }),
+                stop: Some(if neg && b < n { b - n } else { b }),
+            }
+        })
+        .collect()
+}
