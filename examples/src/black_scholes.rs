@@ -80,7 +80,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 
     let (want_call, want_put) = reference(&spot.to_vec()?, &strike.to_vec()?, &years.to_vec()?);
     let check = max_error(&call.to_vec()?, &want_call).max(max_error(&put.to_vec()?, &want_put));
-    Ok(rt.record("black_scholes", args, m, check))
+    Ok(rt.record("black-scholes", args, m, check))
 }
 
 #[cfg(test)]
