@@ -1,6 +1,24 @@
 //! `diffuse-fusion`: analyses over the window of buffered index tasks (Diffuse paper §4–5):
-//! the four fusion constraints, the longest fusible prefix, fused-task construction,
-//! temporary elimination and memoization. Depends only on `diffuse-ir`.
+//! the four fusion constraints, the longest fusible prefix, temporary elimination, fused-task
+//! construction and memoization. Pure: IR in, decisions out; it never executes anything and
+//! depends only on `diffuse-ir`.
 //!
-//! Empty until the fusion issue (#4) lands; until then the runtime executes every task as
-//! submitted.
+//! The runtime hands a window to a [`Planner`], which splits it greedily into fusible
+//! [`Group`]s (each the longest fusible prefix of what remains) with their temporaries, and
+//! remembers the decision under the window's canonical form, so that the next isomorphic
+//! window (the next iteration of a solver loop) replays it. The runtime then packages each
+//! group as a [`FusedTask`] for a backend.
+
+#![warn(missing_docs)]
+
+mod canonical;
+mod constraints;
+mod fused;
+mod planner;
+mod temporaries;
+
+pub use canonical::{canonicalize, Canonical, CanonicalKey};
+pub use constraints::{longest_fusible_prefix, PrefixState, Violation};
+pub use fused::{FusedArg, FusedTask};
+pub use planner::{analyse, Group, Plan, Planner, PlannerStats};
+pub use temporaries::temporaries;

@@ -1,0 +1,156 @@
+//! Planning a window: split it greedily into fusible prefixes, find each one's temporaries,
+//! and memoize the decision by the window's canonical form.
+
+use std::ops::Range;
+
+use diffuse_ir::{IndexTask, StoreId};
+use hashbrown::HashMap;
+
+use crate::canonical::{canonicalize, CanonicalKey};
+use crate::constraints::{longest_fusible_prefix, Violation};
+use crate::temporaries::temporaries;
+
+/// One fusible group of a window.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Group {
+    /// The group's tasks, as indices into the window.
+    pub tasks: Range<usize>,
+    /// Its temporaries.
+    pub temporaries: Vec<StoreId>,
+    /// What stopped the group from growing (`None` when it reached the window's end).
+    pub stopped_by: Option<Violation>,
+}
+
+/// The decision for a whole window: consecutive groups covering it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Plan {
+    /// The groups in program order.
+    pub groups: Vec<Group>,
+    /// True when the decision was replayed from the memo instead of analysed.
+    pub memoized: bool,
+}
+
+/// The decision in canonical terms: group lengths and temporaries as canonical store numbers.
+#[derive(Clone, Debug)]
+struct Decision {
+    groups: Vec<(usize, Vec<usize>, Option<Violation>)>,
+}
+
+/// Counters of the planner's work.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct PlannerStats {
+    /// Windows analysed from scratch.
+    pub analysed: u64,
+    /// Windows whose decision was replayed from the memo.
+    pub replayed: u64,
+}
+
+/// Plans windows, remembering decisions by canonical form.
+#[derive(Default)]
+pub struct Planner {
+    memo: HashMap<CanonicalKey, Decision>,
+    stats: PlannerStats,
+    memoize: bool,
+}
+
+/// Decisions kept at most; the memo is cleared when it grows past this (solver loops repeat a
+/// handful of window shapes, so a full memo means the stream is not repeating).
+const MEMO_CAPACITY: usize = 4096;
+
+impl Planner {
+    /// A planner that memoizes decisions.
+    pub fn new() -> Self {
+        Planner {
+            memoize: true,
+            ..Default::default()
+        }
+    }
+
+    /// A planner that analyses every window from scratch (for measuring the analysis).
+    pub fn without_memo() -> Self {
+        Planner::default()
+    }
+
+    /// What the planner has done so far.
+    pub fn stats(&self) -> PlannerStats {
+        self.stats
+    }
+
+    /// Splits `window` into fusible groups with their temporaries.
+    pub fn plan(&mut self, window: &[IndexTask]) -> Plan {
+        if !self.memoize {
+            self.stats.analysed += 1;
+            return analyse(window);
+        }
+        let canonical = canonicalize(window);
+        if let Some(decision) = self.memo.get(&canonical.key) {
+            self.stats.replayed += 1;
+            return replay(decision, &canonical.stores);
+        }
+        self.stats.analysed += 1;
+        let plan = analyse(window);
+        let position: HashMap<StoreId, usize> = canonical
+            .stores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, i))
+            .collect();
+        let decision = Decision {
+            groups: plan
+                .groups
+                .iter()
+                .map(|g| {
+                    let temps = g.temporaries.iter().map(|s| position[s]).collect();
+                    (g.tasks.len(), temps, g.stopped_by)
+                })
+                .collect(),
+        };
+        if self.memo.len() >= MEMO_CAPACITY {
+            self.memo.clear();
+        }
+        self.memo.insert(canonical.key, decision);
+        plan
+    }
+}
+
+/// The decision for `window`, computed from scratch.
+pub fn analyse(window: &[IndexTask]) -> Plan {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < window.len() {
+        let rest = &window[start..];
+        let (len, stopped_by) = longest_fusible_prefix(rest);
+        groups.push(Group {
+            tasks: start..start + len,
+            temporaries: temporaries(rest, len),
+            stopped_by,
+        });
+        start += len;
+    }
+    Plan {
+        groups,
+        memoized: false,
+    }
+}
+
+/// A memoized decision applied to the stores of an isomorphic window.
+fn replay(decision: &Decision, stores: &[StoreId]) -> Plan {
+    let mut start = 0;
+    let groups = decision
+        .groups
+        .iter()
+        .map(|(len, temps, stopped_by)| {
+            let group = Group {
+                tasks: start..start + len,
+                temporaries: temps.iter().map(|&i| stores[i]).collect(),
+                stopped_by: *stopped_by,
+            };
+            start += len;
+            group
+        })
+        .collect();
+    Plan {
+        groups,
+        memoized: true,
+    }
+}

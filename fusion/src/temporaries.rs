@@ -1,0 +1,74 @@
+//! Temporary stores (Diffuse paper §5.1): stores a fused prefix produces and consumes
+//! entirely, which become point-local buffers instead of distributed allocations.
+//!
+//! A store is temporary in the fusion of `tasks[..f]` of a window `tasks` when
+//!
+//! 1. every read of it inside the prefix is preceded, inside the prefix, by a write through
+//!    the same partition that covers the whole store;
+//! 2. no task after the prefix in the window references it; and
+//! 3. the application holds no handle to it (the IR's split reference count).
+//!
+//! Stores the prefix reduces are never temporary: a reduction folds into existing contents.
+
+use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
+use hashbrown::{HashMap, HashSet};
+
+/// Per store: the covering write seen so far, or why it cannot be temporary.
+enum Candidate {
+    /// Written through this partition, covering the store, before any read.
+    Covered(Partition),
+    /// Accessed so far only by writes that did not cover it (a read now disqualifies it).
+    Uncovered,
+    /// Read before a covering write, reduced, or accessed through a second partition.
+    Rejected,
+}
+
+/// The temporaries of fusing `tasks[..prefix]`, in order of first appearance.
+pub fn temporaries(tasks: &[IndexTask], prefix: usize) -> Vec<StoreId> {
+    let (inside, after) = tasks.split_at(prefix.min(tasks.len()));
+    let mut order = Vec::new();
+    let mut candidates: HashMap<StoreId, Candidate> = HashMap::new();
+    for task in inside {
+        let launch = task.launch_domain();
+        for arg in task.args() {
+            let id = arg.store.id();
+            let state = candidates.entry(id).or_insert_with(|| {
+                order.push(id);
+                Candidate::Uncovered
+            });
+            let reads_here = arg.privilege.reads();
+            *state = match (&*state, arg.privilege) {
+                (_, Privilege::Reduce(_)) | (Candidate::Rejected, _) => Candidate::Rejected,
+                (Candidate::Covered(p), _) if *p != arg.partition => Candidate::Rejected,
+                (Candidate::Covered(p), _) => Candidate::Covered(p.clone()),
+                (Candidate::Uncovered, _) if reads_here => Candidate::Rejected,
+                (Candidate::Uncovered, Privilege::Write)
+                    if arg.partition.covers(arg.store.shape(), launch) =>
+                {
+                    Candidate::Covered(arg.partition.clone())
+                }
+                (Candidate::Uncovered, _) => Candidate::Uncovered,
+            };
+        }
+    }
+    let used_later: HashSet<StoreId> = after
+        .iter()
+        .flat_map(|t| t.args().iter().map(|a| a.store.id()))
+        .collect();
+    let mut live = HashSet::new();
+    for task in inside {
+        for arg in task.args() {
+            if arg.store.app_handles() > 0 {
+                live.insert(arg.store.id());
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter(|id| {
+            !matches!(candidates.get(id), Some(Candidate::Rejected) | None)
+                && !used_later.contains(id)
+                && !live.contains(id)
+        })
+        .collect()
+}
