@@ -13,13 +13,18 @@
 
 mod dispatch;
 pub mod embedded;
+pub mod runtime;
 
 use std::sync::Arc;
 
 pub use diffuse_ir as ir;
 pub use embedded::{EmbeddedBackend, EmbeddedConfig, MemoryStats};
+pub use runtime::{Backend, FlushRecord, FusionConfig, Runtime};
 
-/// A [`diffuse_ir::Context`] backed by a new embedded backend.
+/// A [`diffuse_ir::Context`] over a new embedded backend, with the window and fusion that
+/// `config.fusion` asks for (on, with an adaptive window, by default).
 pub fn embedded(config: EmbeddedConfig) -> Result<ir::Context, ir::IrError> {
-    Ok(ir::Context::new(Arc::new(EmbeddedBackend::new(config)?)))
+    let fusion = config.fusion;
+    let backend = Arc::new(EmbeddedBackend::new(config)?);
+    Ok(ir::Context::new(Arc::new(Runtime::new(backend, fusion))))
 }

@@ -4,15 +4,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use diffuse::{EmbeddedBackend, EmbeddedConfig};
+use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
 use serde::Serialize;
 
-/// Whether task fusion is enabled. Only `off` exists until the fusion issue lands.
-#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+/// Whether task fusion is enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
+    /// Tasks are buffered in a window and fusible runs of them execute as fused tasks.
+    On,
     /// Every task executes as submitted.
     Off,
 }
@@ -35,8 +37,14 @@ pub struct AppArgs {
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
     /// Task fusion.
-    #[arg(long, value_enum, default_value_t = Fusion::Off)]
+    #[arg(long, value_enum, default_value_t = Fusion::On)]
     pub fusion: Fusion,
+    /// Window size in tasks (default: adaptive, starting at 16).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
+    #[arg(long)]
+    pub streams: bool,
     /// Execution backend.
     #[arg(long, value_enum, default_value_t = Backend::Embedded)]
     pub backend: Backend,
@@ -56,6 +64,10 @@ pub struct Runtime {
     pub arrays: ArrayContext,
     /// The backend, for statistics.
     pub backend: Arc<EmbeddedBackend>,
+    /// The window and fusion in front of the backend.
+    pub fusion: Arc<diffuse::Runtime<EmbeddedBackend>>,
+    /// Whether to print the warm-up iteration's streams.
+    streams: bool,
 }
 
 /// What [`Runtime::measure`] observed.
@@ -75,17 +87,41 @@ pub struct Measurement {
 impl Runtime {
     /// Starts the runtime the flags ask for.
     pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
+        anyhow::ensure!(args.window != Some(0), "--window must be at least 1");
         let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig {
             procs: args.procs,
             ..Default::default()
         })?);
-        let ctx = Context::new(backend.clone());
+        let config = FusionConfig {
+            enabled: args.fusion == Fusion::On,
+            window: args.window,
+        };
+        let fusion = Arc::new(diffuse::Runtime::new(backend.clone(), config));
+        let ctx = Context::new(fusion.clone());
         let arrays = ArrayContext::new(ctx.clone());
         Ok(Runtime {
             ctx,
             arrays,
             backend,
+            fusion,
+            streams: args.streams,
         })
+    }
+
+    /// Prints recorded flushes: each issued stream next to what executed.
+    fn print_streams(&self) {
+        for (i, flush) in self.fusion.take_stream_log().iter().enumerate() {
+            eprintln!(
+                "flush {i}: issued {} tasks, executed {}",
+                flush.issued.len(),
+                flush.executed.len()
+            );
+            let rows = flush.issued.len().max(flush.executed.len());
+            for r in 0..rows {
+                let cell = |v: &Vec<String>| v.get(r).cloned().unwrap_or_default();
+                eprintln!("  {:<32} | {}", cell(&flush.issued), cell(&flush.executed));
+            }
+        }
     }
 
     /// Runs `step` once to warm up, then `iters` timed times, flushing the window after each
@@ -95,10 +131,15 @@ impl Runtime {
         iters: usize,
         mut step: impl FnMut() -> anyhow::Result<()>,
     ) -> anyhow::Result<Measurement> {
+        self.fusion.record_streams(self.streams);
         let start = Instant::now();
         step()?;
         self.ctx.flush_window()?;
         let warmup_seconds = start.elapsed().as_secs_f64();
+        if self.streams {
+            self.print_streams();
+            self.fusion.record_streams(false);
+        }
 
         self.backend.memory().reset_peak();
         let (issued, executed) = (self.ctx.tasks_submitted(), self.backend.tasks_executed());
@@ -169,6 +210,8 @@ pub fn test_args(n: usize, iters: usize, procs: usize) -> AppArgs {
         n,
         iters,
         fusion: Fusion::Off,
+        window: None,
+        streams: false,
         backend: Backend::Embedded,
         procs: Some(procs),
         json: false,

@@ -33,6 +33,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .arg("b", DType::F64, Privilege::Read)
         .arg("c", DType::F64, Privilege::Write)
         .aligned(&[0, 1, 2])
+        .elementwise()
         .register(|t| {
             for_each_row::<f64>(t, 2, &[0, 1], |c, ab| {
                 for ((c, &a), &b) in c.iter_mut().zip(ab[0]).zip(ab[1]) {
@@ -45,6 +46,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .arg("b", DType::F64, Privilege::Write)
         .scalar(DType::F64)
         .aligned(&[0, 1])
+        .elementwise()
         .register(|t| {
             let s = t.scalar::<f64>(0)?;
             for_each_row::<f64>(t, 1, &[0], |b, a| {
@@ -57,6 +59,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .arg("a", DType::F64, Privilege::Read)
         .arg("b", DType::F64, Privilege::Write)
         .aligned(&[0, 1])
+        .elementwise()
         .register(|t| for_each_row::<f64>(t, 1, &[0], |b, a| b.copy_from_slice(a[0])))?;
     Ok(KINDS.get_or_init(|| Kinds { add, mult, copy }))
 }

@@ -39,6 +39,7 @@ pub struct TaskKind {
     args: Vec<ArgDecl>,
     scalars: Vec<DType>,
     aligned: Vec<Vec<usize>>,
+    elementwise: bool,
     native: NativeKernel,
     mlir: Option<Arc<dyn MlirGenerator>>,
 }
@@ -51,6 +52,7 @@ impl TaskKind {
             args: Vec::new(),
             scalars: Vec::new(),
             aligned: Vec::new(),
+            elementwise: false,
             mlir: None,
         }
     }
@@ -86,6 +88,11 @@ impl TaskKind {
         &self.aligned
     }
 
+    /// True when the kernel is element-wise (see [`TaskKindBuilder::elementwise`]).
+    pub fn is_elementwise(&self) -> bool {
+        self.elementwise
+    }
+
     /// Runs the native variant on one point task.
     pub fn run_native(&self, task: &PointTask<'_>) -> Result<(), KernelError> {
         (self.native)(task)
@@ -109,6 +116,7 @@ pub struct TaskKindBuilder {
     args: Vec<ArgDecl>,
     scalars: Vec<DType>,
     aligned: Vec<Vec<usize>>,
+    elementwise: bool,
     mlir: Option<Arc<dyn MlirGenerator>>,
 }
 
@@ -133,6 +141,19 @@ impl TaskKindBuilder {
     /// (e.g. all operands of an element-wise operation).
     pub fn aligned(mut self, args: &[usize]) -> Self {
         self.aligned.push(args.to_vec());
+        self
+    }
+
+    /// Declares the kernel element-wise: it computes each element of its outputs only from
+    /// the elements at the same position of its inputs (an input whose sub-store has extent 1
+    /// in a dimension, or lacks leading dimensions, is broadcast along them, NumPy-style), and
+    /// it locates itself only through [`PointTask::sub_store`](crate::PointTask::sub_store).
+    /// Running it on a band of rows, with every argument restricted to that band, then
+    /// computes exactly those rows, so backends may run fused element-wise tasks strip by
+    /// strip with cache-sized temporaries. Kinds with `Reduce` arguments are never run in
+    /// strips.
+    pub fn elementwise(mut self) -> Self {
+        self.elementwise = true;
         self
     }
 
@@ -181,6 +202,7 @@ impl TaskKindBuilder {
             args: self.args,
             scalars: self.scalars,
             aligned: self.aligned,
+            elementwise: self.elementwise,
             native: Arc::new(native),
             mlir: self.mlir,
         });

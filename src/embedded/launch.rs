@@ -3,7 +3,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use diffuse_ir::{
-    IndexTask, IrError, KernelError, Point, PointTask, Privilege, RawView, Rect, ReductionOp, Tuple,
+    IndexTask, IrError, KernelError, Point, PointTask, Privilege, RawView, Rect, ReductionOp,
+    Shape, TaskArg, TaskKind, Tuple,
 };
 
 use super::memory::{for_each_rect_row, FirstUse, HostBuffer};
@@ -11,9 +12,44 @@ use super::EmbeddedBackend;
 use crate::dispatch::with_element_type;
 
 /// Where a point task's argument lives: inside the store, or in a private accumulator.
-struct ArgPlacement {
-    rect: Rect,
-    accumulator: Option<HostBuffer>,
+pub(super) struct ArgPlacement {
+    /// The sub-store, in store coordinates.
+    pub(super) rect: Rect,
+    /// The point's private accumulator, for `Reduce` arguments.
+    pub(super) accumulator: Option<HostBuffer>,
+}
+
+impl ArgPlacement {
+    /// The placement of `arg` at point `p`: its sub-store, and an identity-filled accumulator
+    /// when it reduces.
+    pub(super) fn of(arg: &TaskArg, p: &Point) -> Self {
+        let rect = arg.partition.sub_store(arg.store.shape(), p);
+        let accumulator = match arg.privilege {
+            Privilege::Reduce(op) => Some(accumulator(arg.store.dtype(), &rect, op)),
+            _ => None,
+        };
+        ArgPlacement { rect, accumulator }
+    }
+}
+
+/// What a new store buffer's first user does to it: a covering `Write` overwrites it all.
+pub(super) fn first_use(arg: &TaskArg, launch: Shape) -> FirstUse {
+    if arg.privilege == Privilege::Write && arg.partition.covers(arg.store.shape(), launch) {
+        FirstUse::Overwrites
+    } else {
+        FirstUse::Reads
+    }
+}
+
+/// Runs one point task of `kind`, turning a panicking kernel into a kernel error.
+pub(super) fn run_point_task(kind: &TaskKind, pt: &PointTask<'_>) -> Result<(), KernelError> {
+    match catch_unwind(AssertUnwindSafe(|| kind.run_native(pt))) {
+        Ok(result) => result,
+        Err(panic) => Err(pt.error(format!(
+            "native kernel panicked: {}",
+            panic_message(&*panic)
+        ))),
+    }
 }
 
 /// Executes `task` on `backend`: every point task, then the reductions in point order.
@@ -24,34 +60,13 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
     let buffers = task
         .args()
         .iter()
-        .map(|a| {
-            let overwrites =
-                a.privilege == Privilege::Write && a.partition.covers(a.store.shape(), launch);
-            let first_use = if overwrites {
-                FirstUse::Overwrites
-            } else {
-                FirstUse::Reads
-            };
-            backend.buffer(&a.store, first_use)
-        })
+        .map(|a| backend.buffer(&a.store, first_use(a, launch)))
         .collect::<Result<Vec<_>, _>>()?;
 
     // Sub-stores and accumulators of every (point, argument).
     let placements: Vec<Vec<ArgPlacement>> = points
         .iter()
-        .map(|p| {
-            task.args()
-                .iter()
-                .map(|a| {
-                    let rect = a.partition.sub_store(a.store.shape(), p);
-                    let accumulator = match a.privilege {
-                        Privilege::Reduce(op) => Some(accumulator(a.store.dtype(), &rect, op)),
-                        _ => None,
-                    };
-                    ArgPlacement { rect, accumulator }
-                })
-                .collect()
-        })
+        .map(|p| task.args().iter().map(|a| ArgPlacement::of(a, p)).collect())
         .collect();
 
     let views: Vec<Vec<RawView>> = placements
@@ -67,13 +82,7 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
 
     let run_point = |i: usize| -> Result<(), KernelError> {
         let pt = PointTask::new(kind.name(), points[i], launch, &views[i], task.scalars());
-        match catch_unwind(AssertUnwindSafe(|| kind.run_native(&pt))) {
-            Ok(result) => result,
-            Err(panic) => Err(pt.error(format!(
-                "native kernel panicked: {}",
-                panic_message(&*panic)
-            ))),
-        }
+        run_point_task(kind, &pt)
     };
     let results = dispatch(backend, points.len(), &run_point);
     if let Some(err) = results.into_iter().find_map(Result::err) {
@@ -85,10 +94,9 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
         let Privilege::Reduce(op) = arg.privilege else {
             continue;
         };
-        let strides = arg.store.shape().row_major_strides();
         for place in placements.iter().map(|p| &p[arg_index]) {
             if let Some(acc) = &place.accumulator {
-                fold(buffers[arg_index], &strides, &place.rect, acc, op);
+                fold(buffers[arg_index], arg.store.shape(), &place.rect, acc, op);
             }
         }
     }
@@ -97,19 +105,16 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
 
 /// Runs `run_point(i)` for every point index, the points split into contiguous blocks, one per
 /// processor, and returns the results in point order.
-fn dispatch<F>(
-    backend: &EmbeddedBackend,
-    count: usize,
-    run_point: &F,
-) -> Vec<Result<(), KernelError>>
+pub(super) fn dispatch<R, F>(backend: &EmbeddedBackend, count: usize, run_point: &F) -> Vec<R>
 where
-    F: Fn(usize) -> Result<(), KernelError> + Sync,
+    R: Send,
+    F: Fn(usize) -> R + Sync,
 {
     let procs = backend.procs().min(count).max(1);
     if procs == 1 {
         return (0..count).map(run_point).collect();
     }
-    let mut results: Vec<Vec<Result<(), KernelError>>> = (0..procs).map(|_| Vec::new()).collect();
+    let mut results: Vec<Vec<R>> = (0..procs).map(|_| Vec::new()).collect();
     backend.pool.scope(|scope| {
         for (proc, slot) in results.iter_mut().enumerate() {
             let (start, end) = (proc * count / procs, (proc + 1) * count / procs);
@@ -128,7 +133,7 @@ fn accumulator(dtype: diffuse_ir::DType, rect: &Rect, op: ReductionOp) -> HostBu
 }
 
 /// The raw view of one argument at one point: into the store, or into its accumulator.
-fn raw_view(
+pub(super) fn raw_view(
     place: &ArgPlacement,
     privilege: Privilege,
     store_shape: Tuple,
@@ -176,13 +181,20 @@ fn raw_view(
     }
 }
 
-/// Folds one accumulator into the store's box `rect`.
-fn fold(store: &HostBuffer, strides: &Tuple, rect: &Rect, acc: &HostBuffer, op: ReductionOp) {
+/// Folds one accumulator into the box `rect` of a store of shape `shape`.
+pub(super) fn fold(
+    store: &HostBuffer,
+    shape: Shape,
+    rect: &Rect,
+    acc: &HostBuffer,
+    op: ReductionOp,
+) {
+    let strides = shape.row_major_strides();
     with_element_type!(store.dtype(), T => {
         let dst = store.as_ptr() as *mut T;
         let src = acc.as_ptr() as *const T;
         debug_assert_eq!(acc.len() as i64, rect.volume());
-        for_each_rect_row(rect, strides, |start, row, len| {
+        for_each_rect_row(rect, &strides, |start, row, len| {
             // SAFETY: point tasks have finished; this thread alone touches the buffers, and
             // `rect` is inside the store and has exactly `acc.len()` elements.
             let (d, s) = unsafe {

@@ -1,5 +1,5 @@
-//! Host memory for stores (recycled through a cache of freed buffers) and for per-point
-//! reduction accumulators.
+//! Host memory for stores (recycled through a cache of freed buffers), for per-point
+//! reduction accumulators and for the point-local copies of fused tasks' temporaries.
 //!
 //! Array programs create and drop large temporaries every iteration. Returning their memory
 //! to the operating system and asking for it again costs a page fault per 4 KiB page, which
@@ -150,6 +150,8 @@ enum Home {
     },
     /// A private accumulator: plain heap memory.
     Private,
+    /// A point-local temporary: not a store (so not counted), recycled through the cache.
+    Scratch { cache: Arc<BufferCache> },
 }
 
 /// A 64-byte-aligned buffer of `len` elements of one dtype.
@@ -199,6 +201,22 @@ impl HostBuffer {
             len,
             home: Home::Store {
                 stats: Arc::clone(stats),
+                cache: Arc::clone(cache),
+            },
+        }
+    }
+
+    /// A point-local buffer of `len` elements for a fused task's temporary, from the cache
+    /// when possible. Not zeroed: a temporary is written (covering) before it is read, or
+    /// never read at all.
+    pub(crate) fn scratch(dtype: DType, len: usize, cache: &Arc<BufferCache>) -> Self {
+        let layout = buffer_layout(len * dtype.size_bytes());
+        HostBuffer {
+            ptr: cache.take(layout).unwrap_or_else(|| fresh(layout, false)),
+            layout,
+            dtype,
+            len,
+            home: Home::Scratch {
                 cache: Arc::clone(cache),
             },
         }
@@ -258,6 +276,7 @@ impl Drop for HostBuffer {
                 stats.sub(self.len * self.dtype.size_bytes());
                 cache.give_back(self.ptr, self.layout);
             }
+            Home::Scratch { cache } => cache.give_back(self.ptr, self.layout),
             // SAFETY: allocated by `fresh` with this layout.
             Home::Private => unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) },
         }

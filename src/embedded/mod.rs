@@ -5,25 +5,32 @@
 //! contiguous block of points; `Reduce` arguments get private per-point accumulators that are
 //! folded into the store in point order afterwards, so results never depend on thread timing.
 
+mod fused;
 mod launch;
 mod memory;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use diffuse_fusion::FusedTask;
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
 
 use crate::dispatch::with_element_type;
 pub use memory::MemoryStats;
 use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer};
 
-/// Settings of the embedded backend.
+/// Settings of an embedded runtime: the backend's, and the window and fusion in front of it.
 #[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
     /// Number of worker processors; `None` means one per available core.
     pub procs: Option<usize>,
     /// Most bytes of freed store buffers kept for reuse by later stores of the same size.
     pub buffer_cache_bytes: usize,
+    /// Task buffering and fusion (used by [`crate::embedded()`]; the backend alone ignores it).
+    pub fusion: crate::FusionConfig,
+    /// Working-set bytes of one strip when a fused element-wise task runs strip by strip
+    /// (default 256 KiB, so a strip stays in a core's L2 cache).
+    pub strip_bytes: usize,
 }
 
 impl Default for EmbeddedConfig {
@@ -31,6 +38,8 @@ impl Default for EmbeddedConfig {
         EmbeddedConfig {
             procs: None,
             buffer_cache_bytes: 4 << 30,
+            fusion: crate::FusionConfig::default(),
+            strip_bytes: 256 << 10,
         }
     }
 }
@@ -41,6 +50,8 @@ pub struct EmbeddedBackend {
     procs: usize,
     stats: Arc<MemoryStats>,
     cache: Arc<BufferCache>,
+    strip_bytes: usize,
+    strip_points: AtomicU64,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
     /// Serializes tasks and host copies submitted from different application threads.
@@ -73,6 +84,8 @@ impl EmbeddedBackend {
             procs,
             stats: Arc::new(MemoryStats::default()),
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
+            strip_bytes: config.strip_bytes.max(1),
+            strip_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
@@ -92,6 +105,11 @@ impl EmbeddedBackend {
     /// Number of index tasks executed so far.
     pub fn tasks_executed(&self) -> u64 {
         self.tasks_executed.load(Ordering::Relaxed)
+    }
+
+    /// Number of fused point tasks that ran strip by strip so far.
+    pub fn strip_points(&self) -> u64 {
+        self.strip_points.load(Ordering::Relaxed)
     }
 
     /// Number of point tasks executed so far.
@@ -133,6 +151,17 @@ impl EmbeddedBackend {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.order.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl crate::Backend for EmbeddedBackend {
+    fn execute_fused(&self, task: FusedTask) -> Result<(), IrError> {
+        let _order = self.lock();
+        fused::run_fused(self, &task)?;
+        self.tasks_executed.fetch_add(1, Ordering::Relaxed);
+        self.points_executed
+            .fetch_add(task.launch_domain().volume() as u64, Ordering::Relaxed);
+        Ok(())
     }
 }
 

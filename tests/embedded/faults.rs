@@ -67,7 +67,9 @@ fn launch_1d(
         IndexTask::new(kind, launch)
             .arg(out, out.view().blocked(launch).unwrap(), Privilege::Write)
             .scalar(mask),
-    )
+    )?;
+    // With a window the task may still be buffered: kernel faults surface at the flush.
+    c.flush_window()
 }
 
 #[test]
@@ -163,6 +165,7 @@ fn kernel_asking_for_the_wrong_element_type_fails() {
             x.view().blocked(launch).unwrap(),
             Privilege::Read,
         ))
+        .and_then(|()| c.flush_window())
         .unwrap_err();
     match err {
         IrError::Kernel(k) => {

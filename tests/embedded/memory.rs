@@ -260,6 +260,7 @@ fn the_buffer_cache_respects_its_limit() {
         EmbeddedBackend::new(EmbeddedConfig {
             procs: Some(1),
             buffer_cache_bytes: 100,
+            ..Default::default()
         })
         .unwrap(),
     );

@@ -262,7 +262,8 @@ fn indexed(
             .arg("out", dtype, Privilege::Write)
             .scalar(first)
             .scalar(DType::F64)
-            .scalar(DType::F64);
+            .scalar(DType::F64)
+            .elementwise();
         with_numeric!(dtype, T => b.register(indexed_kernel::<T>(rule)), else undefined(rule.name(), dtype))
     })?;
     let shape = out.shape();

@@ -34,12 +34,30 @@ use diffuse_array::{Array, ArrayContext, ArrayError, SliceArg};
 /// The processor counts every property runs with.
 pub const PROCS: std::ops::RangeInclusive<usize> = 1..=4;
 
-/// A context over a fresh embedded backend with `procs` processors.
+/// A context over a fresh embedded backend with `procs` processors. The runtime set-up
+/// varies with `procs` so that every property also holds across execution strategies:
+/// 1 and 3 processors fuse with a small fixed window and strips of a row or two (every
+/// fused element-wise point runs strip by strip), 2 runs every task unfused, 4 uses the
+/// defaults (fusion with the adaptive window).
 pub fn fresh_cx(procs: usize) -> ArrayContext {
+    let defaults = diffuse::EmbeddedConfig::default();
+    let (fusion, strip_bytes) = match procs % 4 {
+        1 | 3 => (
+            diffuse::FusionConfig {
+                enabled: true,
+                window: Some(5),
+            },
+            64,
+        ),
+        2 => (diffuse::FusionConfig::off(), defaults.strip_bytes),
+        _ => (defaults.fusion, defaults.strip_bytes),
+    };
     ArrayContext::new(
         diffuse::embedded(diffuse::EmbeddedConfig {
             procs: Some(procs),
-            ..Default::default()
+            fusion,
+            strip_bytes,
+            ..defaults
         })
         .expect("the embedded backend starts"),
     )

@@ -379,7 +379,9 @@ fn declare_args(
             Slot::Scalar => builder.scalar(in_dtype),
         };
     }
-    builder.arg("out", out_dtype, Privilege::Write)
+    builder
+        .arg("out", out_dtype, Privilege::Write)
+        .elementwise()
 }
 
 /// Submits `kind` over the output `out` (blocked over a launch chosen for its shape) with the
@@ -751,7 +753,8 @@ pub fn astype(x: &Array, dtype: DType) -> ArrayResult {
         let b = b
             .arg("in", from, Privilege::Read)
             .arg("out", dtype, Privilege::Write)
-            .aligned(&[0, 1]);
+            .aligned(&[0, 1])
+            .elementwise();
         with_any!(from, T => with_any!(dtype, U => b.register(
             unary_kernel::<T, U>(vec![Slot::Array], cast::<T, U>)
         )))
