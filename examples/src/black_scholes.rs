@@ -86,18 +86,27 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::test_args;
+    use crate::common::{test_args, Fusion};
 
     #[test]
     fn prices_match_the_sequential_loop_and_parity_holds() {
         for procs in [1, 2, 3] {
-            let record = run(&test_args(1001, 2, procs)).unwrap();
+            let record = run(&test_args(1001, 2, procs, Fusion::Off)).unwrap();
             assert!(
                 record.check <= 1e-12,
                 "procs {procs}: check {}",
                 record.check
             );
             assert_eq!(record.tasks_issued_per_iter, record.tasks_executed_per_iter);
+            // Fused, an iteration's element-wise tasks run as one task (or fewer: the window
+            // may join independent iterations).
+            let record = run(&test_args(1001, 2, procs, Fusion::On)).unwrap();
+            assert!(
+                record.check <= 1e-12,
+                "procs {procs}: fused check {}",
+                record.check
+            );
+            assert!(record.tasks_executed_per_iter <= 1.0, "{record:?}");
         }
         // Put-call parity, C - P = S - K e^{-rT}, holds for the reference itself.
         let (call, put) = reference(&[20.0], &[25.0], &[2.0]);

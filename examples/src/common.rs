@@ -205,11 +205,11 @@ pub fn max_error(got: &[f64], want: &[f64]) -> f64 {
 
 /// Flags for unit tests of the applications: small and quick.
 #[cfg(test)]
-pub fn test_args(n: usize, iters: usize, procs: usize) -> AppArgs {
+pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Fusion) -> AppArgs {
     AppArgs {
         n,
         iters,
-        fusion: Fusion::Off,
+        fusion,
         window: None,
         streams: false,
         backend: Backend::Embedded,

@@ -66,18 +66,23 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::test_args;
+    use crate::common::{test_args, Fusion};
 
     #[test]
     fn jacobi_matches_the_sequential_loop() {
         for procs in [1, 2, 3, 4] {
-            let record = run(&test_args(37, 4, procs)).unwrap();
-            assert!(
-                record.check <= 1e-12,
-                "procs {procs}: check {}",
-                record.check
-            );
-            assert_eq!(record.tasks_issued_per_iter, 3.0);
+            for (fusion, executed) in [(Fusion::Off, 3.0), (Fusion::On, 2.0)] {
+                let record = run(&test_args(37, 4, procs, fusion)).unwrap();
+                assert!(
+                    record.check <= 1e-12,
+                    "procs {procs}: check {}",
+                    record.check
+                );
+                assert_eq!(record.tasks_issued_per_iter, 3.0);
+                // The matvec runs over a 2-d grid and the vector operations over a 1-d one:
+                // only the subtraction and the division fuse.
+                assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
+            }
         }
     }
 

@@ -72,19 +72,22 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::test_args;
+    use crate::common::{test_args, Fusion};
 
     #[test]
     fn stencil_matches_the_sequential_loop() {
         for procs in [1, 2, 3] {
-            let record = run(&test_args(29, 3, procs)).unwrap();
-            assert!(
-                record.check <= 1e-12,
-                "procs {procs}: check {}",
-                record.check
-            );
-            assert_eq!(record.tasks_issued_per_iter, 6.0);
-            assert_eq!(record.tasks_executed_per_iter, 6.0);
+            for (fusion, executed) in [(Fusion::Off, 6.0), (Fusion::On, 2.0)] {
+                let record = run(&test_args(29, 3, procs, fusion)).unwrap();
+                assert!(
+                    record.check <= 1e-12,
+                    "procs {procs}: check {}",
+                    record.check
+                );
+                assert_eq!(record.tasks_issued_per_iter, 6.0);
+                // Figure 2(d): the five arithmetic tasks fuse, the copy stays apart.
+                assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
+            }
         }
     }
 }

@@ -154,10 +154,13 @@ mod tests {
 
     #[test]
     fn ir_stencil_matches_the_sequential_loop() {
-        let record = run(&crate::common::test_args(37, 3, 3)).unwrap();
-        assert!(record.check <= 1e-12, "check {}", record.check);
-        assert_eq!(record.tasks_issued_per_iter, 6.0);
-        assert_eq!(record.tasks_executed_per_iter, 6.0);
-        assert!(record.peak_store_bytes >= 39 * 39 * 8);
+        use crate::common::{test_args, Fusion};
+        for (fusion, executed) in [(Fusion::Off, 6.0), (Fusion::On, 2.0)] {
+            let record = run(&test_args(37, 3, 3, fusion)).unwrap();
+            assert!(record.check <= 1e-12, "check {}", record.check);
+            assert_eq!(record.tasks_issued_per_iter, 6.0);
+            assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
+            assert!(record.peak_store_bytes >= 39 * 39 * 8);
+        }
     }
 }
