@@ -10,7 +10,8 @@
 //! - **anti dependence**: it writes no store the prefix read, except through the one
 //!   partition the prefix read it through;
 //! - **reduction**: it reads or writes no store the prefix reduced, and reduces no store the
-//!   prefix read or wrote.
+//!   prefix read or wrote, or reduced with another operator (reductions with one operator
+//!   commute; different operators do not).
 //!
 //! Aliasing is decided only by partition equality, an O(1) identity compare of interned
 //! partitions: no sub-store is ever intersected, so the cost is independent of the number of
@@ -18,7 +19,7 @@
 
 use std::fmt;
 
-use diffuse_ir::{IndexTask, Partition, Privilege, Shape, StoreId};
+use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Shape, StoreId};
 use hashbrown::HashMap;
 
 /// Why a task cannot join a prefix.
@@ -32,6 +33,28 @@ pub enum Violation {
     AntiDependence(StoreId),
     /// It accesses a store the prefix reduced, or reduces one the prefix accessed.
     Reduction(StoreId),
+}
+
+impl Violation {
+    /// The store the violation is about (none for launch domains).
+    pub fn store(self) -> Option<StoreId> {
+        match self {
+            Violation::LaunchDomain => None,
+            Violation::TrueDependence(s)
+            | Violation::AntiDependence(s)
+            | Violation::Reduction(s) => Some(s),
+        }
+    }
+
+    /// The same violation about another store (replaying a decision on an isomorphic window).
+    pub fn with_store(self, store: StoreId) -> Self {
+        match self {
+            Violation::LaunchDomain => Violation::LaunchDomain,
+            Violation::TrueDependence(_) => Violation::TrueDependence(store),
+            Violation::AntiDependence(_) => Violation::AntiDependence(store),
+            Violation::Reduction(_) => Violation::Reduction(store),
+        }
+    }
 }
 
 impl fmt::Display for Violation {
@@ -61,7 +84,8 @@ struct Effects {
     /// The partition it was written through (true dependence admits only one).
     written: Option<Partition>,
     reads: Reads,
-    reduced: bool,
+    /// The operator it was reduced with (reductions with one operator commute).
+    reduced: Option<ReductionOp>,
 }
 
 impl Effects {
@@ -69,7 +93,7 @@ impl Effects {
         Effects {
             written: None,
             reads: Reads::None,
-            reduced: false,
+            reduced: None,
         }
     }
 
@@ -114,13 +138,13 @@ impl PrefixState {
             };
             let p = &arg.partition;
             let (reads, writes) = (arg.privilege.reads(), arg.privilege.writes());
-            if let Privilege::Reduce(_) = arg.privilege {
-                if prior.accessed() {
+            if let Privilege::Reduce(op) = arg.privilege {
+                if prior.accessed() || prior.reduced.is_some_and(|r| r != op) {
                     return Err(Violation::Reduction(id));
                 }
                 continue;
             }
-            if prior.reduced {
+            if prior.reduced.is_some() {
                 return Err(Violation::Reduction(id));
             }
             if prior.written.as_ref().is_some_and(|w| w != p) && (reads || writes) {
@@ -150,7 +174,7 @@ impl PrefixState {
                 .entry(arg.store.id())
                 .or_insert_with(Effects::new);
             match arg.privilege {
-                Privilege::Reduce(_) => e.reduced = true,
+                Privilege::Reduce(op) => e.reduced = Some(op),
                 privilege => {
                     if privilege.reads() {
                         e.reads = match &e.reads {

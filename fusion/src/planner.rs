@@ -30,10 +30,19 @@ pub struct Plan {
     pub memoized: bool,
 }
 
-/// The decision in canonical terms: group lengths and temporaries as canonical store numbers.
+/// One group of a decision in canonical terms: stores as canonical numbers.
+#[derive(Clone, Debug)]
+struct CanonicalGroup {
+    len: usize,
+    temporaries: Vec<usize>,
+    /// The violation that ended the group, and the canonical number of its store.
+    stopped_by: Option<(Violation, Option<usize>)>,
+}
+
+/// The decision for a window in canonical terms.
 #[derive(Clone, Debug)]
 struct Decision {
-    groups: Vec<(usize, Vec<usize>, Option<Violation>)>,
+    groups: Vec<CanonicalGroup>,
 }
 
 /// Counters of the planner's work.
@@ -99,9 +108,12 @@ impl Planner {
             groups: plan
                 .groups
                 .iter()
-                .map(|g| {
-                    let temps = g.temporaries.iter().map(|s| position[s]).collect();
-                    (g.tasks.len(), temps, g.stopped_by)
+                .map(|g| CanonicalGroup {
+                    len: g.tasks.len(),
+                    temporaries: g.temporaries.iter().map(|s| position[s]).collect(),
+                    stopped_by: g
+                        .stopped_by
+                        .map(|v| (v, v.store().and_then(|s| position.get(&s).copied()))),
                 })
                 .collect(),
         };
@@ -139,13 +151,15 @@ fn replay(decision: &Decision, stores: &[StoreId]) -> Plan {
     let groups = decision
         .groups
         .iter()
-        .map(|(len, temps, stopped_by)| {
+        .map(|g| {
             let group = Group {
-                tasks: start..start + len,
-                temporaries: temps.iter().map(|&i| stores[i]).collect(),
-                stopped_by: *stopped_by,
+                tasks: start..start + g.len,
+                temporaries: g.temporaries.iter().map(|&i| stores[i]).collect(),
+                stopped_by: g
+                    .stopped_by
+                    .map(|(v, store)| store.map_or(v, |i| v.with_store(stores[i]))),
             };
-            start += len;
+            start += g.len;
             group
         })
         .collect();

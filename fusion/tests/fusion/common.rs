@@ -1,0 +1,146 @@
+//! Shared helpers: a context over an executor that runs nothing (stores are only created,
+//! never computed on), task kinds registered once per process by name, and small
+//! constructors for shapes, points, partitions, tasks and expected groups.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use diffuse_fusion::{Group, Violation};
+use diffuse_ir::{
+    Context, DType, Executor, HostData, IndexTask, IrError, Partition, Point, Privilege, Rect,
+    Shape, Store, StoreId, StoreRef, TaskKind, Tuple, View,
+};
+
+/// An executor that only exists so a `Context` can create stores (which never reaches the
+/// executor). Everything else fails: the analyses under test never execute anything.
+pub struct NullExecutor;
+
+const NULL_BACKEND: &str = "fusion-tests-null";
+
+fn unsupported(what: &str) -> IrError {
+    IrError::Backend {
+        backend: NULL_BACKEND.to_string(),
+        message: format!("{what} is not supported by the fusion test executor"),
+    }
+}
+
+impl Executor for NullExecutor {
+    fn name(&self) -> &str {
+        NULL_BACKEND
+    }
+
+    fn processors(&self) -> usize {
+        1
+    }
+
+    fn execute(&self, _task: IndexTask) -> Result<(), IrError> {
+        Err(unsupported("execute"))
+    }
+
+    fn flush(&self) -> Result<(), IrError> {
+        Err(unsupported("flush"))
+    }
+
+    fn read(&self, _store: &StoreRef, _rect: Rect) -> Result<HostData, IrError> {
+        Err(unsupported("read"))
+    }
+
+    fn write(&self, _store: &StoreRef, _rect: Rect, _data: HostData) -> Result<(), IrError> {
+        Err(unsupported("write"))
+    }
+}
+
+/// A context over a [`NullExecutor`].
+pub fn ctx() -> Context {
+    Context::new(Arc::new(NullExecutor))
+}
+
+/// A shape (panics on malformed input: test construction only).
+pub fn sh(extents: &[i64]) -> Shape {
+    Tuple::shape(extents).expect("well-formed shape")
+}
+
+/// A point.
+pub fn pt(coords: &[i64]) -> Point {
+    Tuple::new(coords).expect("well-formed point")
+}
+
+/// A fresh `f64` store.
+pub fn store(c: &Context, shape: &[i64]) -> Store {
+    c.create_store(shape, DType::F64).expect("store")
+}
+
+/// The blocked tiling of the whole of `s` over `launch`.
+pub fn blocked(s: &Store, launch: &[i64]) -> Partition {
+    s.view().blocked(sh(launch)).expect("blocked tiling")
+}
+
+/// The blocked tiling of the view `[offset, offset + shape)` of `s` over `launch`. The view
+/// (which holds an application handle) is dropped before returning.
+pub fn view_blocked(s: &Store, offset: &[i64], shape: &[i64], launch: &[i64]) -> Partition {
+    View::new(s, pt(offset), sh(shape))
+        .expect("view inside its store")
+        .blocked(sh(launch))
+        .expect("blocked tiling of a view")
+}
+
+fn kinds() -> &'static Mutex<HashMap<String, Arc<TaskKind>>> {
+    static KINDS: OnceLock<Mutex<HashMap<String, Arc<TaskKind>>>> = OnceLock::new();
+    KINDS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The task kind `fusion-tests::{name}` with `f64` arguments of the given privileges and the
+/// given scalars, registered on first use (the registry is process-global and the tests of
+/// this target share one process). A name always means one contract. Its native variant is
+/// never run by these tests.
+pub fn kind(name: &str, args: &[Privilege], scalars: &[DType]) -> Arc<TaskKind> {
+    let mut table = kinds().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = table.get(name) {
+        let privileges: Vec<Privilege> = k.args().iter().map(|a| a.privilege).collect();
+        assert_eq!(privileges, args, "kind {name} reused with another contract");
+        return Arc::clone(k);
+    }
+    let mut b = TaskKind::builder(format!("fusion-tests::{name}"));
+    for (i, &p) in args.iter().enumerate() {
+        b = b.arg(format!("a{i}"), DType::F64, p);
+    }
+    for &s in scalars {
+        b = b.scalar(s);
+    }
+    let k = b.register(|_| Ok(())).expect("registering a fresh kind");
+    table.insert(name.to_string(), Arc::clone(&k));
+    k
+}
+
+/// A kind named after its signature (`sig[R,W]`), for tests where the kind does not matter.
+pub fn sig(args: &[Privilege]) -> Arc<TaskKind> {
+    let name: Vec<String> = args.iter().map(|p| p.to_string()).collect();
+    kind(&format!("sig[{}]", name.join(",")), args, &[])
+}
+
+/// A task of a signature kind over `launch` with the given arguments.
+pub fn task(launch: &[i64], args: &[(&Store, &Partition, Privilege)]) -> IndexTask {
+    let privileges: Vec<Privilege> = args.iter().map(|a| a.2).collect();
+    let mut t = IndexTask::new(&sig(&privileges), sh(launch));
+    for &(s, p, privilege) in args {
+        t = t.arg(s, p.clone(), privilege);
+    }
+    t
+}
+
+/// The expected group `tasks` with `temporaries`, stopped by `stopped_by`.
+pub fn group(tasks: Range<usize>, temporaries: &[StoreId], stopped_by: Option<Violation>) -> Group {
+    Group {
+        tasks,
+        temporaries: temporaries.to_vec(),
+        stopped_by,
+    }
+}
+
+/// Shorthands for the privileges.
+pub const R: Privilege = Privilege::Read;
+pub const W: Privilege = Privilege::Write;
+pub const RW: Privilege = Privilege::ReadWrite;
+pub const SUM: Privilege = Privilege::Reduce(diffuse_ir::ReductionOp::Sum);
+pub const PROD: Privilege = Privilege::Reduce(diffuse_ir::ReductionOp::Prod);

@@ -1,0 +1,314 @@
+//! Property tests over random windows (1 to 12 tasks over four stores, through `Replicate`
+//! and a few interned tilings, over two launch domains, with read, write, read-write and
+//! sum-reduction privileges; each task obeys the IR's interference rule). Checked against an
+//! independent brute-force reading of the paper's definitions:
+//!
+//! - the groups of `analyse` cover the window contiguously, in order;
+//! - every group satisfies Figure 7's constraints, checked pairwise over `i < j`;
+//! - every group is maximal: with the next task added it would not, and the violation
+//!   reported is one the brute force finds (launch domains first);
+//! - each group's temporaries are exactly the stores the Definition of §5.1 admits (in order
+//!   of first appearance), and the fused signature has one argument per (store, partition),
+//!   temporaries excluded;
+//! - `Planner::new().plan` equals `analyse` on a window, and again when it replays its
+//!   decision for an isomorphic copy built from fresh stores.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use diffuse_fusion::{analyse, FusedTask, Planner, Violation};
+use diffuse_ir::{Context, IndexTask, Partition, Privilege, Projection, Store, StoreId, TaskArg};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+use crate::common::{ctx, pt, sh, store, task, R, RW, SUM, W};
+
+/// Store shapes: the tilings of 4 and of 2 cover `[8]` over 4 points but not `[16]`.
+const SHAPES: [&[i64]; 4] = [&[8], &[8], &[8], &[16]];
+const LAUNCHES: [&[i64]; 2] = [&[4], &[2]];
+
+/// `Replicate`, tiles of 4, tiles of 2, and tiles of 2 of the view `[2, 6)`.
+fn partitions() -> [Partition; 4] {
+    let id = Projection::identity(1).unwrap();
+    [
+        Partition::replicate(),
+        Partition::tiling(sh(&[4]), pt(&[0]), id.clone()).unwrap(),
+        Partition::tiling(sh(&[2]), pt(&[0]), id.clone()).unwrap(),
+        Partition::tiling_of_view(sh(&[2]), pt(&[2]), id, sh(&[4])).unwrap(),
+    ]
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ArgSpec {
+    store: usize,
+    partition: usize,
+    privilege: Privilege,
+}
+
+#[derive(Clone, Debug)]
+struct TaskSpec {
+    launch: usize,
+    args: Vec<ArgSpec>,
+}
+
+#[derive(Clone, Debug)]
+struct WindowSpec {
+    live: Vec<bool>,
+    tasks: Vec<TaskSpec>,
+}
+
+/// Drops arguments that would make the task interfere with itself (a store changed by one
+/// argument named by another, unless both reduce with the same operator).
+fn without_interference(args: Vec<ArgSpec>) -> Vec<ArgSpec> {
+    let mut kept: Vec<ArgSpec> = Vec::new();
+    for a in args {
+        let ok = kept.iter().all(|k| {
+            k.store != a.store
+                || (!k.privilege.mutates() && !a.privilege.mutates())
+                || (k.privilege == SUM && a.privilege == SUM)
+        });
+        if ok {
+            kept.push(a);
+        }
+    }
+    kept
+}
+
+fn arg_spec() -> impl Strategy<Value = ArgSpec> {
+    (
+        0..SHAPES.len(),
+        // Mostly the tiling that matches the common launch domain, so groups grow.
+        prop::sample::select(vec![0usize, 1, 2, 2, 2, 2, 3]),
+        prop_oneof![4 => Just(R), 3 => Just(W), 1 => Just(RW), 1 => Just(SUM)],
+    )
+        .prop_map(|(store, partition, privilege)| ArgSpec {
+            store,
+            partition,
+            privilege,
+        })
+}
+
+fn task_spec() -> impl Strategy<Value = TaskSpec> {
+    (
+        prop::sample::select(vec![0usize, 0, 0, 0, 0, 0, 0, 1]),
+        prop::collection::vec(arg_spec(), 1..=3),
+    )
+        .prop_map(|(launch, args)| TaskSpec {
+            launch,
+            args: without_interference(args),
+        })
+}
+
+fn window_spec() -> impl Strategy<Value = WindowSpec> {
+    (
+        prop::collection::vec(any::<bool>(), SHAPES.len()),
+        prop::collection::vec(task_spec(), 1..=12),
+    )
+        .prop_map(|(live, tasks)| WindowSpec { live, tasks })
+}
+
+/// Builds the window over fresh stores; returns it with the handles of the live stores
+/// (the others are dropped, leaving only task references).
+fn build(c: &Context, spec: &WindowSpec) -> (Vec<IndexTask>, Vec<Store>) {
+    let stores: Vec<Store> = SHAPES.iter().map(|s| store(c, s)).collect();
+    let parts = partitions();
+    let tasks = spec
+        .tasks
+        .iter()
+        .map(|t| {
+            let args: Vec<(&Store, &Partition, Privilege)> = t
+                .args
+                .iter()
+                .map(|a| (&stores[a.store], &parts[a.partition], a.privilege))
+                .collect();
+            task(LAUNCHES[t.launch], &args)
+        })
+        .collect();
+    let kept = stores
+        .into_iter()
+        .zip(&spec.live)
+        .filter_map(|(s, &live)| live.then_some(s))
+        .collect();
+    (tasks, kept)
+}
+
+/// Every violation of Figure 7 between `earlier` (issued first) and `later`, by store.
+fn pair_violations(earlier: &IndexTask, later: &IndexTask) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for a in earlier.args() {
+        for b in later.args() {
+            let s = a.store.id();
+            if s != b.store.id() {
+                continue;
+            }
+            let (x, y) = (a.privilege, b.privilege);
+            let other = a.partition != b.partition;
+            if x.writes() && (y.reads() || y.writes()) && other {
+                found.push(Violation::TrueDependence(s));
+            }
+            if x.reads() && y.writes() && other {
+                found.push(Violation::AntiDependence(s));
+            }
+            let rd_then_access = x.is_reduction() && (y.reads() || y.writes());
+            let access_then_rd = y.is_reduction() && (x.reads() || x.writes());
+            if rd_then_access || access_then_rd {
+                found.push(Violation::Reduction(s));
+            }
+        }
+    }
+    found
+}
+
+/// Every violation of Figure 7 within `tasks`, checked over all pairs `i < j`.
+fn violations(tasks: &[IndexTask]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    if let Some(first) = tasks.first() {
+        if tasks
+            .iter()
+            .any(|t| t.launch_domain() != first.launch_domain())
+        {
+            found.push(Violation::LaunchDomain);
+        }
+    }
+    for (i, ti) in tasks.iter().enumerate() {
+        for tj in &tasks[i + 1..] {
+            found.extend(pair_violations(ti, tj));
+        }
+    }
+    found
+}
+
+/// The arguments of `tasks` naming store `s`, with their task's launch domain.
+fn args_of(tasks: &[IndexTask], s: StoreId) -> Vec<(diffuse_ir::Shape, &TaskArg)> {
+    tasks
+        .iter()
+        .flat_map(|t| t.args().iter().map(move |a| (t.launch_domain(), a)))
+        .filter(|(_, a)| a.store.id() == s)
+        .collect()
+}
+
+/// The temporaries of fusing `window[group]` by the Definition of §5.1, in order of first
+/// appearance: every read in the group follows a covering write through the same partition
+/// by an earlier task of the group; no later task of the window names the store; the
+/// application holds no handle; the group does not reduce it.
+fn reference_temporaries(window: &[IndexTask], group: Range<usize>) -> Vec<StoreId> {
+    let (tasks, after) = (&window[group.clone()], &window[group.end..]);
+    let mut order = Vec::new();
+    for a in tasks.iter().flat_map(|t| t.args()) {
+        if !order.contains(&a.store.id()) {
+            order.push(a.store.id());
+        }
+    }
+    order
+        .into_iter()
+        .filter(|&s| {
+            let all = args_of(tasks, s);
+            let held = all.iter().any(|(_, a)| a.store.app_handles() > 0);
+            let used_later = !args_of(after, s).is_empty();
+            let reduced = all.iter().any(|(_, a)| a.privilege.is_reduction());
+            let reads_defined = tasks.iter().enumerate().all(|(j, tj)| {
+                tj.args()
+                    .iter()
+                    .filter(|a| a.store.id() == s && a.privilege.reads())
+                    .all(|read| {
+                        args_of(&tasks[..j], s).iter().any(|(launch, w)| {
+                            w.privilege.writes()
+                                && w.partition == read.partition
+                                && w.partition.covers(w.store.shape(), *launch)
+                        })
+                    })
+            });
+            !held && !used_later && !reduced && reads_defined
+        })
+        .collect()
+}
+
+fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
+    let plan = analyse(window);
+    prop_assert!(!plan.memoized);
+    let mut next = 0;
+    for g in &plan.groups {
+        // Contiguous, in order, non-empty.
+        prop_assert_eq!(g.tasks.start, next);
+        prop_assert!(g.tasks.end > g.tasks.start);
+        next = g.tasks.end;
+        let tasks = &window[g.tasks.clone()];
+        // Fusible by the brute-force constraints.
+        let inside = violations(tasks);
+        prop_assert!(
+            inside.is_empty(),
+            "group {:?} violates {:?}",
+            g.tasks,
+            inside
+        );
+        // Maximal, and stopped for a reason the brute force sees.
+        if g.tasks.end < window.len() {
+            let grown = violations(&window[g.tasks.start..=g.tasks.end]);
+            prop_assert!(!grown.is_empty(), "group {:?} is not maximal", g.tasks);
+            let stop = g.stopped_by;
+            prop_assert!(
+                stop.is_some_and(|v| grown.contains(&v)),
+                "{stop:?} not in {grown:?}"
+            );
+            if grown.contains(&Violation::LaunchDomain) {
+                prop_assert_eq!(stop, Some(Violation::LaunchDomain));
+            }
+        } else {
+            prop_assert_eq!(g.stopped_by, None);
+        }
+        // Temporaries by the Definition.
+        prop_assert_eq!(
+            &g.temporaries,
+            &reference_temporaries(window, g.tasks.clone())
+        );
+        // The fused signature: one argument per (store, partition), no temporaries.
+        let fused = FusedTask::new(tasks.to_vec(), g.temporaries.clone());
+        let mut seen = HashSet::new();
+        for a in fused.args() {
+            prop_assert!(!g.temporaries.contains(&a.store.id()));
+            prop_assert!(seen.insert((a.store.id(), a.partition.clone())));
+        }
+        let expected: HashSet<_> = tasks
+            .iter()
+            .flat_map(|t| t.args())
+            .filter(|a| !g.temporaries.contains(&a.store.id()))
+            .map(|a| (a.store.id(), a.partition.clone()))
+            .collect();
+        prop_assert_eq!(seen, expected);
+    }
+    prop_assert_eq!(next, window.len());
+    Ok(())
+}
+
+fn check_planner(spec: &WindowSpec) -> Result<(), TestCaseError> {
+    let c = ctx();
+    let mut planner = Planner::new();
+    let (window, _held) = build(&c, spec);
+    let plan = planner.plan(&window);
+    prop_assert!(!plan.memoized);
+    prop_assert_eq!(&plan.groups, &analyse(&window).groups);
+
+    let (copy, _held_copy) = build(&c, spec);
+    let replayed = planner.plan(&copy);
+    prop_assert!(replayed.memoized);
+    prop_assert_eq!(&replayed.groups, &analyse(&copy).groups);
+    prop_assert_eq!(planner.stats().analysed, 1);
+    prop_assert_eq!(planner.stats().replayed, 1);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn analyse_agrees_with_the_definitions(spec in window_spec()) {
+        let c = ctx();
+        let (window, _held) = build(&c, &spec);
+        check_analysis(&window)?;
+    }
+
+    #[test]
+    fn planner_equals_analyse_fresh_and_replayed(spec in window_spec()) {
+        check_planner(&spec)?;
+    }
+}
