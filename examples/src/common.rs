@@ -45,6 +45,9 @@ pub struct AppArgs {
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
+    /// Working-set bytes per strip when fused element-wise tasks run strip by strip.
+    #[arg(long, default_value_t = EmbeddedConfig::default().strip_bytes)]
+    pub strip_bytes: usize,
     /// Execution backend.
     #[arg(long, value_enum, default_value_t = Backend::Embedded)]
     pub backend: Backend,
@@ -90,6 +93,7 @@ impl Runtime {
         anyhow::ensure!(args.window != Some(0), "--window must be at least 1");
         let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig {
             procs: args.procs,
+            strip_bytes: args.strip_bytes,
             ..Default::default()
         })?);
         let config = FusionConfig {
@@ -212,6 +216,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Fusion) -> AppArg
         fusion,
         window: None,
         streams: false,
+        strip_bytes: EmbeddedConfig::default().strip_bytes,
         backend: Backend::Embedded,
         procs: Some(procs),
         json: false,

@@ -86,6 +86,9 @@ pub(super) fn run_fused(backend: &EmbeddedBackend, fused: &FusedTask) -> Result<
     Ok(())
 }
 
+/// The fewest elements of the iteration space one strip covers.
+const MIN_STRIP_ELEMENTS: usize = 2048;
+
 /// How a point task of a fused element-wise task is cut into strips of rows.
 #[derive(Clone, Copy, Debug)]
 struct Strips {
@@ -120,7 +123,9 @@ fn strip_plan(
         return None;
     }
     let row_elems = (space.volume() / space[0]) as usize;
+    // The working set of a strip: one band of every distinct store the constituents touch.
     let mut row_bytes = 0;
+    let mut counted: Vec<StoreId> = Vec::new();
     for (task, places) in tasks.iter().zip(placements) {
         for (arg, place) in task.args().iter().zip(places) {
             let e = place.rect.extent();
@@ -132,10 +137,16 @@ fn strip_plan(
             {
                 return None;
             }
-            row_bytes += row_elems * arg.store.dtype().size_bytes();
+            if !counted.contains(&arg.store.id()) {
+                counted.push(arg.store.id());
+                row_bytes += row_elems * arg.store.dtype().size_bytes();
+            }
         }
     }
-    let rows = (strip_bytes / row_bytes.max(1)).max(1) as i64;
+    // At least MIN_STRIP_ELEMENTS per strip, so that the constituents' per-call cost stays
+    // small next to their loops.
+    let min_rows = MIN_STRIP_ELEMENTS.div_ceil(row_elems.max(1));
+    let rows = (strip_bytes / row_bytes.max(1)).max(min_rows).max(1) as i64;
     (rows < space[0]).then_some(Strips { space, rows })
 }
 

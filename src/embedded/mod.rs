@@ -29,7 +29,8 @@ pub struct EmbeddedConfig {
     /// Task buffering and fusion (used by [`crate::embedded()`]; the backend alone ignores it).
     pub fusion: crate::FusionConfig,
     /// Working-set bytes of one strip when a fused element-wise task runs strip by strip
-    /// (default 256 KiB, so a strip stays in a core's L2 cache).
+    /// (default 1 MiB: the strip's rows of every store the task touches stay in a core's L2
+    /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
     pub strip_bytes: usize,
 }
 
@@ -39,7 +40,7 @@ impl Default for EmbeddedConfig {
             procs: None,
             buffer_cache_bytes: 4 << 30,
             fusion: crate::FusionConfig::default(),
-            strip_bytes: 256 << 10,
+            strip_bytes: 1 << 20,
         }
     }
 }
