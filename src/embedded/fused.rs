@@ -143,9 +143,10 @@ fn strip_plan(
             }
         }
     }
-    // At least MIN_STRIP_ELEMENTS per strip, so that the constituents' per-call cost stays
-    // small next to their loops.
-    let min_rows = MIN_STRIP_ELEMENTS.div_ceil(row_elems.max(1));
+    // At least MIN_STRIP_ELEMENTS per strip (fewer only when `strip_bytes` itself is that
+    // small), so that the constituents' per-call cost stays small next to their loops.
+    let min_elements = MIN_STRIP_ELEMENTS.min(strip_bytes / 8).max(1);
+    let min_rows = min_elements.div_ceil(row_elems.max(1));
     let rows = (strip_bytes / row_bytes.max(1)).max(min_rows).max(1) as i64;
     (rows < space[0]).then_some(Strips { space, rows })
 }
