@@ -32,9 +32,13 @@ assert r["check"] <= limit, f"{r['app']}: check {r['check']} exceeds {limit}"
 assert r["tasks_issued_per_iter"] > 0 and r["seconds_per_iter"] > 0, r
 PY
 }
-smoke stencil 1e-12 --n 257 --iters 3
-smoke stencil-ir 1e-12 --n 257 --iters 3
-smoke black-scholes 1e-12 --n 100000 --iters 2
-smoke jacobi 1e-9 --n 500 --iters 5
-smoke cfd 1e-9 --n 41 --iters 3
+for fusion in on off; do
+    smoke stencil 1e-12 --n 257 --iters 3 --fusion "$fusion"
+    smoke stencil-ir 1e-12 --n 257 --iters 3 --fusion "$fusion"
+    smoke black-scholes 1e-12 --n 100000 --iters 2 --fusion "$fusion"
+    smoke jacobi 1e-9 --n 500 --iters 5 --fusion "$fusion"
+    smoke cfd 1e-9 --n 41 --iters 3 --fusion "$fusion"
+done
+# Smoke run of the benchmarks: every benchmark body runs once (no timing).
+cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 echo "test.sh: all green in $(( $(date +%s) - start ))s" >&2
