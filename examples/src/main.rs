@@ -36,6 +36,15 @@ enum App {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Warnings (e.g. a failed window) go to stderr; `RUST_LOG=debug` also shows every window
+    // flush and fusion decision.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let cli = Cli::parse();
     let (record, json) = match cli.app {
         App::Stencil(args) => (stencil::run(&args)?, args.json),
