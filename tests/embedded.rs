@@ -11,6 +11,8 @@
 mod elementwise_prop;
 #[path = "embedded/faults.rs"]
 mod faults;
+#[path = "embedded/fusion.rs"]
+mod fusion;
 #[path = "embedded/memory.rs"]
 mod memory;
 #[path = "embedded/reductions.rs"]

@@ -168,7 +168,7 @@ impl PointRun<'_> {
         let mut scratch: HashMap<StoreId, HostBuffer> = HashMap::new();
         let mut contributions = Vec::new();
         for (c, (task, places)) in self.fused.constituents().iter().zip(placements).enumerate() {
-            let views = self.views(task, &places, &mut scratch, |e| e.volume().max(0) as usize);
+            let views = self.views(task, &places, &mut scratch, |e| e.volume().max(0) as usize)?;
             self.run(task, &views)?;
             for (a, place) in places.into_iter().enumerate() {
                 if place.accumulator.is_some() {
@@ -206,7 +206,7 @@ impl PointRun<'_> {
                         }
                     })
                     .collect();
-                let views = self.views(task, &cut, &mut scratch, |_| strip_len);
+                let views = self.views(task, &cut, &mut scratch, |_| strip_len)?;
                 self.run(task, &views)?;
             }
             r0 = r1;
@@ -223,14 +223,14 @@ impl PointRun<'_> {
         places: &[ArgPlacement],
         scratch: &mut HashMap<StoreId, HostBuffer>,
         scratch_len: impl Fn(Shape) -> usize,
-    ) -> Vec<RawView> {
+    ) -> Result<Vec<RawView>, KernelError> {
         task.args()
             .iter()
             .zip(places)
             .map(|(arg, place)| {
                 let id = arg.store.id();
                 match self.buffers.get(&id) {
-                    Some(buf) => raw_view(place, arg.privilege, arg.store.shape(), buf),
+                    Some(buf) => Ok(raw_view(place, arg.privilege, arg.store.shape(), buf)),
                     None => {
                         let buf = scratch.entry(id).or_insert_with(|| {
                             HostBuffer::scratch(
@@ -239,7 +239,21 @@ impl PointRun<'_> {
                                 self.cache,
                             )
                         });
-                        local_view(buf, place, arg)
+                        let needed = place.rect.extent().volume().max(0) as usize;
+                        if needed > buf.len() {
+                            // Every access to a temporary goes through one partition, so its
+                            // extent never grows within a point; this guards that invariant.
+                            return Err(KernelError {
+                                kind: task.kind().name().to_string(),
+                                point: self.point,
+                                reason: format!(
+                                    "temporary store {id} needs {needed} elements here but its \
+                                     point-local buffer has {}",
+                                    buf.len()
+                                ),
+                            });
+                        }
+                        Ok(local_view(buf, place, arg))
                     }
                 }
             })
@@ -261,10 +275,9 @@ impl PointRun<'_> {
 /// The raw view of a temporary's point-local buffer for the sub-store (or strip) `place`.
 fn local_view(buf: &HostBuffer, place: &ArgPlacement, arg: &TaskArg) -> RawView {
     let extent = place.rect.extent();
-    debug_assert!(extent.volume().max(0) as usize <= buf.len());
     // SAFETY: the buffer belongs to this point task alone, outlives its constituents' runs,
-    // and holds at least `extent.volume()` elements of the store's dtype (whole sub-store or
-    // one strip, as sized by the caller). Temporaries are written (covering) before they are
+    // and holds at least `extent.volume()` elements of the store's dtype (checked by the
+    // caller). Temporaries are written (covering) before they are
     // read, so its stale contents are never observed; they are never reduced.
     unsafe {
         RawView::new(
