@@ -4,18 +4,22 @@
 //! Submitted tasks wait in a window. When it fills, the [`Planner`] splits it into fusible
 //! groups; every group but the last runs (a group of one task as a plain index task, larger
 //! ones, or ones with temporaries, as a [`FusedTask`]) and the last stays buffered, since
-//! tasks still to come may extend it. An explicit flush, a read or write of data, and
-//! dropping the runtime run everything.
+//! tasks still to come may extend it. When the whole full window is one group and the window
+//! cannot grow, a prefix of it runs, cut where the fewest values produced inside are needed
+//! after the cut ([`cheapest_cut`]), e.g. between two iterations of a loop. An explicit flush,
+//! a read or write of data, and dropping the runtime run everything.
 //!
 //! Window size: fixed when configured; otherwise adaptive. It starts at
-//! [`ADAPTIVE_START`] tasks and doubles (up to [`ADAPTIVE_MAX`]) whenever a full window turns
-//! out to be a single fusible group, i.e. whenever the window, not the program, ended a group.
-//! (The paper's hand-picked sizes were 5–70.)
+//! [`ADAPTIVE_START`] tasks; whenever a full window turns out to be a single fusible group
+//! (so the window, not the program, would end the group) it doubles, up to [`ADAPTIVE_MAX`],
+//! and keeps buffering instead of running anything. A window of unrelated tasks thus stays
+//! small, while a long fusible chain grows one fused task, whose temporaries never
+//! materialize. (The paper's hand-picked sizes were 5–70.)
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use diffuse_fusion::{FusedTask, Plan, Planner, PlannerStats};
-use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
+use diffuse_fusion::{cheapest_cut, temporaries, FusedTask, Plan, Planner, PlannerStats};
+use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreId, StoreRef};
 
 /// A backend: executes index tasks and fused tasks and moves data (see [`Executor`], whose
 /// `execute` runs one task at once).
@@ -144,27 +148,44 @@ impl<B: Backend> Runtime<B> {
         }
         let _span = tracing::debug_span!("window_flush", tasks = window.tasks.len()).entered();
         let plan: Plan = window.planner.plan(&window.tasks);
-        let mut groups = plan.groups.len();
-        if keep_tail && groups > 1 {
-            groups -= 1;
-        } else if keep_tail && self.config.window.is_none() && window.capacity < ADAPTIVE_MAX {
-            // The whole full window fused: the window, not the program, ended the group.
-            window.capacity = (window.capacity * 2).min(ADAPTIVE_MAX);
-            tracing::debug!(capacity = window.capacity, "window grows");
-        }
         tracing::debug!(
             groups = plan.groups.len(),
             memoized = plan.memoized,
             "planned"
         );
-        let run_len = plan.groups[..groups].last().map_or(0, |g| g.tasks.end);
+        // What runs now: (number of tasks, temporaries) per group, in order.
+        let runs: Vec<(usize, Vec<StoreId>)> = match plan.groups.as_slice() {
+            [.., _last] if keep_tail && plan.groups.len() > 1 => plan.groups
+                [..plan.groups.len() - 1]
+                .iter()
+                .map(|g| (g.tasks.len(), g.temporaries.clone()))
+                .collect(),
+            [_single] if keep_tail => {
+                if self.config.window.is_none() && window.capacity < ADAPTIVE_MAX {
+                    // The whole full window fuses: the window, not the program, would end the
+                    // group. Grow and keep buffering, so the group and its temporaries extend.
+                    window.capacity = (window.capacity * 2).min(ADAPTIVE_MAX);
+                    tracing::debug!(capacity = window.capacity, "window grows");
+                    return Ok(());
+                }
+                // The window cannot grow: run a prefix, cut where the fewest values produced
+                // inside it are still needed after it (they must be materialized).
+                let cut = cheapest_cut(&window.tasks, window.tasks.len() / 2);
+                vec![(cut, temporaries(&window.tasks, cut))]
+            }
+            groups => groups
+                .iter()
+                .map(|g| (g.tasks.len(), g.temporaries.clone()))
+                .collect(),
+        };
+        let run_len: usize = runs.iter().map(|(len, _)| len).sum();
         let mut tasks: Vec<IndexTask> = window.tasks.drain(..run_len).collect();
-        let mut executed = Vec::with_capacity(groups);
+        let mut executed = Vec::with_capacity(runs.len());
         let issued: Vec<String> = tasks.iter().map(|t| t.kind().name().to_string()).collect();
         let mut result = Ok(());
-        for group in &plan.groups[..groups] {
-            let members: Vec<IndexTask> = tasks.drain(..group.tasks.len()).collect();
-            let outcome = if members.len() == 1 && group.temporaries.is_empty() {
+        for (len, temporaries) in runs {
+            let members: Vec<IndexTask> = tasks.drain(..len).collect();
+            let outcome = if members.len() == 1 && temporaries.is_empty() {
                 let mut members = members;
                 match members.pop() {
                     Some(task) => {
@@ -174,7 +195,7 @@ impl<B: Backend> Runtime<B> {
                     None => Ok(()),
                 }
             } else {
-                let fused = FusedTask::new(members, group.temporaries.clone());
+                let fused = FusedTask::new(members, temporaries);
                 executed.push(format!(
                     "{} (temporaries: {})",
                     fused.name(),

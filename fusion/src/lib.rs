@@ -21,4 +21,4 @@ pub use canonical::{canonicalize, Canonical, CanonicalKey};
 pub use constraints::{longest_fusible_prefix, PrefixState, Violation};
 pub use fused::{FusedArg, FusedTask};
 pub use planner::{analyse, Group, Plan, Planner, PlannerStats};
-pub use temporaries::temporaries;
+pub use temporaries::{cheapest_cut, temporaries};

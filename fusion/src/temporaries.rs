@@ -72,3 +72,51 @@ pub fn temporaries(tasks: &[IndexTask], prefix: usize) -> Vec<StoreId> {
         })
         .collect()
 }
+
+/// Where to cut a fusible window that must run before its group ends (the window is full and
+/// cannot grow): the length `c` in `min_len..=window.len()` at which the fewest stores
+/// produced inside `window[..c]` would have to be materialized, the latest such `c` on ties.
+/// A store must be materialized when `window[c..]` still needs it or the application still
+/// holds it (it may drop the handle before the rest of the window runs, and a later cut would
+/// then keep the store temporary).
+pub fn cheapest_cut(window: &[IndexTask], min_len: usize) -> usize {
+    let n = window.len();
+    let min_len = min_len.clamp(1, n.max(1));
+    // First task writing each store, and last task referencing it.
+    let mut first_write: HashMap<StoreId, usize> = HashMap::new();
+    let mut last_use: HashMap<StoreId, usize> = HashMap::new();
+    for (i, task) in window.iter().enumerate() {
+        for arg in task.args() {
+            let id = arg.store.id();
+            if arg.privilege.mutates() {
+                first_write.entry(id).or_insert(i);
+            }
+            last_use.insert(id, i);
+        }
+    }
+    // crossing(c) = #{ s : first_write(s) < c <= last_use(s) }, by a sweep over c.
+    for task in window {
+        for arg in task.args() {
+            if arg.store.app_handles() > 0 {
+                last_use.insert(arg.store.id(), n);
+            }
+        }
+    }
+    let mut delta = vec![0i64; n + 2];
+    for (id, &w) in &first_write {
+        let last = last_use.get(id).copied().unwrap_or(w);
+        if last > w {
+            delta[w + 1] += 1;
+            delta[last + 1] -= 1;
+        }
+    }
+    let (mut best, mut best_cost, mut crossing) = (n, i64::MAX, 0i64);
+    for (c, d) in delta.iter().enumerate().take(n + 1) {
+        crossing += d;
+        if c >= min_len && crossing <= best_cost {
+            best = c;
+            best_cost = crossing;
+        }
+    }
+    best
+}

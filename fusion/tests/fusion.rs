@@ -13,6 +13,8 @@
 mod common;
 #[path = "fusion/constraints.rs"]
 mod constraints;
+#[path = "fusion/cut.rs"]
+mod cut;
 #[path = "fusion/figures.rs"]
 mod figures;
 #[path = "fusion/fused.rs"]

@@ -1932,8 +1932,9 @@ fn fusion_off_executes_every_task_as_submitted() {
 // The adaptive window.
 // ---------------------------------------------------------------------------------------------
 
-/// A long chain that fuses entirely: the first full window is one group, so the adaptive
-/// window doubles, and the 40 tasks execute as two fused tasks (16, then the other 24).
+/// A long chain that fuses entirely: each full window is one group, so the adaptive window
+/// doubles and keeps buffering (16 -> 32 -> 64): the 40 tasks execute as one fused task. A
+/// chain longer than the largest window runs in windows of [`ADAPTIVE_MAX`] tasks.
 #[test]
 fn adaptive_window_grows_on_a_long_fusible_chain() {
     let n = 12usize;
@@ -1955,12 +1956,33 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
     c.flush_window().unwrap();
     assert_eq!(
         r.runtime.window_size(),
-        2 * diffuse::runtime::ADAPTIVE_START
+        4 * diffuse::runtime::ADAPTIVE_START
     );
-    assert_eq!(r.backend.tasks_executed(), 2);
+    assert_eq!(r.backend.tasks_executed(), 1);
     let want: Vec<f64> = random_data(n, 3)
         .iter()
         .map(|y| (0..40).fold(0.5, |x, _| x + y))
+        .collect();
+    assert_eq!(bits(&c.read::<f64>(&x.view()).unwrap()), bits(&want));
+
+    // 600 more: two full windows of ADAPTIVE_MAX run as the window fills, the rest at the
+    // flush.
+    let max = diffuse::runtime::ADAPTIVE_MAX;
+    for _ in 0..600 {
+        c.submit(
+            IndexTask::new(&ew_add_assign_kind(), launch)
+                .arg(&x, part(&x), Privilege::ReadWrite)
+                .arg(&y, part(&y), Privilege::Read),
+        )
+        .unwrap();
+    }
+    assert_eq!(r.runtime.window_size(), max);
+    assert_eq!(r.backend.tasks_executed(), 1 + (600 / max) as u64);
+    c.flush_window().unwrap();
+    assert_eq!(r.backend.tasks_executed(), 2 + (600 / max) as u64);
+    let want: Vec<f64> = random_data(n, 3)
+        .iter()
+        .map(|y| (0..640).fold(0.5, |x, _| x + y))
         .collect();
     assert_eq!(bits(&c.read::<f64>(&x.view()).unwrap()), bits(&want));
 }
