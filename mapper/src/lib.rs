@@ -2,14 +2,21 @@
 //! transformation primitives including `decompose`) that decides on which processor each point
 //! task of a (fused) index task runs.
 //!
-//! In progress (issue #6): the parser ([`parse`]), the machine model with its transformation
-//! primitives ([`machine`]) and `decompose` ([`decompose`]) exist; the evaluator, the placement
-//! API and the runtime integration come next. Until then the embedded backend spreads the
-//! points of a launch over its processors in contiguous blocks.
+//! Issue #6. What exists: the parser ([`parse`], producing the syntax tree of [`ast`]), the
+//! machine model with its transformation primitives ([`machine`]), `decompose` ([`decompose`]),
+//! the evaluator ([`eval`]: runs a parsed program against a machine) and the placement API
+//! ([`placement`]: [`placement::Mapper`] answers which processor runs each point of a (fused)
+//! task, falling back to a documented block mapping, and reads the processor-kind, region,
+//! layout, collection and backpressure decisions). Errors of the whole pipeline are
+//! [`error::MappleError`]. The runtime integration (running the embedded backend's point tasks
+//! where a mapper says) and the CLI live outside this crate and come next.
 
 #![warn(missing_docs)]
 
 pub mod ast;
 pub mod decompose;
+pub mod error;
+pub mod eval;
 pub mod machine;
 pub mod parse;
+pub mod placement;
