@@ -1,0 +1,3 @@
+//! Pieces of the `diffuse` command line.
+
+pub mod grid;
