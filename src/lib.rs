@@ -13,12 +13,14 @@
 
 mod dispatch;
 pub mod embedded;
+pub mod placement;
 pub mod runtime;
 
 use std::sync::Arc;
 
 pub use diffuse_ir as ir;
 pub use embedded::{EmbeddedBackend, EmbeddedConfig, MemoryStats};
+pub use placement::{MapplePlacement, Placement};
 pub use runtime::{Backend, FlushRecord, FusionConfig, Runtime};
 
 /// A [`diffuse_ir::Context`] over a new embedded backend, with the window and fusion that

@@ -15,6 +15,8 @@ mod faults;
 mod fusion;
 #[path = "embedded/memory.rs"]
 mod memory;
+#[path = "embedded/placement.rs"]
+mod placement;
 #[path = "embedded/reductions.rs"]
 mod reductions;
 #[path = "embedded/scalars.rs"]

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig};
+use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
 use serde::Serialize;
@@ -45,6 +46,18 @@ pub struct AppArgs {
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
+    /// A Mapple mapper deciding which processor runs each point task (default: contiguous
+    /// blocks of each launch, one per processor).
+    #[arg(long)]
+    pub mapper: Option<std::path::PathBuf>,
+    /// Nodes the processors are grouped into for the mapper's machine (`--procs` must be a
+    /// multiple).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
+    /// With `--mapper`: print the warm-up iteration's mapping decisions in the DSL manual's
+    /// format (stderr).
+    #[arg(long)]
+    pub mapper_log: bool,
     /// Working-set bytes per strip when fused element-wise tasks run strip by strip.
     #[arg(long, default_value_t = EmbeddedConfig::default().strip_bytes)]
     pub strip_bytes: usize,
@@ -71,6 +84,8 @@ pub struct Runtime {
     pub fusion: Arc<diffuse::Runtime<EmbeddedBackend>>,
     /// Whether to print the warm-up iteration's streams.
     streams: bool,
+    /// The Mapple placement, when `--mapper` gave one.
+    mapple: Option<Arc<MapplePlacement>>,
 }
 
 /// What [`Runtime::measure`] observed.
@@ -91,9 +106,33 @@ impl Runtime {
     /// Starts the runtime the flags ask for.
     pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
         anyhow::ensure!(args.window != Some(0), "--window must be at least 1");
+        let procs = args
+            .procs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        anyhow::ensure!(
+            args.nodes >= 1 && procs % args.nodes == 0,
+            "--procs {procs} must be a multiple of --nodes {}",
+            args.nodes
+        );
+        let mapple = match &args.mapper {
+            Some(file) => {
+                let source = std::fs::read_to_string(file)
+                    .with_context(|| format!("reading the mapper {}", file.display()))?;
+                Some(Arc::new(MapplePlacement::new(
+                    &file.display().to_string(),
+                    &source,
+                    args.nodes,
+                    procs / args.nodes,
+                    args.mapper_log,
+                )?))
+            }
+            None => None,
+        };
         let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig {
-            procs: args.procs,
+            procs: Some(procs),
             strip_bytes: args.strip_bytes,
+            nodes: args.nodes,
+            placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
             ..Default::default()
         })?);
         let config = FusionConfig {
@@ -109,6 +148,7 @@ impl Runtime {
             backend,
             fusion,
             streams: args.streams,
+            mapple,
         })
     }
 
@@ -143,6 +183,13 @@ impl Runtime {
         if self.streams {
             self.print_streams();
             self.fusion.record_streams(false);
+        }
+        if let Some(mapple) = &self.mapple {
+            // Decisions of the warm-up only (the log is opt-in: `--mapper-log`).
+            mapple.set_logging(false);
+            for line in mapple.take_log() {
+                eprintln!("{line}");
+            }
         }
 
         self.backend.memory().reset_peak();
@@ -216,6 +263,9 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Fusion) -> AppArg
         fusion,
         window: None,
         streams: false,
+        mapper: None,
+        nodes: 1,
+        mapper_log: false,
         strip_bytes: EmbeddedConfig::default().strip_bytes,
         backend: Backend::Embedded,
         procs: Some(procs),

@@ -63,7 +63,14 @@ pub(super) fn run_fused(backend: &EmbeddedBackend, fused: &FusedTask) -> Result<
         }
     };
     let mut per_point = Vec::with_capacity(points.len());
-    for result in dispatch(backend, points.len(), &run_point) {
+    let name = fused.name();
+    let constituents: Vec<&str> = fused
+        .constituents()
+        .iter()
+        .map(|t| t.kind().name())
+        .collect();
+    let placed = backend.place(&name, &constituents, &points, launch)?;
+    for result in dispatch(backend, placed.as_deref(), points.len(), &run_point) {
         per_point.push(result.map_err(IrError::Kernel)?);
     }
 

@@ -84,7 +84,8 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
         let pt = PointTask::new(kind.name(), points[i], launch, &views[i], task.scalars());
         run_point_task(kind, &pt)
     };
-    let results = dispatch(backend, points.len(), &run_point);
+    let placed = backend.place(kind.name(), &[kind.name()], &points, launch)?;
+    let results = dispatch(backend, placed.as_deref(), points.len(), &run_point);
     if let Some(err) = results.into_iter().find_map(Result::err) {
         return Err(IrError::Kernel(err));
     }
@@ -103,27 +104,41 @@ pub(super) fn run(backend: &EmbeddedBackend, task: &IndexTask) -> Result<(), IrE
     Ok(())
 }
 
-/// Runs `run_point(i)` for every point index, the points split into contiguous blocks, one per
-/// processor, and returns the results in point order.
-pub(super) fn dispatch<R, F>(backend: &EmbeddedBackend, count: usize, run_point: &F) -> Vec<R>
+/// Runs `run_point(i)` for every point index and returns the results in point order. Point
+/// `i` runs on processor `placed[i]` when a placement decided; otherwise the points are split
+/// into contiguous blocks, one per processor. Each processor runs its points in order.
+pub(super) fn dispatch<R, F>(
+    backend: &EmbeddedBackend,
+    placed: Option<&[usize]>,
+    count: usize,
+    run_point: &F,
+) -> Vec<R>
 where
     R: Send,
     F: Fn(usize) -> R + Sync,
 {
-    let procs = backend.procs().min(count).max(1);
-    if procs == 1 {
+    let procs = backend.procs().max(1);
+    let owner = |i: usize| match placed {
+        Some(p) => p[i] % procs,
+        None => i * procs.min(count).max(1) / count.max(1),
+    };
+    let mut per_proc: Vec<Vec<usize>> = vec![Vec::new(); procs];
+    for i in 0..count {
+        per_proc[owner(i)].push(i);
+    }
+    let busy = per_proc.iter().filter(|p| !p.is_empty()).count();
+    if busy <= 1 {
         return (0..count).map(run_point).collect();
     }
-    let mut results: Vec<Vec<R>> = (0..procs).map(|_| Vec::new()).collect();
-    backend.pool.scope(|scope| {
-        for (proc, slot) in results.iter_mut().enumerate() {
-            let (start, end) = (proc * count / procs, (proc + 1) * count / procs);
-            scope.spawn(move |_| {
-                *slot = (start..end).map(run_point).collect();
-            });
-        }
+    // Worker thread `p` of the pool is processor `p`: each runs exactly its own points.
+    let results: Vec<Vec<(usize, R)>> = backend.pool.broadcast(|worker| {
+        per_proc.get(worker.index()).map_or_else(Vec::new, |mine| {
+            mine.iter().map(|&i| (i, run_point(i))).collect()
+        })
     });
-    results.into_iter().flatten().collect()
+    let mut ordered: Vec<(usize, R)> = results.into_iter().flatten().collect();
+    ordered.sort_by_key(|(i, _)| *i);
+    ordered.into_iter().map(|(_, r)| r).collect()
 }
 
 /// A private accumulator for one point's share of a reduction, filled with the identity.

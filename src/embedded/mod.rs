@@ -28,6 +28,12 @@ pub struct EmbeddedConfig {
     pub buffer_cache_bytes: usize,
     /// Task buffering and fusion (used by [`crate::embedded()`]; the backend alone ignores it).
     pub fusion: crate::FusionConfig,
+    /// Nodes the processors are grouped into (`procs` must be a multiple): the machine a
+    /// mapper sees is `nodes x (procs / nodes)`.
+    pub nodes: usize,
+    /// Where each point task runs: `None` cuts launches into contiguous blocks, one per
+    /// processor; a [`crate::Placement`] (e.g. a Mapple mapper) decides per point.
+    pub placement: Option<Arc<dyn crate::Placement>>,
     /// Working-set bytes of one strip when a fused element-wise task runs strip by strip
     /// (default 1 MiB: the strip's rows of every store the task touches stay in a core's L2
     /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
@@ -40,6 +46,8 @@ impl Default for EmbeddedConfig {
             procs: None,
             buffer_cache_bytes: 4 << 30,
             fusion: crate::FusionConfig::default(),
+            nodes: 1,
+            placement: None,
             strip_bytes: 1 << 20,
         }
     }
@@ -52,6 +60,7 @@ pub struct EmbeddedBackend {
     stats: Arc<MemoryStats>,
     cache: Arc<BufferCache>,
     strip_bytes: usize,
+    placement: Option<Arc<dyn crate::Placement>>,
     strip_points: AtomicU64,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
@@ -72,6 +81,15 @@ impl EmbeddedBackend {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        if config.nodes == 0 || procs % config.nodes != 0 {
+            return Err(IrError::Backend {
+                backend: "embedded".into(),
+                message: format!(
+                    "{procs} processors cannot be grouped into {} nodes of equal size",
+                    config.nodes
+                ),
+            });
+        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(procs)
             .thread_name(|i| format!("diffuse-proc-{i}"))
@@ -86,6 +104,7 @@ impl EmbeddedBackend {
             stats: Arc::new(MemoryStats::default()),
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             strip_bytes: config.strip_bytes.max(1),
+            placement: config.placement,
             strip_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
@@ -134,6 +153,26 @@ impl EmbeddedBackend {
         store.allocation(|| {
             HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
         })
+    }
+
+    /// The processor of every point of a launch of `task` when a placement decides (and the
+    /// decisions are recorded with it), or `None` for the default blocks.
+    fn place(
+        &self,
+        task: &str,
+        constituents: &[&str],
+        points: &[diffuse_ir::Point],
+        launch: diffuse_ir::Shape,
+    ) -> Result<Option<Vec<usize>>, IrError> {
+        let Some(placement) = &self.placement else {
+            return Ok(None);
+        };
+        let placed = points
+            .iter()
+            .map(|p| placement.processor(task, constituents, p, launch))
+            .collect::<Result<Vec<_>, _>>()?;
+        placement.record(task, points, &placed);
+        Ok(Some(placed))
     }
 
     /// Fails unless `rect` lies inside `store`.

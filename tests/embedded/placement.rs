@@ -1,0 +1,145 @@
+//! Point placement by a Mapple mapper: every point runs on the processor the mapper picks
+//! (recorded in the DSL manual's log format), results do not change, and a mapper that
+//! places a point outside the machine fails loudly.
+
+use std::sync::Arc;
+
+use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement, Placement, Runtime};
+use diffuse_ir::{Context, IndexTask, IrError, Privilege, Tuple};
+
+use crate::{add_kind, name};
+
+/// Two nodes of two processors; `source` maps the tasks.
+fn rig(source: &str, fusion: FusionConfig) -> (Context, Arc<MapplePlacement>) {
+    let placement = Arc::new(MapplePlacement::new("test.mapple", source, 2, 2, true).unwrap());
+    let backend = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(4),
+            nodes: 2,
+            placement: Some(placement.clone() as Arc<dyn Placement>),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let ctx = Context::new(Arc::new(Runtime::new(backend, fusion)));
+    (ctx, placement)
+}
+
+/// `c = a + b` over 8 launch points on 1-d stores of 40 elements; returns `c`.
+fn add_over_eight(ctx: &Context) -> Result<Vec<f64>, IrError> {
+    let n = 40;
+    let a = ctx.store_from_vec(&[n], (0..n).map(|i| i as f64).collect())?;
+    let b = ctx.store_from_vec(&[n], (0..n).map(|i| (i * i) as f64).collect())?;
+    let c = ctx.create_store(&[n], diffuse_ir::DType::F64)?;
+    let launch = Tuple::shape(&[8])?;
+    ctx.submit(
+        IndexTask::new(&add_kind(), launch)
+            .arg(&c, c.view().blocked(launch)?, Privilege::Write)
+            .arg(&a, a.view().blocked(launch)?, Privilege::Read)
+            .arg(&b, b.view().blocked(launch)?, Privilege::Read),
+    )?;
+    ctx.read::<f64>(&c.view())
+}
+
+/// The kind name of `add_kind()` as a Mapple identifier.
+fn add_task() -> String {
+    diffuse::placement::mapple_name(&name("add"))
+}
+
+#[test]
+fn a_cyclic_mapper_places_points_and_logs_its_decisions() {
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def cyclic(Task task) {{\n\
+             i = task.ipoint[0];\n\
+             return m[i % m.size[0], (i / m.size[0]) % m.size[1]];\n\
+         }}\n\
+         IndexTaskMap {} cyclic;\n",
+        add_task()
+    );
+    let (ctx, placement) = rig(&source, FusionConfig::off());
+    let got = add_over_eight(&ctx).unwrap();
+    let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+    assert_eq!(got, want);
+    let log = placement.take_log();
+    let task = add_task();
+    assert_eq!(log[0], format!("SELECT_SHARDING_FUNCTOR for {task}"));
+    assert_eq!(log[1], "0 <- (0) (2) (4) (6)");
+    assert_eq!(log[2], "1 <- (1) (3) (5) (7)");
+    assert_eq!(log[3], format!("SLICE_TASK for {task}"));
+    assert_eq!(log[4], "<0>..<0> -> node 0 processor 0");
+    assert_eq!(log[5], "<1>..<1> -> node 1 processor 0");
+    assert_eq!(log[6], "<2>..<2> -> node 0 processor 1");
+    assert_eq!(log[7], "<3>..<3> -> node 1 processor 1");
+    assert_eq!(log[8], "<4>..<4> -> node 0 processor 0");
+}
+
+#[test]
+fn the_default_mapping_blocks_points() {
+    // No IndexTaskMap: the default block mapping (2 points per processor).
+    let (ctx, placement) = rig("m = Machine(CPU);\n", FusionConfig::default());
+    add_over_eight(&ctx).unwrap();
+    let log = placement.take_log();
+    assert_eq!(log[1], "0 <- (0) (1) (2) (3)");
+    assert_eq!(log[2], "1 <- (4) (5) (6) (7)");
+}
+
+#[test]
+fn a_point_placed_outside_the_machine_is_an_error() {
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def nowhere(Task task) {{ return m[task.ipoint[0], 0]; }}\n\
+         IndexTaskMap {} nowhere;\n",
+        add_task()
+    );
+    let (ctx, _) = rig(&source, FusionConfig::off());
+    let err = add_over_eight(&ctx).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("test.mapple"), "{message}");
+}
+
+/// A kernel that writes, for every element of its block, the index of the worker thread
+/// (the embedded backend's processor) that ran it.
+fn whoami_kind() -> Arc<diffuse_ir::TaskKind> {
+    static K: std::sync::OnceLock<Arc<diffuse_ir::TaskKind>> = std::sync::OnceLock::new();
+    K.get_or_init(|| {
+        diffuse_ir::TaskKind::builder(name("whoami"))
+            .arg("out", diffuse_ir::DType::F64, Privilege::Write)
+            .register(|t| {
+                let me = rayon::current_thread_index().map_or(-1.0, |i| i as f64);
+                let mut out = t.write::<f64>(0)?;
+                for r in 0..out.rows() {
+                    out.row_mut(r).fill(me);
+                }
+                Ok(())
+            })
+            .unwrap()
+    })
+    .clone()
+}
+
+#[test]
+fn each_point_runs_on_the_processor_the_mapper_picks() {
+    // Point i on processor (3 - i % 4): node (3 - i % 4) / 2, index (3 - i % 4) % 2.
+    let task = diffuse::placement::mapple_name(&name("whoami"));
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def backwards(Task task) {{\n\
+             p = 3 - task.ipoint[0] % 4;\n\
+             return m[p / 2, p % 2];\n\
+         }}\n\
+         IndexTaskMap {task} backwards;\n"
+    );
+    let (ctx, _) = rig(&source, FusionConfig::off());
+    let out = ctx.create_store(&[8], diffuse_ir::DType::F64).unwrap();
+    let launch = Tuple::shape(&[8]).unwrap();
+    ctx.submit(IndexTask::new(&whoami_kind(), launch).arg(
+        &out,
+        out.view().blocked(launch).unwrap(),
+        Privilege::Write,
+    ))
+    .unwrap();
+    let ran_on = ctx.read::<f64>(&out.view()).unwrap();
+    let want: Vec<f64> = (0..8).map(|i| (3 - i % 4) as f64).collect();
+    assert_eq!(ran_on, want);
+}
