@@ -7,6 +7,7 @@
 # Installs NumPy and SciPy from PyPI into target/peers-venv on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup.sh
 reps="${1:-3}"
 
 venv=target/peers-venv
