@@ -9,6 +9,10 @@
 //! after the cut ([`cheapest_cut`]), e.g. between two iterations of a loop. An explicit flush,
 //! a read or write of data, and dropping the runtime run everything.
 //!
+//! Errors: a task that fails (a kernel error or panic) fails the flush, read or write that ran
+//! it, and the tasks buffered after it are dropped with it (they may depend on it); the stores
+//! they would have written keep their previous contents. The runtime stays usable.
+//!
 //! Window size: fixed when configured; otherwise adaptive. It starts at
 //! [`ADAPTIVE_START`] tasks; whenever a full window turns out to be a single fusible group
 //! (so the window, not the program, would end the group) it doubles, up to [`ADAPTIVE_MAX`],
