@@ -20,7 +20,7 @@
 //!
 //! The original loops until `u` stops changing (`udiff < .001`); here one `--iters` iteration
 //! is one time step, so that a run does a fixed amount of work. The check runs a plain
-//! sequential loop ([`reference`]) with the same formulas in the same evaluation order for the
+//! sequential loop ([`reference()`]) with the same formulas in the same evaluation order for the
 //! same number of steps and compares `u`, `v` and `p`.
 
 use anyhow::Context as _;
@@ -430,7 +430,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 }
 
 /// Runs the channel flow from `init` (one warm-up step, `iters` timed ones) and checks `u`,
-/// `v` and `p` against [`reference`] run for as many steps: `check` is the largest of the
+/// `v` and `p` against [`reference()`] run for as many steps: `check` is the largest of the
 /// three errors.
 pub fn simulate(args: &AppArgs, init: &Fields) -> anyhow::Result<RunRecord> {
     let rt = Runtime::start(args)?;
