@@ -41,4 +41,5 @@ for fusion in on off; do
 done
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
+cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt
 echo "test.sh: all green in $(( $(date +%s) - start ))s" >&2

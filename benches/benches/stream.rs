@@ -1,0 +1,42 @@
+//! A STREAM-like triad, `a[i] = b[i] + s * c[i]` over 10^7 `f64`, on one thread and on every
+//! core: the machine's memory-bandwidth ceiling, against which fused element-wise kernels are
+//! judged (criterion reports it as throughput: 24 bytes moved per element).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+const N: usize = 10_000_000;
+
+/// The triad over one band of the arrays.
+fn triad(a: &mut [f64], b: &[f64], c: &[f64], s: f64) {
+    for ((a, &b), &c) in a.iter_mut().zip(b).zip(c) {
+        *a = b + s * c;
+    }
+}
+
+fn stream(crit: &mut Criterion) {
+    let b: Vec<f64> = (0..N).map(|i| i as f64).collect();
+    let c: Vec<f64> = (0..N).map(|i| (N - i) as f64).collect();
+    let mut a = vec![0.0; N];
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut group = crit.benchmark_group("stream_triad");
+    group.throughput(Throughput::Bytes(
+        (3 * N * std::mem::size_of::<f64>()) as u64,
+    ));
+    group.bench_function("1_thread", |bench| {
+        bench.iter(|| triad(&mut a, &b, &c, 3.0))
+    });
+    group.bench_function(format!("{threads}_threads"), |bench| {
+        bench.iter(|| {
+            let band = N.div_ceil(threads);
+            std::thread::scope(|scope| {
+                for ((a, b), c) in a.chunks_mut(band).zip(b.chunks(band)).zip(c.chunks(band)) {
+                    scope.spawn(move || triad(a, b, c, 3.0));
+                }
+            });
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stream);
+criterion_main!(benches);
