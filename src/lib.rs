@@ -11,7 +11,6 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
-mod dispatch;
 pub mod embedded;
 pub mod placement;
 pub mod runtime;

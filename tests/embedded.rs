@@ -41,6 +41,23 @@ pub fn ctx(procs: usize) -> Context {
     .expect("embedded backend starts")
 }
 
+/// `len` deterministic values in `[-magnitude, magnitude)` with full 53-bit mantissas (from
+/// a splitmix64 stream of `seed`), so any change of operand or evaluation order shows in the
+/// bits.
+pub fn random_data_in(len: usize, seed: u64, magnitude: f64) -> Vec<f64> {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    (0..len)
+        .map(|_| ((next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * magnitude)
+        .collect()
+}
+
 /// Registers `builder` with `kernel` once per process; later calls return the same kind.
 fn kind_once(
     slot: &'static OnceLock<Arc<TaskKind>>,
@@ -57,21 +74,26 @@ fn name(short: &str) -> String {
     format!("{PREFIX}{short}")
 }
 
-/// An aligned `out = f(s, a, b)` kind (W, R, R), with an f64 scalar `s` when `scaled`.
-fn binary_kind(
+/// An aligned `out = f(s, a, b)` kind (W, R, R), with an f64 scalar `s` when `scaled`,
+/// declared element-wise (so fused groups of it may run in strips) when `elementwise`.
+pub fn binary_kind(
     slot: &'static OnceLock<Arc<TaskKind>>,
     short: &str,
     scaled: bool,
+    elementwise: bool,
     f: fn(f64, f64, f64) -> f64,
 ) -> Arc<TaskKind> {
     kind_once(
         slot,
         || {
-            let b = TaskKind::builder(name(short))
+            let mut b = TaskKind::builder(name(short))
                 .arg("out", DType::F64, Privilege::Write)
                 .arg("a", DType::F64, Privilege::Read)
                 .arg("b", DType::F64, Privilege::Read)
                 .aligned(&[0, 1, 2]);
+            if elementwise {
+                b = b.elementwise();
+            }
             if scaled {
                 b.scalar(DType::F64)
             } else {
@@ -92,19 +114,19 @@ fn binary_kind(
 /// `out = a + b` (W, R, R), all aligned.
 pub fn add_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "add", false, |_, a, b| a + b)
+    binary_kind(&K, "add", false, false, |_, a, b| a + b)
 }
 
 /// `out = a * b` (W, R, R), all aligned.
 pub fn mul_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "mul", false, |_, a, b| a * b)
+    binary_kind(&K, "mul", false, false, |_, a, b| a * b)
 }
 
 /// `out = s * a + b` (W, R, R; scalar f64 `s`), all aligned.
 pub fn axpy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "axpy", true, |s, a, b| s * a + b)
+    binary_kind(&K, "axpy", true, false, |s, a, b| s * a + b)
 }
 
 /// `out = a` (W, R), aligned.

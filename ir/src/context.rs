@@ -39,6 +39,48 @@ pub trait Executor: Send + Sync {
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
 }
 
+/// An executor that runs nothing: a [`Context`] over it builds stores and index tasks (store
+/// creation never reaches the executor) for analyses and benchmarks that only inspect tasks.
+/// Executing, reading or writing data fails with [`IrError::Backend`]; flushing has nothing
+/// to do.
+#[derive(Debug, Default)]
+pub struct Detached;
+
+impl Detached {
+    fn refuse(what: &str) -> IrError {
+        IrError::Backend {
+            backend: "detached".into(),
+            message: format!("{what}: a detached context runs nothing"),
+        }
+    }
+}
+
+impl Executor for Detached {
+    fn name(&self) -> &str {
+        "detached"
+    }
+
+    fn processors(&self) -> usize {
+        1
+    }
+
+    fn execute(&self, task: IndexTask) -> Result<(), IrError> {
+        Err(Self::refuse(&format!("executing {}", task.kind().name())))
+    }
+
+    fn flush(&self) -> Result<(), IrError> {
+        Ok(())
+    }
+
+    fn read(&self, _store: &StoreRef, _rect: Rect) -> Result<HostData, IrError> {
+        Err(Self::refuse("reading a store"))
+    }
+
+    fn write(&self, _store: &StoreRef, _rect: Rect, _data: HostData) -> Result<(), IrError> {
+        Err(Self::refuse("writing a store"))
+    }
+}
+
 /// The entry point for libraries and applications; cheap to clone (all clones share the
 /// runtime).
 #[derive(Clone)]
@@ -54,6 +96,11 @@ impl Context {
             executor,
             submitted: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// A context over [`Detached`]: it builds stores and tasks but runs nothing.
+    pub fn detached() -> Self {
+        Context::new(Arc::new(Detached))
     }
 
     /// How many index tasks have been submitted through this context (and its clones). With

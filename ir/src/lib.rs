@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 mod context;
+mod dispatch;
 mod dtype;
 mod elementwise;
 mod error;
@@ -30,7 +31,7 @@ mod task;
 mod tuple;
 mod validate;
 
-pub use context::{Context, Executor};
+pub use context::{Context, Detached, Executor};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;
 pub use error::{IrError, KernelError};

@@ -9,7 +9,7 @@ use diffuse_ir::{
 
 use super::memory::{for_each_rect_row, FirstUse, HostBuffer};
 use super::EmbeddedBackend;
-use crate::dispatch::with_element_type;
+use diffuse_ir::with_element_type;
 
 /// Where a point task's argument lives: inside the store, or in a private accumulator.
 pub(super) struct ArgPlacement {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use diffuse_fusion::FusedTask;
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
 
-use crate::dispatch::with_element_type;
+use diffuse_ir::with_element_type;
 pub use memory::MemoryStats;
 use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer};
 

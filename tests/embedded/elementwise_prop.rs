@@ -165,21 +165,9 @@ struct Plan {
     procs: usize,
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Random values in [-10, 10) with full 53-bit mantissas, so any change in evaluation order
-/// or operand would show in the bits.
+/// Random values in [-10, 10) (see [`crate::random_data_in`]).
 fn random_data(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..len)
-        .map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0)
-        .collect()
+    crate::random_data_in(len, seed, 10.0)
 }
 
 fn plan(raw: &RawCase) -> Plan {

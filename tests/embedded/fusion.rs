@@ -41,48 +41,14 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::{
-    add_assign_kind, add_kind, axpy_kind, copy_kind, kind_once, mul_kind, name, reduce_all_kind,
-    row_sum_kind, scale_by_store_kind,
+    add_assign_kind, add_kind, axpy_kind, binary_kind, copy_kind, kind_once, mul_kind, name,
+    reduce_all_kind, row_sum_kind, scale_by_store_kind,
 };
 
 // ---------------------------------------------------------------------------------------------
 // Kinds. The shared kinds of tests/embedded.rs are not declared element-wise, so fused groups
 // of them run point by point; these element-wise twins let fused groups run strip by strip.
 // ---------------------------------------------------------------------------------------------
-
-/// An element-wise, aligned `out = f(s, a, b)` kind (W, R, R), with an f64 scalar `s` when
-/// `scaled`.
-fn ew_binary(
-    slot: &'static OnceLock<Arc<TaskKind>>,
-    short: &str,
-    scaled: bool,
-    f: fn(f64, f64, f64) -> f64,
-) -> Arc<TaskKind> {
-    kind_once(
-        slot,
-        || {
-            let b = TaskKind::builder(name(short))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .arg("b", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2])
-                .elementwise();
-            if scaled {
-                b.scalar(DType::F64)
-            } else {
-                b
-            }
-        },
-        move |t| {
-            let s = if scaled { t.scalar::<f64>(0)? } else { 0.0 };
-            for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
-                for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
-                    *o = f(s, a, b);
-                }
-            })
-        },
-    )
-}
 
 /// An element-wise, aligned `out = f(s, out, a)` kind (`privilege`, R), with an f64 scalar
 /// `s` when `scaled`. For `Reduce` the kernel sees its private accumulator as `out`.
@@ -121,19 +87,19 @@ fn ew_unary(
 /// Element-wise `out = a + b`.
 fn ew_add_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_binary(&K, "fusion.add", false, |_, a, b| a + b)
+    binary_kind(&K, "fusion.add", false, true, |_, a, b| a + b)
 }
 
 /// Element-wise `out = a * b`.
 fn ew_mul_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_binary(&K, "fusion.mul", false, |_, a, b| a * b)
+    binary_kind(&K, "fusion.mul", false, true, |_, a, b| a * b)
 }
 
 /// Element-wise `out = s * a + b`.
 fn ew_axpy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_binary(&K, "fusion.axpy", true, |s, a, b| s * a + b)
+    binary_kind(&K, "fusion.axpy", true, true, |s, a, b| s * a + b)
 }
 
 /// Element-wise `out = a`.
@@ -269,21 +235,9 @@ fn fused(window: Option<usize>) -> FusionConfig {
     }
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Values in [-2, 2) with full 53-bit mantissas, so any change of operand or evaluation
-/// order shows in the bits.
+/// Random values in [-2, 2) (see [`crate::random_data_in`]).
 fn random_data(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..len)
-        .map(|_| (splitmix(&mut s) >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0)
-        .collect()
+    crate::random_data_in(len, seed, 2.0)
 }
 
 /// Bit patterns, every NaN mapped to one pattern (bitwise equality up to NaN payloads).

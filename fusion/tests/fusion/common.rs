@@ -1,5 +1,4 @@
-//! Shared helpers: a context over an executor that runs nothing (stores are only created,
-//! never computed on), task kinds registered once per process by name, and small
+//! Shared helpers: a detached context (stores are only created, never computed on), task kinds registered once per process by name, and small
 //! constructors for shapes, points, partitions, tasks and expected groups.
 
 use std::collections::HashMap;
@@ -8,52 +7,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use diffuse_fusion::{Group, Violation};
 use diffuse_ir::{
-    Context, DType, Executor, HostData, IndexTask, IrError, Partition, Point, Privilege, Rect,
-    Shape, Store, StoreId, StoreRef, TaskKind, Tuple, View,
+    Context, DType, IndexTask, Partition, Point, Privilege, Shape, Store, StoreId, TaskKind, Tuple,
+    View,
 };
 
-/// An executor that only exists so a `Context` can create stores (which never reaches the
-/// executor). Everything else fails: the analyses under test never execute anything.
-pub struct NullExecutor;
-
-const NULL_BACKEND: &str = "fusion-tests-null";
-
-fn unsupported(what: &str) -> IrError {
-    IrError::Backend {
-        backend: NULL_BACKEND.to_string(),
-        message: format!("{what} is not supported by the fusion test executor"),
-    }
-}
-
-impl Executor for NullExecutor {
-    fn name(&self) -> &str {
-        NULL_BACKEND
-    }
-
-    fn processors(&self) -> usize {
-        1
-    }
-
-    fn execute(&self, _task: IndexTask) -> Result<(), IrError> {
-        Err(unsupported("execute"))
-    }
-
-    fn flush(&self) -> Result<(), IrError> {
-        Err(unsupported("flush"))
-    }
-
-    fn read(&self, _store: &StoreRef, _rect: Rect) -> Result<HostData, IrError> {
-        Err(unsupported("read"))
-    }
-
-    fn write(&self, _store: &StoreRef, _rect: Rect, _data: HostData) -> Result<(), IrError> {
-        Err(unsupported("write"))
-    }
-}
-
-/// A context over a [`NullExecutor`].
+/// A context that builds stores and tasks but runs nothing: the analyses under test never
+/// execute anything.
 pub fn ctx() -> Context {
-    Context::new(Arc::new(NullExecutor))
+    Context::detached()
 }
 
 /// A shape (panics on malformed input: test construction only).

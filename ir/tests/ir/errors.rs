@@ -727,3 +727,29 @@ fn stores_too_large_to_address_are_rejected() {
     let msg = r.unwrap_err().to_string();
     assert!(msg.contains("(1099511627776, 1099511627776)"), "{msg}");
 }
+
+/// A detached context creates stores and accepts nothing to run: submitting, reading and
+/// writing are backend errors naming the detached runtime, flushing is a no-op.
+#[test]
+fn a_detached_context_builds_but_runs_nothing() {
+    let c = diffuse_ir::Context::detached();
+    let s = c.create_store(&[4], DType::F64).unwrap();
+    let k = crate::common::kind("detached", &[(DType::F64, Privilege::Write)]);
+    let launch = diffuse_ir::Tuple::shape(&[2]).unwrap();
+    let task = diffuse_ir::IndexTask::new(&k, launch).arg(
+        &s,
+        s.view().blocked(launch).unwrap(),
+        Privilege::Write,
+    );
+    for err in [
+        c.submit(task).unwrap_err(),
+        c.read::<f64>(&s.view()).unwrap_err(),
+        c.write(&s.view(), vec![0.0f64; 4]).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, IrError::Backend { backend, .. } if backend == "detached"),
+            "{err:?}"
+        );
+    }
+    c.flush_window().unwrap();
+}

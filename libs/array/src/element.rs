@@ -282,32 +282,5 @@ macro_rules! with_numeric {
     };
 }
 
-/// Like [`with_float`] for every element type.
-macro_rules! with_any {
-    ($dtype:expr, $t:ident => $body:expr) => {
-        match $dtype {
-            diffuse_ir::DType::Bool => {
-                type $t = bool;
-                $body
-            }
-            diffuse_ir::DType::I64 => {
-                type $t = i64;
-                $body
-            }
-            diffuse_ir::DType::I32 => {
-                type $t = i32;
-                $body
-            }
-            diffuse_ir::DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            diffuse_ir::DType::F32 => {
-                type $t = f32;
-                $body
-            }
-        }
-    };
-}
-
-pub(crate) use {with_any, with_float, with_numeric};
+pub(crate) use diffuse_ir::with_element_type as with_any;
+pub(crate) use {with_float, with_numeric};
