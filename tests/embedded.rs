@@ -261,14 +261,29 @@ pub fn row_sum_kind() -> Arc<TaskKind> {
 /// `out = s * x` where `s` is a 0-d store read through `Replicate` (W, R, R-0d).
 pub fn scale_by_store_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    scale_by_store(&K, "scale_by_store", false)
+}
+
+/// `scale_by_store_kind`'s contract under the name `short`, declared element-wise when
+/// `elementwise`.
+pub fn scale_by_store(
+    slot: &'static OnceLock<Arc<TaskKind>>,
+    short: &str,
+    elementwise: bool,
+) -> Arc<TaskKind> {
     kind_once(
-        &K,
+        slot,
         || {
-            TaskKind::builder(name("scale_by_store"))
+            let b = TaskKind::builder(name(short))
                 .arg("out", DType::F64, Privilege::Write)
                 .arg("x", DType::F64, Privilege::Read)
                 .arg("s", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
+                .aligned(&[0, 1]);
+            if elementwise {
+                b.elementwise()
+            } else {
+                b
+            }
         },
         |t| {
             let s = t.read::<f64>(2)?;

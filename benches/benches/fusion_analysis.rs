@@ -2,28 +2,33 @@
 //! isomorphic window replayed), over window sizes, and over launch domains of 1 to 2^20
 //! points (flat: the analysis never looks at individual points).
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use diffuse_benches::stencil_window;
 use diffuse_fusion::Planner;
+use diffuse_ir::IndexTask;
+
+/// Benchmarks planning `window` from scratch and replayed from the memo, labelled `label`.
+fn bench_window(group: &mut BenchmarkGroup<'_, WallTime>, label: u64, window: &[IndexTask]) {
+    group.throughput(Throughput::Elements(window.len() as u64));
+    group.bench_with_input(BenchmarkId::new("fresh", label), window, |b, w| {
+        let mut planner = Planner::without_memo();
+        b.iter(|| planner.plan(w));
+    });
+    group.bench_with_input(BenchmarkId::new("memoized", label), window, |b, w| {
+        let mut planner = Planner::new();
+        planner.plan(w);
+        b.iter(|| planner.plan(w));
+    });
+}
 
 fn window_sizes(c: &mut Criterion) {
     let mut group = c.benchmark_group("analysis_by_window");
     for iterations in [1usize, 2, 4, 8, 16] {
         let window = stencil_window(64, iterations).expect("window builds");
-        group.throughput(Throughput::Elements(window.len() as u64));
-        group.bench_with_input(BenchmarkId::new("fresh", window.len()), &window, |b, w| {
-            let mut planner = Planner::without_memo();
-            b.iter(|| planner.plan(w));
-        });
-        group.bench_with_input(
-            BenchmarkId::new("memoized", window.len()),
-            &window,
-            |b, w| {
-                let mut planner = Planner::new();
-                planner.plan(w);
-                b.iter(|| planner.plan(w));
-            },
-        );
+        bench_window(&mut group, window.len() as u64, &window);
     }
     group.finish();
 }
@@ -32,20 +37,7 @@ fn launch_sizes(c: &mut Criterion) {
     let mut group = c.benchmark_group("analysis_by_points");
     for log2 in [0u32, 5, 10, 15, 20] {
         let window = stencil_window(1 << log2, 4).expect("window builds");
-        group.throughput(Throughput::Elements(window.len() as u64));
-        group.bench_with_input(BenchmarkId::new("fresh", 1u64 << log2), &window, |b, w| {
-            let mut planner = Planner::without_memo();
-            b.iter(|| planner.plan(w));
-        });
-        group.bench_with_input(
-            BenchmarkId::new("memoized", 1u64 << log2),
-            &window,
-            |b, w| {
-                let mut planner = Planner::new();
-                planner.plan(w);
-                b.iter(|| planner.plan(w));
-            },
-        );
+        bench_window(&mut group, 1u64 << log2, &window);
     }
     group.finish();
 }

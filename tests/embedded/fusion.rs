@@ -142,29 +142,7 @@ fn add_reduce_kind() -> Arc<TaskKind> {
 /// Element-wise `out = s * x`, `s` a 0-d store read through `Replicate` (W, R, R-0d).
 fn ew_scale_by_store_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("fusion.scale_by_store"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("x", DType::F64, Privilege::Read)
-                .arg("s", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-                .elementwise()
-        },
-        |t| {
-            let s = t.read::<f64>(2)?;
-            if s.shape().dims() != 0 {
-                return Err(t.error(format!("scale store has shape {}", s.shape())));
-            }
-            let s = s.get(&[]).ok_or_else(|| t.error("0-d read failed"))?;
-            for_each_row::<f64>(t, 0, &[1], |out, ins| {
-                for (o, &x) in out.iter_mut().zip(ins[0]) {
-                    *o = s * x;
-                }
-            })
-        },
-    )
+    crate::scale_by_store(&K, "fusion.scale_by_store", true)
 }
 
 /// Element-wise `out = a`, then fails at the points whose bit is set in scalar 0: by returning
