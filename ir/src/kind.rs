@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use crate::dtype::DType;
 use crate::error::{IrError, KernelError};
 use crate::kernel::{NativeKernel, PointTask, MAX_ARGS};
+use crate::mlir::MlirGenerator;
 use crate::privilege::Privilege;
 
 /// The declared contract of one store argument.
@@ -22,14 +23,6 @@ pub struct ArgDecl {
     pub dtype: DType,
     /// The one privilege the kernel is written for.
     pub privilege: Privilege,
-}
-
-/// Produces the MLIR for one point task of a kind, for the JIT to compose into fused kernels.
-pub trait MlirGenerator: Send + Sync {
-    /// Returns the text of a `func.func @symbol` implementing one point task: one memref
-    /// argument per store argument, in declaration order, of the given ranks with dynamic
-    /// sizes and strides, followed by one argument per declared scalar.
-    fn generate(&self, symbol: &str, ranks: &[usize]) -> Result<String, KernelError>;
 }
 
 /// A registered task kind.

@@ -1,0 +1,120 @@
+//! The MLIR kernel ABI: what a task kind's MLIR generator receives and must produce, so that
+//! the JIT can compose the bodies of fused tasks without knowing any library.
+//!
+//! A generator returns the text of one `func.func private @<symbol>` (plus, optionally,
+//! private helper functions whose names start with `<symbol>_`) with this signature:
+//!
+//! ```text
+//! func.func private @<symbol>(%arg0: tensor<?x..xT0>, ..., %s0: S0, ...) -> (tensor<..>, ...)
+//! ```
+//!
+//! - one ranked tensor per store argument, in declaration order, with dynamic sizes
+//!   (`tensor<?x?xf64>`; rank 0 is `tensor<f64>`), element types from [`element_type`];
+//! - then one value per declared scalar, in order, of [`element_type`] of its dtype;
+//! - it returns the new value of every argument whose privilege is not `Read`, in order.
+//!
+//! What an argument's tensor holds on entry depends on its privilege: `Read` and `ReadWrite`
+//! the sub-store's values; `Write` a tensor of the sub-store's shape whose contents are
+//! undefined (use it as the destination, e.g. `outs` of a `linalg.generic`); `Reduce(op)` the
+//! running partial value, which the returned tensor must combine with this point's
+//! contribution by `op`. [`MlirArg::unit_dims`] says which dimensions have extent 1 in every
+//! point the kernel is compiled for, which is how element-wise kernels express NumPy
+//! broadcasting in their indexing maps (`affine_map<(d0, d1) -> (0, d1)>`).
+//!
+//! Rules that keep fragments composable: no attribute or type aliases (`#map = ...`): write
+//! maps inline; no global symbols other than `@<symbol>` and its `@<symbol>_` helpers; math
+//! through the `math` dialect (the JIT lowers `exp`, `log` and `erf` to vectorizable
+//! polynomials and the rest to libm). Element-wise kernels should be one `linalg.generic` on
+//! tensors per output, so the JIT can fuse them with their neighbours and remove temporaries.
+//!
+//! A library adds a generator for a new kind without touching the JIT:
+//!
+//! ```
+//! use diffuse_ir::{element_type, tensor_type, KernelError, MlirGenerator, MlirSignature};
+//!
+//! /// `out = 2 * x`, element-wise over 1-d f64 stores.
+//! struct Twice;
+//!
+//! impl MlirGenerator for Twice {
+//!     fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+//!         let t = tensor_type(&sig.args[0]);
+//!         let f = element_type(sig.args[0].dtype);
+//!         Ok(format!(
+//!             "func.func private @{symbol}(%x: {t}, %out: {t}) -> {t} {{
+//!   %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+//!       iterator_types = [\"parallel\"]}} ins(%x : {t}) outs(%out : {t}) {{
+//!   ^bb0(%a: {f}, %o: {f}):
+//!     %two = arith.constant 2.0 : {f}
+//!     %y = arith.mulf %a, %two : {f}
+//!     linalg.yield %y : {f}
+//!   }} -> {t}
+//!   return %r : {t}
+//! }}"
+//!         ))
+//!     }
+//! }
+//! ```
+//!
+//! and registers it with `TaskKind::builder(..).mlir(Arc::new(Twice))`.
+
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::privilege::Privilege;
+
+/// How one store argument appears to a generated kernel.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct MlirArg {
+    /// The element type.
+    pub dtype: DType,
+    /// The rank of the store (and of the tensor).
+    pub rank: usize,
+    /// The argument's privilege.
+    pub privilege: Privilege,
+    /// Bit `d` is set when dimension `d` has extent 1 at every point the kernel serves.
+    pub unit_dims: u8,
+}
+
+impl MlirArg {
+    /// True when dimension `d` has extent 1 (see [`MlirArg::unit_dims`]).
+    pub fn is_unit(&self, d: usize) -> bool {
+        d < 8 && self.unit_dims & (1 << d) != 0
+    }
+}
+
+/// What a generator is asked to implement: the kind's store arguments and scalars as the
+/// kernel will see them.
+#[derive(Clone, Copy, Debug)]
+pub struct MlirSignature<'a> {
+    /// The store arguments, in declaration order.
+    pub args: &'a [MlirArg],
+    /// The scalar argument types, in declaration order.
+    pub scalars: &'a [DType],
+}
+
+/// Produces the MLIR body of one point task of a kind, for the JIT to compose into fused
+/// kernels (the ABI is documented in this module).
+pub trait MlirGenerator: Send + Sync {
+    /// Returns the text of `func.func private @symbol` implementing one point task of `sig`.
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError>;
+}
+
+/// The MLIR element type a dtype is passed as: `f64`, `f32`, `i64`, `i32`, and `i8` for
+/// `bool` (one byte, 0 or 1, as stored).
+pub fn element_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F64 => "f64",
+        DType::F32 => "f32",
+        DType::I64 => "i64",
+        DType::I32 => "i32",
+        DType::Bool => "i8",
+    }
+}
+
+/// The tensor type of an argument: `tensor<?x?xf64>`, `tensor<f64>` for rank 0.
+pub fn tensor_type(arg: &MlirArg) -> String {
+    format!(
+        "tensor<{}{}>",
+        "?x".repeat(arg.rank),
+        element_type(arg.dtype)
+    )
+}
