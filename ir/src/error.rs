@@ -273,7 +273,7 @@ pub enum IrError {
 }
 
 /// A failure inside one point task.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("task `{kind}` at point {point}: {reason}")]
 pub struct KernelError {
     /// The task kind.

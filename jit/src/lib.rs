@@ -1,5 +1,35 @@
-//! `diffuse-jit`: composes the MLIR bodies of a fused task's constituent kernels, fuses their
-//! loops, removes temporaries, and compiles the result for CPUs (and GPUs), caching kernels by
-//! canonical fused-task key. Depends only on `diffuse-ir`.
+//! `diffuse-jit`: turns a fused task into one machine-code kernel (Diffuse paper §6).
 //!
-//! Empty until the JIT issue (#5) lands; until then every task runs its native variant.
+//! Each constituent's task kind supplies an MLIR generator (the ABI is in
+//! [`diffuse_ir::MlirGenerator`]'s module docs: tensors in, tensors out, so library authors add
+//! generators without touching this crate). For a fused task, [`compose`](crate::compose)
+//! puts the generated bodies in program order inside one function over memrefs, threading
+//! values between constituents as SSA tensors; temporaries become tensors with no memory.
+//! The pass pipeline then fuses the element-wise `linalg` ops (removing the temporaries),
+//! bufferizes in place into the parameters, lowers to loops and LLVM, and the ORC JIT
+//! compiles for the host CPU at `-O3`, where LLVM vectorizes the loops. `exp`, `log` and
+//! `erf` are replaced by branch-free polynomial versions ([`math`](crate::math)) so that
+//! transcendental-heavy loops vectorize too.
+//!
+//! [`Jit`] caches compiled kernels by [`KernelSignature`]: the canonical (alpha-renamed)
+//! description of the fused task with element types, ranks, privileges and broadcast
+//! dimensions, so a solver loop compiles each distinct fused task once. Anything that cannot
+//! be compiled is a [`JitError`], logged once per signature; the runtime then runs the
+//! constituents' native variants, which compute the same values.
+//!
+//! Depends only on `diffuse-ir` (and MLIR through `melior`).
+
+#![warn(missing_docs)]
+
+mod cache;
+mod compiler;
+mod compose;
+mod error;
+mod kernel;
+mod math;
+mod signature;
+
+pub use cache::{Jit, JitStats};
+pub use error::JitError;
+pub use kernel::{CpuKernel, MemRef};
+pub use signature::{KernelParam, KernelSignature, KernelStep};

@@ -1,0 +1,176 @@
+//! The MLIR side of compilation: one long-lived context with every dialect, the pass
+//! pipelines, and the ORC JIT (MLIR's `ExecutionEngine`) that turns a composed module into
+//! machine code for this host.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, Once};
+
+use melior::dialect::DialectRegistry;
+use melior::ir::Module;
+use melior::pass::PassManager;
+use melior::utility::{
+    parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
+    register_all_passes,
+};
+use melior::Context;
+use mlir_sys::{
+    mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineLookup,
+    MlirExecutionEngine, MlirStringRef,
+};
+
+/// Fuses the constituents' `linalg` ops (removing the temporaries between them), bufferizes
+/// in place into the parameters, and lowers to loops. Math ops become calls first so that
+/// the prelude's polynomial definitions are used and then inlined into the loops.
+pub(crate) const FUSE_PIPELINE: &str = "builtin.module(convert-math-to-libm,inline,\
+func.func(linalg-fuse-elementwise-ops,canonicalize,cse),eliminate-empty-tensors,\
+one-shot-bufferize,func.func(buffer-hoisting,convert-linalg-to-loops,canonicalize,cse),\
+buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce)";
+
+/// Lowers the loops to the LLVM dialect for the host.
+pub(crate) const LOWER_PIPELINE: &str = "builtin.module(convert-scf-to-cf,\
+expand-strided-metadata,finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,\
+convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)";
+
+/// A failed MLIR step, with MLIR's diagnostics.
+#[derive(Debug)]
+pub(crate) struct MlirFailure {
+    pub(crate) stage: &'static str,
+    pub(crate) diagnostics: String,
+}
+
+/// The MLIR context and the diagnostics it reports, reused across compilations (setting up a
+/// context with every dialect costs ~10 ms).
+pub(crate) struct MlirSession {
+    context: Context,
+    diagnostics: Arc<Mutex<Vec<String>>>,
+}
+
+// SAFETY: an `MlirSession` is only ever used by one thread at a time (the `Jit` keeps it
+// behind a mutex); MLIR contexts may move between threads.
+unsafe impl Send for MlirSession {}
+
+impl MlirSession {
+    /// A context with all dialects, passes and LLVM translations registered.
+    pub(crate) fn new() -> Self {
+        static PASSES: Once = Once::new();
+        PASSES.call_once(register_all_passes);
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        let context = Context::new_with_threading(false);
+        context.append_dialect_registry(&registry);
+        context.load_all_available_dialects();
+        register_all_llvm_translations(&context);
+        let diagnostics = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&diagnostics);
+        context.attach_diagnostic_handler(move |d| {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(d.to_string());
+            true
+        });
+        MlirSession {
+            context,
+            diagnostics,
+        }
+    }
+
+    fn take_diagnostics(&self) -> String {
+        let mut d = self.diagnostics.lock().unwrap_or_else(|e| e.into_inner());
+        let text = d.join("\n");
+        d.clear();
+        text
+    }
+
+    fn failure(&self, stage: &'static str, detail: impl Into<String>) -> MlirFailure {
+        let mut diagnostics = self.take_diagnostics();
+        let detail = detail.into();
+        if !detail.is_empty() {
+            if !diagnostics.is_empty() {
+                diagnostics.push('\n');
+            }
+            diagnostics.push_str(&detail);
+        }
+        MlirFailure { stage, diagnostics }
+    }
+
+    /// Parses `text` and runs `pipelines` on it in order; returns the resulting module.
+    pub(crate) fn lower(&self, text: &str, pipelines: &[&str]) -> Result<Module<'_>, MlirFailure> {
+        self.take_diagnostics();
+        let mut module = Module::parse(&self.context, text)
+            .ok_or_else(|| self.failure("parsing", ""))?;
+        for pipeline in pipelines {
+            let pm = PassManager::new(&self.context);
+            parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
+                .map_err(|e| self.failure("pipeline parsing", e.to_string()))?;
+            pm.run(&mut module)
+                .map_err(|_| self.failure("pass pipeline", format!("pipeline {pipeline}")))?;
+        }
+        Ok(module)
+    }
+
+    /// JIT-compiles a module in the LLVM dialect (optimization level 3, host CPU) and looks
+    /// up `symbol`'s packed entry point.
+    pub(crate) fn jit(&self, module: &Module<'_>, symbol: &str) -> Result<NativeCode, MlirFailure> {
+        self.take_diagnostics();
+        // SAFETY: the module is valid; no shared libraries are passed.
+        let raw = unsafe {
+            mlirExecutionEngineCreate(module.to_raw(), 3, 0, std::ptr::null::<MlirStringRef>(), false, false)
+        };
+        if raw.ptr.is_null() {
+            return Err(self.failure("translation to LLVM", "the execution engine was not created"));
+        }
+        let mut code = NativeCode {
+            raw,
+            entry: std::ptr::null_mut(),
+        };
+        let packed = format!("_mlir__mlir_ciface_{symbol}");
+        // SAFETY: `raw` is a live engine; the name outlives the call.
+        let entry = unsafe {
+            mlirExecutionEngineLookup(
+                raw,
+                MlirStringRef {
+                    data: packed.as_ptr().cast(),
+                    length: packed.len(),
+                },
+            )
+        };
+        if entry.is_null() {
+            return Err(self.failure("symbol lookup", format!("no symbol {packed}")));
+        }
+        code.entry = entry;
+        Ok(code)
+    }
+}
+
+/// Compiled machine code: the JIT that owns it and the packed entry point
+/// (`void entry(void **args)`, one pointer per argument).
+pub(crate) struct NativeCode {
+    raw: MlirExecutionEngine,
+    entry: *mut c_void,
+}
+
+// SAFETY: the engine is immutable after creation; its code may run on any thread and many
+// threads at once (the kernels keep no state).
+unsafe impl Send for NativeCode {}
+unsafe impl Sync for NativeCode {}
+
+impl NativeCode {
+    /// Calls the entry point.
+    ///
+    /// # Safety
+    /// `args` must hold one valid pointer per parameter of the compiled function, each to a
+    /// value of the parameter's type (a memref descriptor pointer for memrefs).
+    pub(crate) unsafe fn call(&self, args: &mut [*mut c_void]) {
+        // SAFETY: `entry` is the packed wrapper, of this type, and the caller vouches for
+        // the arguments.
+        let f: unsafe extern "C" fn(*mut *mut c_void) = unsafe { std::mem::transmute(self.entry) };
+        unsafe { f(args.as_mut_ptr()) }
+    }
+}
+
+impl Drop for NativeCode {
+    fn drop(&mut self) {
+        // SAFETY: the engine was created by `mlirExecutionEngineCreate` and is dropped once.
+        unsafe { mlirExecutionEngineDestroy(self.raw) }
+    }
+}

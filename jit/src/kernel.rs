@@ -1,0 +1,115 @@
+//! A compiled CPU kernel and its calling convention: one memref descriptor per parameter,
+//! then the scalars, passed through the packed entry point.
+
+use std::ffi::c_void;
+
+use diffuse_ir::Scalar;
+
+use crate::compiler::NativeCode;
+use crate::signature::KernelSignature;
+
+/// Where one parameter's sub-store lives for one call: the address of its first element
+/// (null for a temporary, which the kernel never touches in memory), its extent and its
+/// strides in elements (the innermost stride must be 1 unless that extent is at most 1).
+#[derive(Clone, Copy, Debug)]
+pub struct MemRef<'a> {
+    /// Address of element (0, .., 0) of the sub-store.
+    pub ptr: *mut u8,
+    /// Extent per dimension.
+    pub sizes: &'a [i64],
+    /// Stride per dimension, in elements.
+    pub strides: &'a [i64],
+}
+
+/// A fused kernel compiled for this CPU.
+pub struct CpuKernel {
+    signature: KernelSignature,
+    code: NativeCode,
+    compile_seconds: f64,
+}
+
+impl CpuKernel {
+    pub(crate) fn new(signature: KernelSignature, code: NativeCode, compile_seconds: f64) -> Self {
+        CpuKernel {
+            signature,
+            code,
+            compile_seconds,
+        }
+    }
+
+    /// What the kernel computes.
+    pub fn signature(&self) -> &KernelSignature {
+        &self.signature
+    }
+
+    /// Seconds spent composing and compiling it.
+    pub fn compile_seconds(&self) -> f64 {
+        self.compile_seconds
+    }
+
+    /// Runs the kernel on one point task's sub-stores and scalars (every constituent's
+    /// scalars, in order).
+    ///
+    /// # Safety
+    /// Every non-null `MemRef` must describe memory valid for the kernel's accesses with its
+    /// parameter's element type (reads for read parameters, reads and writes for mutated
+    /// ones), not accessed by anything else while the call runs except through other
+    /// read-only parameters.
+    pub unsafe fn call(&self, memrefs: &[MemRef<'_>], scalars: &[Scalar]) -> Result<(), String> {
+        let params = &self.signature.params;
+        if memrefs.len() != params.len() {
+            return Err(format!(
+                "{} memrefs for a kernel of {} parameters",
+                memrefs.len(),
+                params.len()
+            ));
+        }
+        let types: Vec<_> = self.signature.scalar_types().collect();
+        if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t) {
+            return Err(format!(
+                "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
+            ));
+        }
+        // Descriptors: {allocated, aligned, offset, sizes[rank], strides[rank]} as words.
+        let mut descriptors: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
+        for (i, (m, p)) in memrefs.iter().zip(params).enumerate() {
+            if m.sizes.len() != p.rank || m.strides.len() != p.rank {
+                return Err(format!("memref {i} has rank {} but the kernel expects {}", m.sizes.len(), p.rank));
+            }
+            if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
+                if s != 1 && e > 1 {
+                    return Err(format!("memref {i} has innermost stride {s}; the kernel needs 1"));
+                }
+            }
+            let mut d = Vec::with_capacity(3 + 2 * p.rank);
+            d.extend([m.ptr as i64, m.ptr as i64, 0]);
+            d.extend_from_slice(m.sizes);
+            // The innermost stride is 1 in the kernel's type; descriptors must agree.
+            d.extend(m.strides.iter().enumerate().map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }));
+            descriptors.push(d);
+        }
+        let mut descriptor_ptrs: Vec<*mut c_void> =
+            descriptors.iter_mut().map(|d| d.as_mut_ptr().cast()).collect();
+        let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
+        let mut args: Vec<*mut c_void> = descriptor_ptrs
+            .iter_mut()
+            .map(|p| (p as *mut *mut c_void).cast())
+            .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
+            .collect();
+        // SAFETY: one pointer per parameter, to a descriptor pointer or a scalar of the
+        // declared type (little-endian low bytes); memory validity is the caller's promise.
+        unsafe { self.code.call(&mut args) };
+        Ok(())
+    }
+}
+
+/// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.
+fn scalar_bits(s: &Scalar) -> u64 {
+    match *s {
+        Scalar::F64(v) => v.to_bits(),
+        Scalar::F32(v) => u64::from(v.to_bits()),
+        Scalar::I64(v) => v as u64,
+        Scalar::I32(v) => u64::from(v as u32),
+        Scalar::Bool(v) => u64::from(v),
+    }
+}

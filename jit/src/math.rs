@@ -1,0 +1,4 @@
+//! placeholder until the math prelude lands
+pub(crate) fn prelude() -> &'static str {
+    ""
+}

@@ -1,0 +1,249 @@
+//! The JIT end to end on hand-written kinds: composition, temporaries, broadcasting,
+//! scalars, reductions, caching and failures.
+
+use std::sync::Arc;
+
+use diffuse_ir::{
+    element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege,
+    ReductionOp, Scalar, TaskKind,
+};
+use diffuse_jit::{Jit, JitError, KernelParam, KernelSignature, KernelStep, MemRef};
+
+/// `out = f(x, y[, s])` over rank-r tensors with broadcasting of unit dims.
+struct Binary {
+    op: &'static str,
+    scalar: bool,
+}
+
+fn map(rank: usize, arg: &diffuse_ir::MlirArg, out: &diffuse_ir::MlirArg) -> String {
+    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
+    let results: Vec<String> = (0..rank)
+        .map(|d| {
+            if arg.is_unit(d) && !out.is_unit(d) {
+                "0".into()
+            } else {
+                format!("d{d}")
+            }
+        })
+        .collect();
+    format!("affine_map<({}) -> ({})>", dims.join(", "), results.join(", "))
+}
+
+impl MlirGenerator for Binary {
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let [x, y, out] = sig.args else {
+            return Err(KernelError {
+                kind: symbol.into(),
+                point: diffuse_ir::Point::splat(0, 0),
+                reason: "three arguments expected".into(),
+            });
+        };
+        let (t, f, r) = (tensor_type(out), element_type(out.dtype), out.rank);
+        let scalar = if self.scalar { format!(", %s: {f}") } else { String::new() };
+        let apply = if self.scalar {
+            format!("%u = {} %a, %b : {f}\n    %y = arith.mulf %u, %s : {f}", self.op)
+        } else {
+            format!("%y = {} %a, %b : {f}", self.op)
+        };
+        let iters = vec!["\"parallel\""; r].join(", ");
+        Ok(format!(
+            "func.func private @{symbol}(%x: {t}, %z: {t}, %out: {t}{scalar}) -> {t} {{
+  %r = linalg.generic {{indexing_maps = [{}, {}, {}], iterator_types = [{iters}]}}
+      ins(%x, %z : {t}, {t}) outs(%out : {t}) {{
+  ^bb0(%a: {f}, %b: {f}, %o: {f}):
+    {apply}
+    linalg.yield %y : {f}
+  }} -> {t}
+  return %r : {t}
+}}",
+            map(r, x, out),
+            map(r, y, out),
+            map(r, out, out)
+        ))
+    }
+}
+
+/// `acc += sum(x)` over a 1-d f64 tensor into a rank-0 accumulator.
+struct Sum;
+
+impl MlirGenerator for Sum {
+    fn generate(&self, symbol: &str, _sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        Ok(format!(
+            "func.func private @{symbol}(%x: tensor<?xf64>, %acc: tensor<f64>) -> tensor<f64> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = [\"reduction\"]}} ins(%x : tensor<?xf64>) outs(%acc : tensor<f64>) {{
+  ^bb0(%a: f64, %o: f64):
+    %e = math.exp %a : f64
+    %s = arith.addf %o, %e : f64
+    linalg.yield %s : f64
+  }} -> tensor<f64>
+  return %r : tensor<f64>
+}}"
+        ))
+    }
+}
+
+fn kind(name: &str, generator: Arc<dyn MlirGenerator>, scalar: bool) -> Arc<TaskKind> {
+    if let Some(k) = TaskKind::lookup(name) {
+        return k;
+    }
+    let mut b = TaskKind::builder(name)
+        .arg("x", DType::F64, Privilege::Read)
+        .arg("y", DType::F64, Privilege::Read)
+        .arg("out", DType::F64, Privilege::Write)
+        .elementwise()
+        .mlir(generator);
+    if scalar {
+        b = b.scalar(DType::F64);
+    }
+    b.register(|_| Ok(())).expect("registering a test kind")
+}
+
+fn param(store: usize, privilege: Privilege, temporary: bool, unit_dims: u8) -> KernelParam {
+    KernelParam {
+        dtype: DType::F64,
+        rank: 2,
+        privilege,
+        temporary,
+        store,
+        unit_dims,
+    }
+}
+
+fn memref<'a>(data: &'a mut [f64], sizes: &'a [i64], strides: &'a [i64]) -> MemRef<'a> {
+    MemRef {
+        ptr: data.as_mut_ptr().cast(),
+        sizes,
+        strides,
+    }
+}
+
+/// `t = a + b` (b a broadcast row), `out = (t * a) * s`: t is a temporary.
+fn add_then_scale() -> KernelSignature {
+    let add = kind("jit_test.add", Arc::new(Binary { op: "arith.addf", scalar: false }), false);
+    let mul = kind("jit_test.mul_s", Arc::new(Binary { op: "arith.mulf", scalar: true }), true);
+    KernelSignature {
+        name: "add+mul".into(),
+        steps: vec![
+            KernelStep {
+                kind: add,
+                bindings: vec![(0, Privilege::Read), (1, Privilege::Read), (2, Privilege::Write)],
+            },
+            KernelStep {
+                kind: mul,
+                bindings: vec![(2, Privilege::Read), (0, Privilege::Read), (3, Privilege::Write)],
+            },
+        ],
+        params: vec![
+            param(0, Privilege::Read, false, 0),
+            param(1, Privilege::Read, false, 0b01),
+            param(2, Privilege::ReadWrite, true, 0),
+            param(3, Privilege::Write, false, 0),
+        ],
+    }
+}
+
+#[test]
+fn a_fused_kernel_with_a_temporary_and_broadcasting_computes_the_reference() {
+    let jit = Jit::new();
+    let kernel = jit.kernel(&add_then_scale()).expect("compiles");
+    let (rows, cols) = (5usize, 7usize);
+    let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.5).collect();
+    let mut b: Vec<f64> = (0..cols).map(|j| 1.0 + j as f64).collect();
+    // `out` is a sub-block of a wider buffer: row stride 9.
+    let mut out = vec![-1.0; rows * 9];
+    let full = [rows as i64, cols as i64];
+    let row = [1, cols as i64];
+    let s = 3.0;
+    unsafe {
+        kernel
+            .call(
+                &[
+                    memref(&mut a, &full, &[cols as i64, 1]),
+                    memref(&mut b, &row, &[cols as i64, 1]),
+                    MemRef { ptr: std::ptr::null_mut(), sizes: &full, strides: &[cols as i64, 1] },
+                    memref(&mut out, &full, &[9, 1]),
+                ],
+                &[Scalar::F64(s)],
+            )
+            .expect("calls");
+    }
+    for i in 0..rows {
+        for j in 0..9 {
+            let got = out[i * 9 + j];
+            if j < cols {
+                let x = a[i * cols + j];
+                assert_eq!(got, (x + b[j]) * x * s, "at ({i}, {j})");
+            } else {
+                assert_eq!(got, -1.0, "outside the sub-store at ({i}, {j})");
+            }
+        }
+    }
+    let again = jit.kernel(&add_then_scale()).expect("cached");
+    assert!(Arc::ptr_eq(&kernel, &again));
+    let stats = jit.stats();
+    assert_eq!((stats.kernels_compiled, stats.cache_hits), (1, 1));
+    assert!(stats.compile_seconds > 0.0);
+}
+
+#[test]
+fn a_reduction_accumulates_into_its_running_value() {
+    let sum = if let Some(k) = TaskKind::lookup("jit_test.sum_exp") {
+        k
+    } else {
+        TaskKind::builder("jit_test.sum_exp")
+            .arg("x", DType::F64, Privilege::Read)
+            .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
+            .mlir(Arc::new(Sum))
+            .register(|_| Ok(()))
+            .expect("registers")
+    };
+    let sig = KernelSignature {
+        name: "sum_exp".into(),
+        steps: vec![KernelStep {
+            kind: sum,
+            bindings: vec![(0, Privilege::Read), (1, Privilege::Reduce(ReductionOp::Sum))],
+        }],
+        params: vec![
+            KernelParam { rank: 1, ..param(0, Privilege::Read, false, 0) },
+            KernelParam { rank: 0, ..param(1, Privilege::Reduce(ReductionOp::Sum), false, 0) },
+        ],
+    };
+    let kernel = Jit::new().kernel(&sig).expect("compiles");
+    let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) / 100.0).collect();
+    let mut acc = [2.0f64];
+    unsafe {
+        kernel
+            .call(&[memref(&mut x, &[1000], &[1]), memref(&mut acc, &[], &[])], &[])
+            .expect("calls");
+    }
+    let expected = 2.0 + x.iter().map(|v| v.exp()).sum::<f64>();
+    assert!((acc[0] - expected).abs() <= 1e-12 * expected, "{} vs {expected}", acc[0]);
+}
+
+#[test]
+fn failures_are_typed_cached_and_injectable() {
+    let jit = Jit::new();
+    jit.inject_failure("jit_test.mul_s");
+    let err = jit.kernel(&add_then_scale()).err().expect("injected");
+    assert!(matches!(err, JitError::Injected { .. }), "{err}");
+    assert!(jit.kernel(&add_then_scale()).is_err());
+    assert_eq!(jit.stats().compile_failures, 1);
+
+    struct Broken;
+    impl MlirGenerator for Broken {
+        fn generate(&self, symbol: &str, _: &MlirSignature<'_>) -> Result<String, KernelError> {
+            Ok(format!("func.func private @{symbol}() {{ this is not mlir }}"))
+        }
+    }
+    let broken = kind("jit_test.broken", Arc::new(Broken), false);
+    let mut sig = add_then_scale();
+    sig.steps[0].kind = broken;
+    match Jit::new().kernel(&sig) {
+        Err(JitError::Mlir { stage, diagnostics, .. }) => {
+            assert_eq!(stage, "parsing");
+            assert!(!diagnostics.is_empty());
+        }
+        other => panic!("expected a parse failure, got {:?}", other.map(|_| ())),
+    }
+}
