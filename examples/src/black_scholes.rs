@@ -86,12 +86,12 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{test_args, Fusion};
+    use crate::common::{test_args, Switch};
 
     #[test]
     fn prices_match_the_sequential_loop_and_parity_holds() {
         for procs in [1, 2, 3] {
-            let record = run(&test_args(1001, 2, procs, Fusion::Off)).unwrap();
+            let record = run(&test_args(1001, 2, procs, Switch::Off)).unwrap();
             assert!(
                 record.check <= 1e-12,
                 "procs {procs}: check {}",
@@ -100,7 +100,7 @@ mod tests {
             assert_eq!(record.tasks_issued_per_iter, record.tasks_executed_per_iter);
             // Fused, an iteration's element-wise tasks run as one task (or fewer: the window
             // may join independent iterations).
-            let record = run(&test_args(1001, 2, procs, Fusion::On)).unwrap();
+            let record = run(&test_args(1001, 2, procs, Switch::On)).unwrap();
             assert!(
                 record.check <= 1e-12,
                 "procs {procs}: fused check {}",

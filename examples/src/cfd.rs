@@ -456,7 +456,7 @@ pub fn simulate(args: &AppArgs, init: &Fields) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{test_args, Fusion};
+    use crate::common::{test_args, Switch};
 
     /// From rest (the benchmark's start) and from a stirred start that exercises the
     /// pressure solver and the `v` update, on 1, 2 and 3 processors, fused and unfused.
@@ -464,10 +464,10 @@ mod tests {
     fn cfd_matches_the_sequential_loop() {
         let n = 17;
         for (procs, fusion) in [
-            (1, Fusion::Off),
-            (2, Fusion::On),
-            (3, Fusion::Off),
-            (3, Fusion::On),
+            (1, Switch::Off),
+            (2, Switch::On),
+            (3, Switch::Off),
+            (3, Switch::On),
         ] {
             let args = test_args(n, 3, procs, fusion);
             for (start, record) in [
@@ -480,7 +480,7 @@ mod tests {
                     record.check
                 );
                 assert!(record.tasks_issued_per_iter > 0.0);
-                if fusion == Fusion::Off {
+                if fusion == Switch::Off {
                     assert_eq!(record.tasks_issued_per_iter, record.tasks_executed_per_iter);
                 } else {
                     assert!(record.tasks_executed_per_iter < record.tasks_issued_per_iter / 2.0);

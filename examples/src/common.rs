@@ -8,12 +8,13 @@ use clap::{Args, ValueEnum};
 use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
+use diffuse_jit::{Jit, JitStats};
 use serde::Serialize;
 
-/// Whether task fusion is enabled.
+/// An on/off command-line setting (`--fusion`, `--jit`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Fusion {
+pub enum Switch {
     /// Tasks are buffered in a window and fusible runs of them execute as fused tasks.
     On,
     /// Every task executes as submitted.
@@ -38,8 +39,11 @@ pub struct AppArgs {
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
     /// Task fusion.
-    #[arg(long, value_enum, default_value_t = Fusion::On)]
-    pub fusion: Fusion,
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub fusion: Switch,
+    /// JIT-compile fused tasks' kernels (with `--fusion on`); `off` runs native kernels.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub jit: Switch,
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
@@ -86,6 +90,8 @@ pub struct Runtime {
     streams: bool,
     /// The Mapple placement, when `--mapper` gave one.
     mapple: Option<Arc<MapplePlacement>>,
+    /// The shared JIT's counters when the run started (its cache outlives runs).
+    jit_at_start: JitStats,
 }
 
 /// What [`Runtime::measure`] observed.
@@ -133,10 +139,11 @@ impl Runtime {
             strip_bytes: args.strip_bytes,
             nodes: args.nodes,
             placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
+            jit: (args.jit == Switch::On).then(Jit::shared),
             ..Default::default()
         })?);
         let config = FusionConfig {
-            enabled: args.fusion == Fusion::On,
+            enabled: args.fusion == Switch::On,
             window: args.window,
         };
         let fusion = Arc::new(diffuse::Runtime::new(backend.clone(), config));
@@ -149,6 +156,7 @@ impl Runtime {
             fusion,
             streams: args.streams,
             mapple,
+            jit_at_start: Jit::shared().stats(),
         })
     }
 
@@ -231,8 +239,15 @@ impl Runtime {
             tasks_executed_per_iter: m.tasks_executed_per_iter,
             peak_store_bytes: m.peak_store_bytes,
             check,
-            compile_seconds: 0.0,
+            jit: args.jit,
+            compile_seconds: self.jit_stats().compile_seconds - self.jit_at_start.compile_seconds,
+            kernels_compiled: self.jit_stats().kernels_compiled - self.jit_at_start.kernels_compiled,
+            compiled_points: self.backend.compiled_points(),
         }
+    }
+
+    fn jit_stats(&self) -> JitStats {
+        self.backend.jit().map_or(self.jit_at_start, |j| j.stats())
     }
 }
 
@@ -256,11 +271,12 @@ pub fn max_error(got: &[f64], want: &[f64]) -> f64 {
 
 /// Flags for unit tests of the applications: small and quick.
 #[cfg(test)]
-pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Fusion) -> AppArgs {
+pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArgs {
     AppArgs {
         n,
         iters,
         fusion,
+        jit: Switch::On,
         window: None,
         streams: false,
         mapper: None,
@@ -281,7 +297,7 @@ pub struct RunRecord {
     /// Backend that executed it.
     pub backend: Backend,
     /// Fusion setting.
-    pub fusion: Fusion,
+    pub fusion: Switch,
     /// Problem size.
     pub n: usize,
     /// Timed iterations.
@@ -301,8 +317,14 @@ pub struct RunRecord {
     /// Max error against a plain sequential reference computed in the same run (absolute
     /// for values below 1, relative above).
     pub check: f64,
-    /// Seconds spent compiling kernels (no JIT exists yet, so nothing is compiled: 0).
+    /// JIT setting.
+    pub jit: Switch,
+    /// Seconds this run spent compiling kernels (warm-up, mostly).
     pub compile_seconds: f64,
+    /// Kernels this run compiled (kernels already in the process-wide cache are reused).
+    pub kernels_compiled: u64,
+    /// Point tasks that ran a compiled kernel, warm-up included.
+    pub compiled_points: u64,
 }
 
 /// Prints the record as JSON (`--json`) or as a short summary.
@@ -311,19 +333,25 @@ pub fn report(record: &RunRecord, json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(record)?);
     } else {
         println!(
-            "{}: n={} iters={} procs={} backend={:?} fusion={:?}\n  {:.3} ms/iter (warm-up {:.3} ms), \
-             {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  check (max abs error vs sequential loop): {:e}",
+            "{}: n={} iters={} procs={} backend={:?} fusion={:?} jit={:?}\n  {:.3} ms/iter (warm-up {:.3} ms), \
+             {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  \
+             compiled {} kernels in {:.3} s; {} point tasks ran compiled code\n  \
+             check (max abs error vs sequential loop): {:e}",
             record.app,
             record.n,
             record.iters,
             record.procs,
             record.backend,
             record.fusion,
+            record.jit,
             record.seconds_per_iter * 1e3,
             record.warmup_seconds * 1e3,
             record.tasks_issued_per_iter,
             record.tasks_executed_per_iter,
             record.peak_store_bytes as f64 / (1024.0 * 1024.0),
+            record.kernels_compiled,
+            record.compile_seconds,
+            record.compiled_points,
             record.check
         );
     }

@@ -66,12 +66,12 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{test_args, Fusion};
+    use crate::common::{test_args, Switch};
 
     #[test]
     fn jacobi_matches_the_sequential_loop() {
         for procs in [1, 2, 3, 4] {
-            for (fusion, executed) in [(Fusion::Off, 3.0), (Fusion::On, 2.0)] {
+            for (fusion, executed) in [(Switch::Off, 3.0), (Switch::On, 2.0)] {
                 let record = run(&test_args(37, 4, procs, fusion)).unwrap();
                 assert!(
                     record.check <= 1e-12,

@@ -72,12 +72,12 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{test_args, Fusion};
+    use crate::common::{test_args, Switch};
 
     #[test]
     fn stencil_matches_the_sequential_loop() {
         for procs in [1, 2, 3] {
-            for (fusion, executed) in [(Fusion::Off, 6.0), (Fusion::On, 2.0)] {
+            for (fusion, executed) in [(Switch::Off, 6.0), (Switch::On, 2.0)] {
                 let record = run(&test_args(29, 3, procs, fusion)).unwrap();
                 assert!(
                     record.check <= 1e-12,

@@ -154,8 +154,8 @@ mod tests {
 
     #[test]
     fn ir_stencil_matches_the_sequential_loop() {
-        use crate::common::{test_args, Fusion};
-        for (fusion, executed) in [(Fusion::Off, 6.0), (Fusion::On, 2.0)] {
+        use crate::common::{test_args, Switch};
+        for (fusion, executed) in [(Switch::Off, 6.0), (Switch::On, 2.0)] {
             let record = run(&test_args(37, 3, 3, fusion)).unwrap();
             assert!(record.check <= 1e-12, "check {}", record.check);
             assert_eq!(record.tasks_issued_per_iter, 6.0);

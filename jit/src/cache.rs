@@ -40,6 +40,12 @@ pub struct Jit {
     compile_nanos: AtomicU64,
 }
 
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jit").field("stats", &self.stats()).finish()
+    }
+}
+
 impl Default for Jit {
     fn default() -> Self {
         Self::new()
@@ -58,6 +64,12 @@ impl Jit {
             hits: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
         }
+    }
+
+    /// The process-wide JIT: one cache shared by every runtime in the process.
+    pub fn shared() -> Arc<Jit> {
+        static SHARED: std::sync::OnceLock<Arc<Jit>> = std::sync::OnceLock::new();
+        Arc::clone(SHARED.get_or_init(|| Arc::new(Jit::new())))
     }
 
     /// The kernel for `signature`, compiled now if it was never requested. A signature that

@@ -14,7 +14,7 @@ use melior::utility::{
 };
 use melior::Context;
 use mlir_sys::{
-    mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineLookup,
+    mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineDumpToObjectFile, mlirExecutionEngineLookup,
     MlirExecutionEngine, MlirStringRef,
 };
 
@@ -112,9 +112,19 @@ impl MlirSession {
     /// up `symbol`'s packed entry point.
     pub(crate) fn jit(&self, module: &Module<'_>, symbol: &str) -> Result<NativeCode, MlirFailure> {
         self.take_diagnostics();
+        // `DIFFUSE_JIT_OBJECT=<path>` writes the machine code of each compiled kernel there
+        // (the last one wins), for inspecting what LLVM made of it (`objdump -d`).
+        let object = std::env::var("DIFFUSE_JIT_OBJECT").ok();
         // SAFETY: the module is valid; no shared libraries are passed.
         let raw = unsafe {
-            mlirExecutionEngineCreate(module.to_raw(), 3, 0, std::ptr::null::<MlirStringRef>(), false, false)
+            mlirExecutionEngineCreate(
+                module.to_raw(),
+                3,
+                0,
+                std::ptr::null::<MlirStringRef>(),
+                object.is_some(),
+                false,
+            )
         };
         if raw.ptr.is_null() {
             return Err(self.failure("translation to LLVM", "the execution engine was not created"));
@@ -138,6 +148,18 @@ impl MlirSession {
             return Err(self.failure("symbol lookup", format!("no symbol {packed}")));
         }
         code.entry = entry;
+        if let Some(path) = object {
+            // SAFETY: `raw` is live; the path outlives the call.
+            unsafe {
+                mlirExecutionEngineDumpToObjectFile(
+                    raw,
+                    MlirStringRef {
+                        data: path.as_ptr().cast(),
+                        length: path.len(),
+                    },
+                )
+            };
+        }
         Ok(code)
     }
 }

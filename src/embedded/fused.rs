@@ -1,5 +1,6 @@
-//! Running a fused task: each point task runs the constituents' native variants in program
-//! order on one processor. Temporaries live in point-local buffers and never get a store
+//! Running a fused task: each point task runs its JIT-compiled kernel when the fused task has
+//! one (see [`compiled`]), and otherwise the constituents' native variants in program order
+//! on one processor. Temporaries live in point-local buffers and never get a store
 //! allocation; reductions keep one accumulator per constituent argument and are folded
 //! constituent by constituent, points in order (the unfused order).
 //!
@@ -17,6 +18,7 @@ use diffuse_ir::{
 };
 use hashbrown::HashMap;
 
+use super::compiled;
 use super::launch::{dispatch, first_use, fold, raw_view, run_point_task, ArgPlacement};
 use super::memory::{BufferCache, HostBuffer};
 use super::EmbeddedBackend;
@@ -41,8 +43,20 @@ pub(super) fn run_fused(backend: &EmbeddedBackend, fused: &FusedTask) -> Result<
         }
     }
 
+    let compiled = backend
+        .jit
+        .as_ref()
+        .and_then(|jit| compiled::prepare(jit, fused, &points));
     let run_point = |i: usize| -> Result<Vec<Contribution>, KernelError> {
         let p = points[i];
+        if let Some(outcome) = compiled.as_ref().and_then(|c| c.run_point(&p, &buffers)) {
+            backend.compiled_points.fetch_add(1, Ordering::Relaxed);
+            return outcome.map_err(|reason| KernelError {
+                kind: fused.name(),
+                point: p,
+                reason,
+            });
+        }
         let placements: Vec<Vec<ArgPlacement>> = fused
             .constituents()
             .iter()

@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use diffuse_ir::{
     IndexTask, IrError, KernelError, Point, PointTask, Privilege, RawView, Rect, ReductionOp,
-    Shape, TaskArg, TaskKind, Tuple,
+    Shape, StoreRef, TaskArg, TaskKind, Tuple,
 };
 
 use super::memory::{for_each_rect_row, FirstUse, HostBuffer};
@@ -24,11 +24,21 @@ impl ArgPlacement {
     /// when it reduces.
     pub(super) fn of(arg: &TaskArg, p: &Point) -> Self {
         let rect = arg.partition.sub_store(arg.store.shape(), p);
-        let accumulator = match arg.privilege {
-            Privilege::Reduce(op) => Some(accumulator(arg.store.dtype(), &rect, op)),
-            _ => None,
-        };
-        ArgPlacement { rect, accumulator }
+        match arg.privilege {
+            Privilege::Reduce(op) => Self::reduction(&arg.store, rect, op),
+            _ => ArgPlacement {
+                rect,
+                accumulator: None,
+            },
+        }
+    }
+
+    /// The placement of a reduction into `rect` of `store`: an identity-filled accumulator.
+    pub(super) fn reduction(store: &StoreRef, rect: Rect, op: ReductionOp) -> Self {
+        ArgPlacement {
+            accumulator: Some(accumulator(store.dtype(), &rect, op)),
+            rect,
+        }
     }
 }
 
@@ -170,21 +180,13 @@ pub(super) fn raw_view(
         },
         None => {
             let strides = store_shape.row_major_strides();
-            let start: i64 = if place.rect.is_empty() {
-                0
-            } else {
-                (0..place.rect.dims())
-                    .map(|d| place.rect.lo[d] * strides[d])
-                    .sum()
-            };
-            let offset = start as usize * buf.dtype().size_bytes();
             // SAFETY: `rect` lies inside the store (sub-stores are clipped to it), so every
             // addressed element is inside the buffer. Validation proved that arguments that
             // change a store use an injective tiling (or a single point) and that no other
             // argument names that store, so no two point tasks touch a written element.
             unsafe {
                 RawView::new(
-                    buf.as_ptr().add(offset),
+                    store_address(buf, store_shape, &place.rect),
                     buf.dtype(),
                     place.rect,
                     store_shape,
@@ -194,6 +196,20 @@ pub(super) fn raw_view(
             }
         }
     }
+}
+
+/// The address of the first element of the box `rect` of a store of shape `shape` held in
+/// `buf` (the buffer's start for an empty box).
+pub(super) fn store_address(buf: &HostBuffer, shape: Shape, rect: &Rect) -> *mut u8 {
+    let strides = shape.row_major_strides();
+    let start: i64 = if rect.is_empty() {
+        0
+    } else {
+        (0..rect.dims()).map(|d| rect.lo[d] * strides[d]).sum()
+    };
+    // SAFETY: a non-empty `rect` lies inside the store, so its first element is inside the
+    // buffer; an empty one gives the buffer's start.
+    unsafe { buf.as_ptr().add(start as usize * buf.dtype().size_bytes()) }
 }
 
 /// Folds one accumulator into the box `rect` of a store of shape `shape`.

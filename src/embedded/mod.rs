@@ -5,6 +5,7 @@
 //! contiguous block of points; `Reduce` arguments get private per-point accumulators that are
 //! folded into the store in point order afterwards, so results never depend on thread timing.
 
+mod compiled;
 mod fused;
 mod launch;
 mod memory;
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use diffuse_fusion::FusedTask;
+use diffuse_jit::Jit;
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
 
 use diffuse_ir::with_element_type;
@@ -38,6 +40,10 @@ pub struct EmbeddedConfig {
     /// (default 1 MiB: the strip's rows of every store the task touches stay in a core's L2
     /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
     pub strip_bytes: usize,
+    /// The kernel compiler for fused tasks: `None` runs every task's native variants. The
+    /// default is the process-wide [`Jit::shared`], so kernels compiled once serve every
+    /// runtime in the process.
+    pub jit: Option<Arc<Jit>>,
 }
 
 impl Default for EmbeddedConfig {
@@ -49,6 +55,7 @@ impl Default for EmbeddedConfig {
             nodes: 1,
             placement: None,
             strip_bytes: 1 << 20,
+            jit: Some(Jit::shared()),
         }
     }
 }
@@ -62,6 +69,8 @@ pub struct EmbeddedBackend {
     strip_bytes: usize,
     placement: Option<Arc<dyn crate::Placement>>,
     strip_points: AtomicU64,
+    jit: Option<Arc<Jit>>,
+    compiled_points: AtomicU64,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
     /// Serializes tasks and host copies submitted from different application threads.
@@ -106,6 +115,8 @@ impl EmbeddedBackend {
             strip_bytes: config.strip_bytes.max(1),
             placement: config.placement,
             strip_points: AtomicU64::new(0),
+            jit: config.jit,
+            compiled_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
@@ -130,6 +141,16 @@ impl EmbeddedBackend {
     /// Number of fused point tasks that ran strip by strip so far.
     pub fn strip_points(&self) -> u64 {
         self.strip_points.load(Ordering::Relaxed)
+    }
+
+    /// Point tasks of fused tasks that ran a JIT-compiled kernel.
+    pub fn compiled_points(&self) -> u64 {
+        self.compiled_points.load(Ordering::Relaxed)
+    }
+
+    /// The kernel compiler in use, if any.
+    pub fn jit(&self) -> Option<&Arc<Jit>> {
+        self.jit.as_ref()
     }
 
     /// Number of point tasks executed so far.

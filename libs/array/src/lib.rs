@@ -35,6 +35,7 @@ mod element;
 mod error;
 mod kernels;
 mod kinds;
+mod mlir;
 mod ops;
 mod partitioner;
 mod slice;

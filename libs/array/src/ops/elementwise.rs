@@ -22,6 +22,7 @@ use crate::element::{
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::{for_each_out_row, output_arg, sources, Broadcast, Row, Slot};
 use crate::kinds::{kind, undefined};
+use crate::mlir::ElementwiseGenerator;
 
 /// A one-operand element-wise operation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -252,7 +253,7 @@ pub struct ElementwiseKind {
 
 impl ElementwiseKind {
     /// The task kind's name: `array.<op>.<dtype>.<pattern>` (`array.cast.<from>.<to>`).
-    fn kind_name(&self) -> String {
+    pub(crate) fn kind_name(&self) -> String {
         let pattern = pattern(&self.operands);
         match self.op {
             ElementwiseOp::Unary(op) => format!("array.{}.{}.{pattern}", op.name(), self.dtype),
@@ -262,13 +263,15 @@ impl ElementwiseKind {
         }
     }
 
-    /// Registers (once) the kind this describes, its native variant built by `declare`, and
-    /// records the description.
+    /// Registers (once) the kind this describes, its native variant built by `declare` and
+    /// its MLIR generator, and records the description.
     fn register(
         self,
         declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, diffuse_ir::IrError>,
     ) -> Result<Arc<TaskKind>, ArrayError> {
-        let registered = kind(self.kind_name(), declare)?;
+        let registered = kind(self.kind_name(), |b| {
+            declare(b.mlir(Arc::new(ElementwiseGenerator(self.clone()))))
+        })?;
         descriptions()
             .write()
             .unwrap_or_else(|e| e.into_inner())

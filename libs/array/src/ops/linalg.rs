@@ -7,6 +7,8 @@
 //! `matmul` launches over the output's grid; each point reads a band of rows of the left
 //! matrix and a band of columns of the right one.
 
+use std::sync::Arc;
+
 use diffuse_ir::{
     IndexTask, KernelError, PointTask, Privilege, ProjComponent, Projection, ReductionOp, Shape,
     Tuple,
@@ -17,6 +19,7 @@ use crate::broadcast::block;
 use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined};
+use crate::mlir::{Product, ProductGenerator};
 use crate::ops::reduce::fold_products;
 
 /// Operand checks shared by both products.
@@ -147,11 +150,16 @@ impl Array {
             "array.matvec{}.{dtype}",
             if accumulate { "_partial" } else { "" }
         );
+        let generator = Arc::new(ProductGenerator {
+            name: name.clone(),
+            product: Product::Matvec,
+        });
         let kind = kind(name, move |b| {
             let b = b
                 .arg("a", dtype, Privilege::Read)
                 .arg("x", dtype, Privilege::Read)
-                .arg("y", dtype, y_privilege);
+                .arg("y", dtype, y_privilege)
+                .mlir(generator);
             with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype))
         })?;
         // x is tiled like the matrix's columns, y like its rows.
@@ -187,11 +195,17 @@ impl Array {
             return Ok(c);
         }
         let launch = cx.launch_for(out_shape);
-        let kind = kind(format!("array.matmul.{dtype}"), move |bld| {
+        let name = format!("array.matmul.{dtype}");
+        let generator = Arc::new(ProductGenerator {
+            name: name.clone(),
+            product: Product::Matmul,
+        });
+        let kind = kind(name, move |bld| {
             let bld = bld
                 .arg("a", dtype, Privilege::Read)
                 .arg("b", dtype, Privilege::Read)
-                .arg("c", dtype, Privilege::Write);
+                .arg("c", dtype, Privilege::Write)
+                .mlir(generator);
             with_numeric!(dtype, T => bld.register(matmul_kernel::<T>()), else undefined("matmul", dtype))
         })?;
         let band = |rows: i64, cols: i64, comps: [ProjComponent; 2]| -> Result<_, ArrayError> {

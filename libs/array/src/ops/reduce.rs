@@ -5,6 +5,8 @@
 //! store, so solver loops can keep computing with it (`rho / dot`) without waiting; only
 //! `item()` waits.
 
+use std::sync::Arc;
+
 use diffuse_ir::{
     DType, Element, IndexTask, KernelError, PointTask, Privilege, ReductionOp, Tuple,
 };
@@ -13,6 +15,7 @@ use crate::array::Array;
 use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined};
+use crate::mlir::ReductionGenerator;
 use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp};
 
 /// Eight independent partial results per row: the loop vectorizes, and float sums lose less
@@ -155,7 +158,13 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
         if product {
             b = b.arg("y", dtype, Privilege::Read).aligned(&[0, 1]);
         }
-        let b = b.arg("out", dtype, Privilege::Reduce(op));
+        let b = b
+            .arg("out", dtype, Privilege::Reduce(op))
+            .mlir(Arc::new(ReductionGenerator {
+                name: format!("array.{name}.{dtype}"),
+                op,
+                product,
+            }));
         with_numeric!(dtype, T => b.register(reduce_kernel::<T>(op, product)), else undefined(name, dtype))
     })?;
     let shape = x.shape();

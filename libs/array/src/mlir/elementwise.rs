@@ -1,0 +1,562 @@
+//! The generator of the element-wise kinds, and the scalar operations their bodies are made
+//! of (also used by the reductions).
+
+use diffuse_ir::{
+    element_type, DType, KernelError, MlirArg, MlirGenerator, MlirSignature, Privilege,
+};
+
+use super::{
+    arg_name, check_arg, check_counts, dim_list, function, generic, scalar_name, unsupported,
+    Emitter, Loop, Operand,
+};
+use crate::element::is_float;
+use crate::kernels::Slot;
+use crate::ops::elementwise::{BinaryOp, ElementwiseKind, ElementwiseOp, UnaryOp};
+
+/// Generates the kernel of an element-wise kind from its description: one `linalg.generic`
+/// with a parallel loop per output dimension. Each array operand is indexed NumPy-style: its
+/// dimensions align with the output's trailing ones, and a dimension of extent 1 (per
+/// [`MlirArg::unit_dims`]) where the output's is not is read at index 0.
+pub(crate) struct ElementwiseGenerator(pub(crate) ElementwiseKind);
+
+impl MlirGenerator for ElementwiseGenerator {
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let k = &self.0;
+        let name = k.kind_name();
+        let conditions = usize::from(k.op == ElementwiseOp::Where);
+        let arrays = k.operands.iter().filter(|&&s| s == Slot::Array).count();
+        let scalars = vec![k.dtype; k.operands.len() - arrays];
+        check_counts(&name, sig, conditions + arrays + 1, &scalars)?;
+        check_description(&name, k)?;
+        let out_index = sig.args.len() - 1;
+        let out = check_arg(
+            &name,
+            sig,
+            out_index,
+            k.result,
+            &[Privilege::Write, Privilege::ReadWrite],
+        )?;
+        let mut ins = Vec::with_capacity(out_index);
+        for i in 0..out_index {
+            let dtype = if i < conditions { DType::Bool } else { k.dtype };
+            let arg = check_arg(&name, sig, i, dtype, &[Privilege::Read])?;
+            let map = broadcast_map(arg, out).ok_or_else(|| {
+                unsupported(
+                    &name,
+                    format!(
+                        "argument {i} has {} dimensions, more than the output's {}",
+                        arg.rank, out.rank
+                    ),
+                )
+            })?;
+            ins.push(Operand::of(arg, arg_name(i), map));
+        }
+        let out_operand = Operand::of(out, arg_name(out_index), dim_list(0..out.rank));
+        function(&name, symbol, sig, |e| {
+            let loops = vec![Loop::Parallel; out.rank];
+            let result = generic(e, &loops, &ins, &out_operand, |e, xs, _| {
+                // The value operands in order: block arguments for arrays (after the
+                // condition), function arguments for scalars.
+                let (mut array, mut scalar) = (conditions, 0);
+                let values: Vec<String> = k
+                    .operands
+                    .iter()
+                    .map(|slot| match slot {
+                        Slot::Array => {
+                            array += 1;
+                            xs[array - 1].clone()
+                        }
+                        Slot::Scalar => {
+                            scalar += 1;
+                            scalar_name(scalar - 1)
+                        }
+                    })
+                    .collect();
+                let undefined = || unsupported(&name, "the operation is not defined for its dtype");
+                Ok(match k.op {
+                    ElementwiseOp::Unary(op) => {
+                        unary_op(e, op, k.dtype, &values[0]).ok_or_else(undefined)?
+                    }
+                    ElementwiseOp::Binary(op) => {
+                        binary_op(e, op, k.dtype, &values[0], &values[1]).ok_or_else(undefined)?
+                    }
+                    ElementwiseOp::Where => {
+                        let zero = e.zero(DType::Bool);
+                        let c = e.value(format_args!("arith.cmpi ne, {}, {zero} : i8", xs[0]));
+                        select(e, &c, &values[0], &values[1], k.dtype)
+                    }
+                    ElementwiseOp::Cast => convert(e, k.dtype, k.result, &values[0]),
+                })
+            })?;
+            Ok(vec![result])
+        })
+    }
+}
+
+/// Checks that the description is one the library registers: the operand count fits the
+/// operation, and the result dtype is the operation's on the operand dtype.
+fn check_description(name: &str, k: &ElementwiseKind) -> Result<(), KernelError> {
+    let (operands, result) = match k.op {
+        ElementwiseOp::Unary(op) => (1, op.result_dtype(k.dtype).ok()),
+        ElementwiseOp::Binary(op) => (2, op.result_dtype(k.dtype).ok()),
+        ElementwiseOp::Where => (2, Some(k.dtype)),
+        ElementwiseOp::Cast => (1, Some(k.result)),
+    };
+    if k.operands.len() != operands || result != Some(k.result) {
+        return Err(unsupported(
+            name,
+            format!(
+                "{:?} on {} with {} operands into {} is not a defined operation",
+                k.op,
+                k.dtype,
+                k.operands.len(),
+                k.result
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The results of the indexing map of an input `arg` broadcast NumPy-style against an
+/// output `out` (the loops are the output's dimensions): the input's dimension `j` is the
+/// output's `j + out.rank - arg.rank`, or the constant 0 where the input has extent 1 and the
+/// output may not. `None` when the input has more dimensions than the output.
+fn broadcast_map(arg: &MlirArg, out: &MlirArg) -> Option<String> {
+    let shift = out.rank.checked_sub(arg.rank)?;
+    let results: Vec<String> = (0..arg.rank)
+        .map(|j| {
+            let d = j + shift;
+            if arg.is_unit(j) && !out.is_unit(d) {
+                "0".to_string()
+            } else {
+                format!("d{d}")
+            }
+        })
+        .collect();
+    Some(results.join(", "))
+}
+
+/// Emits `arith.<op> a, b` with `float_op` for float `dtype`s, `int_op` otherwise.
+fn arith(e: &mut Emitter, ops: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
+    let op = if is_float(dtype) { ops.0 } else { ops.1 };
+    e.value(format_args!(
+        "arith.{op} {a}, {b} : {}",
+        element_type(dtype)
+    ))
+}
+
+/// Compares `a` and `b` of `dtype` with the float predicate `preds.0` or the signed-integer
+/// one `preds.1`, and returns the outcome as a bool byte.
+fn compare(e: &mut Emitter, preds: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
+    let (op, pred) = if is_float(dtype) {
+        ("cmpf", preds.0)
+    } else {
+        ("cmpi", preds.1)
+    };
+    let bit = e.value(format_args!(
+        "arith.{op} {pred}, {a}, {b} : {}",
+        element_type(dtype)
+    ));
+    bool_byte(e, &bit)
+}
+
+/// An `i1` as the bool byte 0 or 1.
+fn bool_byte(e: &mut Emitter, bit: &str) -> String {
+    e.value(format_args!("arith.extui {bit} : i1 to i8"))
+}
+
+/// `c ? a : b` for an `i1` condition and values of `dtype`.
+fn select(e: &mut Emitter, c: &str, a: &str, b: &str, dtype: DType) -> String {
+    e.value(format_args!(
+        "arith.select {c}, {a}, {b} : {}",
+        element_type(dtype)
+    ))
+}
+
+/// `0 - x` for an integer `dtype` (wrapping).
+fn int_negate(e: &mut Emitter, x: &str, dtype: DType) -> String {
+    let zero = e.zero(dtype);
+    arith(e, ("", "subi"), dtype, &zero, x)
+}
+
+/// `op(x)` for an operand of `dtype`, as the native kernels compute it; `None` where the
+/// operation is not defined for `dtype`.
+pub(super) fn unary_op(e: &mut Emitter, op: UnaryOp, dtype: DType, x: &str) -> Option<String> {
+    let ty = element_type(dtype);
+    let float = is_float(dtype);
+    let math = |e: &mut Emitter, f: &str| e.value(format_args!("math.{f} {x} : {ty}"));
+    Some(match op {
+        UnaryOp::Copy => x.to_string(),
+        UnaryOp::Neg if float => e.value(format_args!("arith.negf {x} : {ty}")),
+        UnaryOp::Neg if dtype != DType::Bool => int_negate(e, x, dtype),
+        UnaryOp::Abs if float => math(e, "absf"),
+        // `wrapping_abs`: the most negative value stays itself.
+        UnaryOp::Abs if dtype != DType::Bool => {
+            let zero = e.zero(dtype);
+            let negative = e.value(format_args!("arith.cmpi slt, {x}, {zero} : {ty}"));
+            let negated = int_negate(e, x, dtype);
+            select(e, &negative, &negated, x, dtype)
+        }
+        UnaryOp::Not if dtype == DType::Bool => {
+            let zero = e.zero(dtype);
+            let bit = e.value(format_args!("arith.cmpi eq, {x}, {zero} : i8"));
+            bool_byte(e, &bit)
+        }
+        UnaryOp::Exp if float => math(e, "exp"),
+        UnaryOp::Log if float => math(e, "log"),
+        UnaryOp::Sqrt if float => math(e, "sqrt"),
+        UnaryOp::Erf if float => math(e, "erf"),
+        UnaryOp::Sin if float => math(e, "sin"),
+        UnaryOp::Cos if float => math(e, "cos"),
+        UnaryOp::Tanh if float => math(e, "tanh"),
+        _ => return None,
+    })
+}
+
+/// `op(a, b)` for operands of `dtype`, as the native kernels compute it; `None` where the
+/// operation is not defined for `dtype`.
+pub(super) fn binary_op(
+    e: &mut Emitter,
+    op: BinaryOp,
+    dtype: DType,
+    a: &str,
+    b: &str,
+) -> Option<String> {
+    let float = is_float(dtype);
+    let numeric = dtype != DType::Bool;
+    Some(match op {
+        BinaryOp::Add if numeric => arith(e, ("addf", "addi"), dtype, a, b),
+        BinaryOp::Sub if numeric => arith(e, ("subf", "subi"), dtype, a, b),
+        BinaryOp::Mul if numeric => arith(e, ("mulf", "muli"), dtype, a, b),
+        BinaryOp::Div if float => arith(e, ("divf", ""), dtype, a, b),
+        BinaryOp::Pow if float => {
+            e.value(format_args!("math.powf {a}, {b} : {}", element_type(dtype)))
+        }
+        // NaN-propagating for floats, like the native `maximum` and `minimum`.
+        BinaryOp::Maximum if numeric => arith(e, ("maximumf", "maxsi"), dtype, a, b),
+        BinaryOp::Minimum if numeric => arith(e, ("minimumf", "minsi"), dtype, a, b),
+        // Rust's float comparisons are false on NaN, except `!=`.
+        BinaryOp::Less if numeric => compare(e, ("olt", "slt"), dtype, a, b),
+        BinaryOp::LessEqual if numeric => compare(e, ("ole", "sle"), dtype, a, b),
+        BinaryOp::Greater if numeric => compare(e, ("ogt", "sgt"), dtype, a, b),
+        BinaryOp::GreaterEqual if numeric => compare(e, ("oge", "sge"), dtype, a, b),
+        BinaryOp::Equal => compare(e, ("oeq", "eq"), dtype, a, b),
+        BinaryOp::NotEqual => compare(e, ("une", "ne"), dtype, a, b),
+        BinaryOp::And if !numeric => arith(e, ("", "andi"), dtype, a, b),
+        BinaryOp::Or if !numeric => arith(e, ("", "ori"), dtype, a, b),
+        _ => return None,
+    })
+}
+
+/// `x` of `from` converted to `to` as the native `cast` does it (Rust's `as` through `f64`
+/// when either side is a float, through `i64` otherwise): conversions the table below does
+/// not do in one step go through that wide type.
+fn convert(e: &mut Emitter, from: DType, to: DType, x: &str) -> String {
+    use DType::*;
+    let (src, dst) = (element_type(from), element_type(to));
+    match (from, to) {
+        _ if from == to => x.to_string(),
+        (F32, F64) => e.value(format_args!("arith.extf {x} : f32 to f64")),
+        (I64 | I32, F64) => e.value(format_args!("arith.sitofp {x} : {src} to f64")),
+        (Bool, F64) => e.value(format_args!("arith.uitofp {x} : i8 to f64")),
+        (I32, I64) => e.value(format_args!("arith.extsi {x} : i32 to i64")),
+        (Bool, I64) => e.value(format_args!("arith.extui {x} : i8 to i64")),
+        (F64, F32) => e.value(format_args!("arith.truncf {x} : f64 to f32")),
+        (F64, I64 | I32) => saturate(e, x, to),
+        (F64, Bool) => {
+            // `x != 0.0`: true for NaN.
+            let zero = e.zero(F64);
+            let bit = e.value(format_args!("arith.cmpf une, {x}, {zero} : f64"));
+            bool_byte(e, &bit)
+        }
+        (I64, I32) => e.value(format_args!("arith.trunci {x} : i64 to {dst}")),
+        (I64, Bool) => {
+            let zero = e.zero(I64);
+            let bit = e.value(format_args!("arith.cmpi ne, {x}, {zero} : i64"));
+            bool_byte(e, &bit)
+        }
+        _ => {
+            let wide = if is_float(from) || is_float(to) {
+                F64
+            } else {
+                I64
+            };
+            let w = convert(e, from, wide, x);
+            convert(e, wide, to, &w)
+        }
+    }
+}
+
+/// `x as i64` / `x as i32` for an `f64` `x`: truncation toward zero, saturating at the
+/// integer type's bounds, NaN to 0. (`arith.fptosi` alone is poison out of range, so it only
+/// ever sees in-range values.)
+fn saturate(e: &mut Emitter, x: &str, to: DType) -> String {
+    let (ty, min, max) = match to {
+        DType::I32 => ("i32", i64::from(i32::MIN), i64::from(i32::MAX)),
+        _ => ("i64", i64::MIN, i64::MAX),
+    };
+    // -2^(bits-1) and 2^(bits-1), both exact in f64.
+    let lo = e.float(min as f64, DType::F64);
+    let hi = e.float(-(min as f64), DType::F64);
+    let above = e.value(format_args!("arith.cmpf oge, {x}, {hi} : f64"));
+    let below = e.value(format_args!("arith.cmpf olt, {x}, {lo} : f64"));
+    let from_lo = e.value(format_args!("arith.cmpf oge, {x}, {lo} : f64"));
+    let under_hi = e.value(format_args!("arith.cmpf olt, {x}, {hi} : f64"));
+    let fits = e.value(format_args!("arith.andi {from_lo}, {under_hi} : i1"));
+    let zero = e.zero(DType::F64);
+    let safe = select(e, &fits, x, &zero, DType::F64);
+    let truncated = e.value(format_args!("arith.fptosi {safe} : f64 to {ty}"));
+    let max = e.constant(max, ty);
+    let min = e.constant(min, ty);
+    let high = select(e, &above, &max, &truncated, to);
+    select(e, &below, &min, &high, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arg(dtype: DType, rank: usize, privilege: Privilege, unit_dims: u8) -> MlirArg {
+        MlirArg {
+            dtype,
+            rank,
+            privilege,
+            unit_dims,
+        }
+    }
+
+    fn read(dtype: DType, rank: usize, unit_dims: u8) -> MlirArg {
+        arg(dtype, rank, Privilege::Read, unit_dims)
+    }
+
+    fn write(dtype: DType, rank: usize) -> MlirArg {
+        arg(dtype, rank, Privilege::Write, 0)
+    }
+
+    fn kind(
+        op: ElementwiseOp,
+        dtype: DType,
+        result: DType,
+        operands: &[Slot],
+    ) -> ElementwiseGenerator {
+        ElementwiseGenerator(ElementwiseKind {
+            op,
+            dtype,
+            result,
+            operands: operands.to_vec(),
+        })
+    }
+
+    fn binary(op: BinaryOp, dtype: DType, operands: &[Slot]) -> ElementwiseGenerator {
+        let result = op.result_dtype(dtype).unwrap();
+        kind(ElementwiseOp::Binary(op), dtype, result, operands)
+    }
+
+    fn generate(g: &ElementwiseGenerator, args: &[MlirArg], scalars: &[DType]) -> String {
+        g.generate("k0", &MlirSignature { args, scalars })
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn inputs_broadcast_through_their_maps() {
+        // out[i, j] = a[0, j] + b[j] for a 1 x n and an n against an m x n output.
+        let g = binary(BinaryOp::Add, DType::F64, &[Slot::Array, Slot::Array]);
+        let text = generate(
+            &g,
+            &[
+                read(DType::F64, 2, 0b01),
+                read(DType::F64, 1, 0),
+                write(DType::F64, 2),
+            ],
+            &[],
+        );
+        assert!(text.contains(
+            "indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = [\"parallel\", \"parallel\"]"
+        ), "{text}");
+        assert!(
+            text.contains(
+                "ins(%a0, %a1 : tensor<?x?xf64>, tensor<?xf64>) outs(%a2 : tensor<?x?xf64>)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("arith.addf %x0, %x1 : f64"), "{text}");
+        // A unit dimension of the output too is indexed normally; a missing one is skipped.
+        let mut out = write(DType::F64, 3);
+        out.unit_dims = 0b010;
+        let text = generate(
+            &g,
+            &[read(DType::F64, 2, 0b11), read(DType::F64, 3, 0b100), out],
+            &[],
+        );
+        assert!(text.contains("affine_map<(d0, d1, d2) -> (d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>"), "{text}");
+    }
+
+    #[test]
+    fn scalars_are_function_arguments_used_in_the_body() {
+        let g = binary(BinaryOp::Sub, DType::I32, &[Slot::Scalar, Slot::Array]);
+        let text = generate(
+            &g,
+            &[read(DType::I32, 1, 0), write(DType::I32, 1)],
+            &[DType::I32],
+        );
+        assert!(text.starts_with("func.func private @k0(%a0: tensor<?xi32>, %a1: tensor<?xi32>, %s0: i32) -> (tensor<?xi32>)"), "{text}");
+        assert!(text.contains("arith.subi %s0, %x0 : i32"), "{text}");
+        // A scalar fill: no inputs, one 0-d output.
+        let fill = kind(
+            ElementwiseOp::Unary(UnaryOp::Copy),
+            DType::Bool,
+            DType::Bool,
+            &[Slot::Scalar],
+        );
+        let text = generate(&fill, &[write(DType::Bool, 0)], &[DType::Bool]);
+        assert!(text.contains("linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []} outs(%a0 : tensor<i8>)"), "{text}");
+        assert!(text.contains("linalg.yield %s0 : i8"), "{text}");
+        assert!(text.contains("return %r0 : tensor<i8>"), "{text}");
+    }
+
+    #[test]
+    fn comparisons_follow_rust_on_nan_and_store_bytes() {
+        let aa = [Slot::Array, Slot::Array];
+        let args = [
+            read(DType::F32, 1, 0),
+            read(DType::F32, 1, 0),
+            write(DType::Bool, 1),
+        ];
+        for (op, pred) in [
+            (BinaryOp::Less, "cmpf olt"),
+            (BinaryOp::GreaterEqual, "cmpf oge"),
+            (BinaryOp::Equal, "cmpf oeq"),
+            (BinaryOp::NotEqual, "cmpf une"),
+        ] {
+            let text = generate(&binary(op, DType::F32, &aa), &args, &[]);
+            assert!(
+                text.contains(&format!("arith.{pred}, %x0, %x1 : f32")),
+                "{text}"
+            );
+            assert!(text.contains("arith.extui %v0 : i1 to i8"), "{text}");
+            assert!(text.contains("-> (tensor<?xi8>)"), "{text}");
+        }
+        let args = [
+            read(DType::I64, 1, 0),
+            read(DType::I64, 1, 0),
+            write(DType::Bool, 1),
+        ];
+        let text = generate(&binary(BinaryOp::LessEqual, DType::I64, &aa), &args, &[]);
+        assert!(text.contains("arith.cmpi sle, %x0, %x1 : i64"), "{text}");
+    }
+
+    #[test]
+    fn where_selects_on_a_nonzero_condition_byte() {
+        let g = kind(
+            ElementwiseOp::Where,
+            DType::F64,
+            DType::F64,
+            &[Slot::Array, Slot::Scalar],
+        );
+        let text = generate(
+            &g,
+            &[
+                read(DType::Bool, 1, 0b1),
+                read(DType::F64, 2, 0),
+                write(DType::F64, 2),
+            ],
+            &[DType::F64],
+        );
+        assert!(
+            text.contains("affine_map<(d0, d1) -> (0)>, affine_map<(d0, d1) -> (d0, d1)>"),
+            "{text}"
+        );
+        assert!(text.contains("arith.cmpi ne, %x0, %v0 : i8"), "{text}");
+        assert!(text.contains("arith.select %v1, %x1, %s0 : f64"), "{text}");
+    }
+
+    #[test]
+    fn float_to_int_casts_saturate_without_poison() {
+        let g = kind(ElementwiseOp::Cast, DType::F32, DType::I32, &[Slot::Array]);
+        let text = generate(&g, &[read(DType::F32, 1, 0), write(DType::I32, 1)], &[]);
+        // Through f64, as the native cast goes.
+        assert!(text.contains("arith.extf %x0 : f32 to f64"), "{text}");
+        // -2^31 and 2^31 as f64 bits, and the saturated values.
+        assert!(
+            text.contains("arith.constant 0xC1E0000000000000 : f64"),
+            "{text}"
+        );
+        assert!(
+            text.contains("arith.constant 0x41E0000000000000 : f64"),
+            "{text}"
+        );
+        assert!(text.contains("arith.constant 2147483647 : i32"), "{text}");
+        assert!(text.contains("arith.constant -2147483648 : i32"), "{text}");
+        // fptosi only sees the value selected when it fits.
+        let safe = text.lines().find(|l| l.contains("arith.fptosi")).unwrap();
+        assert!(safe.contains(": f64 to i32"), "{text}");
+        let operand = safe.split_whitespace().nth(3).unwrap();
+        assert!(
+            text.contains(&format!("{operand} = arith.select")),
+            "{text}"
+        );
+        // i64 -> f32 rounds once, through f64.
+        let g = kind(ElementwiseOp::Cast, DType::I64, DType::F32, &[Slot::Array]);
+        let text = generate(&g, &[read(DType::I64, 1, 0), write(DType::F32, 1)], &[]);
+        assert!(text.contains("arith.sitofp %x0 : i64 to f64"), "{text}");
+        assert!(text.contains("arith.truncf %v0 : f64 to f32"), "{text}");
+        // Float to bool is `!= 0.0`, true for NaN.
+        let g = kind(ElementwiseOp::Cast, DType::F64, DType::Bool, &[Slot::Array]);
+        let text = generate(&g, &[read(DType::F64, 1, 0), write(DType::Bool, 1)], &[]);
+        assert!(text.contains("arith.cmpf une, %x0, %v0 : f64"), "{text}");
+    }
+
+    #[test]
+    fn bad_signatures_are_typed_errors() {
+        let g = binary(BinaryOp::Add, DType::F64, &[Slot::Array, Slot::Array]);
+        let sig = |args: &[MlirArg]| {
+            g.generate("k0", &MlirSignature { args, scalars: &[] })
+                .unwrap_err()
+                .reason
+        };
+        // An input with more dimensions than the output.
+        let reason = sig(&[
+            read(DType::F64, 2, 0),
+            read(DType::F64, 1, 0),
+            write(DType::F64, 1),
+        ]);
+        assert!(reason.contains("more than the output's 1"), "{reason}");
+        // Seven dimensions.
+        let reason = sig(&[
+            read(DType::F64, 1, 0),
+            read(DType::F64, 1, 0),
+            write(DType::F64, 7),
+        ]);
+        assert!(reason.contains("at most 6"), "{reason}");
+        // Wrong dtype and wrong argument count.
+        let reason = sig(&[
+            read(DType::F32, 1, 0),
+            read(DType::F64, 1, 0),
+            write(DType::F64, 1),
+        ]);
+        assert!(reason.contains("argument 0 is a f32 store"), "{reason}");
+        assert!(sig(&[read(DType::F64, 1, 0), write(DType::F64, 1)]).contains("expected 3 store"));
+        // An operation the dtype does not have.
+        let exp = kind(
+            ElementwiseOp::Unary(UnaryOp::Exp),
+            DType::I64,
+            DType::I64,
+            &[Slot::Array],
+        );
+        let err = exp
+            .generate(
+                "k0",
+                &MlirSignature {
+                    args: &[read(DType::I64, 1, 0), write(DType::I64, 1)],
+                    scalars: &[],
+                },
+            )
+            .unwrap_err();
+        assert_eq!(err.kind, "array.exp.i64.a");
+        assert!(
+            err.reason.contains("not a defined operation"),
+            "{}",
+            err.reason
+        );
+    }
+}
