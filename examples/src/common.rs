@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
-use diffuse_jit::{Jit, JitStats};
+use diffuse_jit::{CompileMode, Jit, JitStats};
 use serde::Serialize;
 
 /// An on/off command-line setting (`--fusion`, `--jit`).
@@ -22,6 +22,28 @@ pub enum Switch {
 }
 
 /// Which backend executes the tasks. Only `embedded` exists until the Legion backend lands.
+/// The `--jit` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JitMode {
+    /// Compile in the background (the process-wide JIT); native kernels run meanwhile.
+    On,
+    /// Compile on first use, waiting for it.
+    Sync,
+    /// No JIT.
+    Off,
+}
+
+impl JitMode {
+    fn jit(self) -> Option<Arc<Jit>> {
+        match self {
+            JitMode::On => Some(Jit::shared()),
+            JitMode::Sync => Some(Arc::new(Jit::with_mode(CompileMode::Blocking))),
+            JitMode::Off => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
@@ -41,9 +63,11 @@ pub struct AppArgs {
     /// Task fusion.
     #[arg(long, value_enum, default_value_t = Switch::On)]
     pub fusion: Switch,
-    /// JIT-compile fused tasks' kernels (with `--fusion on`); `off` runs native kernels.
-    #[arg(long, value_enum, default_value_t = Switch::On)]
-    pub jit: Switch,
+    /// JIT-compile fused tasks' kernels (with `--fusion on`): `on` compiles in the
+    /// background while native kernels run, `sync` compiles before running, `off` runs
+    /// native kernels only.
+    #[arg(long, value_enum, default_value_t = JitMode::On)]
+    pub jit: JitMode,
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
@@ -98,6 +122,8 @@ pub struct Runtime {
 pub struct Measurement {
     /// Seconds of the warm-up iteration.
     pub warmup_seconds: f64,
+    /// Seconds waited after the warm-up for background compilations.
+    pub compile_wait_seconds: f64,
     /// Mean seconds per timed iteration.
     pub seconds_per_iter: f64,
     /// Index tasks submitted per timed iteration.
@@ -139,13 +165,14 @@ impl Runtime {
             strip_bytes: args.strip_bytes,
             nodes: args.nodes,
             placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
-            jit: (args.jit == Switch::On).then(Jit::shared),
+            jit: args.jit.jit(),
             ..Default::default()
         })?);
         let config = FusionConfig {
             enabled: args.fusion == Switch::On,
             window: args.window,
         };
+        let jit_at_start = backend.jit().map(|j| j.stats()).unwrap_or_default();
         let fusion = Arc::new(diffuse::Runtime::new(backend.clone(), config));
         let ctx = Context::new(fusion.clone());
         let arrays = ArrayContext::new(ctx.clone());
@@ -156,7 +183,7 @@ impl Runtime {
             fusion,
             streams: args.streams,
             mapple,
-            jit_at_start: Jit::shared().stats(),
+            jit_at_start,
         })
     }
 
@@ -188,6 +215,11 @@ impl Runtime {
         step()?;
         self.ctx.flush_window()?;
         let warmup_seconds = start.elapsed().as_secs_f64();
+        let waiting = Instant::now();
+        if let Some(jit) = self.backend.jit() {
+            jit.wait_idle();
+        }
+        let compile_wait_seconds = waiting.elapsed().as_secs_f64();
         if self.streams {
             self.print_streams();
             self.fusion.record_streams(false);
@@ -211,6 +243,7 @@ impl Runtime {
         let per_iter = |n: u64| n as f64 / iters.max(1) as f64;
         Ok(Measurement {
             warmup_seconds,
+            compile_wait_seconds,
             seconds_per_iter: elapsed / iters.max(1) as f64,
             tasks_issued_per_iter: per_iter(self.ctx.tasks_submitted() - issued),
             tasks_executed_per_iter: per_iter(self.backend.tasks_executed() - executed),
@@ -235,13 +268,15 @@ impl Runtime {
             procs: self.backend.procs(),
             seconds_per_iter: m.seconds_per_iter,
             warmup_seconds: m.warmup_seconds,
+            compile_wait_seconds: m.compile_wait_seconds,
             tasks_issued_per_iter: m.tasks_issued_per_iter,
             tasks_executed_per_iter: m.tasks_executed_per_iter,
             peak_store_bytes: m.peak_store_bytes,
             check,
             jit: args.jit,
             compile_seconds: self.jit_stats().compile_seconds - self.jit_at_start.compile_seconds,
-            kernels_compiled: self.jit_stats().kernels_compiled - self.jit_at_start.kernels_compiled,
+            kernels_compiled: self.jit_stats().kernels_compiled
+                - self.jit_at_start.kernels_compiled,
             compiled_points: self.backend.compiled_points(),
         }
     }
@@ -276,7 +311,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         n,
         iters,
         fusion,
-        jit: Switch::On,
+        jit: JitMode::Sync,
         window: None,
         streams: false,
         mapper: None,
@@ -318,7 +353,10 @@ pub struct RunRecord {
     /// for values below 1, relative above).
     pub check: f64,
     /// JIT setting.
-    pub jit: Switch,
+    pub jit: JitMode,
+    /// Seconds after the warm-up iteration spent waiting for background compilations, so
+    /// that the timed iterations run the compiled kernels (0 unless `--jit on`).
+    pub compile_wait_seconds: f64,
     /// Seconds this run spent compiling kernels (warm-up, mostly).
     pub compile_seconds: f64,
     /// Kernels this run compiled (kernels already in the process-wide cache are reused).

@@ -1,13 +1,15 @@
-//! The JIT front door: compiled kernels cached by signature, compile-time accounting, and the
-//! one-warning-per-signature rule for kernels that cannot be compiled.
+//! The JIT front door: compiled kernels cached by signature, compile-time accounting, the
+//! one-warning-per-signature rule for kernels that cannot be compiled, and optional
+//! compilation in the background so that warm-up never waits for LLVM.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use hashbrown::HashMap;
 
-use crate::compiler::{MlirSession, FUSE_PIPELINE, LOWER_PIPELINE};
+use crate::compiler::{MlirFailure, MlirSession, FUSE_PIPELINE, LOWER_PIPELINE};
 use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
 use crate::kernel::CpuKernel;
@@ -21,18 +23,48 @@ pub struct JitStats {
     pub kernels_compiled: u64,
     /// Signatures that could not be compiled (each falls back to native code).
     pub compile_failures: u64,
-    /// Requests answered from the cache.
+    /// Requests answered from the cache (including "still compiling").
     pub cache_hits: u64,
     /// Wall-clock seconds spent composing and compiling, failures included.
     pub compile_seconds: f64,
 }
 
-type Outcome = Result<Arc<CpuKernel>, JitError>;
+/// When kernels are compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompileMode {
+    /// On first request, by the requesting thread, which waits: every fused task after the
+    /// first request runs compiled code (deterministic; what tests use).
+    Blocking,
+    /// On a background thread: a request that misses the cache answers "not yet", the
+    /// caller runs native code meanwhile, and later requests get the kernel once it is
+    /// ready. Warm-up then costs what it costs without a JIT.
+    Background,
+}
+
+/// What [`Jit::kernel`] has for a signature.
+#[derive(Clone)]
+pub enum Lookup {
+    /// The compiled kernel.
+    Ready(Arc<CpuKernel>),
+    /// Being compiled in the background; run native code for now.
+    Compiling,
+    /// It cannot be compiled (logged once); run native code.
+    Failed(JitError),
+}
+
+enum Entry {
+    Compiling,
+    Done(Result<Arc<CpuKernel>, JitError>),
+}
 
 /// Compiles fused kernels for the CPU on first request and serves them from a cache after.
 pub struct Jit {
+    mode: CompileMode,
     session: Mutex<Option<MlirSession>>,
-    kernels: Mutex<HashMap<KernelSignature, Outcome>>,
+    kernels: Mutex<HashMap<KernelSignature, Entry>>,
+    /// Signaled whenever a background compilation finishes.
+    finished: Condvar,
+    queue: OnceLock<Mutex<Sender<KernelSignature>>>,
     failing: Mutex<Vec<String>>,
     compiled: AtomicU64,
     failures: AtomicU64,
@@ -42,7 +74,10 @@ pub struct Jit {
 
 impl std::fmt::Debug for Jit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Jit").field("stats", &self.stats()).finish()
+        f.debug_struct("Jit")
+            .field("mode", &self.mode)
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -53,11 +88,19 @@ impl Default for Jit {
 }
 
 impl Jit {
-    /// An empty JIT; the MLIR context is created on the first compilation.
+    /// A JIT that compiles on first request, blocking the requester.
     pub fn new() -> Self {
+        Self::with_mode(CompileMode::Blocking)
+    }
+
+    /// An empty JIT; the MLIR context is created on the first compilation.
+    pub fn with_mode(mode: CompileMode) -> Self {
         Jit {
+            mode,
             session: Mutex::new(None),
             kernels: Mutex::new(HashMap::new()),
+            finished: Condvar::new(),
+            queue: OnceLock::new(),
             failing: Mutex::new(Vec::new()),
             compiled: AtomicU64::new(0),
             failures: AtomicU64::new(0),
@@ -66,35 +109,85 @@ impl Jit {
         }
     }
 
-    /// The process-wide JIT: one cache shared by every runtime in the process.
+    /// The process-wide JIT, compiling in the background: one cache shared by every
+    /// runtime in the process.
     pub fn shared() -> Arc<Jit> {
-        static SHARED: std::sync::OnceLock<Arc<Jit>> = std::sync::OnceLock::new();
-        Arc::clone(SHARED.get_or_init(|| Arc::new(Jit::new())))
+        static SHARED: OnceLock<Arc<Jit>> = OnceLock::new();
+        Arc::clone(SHARED.get_or_init(|| Arc::new(Jit::with_mode(CompileMode::Background))))
     }
 
-    /// The kernel for `signature`, compiled now if it was never requested. A signature that
-    /// failed once fails again from the cache without a new attempt or a new warning.
+    /// When this JIT compiles.
+    pub fn mode(&self) -> CompileMode {
+        self.mode
+    }
+
+    /// The kernel for `signature`. The first request compiles it (now, or in the background
+    /// for [`CompileMode::Background`], which needs `self` in an `Arc`: see
+    /// [`Jit::kernel_in`]); a signature that failed once fails again from the cache without a
+    /// new attempt or a new warning.
     pub fn kernel(&self, signature: &KernelSignature) -> Result<Arc<CpuKernel>, JitError> {
-        if let Some(outcome) = self.lock_kernels().get(signature) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return outcome.clone();
+        match self.lookup(signature, None) {
+            Lookup::Ready(k) => Ok(k),
+            Lookup::Failed(e) => Err(e),
+            Lookup::Compiling => Err(JitError::Unsupported {
+                kernel: signature.name.clone(),
+                reason: "still compiling".into(),
+            }),
         }
-        let started = Instant::now();
-        let outcome = self.compile(signature, started).map(Arc::new);
-        self.compile_nanos
-            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        match &outcome {
-            Ok(_) => {
-                self.compiled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Like [`Jit::kernel`] for a shared JIT: in background mode a miss is queued for the
+    /// compile thread and answered [`Lookup::Compiling`].
+    pub fn kernel_in(self: &Arc<Self>, signature: &KernelSignature) -> Lookup {
+        self.lookup(signature, Some(self))
+    }
+
+    fn lookup(&self, signature: &KernelSignature, shared: Option<&Arc<Jit>>) -> Lookup {
+        let background = match (self.mode, shared) {
+            (CompileMode::Background, Some(me)) => Some(me),
+            _ => None,
+        };
+        {
+            let mut kernels = self.lock_kernels();
+            match kernels.get(signature) {
+                Some(Entry::Done(Ok(k))) => {
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Ready(Arc::clone(k));
+                }
+                Some(Entry::Done(Err(e))) => {
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Failed(e.clone());
+                }
+                Some(Entry::Compiling) => {
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Compiling;
+                }
+                None => {}
             }
-            Err(e) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(kernel = %signature.name, "running native kernels instead: {e}");
+            if let Some(me) = background {
+                kernels.insert(signature.clone(), Entry::Compiling);
+                drop(kernels);
+                if me.enqueue(signature.clone()) {
+                    return Lookup::Compiling;
+                }
+                // No compile thread could be started: compile here instead.
             }
         }
-        self.lock_kernels()
-            .insert(signature.clone(), outcome.clone());
-        outcome
+        match self.compile_and_record(signature) {
+            Ok(k) => Lookup::Ready(k),
+            Err(e) => Lookup::Failed(e),
+        }
+    }
+
+    /// Waits until no background compilation is pending.
+    pub fn wait_idle(&self) {
+        let mut kernels = self.lock_kernels();
+        while kernels.values().any(|e| matches!(e, Entry::Compiling)) {
+            kernels = self
+                .finished
+                .wait(kernels)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// The work done so far.
@@ -116,27 +209,93 @@ impl Jit {
             .push(kind_name.into());
     }
 
-    fn lock_kernels(&self) -> std::sync::MutexGuard<'_, HashMap<KernelSignature, Outcome>> {
+    fn lock_kernels(&self) -> std::sync::MutexGuard<'_, HashMap<KernelSignature, Entry>> {
         self.kernels.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn compile(&self, signature: &KernelSignature, started: Instant) -> Result<CpuKernel, JitError> {
+    /// Hands `signature` to the compile thread (started on first use; it holds the JIT
+    /// weakly and ends with it). False if the thread cannot be started.
+    fn enqueue(self: &Arc<Self>, signature: KernelSignature) -> bool {
+        let queue = self.queue.get_or_init(|| {
+            let (tx, rx) = channel::<KernelSignature>();
+            let jit: Weak<Jit> = Arc::downgrade(self);
+            let started = std::thread::Builder::new()
+                .name("diffuse-jit".into())
+                .spawn(move || {
+                    while let Ok(sig) = rx.recv() {
+                        let Some(jit) = jit.upgrade() else { break };
+                        // The outcome is recorded in the cache; failures are logged there.
+                        let _ = jit.compile_and_record(&sig);
+                    }
+                });
+            if let Err(e) = started {
+                tracing::warn!("cannot start the JIT's compile thread: {e}");
+            }
+            Mutex::new(tx)
+        });
+        let sent = queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(signature.clone())
+            .is_ok();
+        if !sent {
+            self.lock_kernels().remove(&signature);
+        }
+        sent
+    }
+
+    /// Compiles `signature`, accounts for it, caches the outcome and wakes waiters.
+    fn compile_and_record(&self, signature: &KernelSignature) -> Result<Arc<CpuKernel>, JitError> {
+        let started = Instant::now();
+        let outcome = self.compile(signature, started).map(Arc::new);
+        self.compile_nanos
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        match &outcome {
+            Ok(k) => {
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    kernel = %signature.name,
+                    seconds = k.compile_seconds(),
+                    "compiled"
+                );
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(kernel = %signature.name, "running native kernels instead: {e}");
+            }
+        }
+        self.lock_kernels()
+            .insert(signature.clone(), Entry::Done(outcome.clone()));
+        self.finished.notify_all();
+        outcome
+    }
+
+    fn compile(
+        &self,
+        signature: &KernelSignature,
+        started: Instant,
+    ) -> Result<CpuKernel, JitError> {
         let injected = self
             .failing
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .any(|k| signature.steps.iter().any(|s| s.kind.name().contains(k.as_str())));
+            .any(|k| {
+                signature
+                    .steps
+                    .iter()
+                    .any(|s| s.kind.name().contains(k.as_str()))
+            });
         if injected {
             return Err(JitError::Injected {
                 kernel: signature.name.clone(),
             });
         }
         let text = compose(signature, math::prelude())?;
-        tracing::debug!(kernel = %signature.name, "composed MLIR:\n{text}");
+        tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
         let session = session.get_or_insert_with(MlirSession::new);
-        let mlir_error = |f: crate::compiler::MlirFailure| JitError::Mlir {
+        let mlir_error = |f: MlirFailure| JitError::Mlir {
             kernel: signature.name.clone(),
             stage: f.stage,
             diagnostics: f.diagnostics,

@@ -9,13 +9,13 @@ use melior::dialect::DialectRegistry;
 use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::utility::{
-    parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
-    register_all_passes,
+    parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes,
 };
 use melior::Context;
 use mlir_sys::{
-    mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineDumpToObjectFile, mlirExecutionEngineLookup,
-    MlirExecutionEngine, MlirStringRef,
+    mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineDumpToObjectFile,
+    mlirExecutionEngineLookup, mlirExecutionEngineRegisterSymbol, MlirExecutionEngine,
+    MlirStringRef,
 };
 
 /// Fuses the constituents' `linalg` ops (removing the temporaries between them), bufferizes
@@ -96,8 +96,8 @@ impl MlirSession {
     /// Parses `text` and runs `pipelines` on it in order; returns the resulting module.
     pub(crate) fn lower(&self, text: &str, pipelines: &[&str]) -> Result<Module<'_>, MlirFailure> {
         self.take_diagnostics();
-        let mut module = Module::parse(&self.context, text)
-            .ok_or_else(|| self.failure("parsing", ""))?;
+        let mut module =
+            Module::parse(&self.context, text).ok_or_else(|| self.failure("parsing", ""))?;
         for pipeline in pipelines {
             let pm = PassManager::new(&self.context);
             parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline)
@@ -127,7 +127,24 @@ impl MlirSession {
             )
         };
         if raw.ptr.is_null() {
-            return Err(self.failure("translation to LLVM", "the execution engine was not created"));
+            return Err(self.failure(
+                "translation to LLVM",
+                "the execution engine was not created",
+            ));
+        }
+        for (name, address) in crate::support::symbols() {
+            // SAFETY: `raw` is live; the name outlives the call; the address is a function
+            // with the signature MLIR's lowering calls it with.
+            unsafe {
+                mlirExecutionEngineRegisterSymbol(
+                    raw,
+                    MlirStringRef {
+                        data: name.as_ptr().cast(),
+                        length: name.len(),
+                    },
+                    address,
+                )
+            };
         }
         let mut code = NativeCode {
             raw,

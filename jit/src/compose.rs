@@ -50,7 +50,13 @@ pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<String, Ji
         .params
         .iter()
         .enumerate()
-        .map(|(i, p)| format!("%m{i}: {}", memref_type(p)))
+        .map(|(i, p)| {
+            // Distinct stores never overlap, a mutated store is reached through one
+            // parameter (checked above), and read-only parameters may overlap each other,
+            // which `noalias` allows: it only forbids overlap with memory written through
+            // another pointer. Temporaries are never dereferenced.
+            format!("%m{i}: {} {{llvm.noalias}}", memref_type(p))
+        })
         .collect();
     let scalar_names: Vec<Vec<String>> = {
         let mut next = 0;
@@ -84,9 +90,9 @@ pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<String, Ji
                 kind.args().len()
             )));
         }
-        let generator = kind.mlir_generator().ok_or_else(|| {
-            unsupported(format!("{} has no MLIR generator", kind.name()))
-        })?;
+        let generator = kind
+            .mlir_generator()
+            .ok_or_else(|| unsupported(format!("{} has no MLIR generator", kind.name())))?;
         let args: Vec<MlirArg> = step
             .bindings
             .iter()
@@ -141,9 +147,8 @@ pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<String, Ji
                 None => {
                     let v = format!("%v{fresh}");
                     fresh += 1;
-                    materialize(&mut body, &v, p, param, privilege).map_err(|r| {
-                        unsupported(format!("{}: {r}", kind.name()))
-                    })?;
+                    materialize(&mut body, &v, p, param, privilege)
+                        .map_err(|r| unsupported(format!("{}: {r}", kind.name())))?;
                     current[p] = Some(v.clone());
                     v
                 }

@@ -65,7 +65,8 @@ impl CpuKernel {
             ));
         }
         let types: Vec<_> = self.signature.scalar_types().collect();
-        if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t) {
+        if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t)
+        {
             return Err(format!(
                 "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
             ));
@@ -74,22 +75,35 @@ impl CpuKernel {
         let mut descriptors: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
         for (i, (m, p)) in memrefs.iter().zip(params).enumerate() {
             if m.sizes.len() != p.rank || m.strides.len() != p.rank {
-                return Err(format!("memref {i} has rank {} but the kernel expects {}", m.sizes.len(), p.rank));
+                return Err(format!(
+                    "memref {i} has rank {} but the kernel expects {}",
+                    m.sizes.len(),
+                    p.rank
+                ));
             }
             if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
                 if s != 1 && e > 1 {
-                    return Err(format!("memref {i} has innermost stride {s}; the kernel needs 1"));
+                    return Err(format!(
+                        "memref {i} has innermost stride {s}; the kernel needs 1"
+                    ));
                 }
             }
             let mut d = Vec::with_capacity(3 + 2 * p.rank);
             d.extend([m.ptr as i64, m.ptr as i64, 0]);
             d.extend_from_slice(m.sizes);
             // The innermost stride is 1 in the kernel's type; descriptors must agree.
-            d.extend(m.strides.iter().enumerate().map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }));
+            d.extend(
+                m.strides
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }),
+            );
             descriptors.push(d);
         }
-        let mut descriptor_ptrs: Vec<*mut c_void> =
-            descriptors.iter_mut().map(|d| d.as_mut_ptr().cast()).collect();
+        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
+            .iter_mut()
+            .map(|d| d.as_mut_ptr().cast())
+            .collect();
         let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
         let mut args: Vec<*mut c_void> = descriptor_ptrs
             .iter_mut()

@@ -28,8 +28,9 @@ mod error;
 mod kernel;
 mod math;
 mod signature;
+mod support;
 
-pub use cache::{Jit, JitStats};
+pub use cache::{CompileMode, Jit, JitStats, Lookup};
 pub use error::JitError;
 pub use kernel::{CpuKernel, MemRef};
 pub use signature::{KernelParam, KernelSignature, KernelStep};

@@ -26,7 +26,11 @@ fn map(rank: usize, arg: &diffuse_ir::MlirArg, out: &diffuse_ir::MlirArg) -> Str
             }
         })
         .collect();
-    format!("affine_map<({}) -> ({})>", dims.join(", "), results.join(", "))
+    format!(
+        "affine_map<({}) -> ({})>",
+        dims.join(", "),
+        results.join(", ")
+    )
 }
 
 impl MlirGenerator for Binary {
@@ -39,9 +43,16 @@ impl MlirGenerator for Binary {
             });
         };
         let (t, f, r) = (tensor_type(out), element_type(out.dtype), out.rank);
-        let scalar = if self.scalar { format!(", %s: {f}") } else { String::new() };
+        let scalar = if self.scalar {
+            format!(", %s: {f}")
+        } else {
+            String::new()
+        };
         let apply = if self.scalar {
-            format!("%u = {} %a, %b : {f}\n    %y = arith.mulf %u, %s : {f}", self.op)
+            format!(
+                "%u = {} %a, %b : {f}\n    %y = arith.mulf %u, %s : {f}",
+                self.op
+            )
         } else {
             format!("%y = {} %a, %b : {f}", self.op)
         };
@@ -120,18 +131,40 @@ fn memref<'a>(data: &'a mut [f64], sizes: &'a [i64], strides: &'a [i64]) -> MemR
 
 /// `t = a + b` (b a broadcast row), `out = (t * a) * s`: t is a temporary.
 fn add_then_scale() -> KernelSignature {
-    let add = kind("jit_test.add", Arc::new(Binary { op: "arith.addf", scalar: false }), false);
-    let mul = kind("jit_test.mul_s", Arc::new(Binary { op: "arith.mulf", scalar: true }), true);
+    let add = kind(
+        "jit_test.add",
+        Arc::new(Binary {
+            op: "arith.addf",
+            scalar: false,
+        }),
+        false,
+    );
+    let mul = kind(
+        "jit_test.mul_s",
+        Arc::new(Binary {
+            op: "arith.mulf",
+            scalar: true,
+        }),
+        true,
+    );
     KernelSignature {
         name: "add+mul".into(),
         steps: vec![
             KernelStep {
                 kind: add,
-                bindings: vec![(0, Privilege::Read), (1, Privilege::Read), (2, Privilege::Write)],
+                bindings: vec![
+                    (0, Privilege::Read),
+                    (1, Privilege::Read),
+                    (2, Privilege::Write),
+                ],
             },
             KernelStep {
                 kind: mul,
-                bindings: vec![(2, Privilege::Read), (0, Privilege::Read), (3, Privilege::Write)],
+                bindings: vec![
+                    (2, Privilege::Read),
+                    (0, Privilege::Read),
+                    (3, Privilege::Write),
+                ],
             },
         ],
         params: vec![
@@ -161,7 +194,11 @@ fn a_fused_kernel_with_a_temporary_and_broadcasting_computes_the_reference() {
                 &[
                     memref(&mut a, &full, &[cols as i64, 1]),
                     memref(&mut b, &row, &[cols as i64, 1]),
-                    MemRef { ptr: std::ptr::null_mut(), sizes: &full, strides: &[cols as i64, 1] },
+                    MemRef {
+                        ptr: std::ptr::null_mut(),
+                        sizes: &full,
+                        strides: &[cols as i64, 1],
+                    },
                     memref(&mut out, &full, &[9, 1]),
                 ],
                 &[Scalar::F64(s)],
@@ -202,11 +239,20 @@ fn a_reduction_accumulates_into_its_running_value() {
         name: "sum_exp".into(),
         steps: vec![KernelStep {
             kind: sum,
-            bindings: vec![(0, Privilege::Read), (1, Privilege::Reduce(ReductionOp::Sum))],
+            bindings: vec![
+                (0, Privilege::Read),
+                (1, Privilege::Reduce(ReductionOp::Sum)),
+            ],
         }],
         params: vec![
-            KernelParam { rank: 1, ..param(0, Privilege::Read, false, 0) },
-            KernelParam { rank: 0, ..param(1, Privilege::Reduce(ReductionOp::Sum), false, 0) },
+            KernelParam {
+                rank: 1,
+                ..param(0, Privilege::Read, false, 0)
+            },
+            KernelParam {
+                rank: 0,
+                ..param(1, Privilege::Reduce(ReductionOp::Sum), false, 0)
+            },
         ],
     };
     let kernel = Jit::new().kernel(&sig).expect("compiles");
@@ -214,11 +260,18 @@ fn a_reduction_accumulates_into_its_running_value() {
     let mut acc = [2.0f64];
     unsafe {
         kernel
-            .call(&[memref(&mut x, &[1000], &[1]), memref(&mut acc, &[], &[])], &[])
+            .call(
+                &[memref(&mut x, &[1000], &[1]), memref(&mut acc, &[], &[])],
+                &[],
+            )
             .expect("calls");
     }
     let expected = 2.0 + x.iter().map(|v| v.exp()).sum::<f64>();
-    assert!((acc[0] - expected).abs() <= 1e-12 * expected, "{} vs {expected}", acc[0]);
+    assert!(
+        (acc[0] - expected).abs() <= 1e-12 * expected,
+        "{} vs {expected}",
+        acc[0]
+    );
 }
 
 #[test]
@@ -233,14 +286,18 @@ fn failures_are_typed_cached_and_injectable() {
     struct Broken;
     impl MlirGenerator for Broken {
         fn generate(&self, symbol: &str, _: &MlirSignature<'_>) -> Result<String, KernelError> {
-            Ok(format!("func.func private @{symbol}() {{ this is not mlir }}"))
+            Ok(format!(
+                "func.func private @{symbol}() {{ this is not mlir }}"
+            ))
         }
     }
     let broken = kind("jit_test.broken", Arc::new(Broken), false);
     let mut sig = add_then_scale();
     sig.steps[0].kind = broken;
     match Jit::new().kernel(&sig) {
-        Err(JitError::Mlir { stage, diagnostics, .. }) => {
+        Err(JitError::Mlir {
+            stage, diagnostics, ..
+        }) => {
             assert_eq!(stage, "parsing");
             assert!(!diagnostics.is_empty());
         }

@@ -6,7 +6,7 @@
 
 use diffuse_fusion::FusedTask;
 use diffuse_ir::{Partition, Point, Privilege, StoreId, StoreRef};
-use diffuse_jit::{CpuKernel, Jit, KernelParam, KernelSignature, KernelStep, MemRef};
+use diffuse_jit::{CpuKernel, Jit, KernelParam, KernelSignature, KernelStep, Lookup, MemRef};
 use hashbrown::HashMap;
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub(super) struct CompiledTask {
 
 /// The compiled kernel for `fused` at `points`, or `None` when it has none (the JIT warns
 /// once per signature).
-pub(super) fn prepare(jit: &Jit, fused: &FusedTask, points: &[Point]) -> Option<CompiledTask> {
+pub(super) fn prepare(jit: &Arc<Jit>, fused: &FusedTask, points: &[Point]) -> Option<CompiledTask> {
     let mut index: HashMap<(StoreId, Option<Partition>), usize> = HashMap::new();
     let mut renamed: HashMap<StoreId, usize> = HashMap::new();
     let mut bindings: Vec<Binding> = Vec::new();
@@ -93,7 +93,10 @@ pub(super) fn prepare(jit: &Jit, fused: &FusedTask, points: &[Point]) -> Option<
         steps,
         params,
     };
-    let kernel = jit.kernel(&signature).ok()?;
+    let kernel = match jit.kernel_in(&signature) {
+        Lookup::Ready(kernel) => kernel,
+        Lookup::Compiling | Lookup::Failed(_) => return None,
+    };
     Some(CompiledTask {
         kernel,
         bindings,
@@ -109,7 +112,11 @@ pub(super) fn prepare(jit: &Jit, fused: &FusedTask, points: &[Point]) -> Option<
 /// The dimensions in which `partition` gives every point a sub-store of extent 1.
 fn unit_dims(store: &StoreRef, partition: &Partition, points: &[Point]) -> u8 {
     let dims = store.shape().dims().min(8);
-    let mut mask: u8 = if dims == 8 { u8::MAX } else { (1u8 << dims) - 1 };
+    let mut mask: u8 = if dims == 8 {
+        u8::MAX
+    } else {
+        (1u8 << dims) - 1
+    };
     for p in points {
         let e = partition.sub_store(store.shape(), p).extent();
         for d in 0..dims {
@@ -170,7 +177,10 @@ impl CompiledTask {
                 (Some(acc), _) => (acc.as_ptr(), extent.row_major_strides()),
                 (None, Some(buf)) if !b.temporary => {
                     let shape = b.store.shape();
-                    (store_address(buf, shape, &place.rect), shape.row_major_strides())
+                    (
+                        store_address(buf, shape, &place.rect),
+                        shape.row_major_strides(),
+                    )
                 }
                 _ => (std::ptr::null_mut(), extent.row_major_strides()),
             };
@@ -181,7 +191,11 @@ impl CompiledTask {
             .iter()
             .zip(&sizes)
             .zip(&strides)
-            .map(|((&ptr, sizes), strides)| MemRef { ptr, sizes, strides })
+            .map(|((&ptr, sizes), strides)| MemRef {
+                ptr,
+                sizes,
+                strides,
+            })
             .collect();
         // SAFETY: every pointer addresses a sub-store inside its store's buffer (sub-stores
         // are clipped to the store) or a point-private accumulator of exactly its extent;

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use diffuse_fusion::FusedTask;
-use diffuse_jit::Jit;
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
+use diffuse_jit::Jit;
 
 use diffuse_ir::with_element_type;
 pub use memory::MemoryStats;
