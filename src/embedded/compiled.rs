@@ -10,6 +10,7 @@ use diffuse_jit::{CpuKernel, Jit, KernelParam, KernelSignature, KernelStep, Look
 use hashbrown::HashMap;
 use std::sync::Arc;
 
+use super::fused::Contribution;
 use super::launch::{store_address, ArgPlacement};
 use super::memory::HostBuffer;
 
@@ -149,7 +150,7 @@ impl CompiledTask {
         &self,
         p: &Point,
         buffers: &HashMap<StoreId, &HostBuffer>,
-    ) -> Option<Result<Vec<(usize, usize, ArgPlacement)>, String>> {
+    ) -> Option<Result<Vec<Contribution>, String>> {
         let places: Vec<ArgPlacement> = self
             .bindings
             .iter()

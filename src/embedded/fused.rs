@@ -24,7 +24,7 @@ use super::memory::{BufferCache, HostBuffer};
 use super::EmbeddedBackend;
 
 /// A reduction contribution of one point: constituent, argument, where, and the values.
-type Contribution = (usize, usize, ArgPlacement);
+pub(super) type Contribution = (usize, usize, ArgPlacement);
 
 /// Executes `fused` on `backend`.
 pub(super) fn run_fused(backend: &EmbeddedBackend, fused: &FusedTask) -> Result<(), IrError> {

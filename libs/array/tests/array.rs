@@ -11,6 +11,8 @@
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
 //! - `errors`: bad inputs and their errors.
 //! - `edge_cases`: empty, 0-d and 6-d arrays, integer wrapping, NaN.
+//! - `mlir_kernels`: every kind's MLIR kernel, compiled and run with the MLIR tools, gives
+//!   the native kernel's results.
 
 #[path = "array/basics.rs"]
 mod basics;
@@ -22,6 +24,8 @@ mod edge_cases;
 mod errors;
 #[path = "array/expr_prop.rs"]
 mod expr_prop;
+#[path = "array/mlir_kernels.rs"]
+mod mlir_kernels;
 #[path = "array/model.rs"]
 mod model;
 #[path = "array/reduce_prop.rs"]
@@ -34,11 +38,16 @@ use diffuse_array::{Array, ArrayContext, ArrayError, SliceArg};
 /// The processor counts every property runs with.
 pub const PROCS: std::ops::RangeInclusive<usize> = 1..=4;
 
+/// The processor count whose contexts run fused tasks through the JIT.
+pub const JIT_PROCS: usize = 4;
+
 /// A context over a fresh embedded backend with `procs` processors. The runtime set-up
 /// varies with `procs` so that every property also holds across execution strategies:
 /// 1 and 3 processors fuse with a small fixed window and strips of a row or two (every
-/// fused element-wise point runs strip by strip), 2 runs every task unfused, 4 uses the
-/// defaults (fusion with the adaptive window).
+/// fused element-wise point runs strip by strip), 2 runs every task unfused, 4
+/// ([`JIT_PROCS`]) uses the default fusion (adaptive window) with a JIT that compiles
+/// before first use, so every fused task with generators runs compiled code. The others run
+/// native kernels only (`jit: None`), so their results stay bitwise those of the model.
 pub fn fresh_cx(procs: usize) -> ArrayContext {
     let defaults = diffuse::EmbeddedConfig::default();
     let (fusion, strip_bytes) = match procs % 4 {
@@ -57,6 +66,7 @@ pub fn fresh_cx(procs: usize) -> ArrayContext {
             procs: Some(procs),
             fusion,
             strip_bytes,
+            jit: (procs == JIT_PROCS).then(|| std::sync::Arc::new(diffuse_jit::Jit::new())),
             ..defaults
         })
         .expect("the embedded backend starts"),

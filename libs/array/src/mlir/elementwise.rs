@@ -7,7 +7,7 @@ use diffuse_ir::{
 
 use super::{
     arg_name, check_arg, check_counts, dim_list, function, generic, scalar_name, unsupported,
-    Emitter, Loop, Operand,
+    Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
 use crate::kernels::Slot;
@@ -49,9 +49,9 @@ impl MlirGenerator for ElementwiseGenerator {
                     ),
                 )
             })?;
-            ins.push(Operand::of(arg, arg_name(i), map));
+            ins.push(TensorOperand::of(arg, arg_name(i), map));
         }
-        let out_operand = Operand::of(out, arg_name(out_index), dim_list(0..out.rank));
+        let out_operand = TensorOperand::of(out, arg_name(out_index), dim_list(0..out.rank));
         function(&name, symbol, sig, |e| {
             let loops = vec![Loop::Parallel; out.rank];
             let result = generic(e, &loops, &ins, &out_operand, |e, xs, _| {
@@ -136,13 +136,18 @@ fn broadcast_map(arg: &MlirArg, out: &MlirArg) -> Option<String> {
     Some(results.join(", "))
 }
 
-/// Emits `arith.<op> a, b` with `float_op` for float `dtype`s, `int_op` otherwise.
-fn arith(e: &mut Emitter, ops: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
-    let op = if is_float(dtype) { ops.0 } else { ops.1 };
+/// Emits `arith.<op> a, b` for values of `dtype`.
+fn arith(e: &mut Emitter, op: &str, dtype: DType, a: &str, b: &str) -> String {
     e.value(format_args!(
         "arith.{op} {a}, {b} : {}",
         element_type(dtype)
     ))
+}
+
+/// [`arith`] with `ops.0` for a float `dtype`, `ops.1` for an integer one.
+fn typed_arith(e: &mut Emitter, ops: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
+    let op = if is_float(dtype) { ops.0 } else { ops.1 };
+    arith(e, op, dtype, a, b)
 }
 
 /// Compares `a` and `b` of `dtype` with the float predicate `preds.0` or the signed-integer
@@ -176,7 +181,7 @@ fn select(e: &mut Emitter, c: &str, a: &str, b: &str, dtype: DType) -> String {
 /// `0 - x` for an integer `dtype` (wrapping).
 fn int_negate(e: &mut Emitter, x: &str, dtype: DType) -> String {
     let zero = e.zero(dtype);
-    arith(e, ("", "subi"), dtype, &zero, x)
+    arith(e, "subi", dtype, &zero, x)
 }
 
 /// `op(x)` for an operand of `dtype`, as the native kernels compute it; `None` where the
@@ -225,16 +230,17 @@ pub(super) fn binary_op(
     let float = is_float(dtype);
     let numeric = dtype != DType::Bool;
     Some(match op {
-        BinaryOp::Add if numeric => arith(e, ("addf", "addi"), dtype, a, b),
-        BinaryOp::Sub if numeric => arith(e, ("subf", "subi"), dtype, a, b),
-        BinaryOp::Mul if numeric => arith(e, ("mulf", "muli"), dtype, a, b),
-        BinaryOp::Div if float => arith(e, ("divf", ""), dtype, a, b),
+        BinaryOp::Add if numeric => typed_arith(e, ("addf", "addi"), dtype, a, b),
+        BinaryOp::Sub if numeric => typed_arith(e, ("subf", "subi"), dtype, a, b),
+        BinaryOp::Mul if numeric => typed_arith(e, ("mulf", "muli"), dtype, a, b),
+        BinaryOp::Div if float => arith(e, "divf", dtype, a, b),
         BinaryOp::Pow if float => {
             e.value(format_args!("math.powf {a}, {b} : {}", element_type(dtype)))
         }
-        // NaN-propagating for floats, like the native `maximum` and `minimum`.
-        BinaryOp::Maximum if numeric => arith(e, ("maximumf", "maxsi"), dtype, a, b),
-        BinaryOp::Minimum if numeric => arith(e, ("minimumf", "minsi"), dtype, a, b),
+        BinaryOp::Maximum if float => float_extremum(e, "oge", dtype, a, b),
+        BinaryOp::Minimum if float => float_extremum(e, "ole", dtype, a, b),
+        BinaryOp::Maximum if numeric => arith(e, "maxsi", dtype, a, b),
+        BinaryOp::Minimum if numeric => arith(e, "minsi", dtype, a, b),
         // Rust's float comparisons are false on NaN, except `!=`.
         BinaryOp::Less if numeric => compare(e, ("olt", "slt"), dtype, a, b),
         BinaryOp::LessEqual if numeric => compare(e, ("ole", "sle"), dtype, a, b),
@@ -242,10 +248,23 @@ pub(super) fn binary_op(
         BinaryOp::GreaterEqual if numeric => compare(e, ("oge", "sge"), dtype, a, b),
         BinaryOp::Equal => compare(e, ("oeq", "eq"), dtype, a, b),
         BinaryOp::NotEqual => compare(e, ("une", "ne"), dtype, a, b),
-        BinaryOp::And if !numeric => arith(e, ("", "andi"), dtype, a, b),
-        BinaryOp::Or if !numeric => arith(e, ("", "ori"), dtype, a, b),
+        BinaryOp::And if !numeric => arith(e, "andi", dtype, a, b),
+        BinaryOp::Or if !numeric => arith(e, "ori", dtype, a, b),
         _ => return None,
     })
+}
+
+/// The native float `maximum` (`pred` `oge`) or `minimum` (`ole`): NaN if either operand is
+/// NaN, otherwise `a` unless `b` is strictly beyond it, so that of two equal zeros `a`
+/// wins. (`arith.maximumf` and `minimumf` order `-0.0` below `0.0`, which the native kernels
+/// and NumPy do not.)
+fn float_extremum(e: &mut Emitter, pred: &str, dtype: DType, a: &str, b: &str) -> String {
+    let ty = element_type(dtype);
+    let keep_a = e.value(format_args!("arith.cmpf {pred}, {a}, {b} : {ty}"));
+    let picked = select(e, &keep_a, a, b, dtype);
+    let unordered = e.value(format_args!("arith.cmpf uno, {a}, {b} : {ty}"));
+    let nan = e.float(f64::NAN, dtype);
+    select(e, &unordered, &nan, &picked, dtype)
 }
 
 /// `x` of `from` converted to `to` as the native `cast` does it (Rust's `as` through `f64`
@@ -262,6 +281,21 @@ fn convert(e: &mut Emitter, from: DType, to: DType, x: &str) -> String {
         (I32, I64) => e.value(format_args!("arith.extsi {x} : i32 to i64")),
         (Bool, I64) => e.value(format_args!("arith.extui {x} : i8 to i64")),
         (F64, F32) => e.value(format_args!("arith.truncf {x} : f64 to f32")),
+        // Rounds twice, through f64, as the native cast does. Canonicalization would fold
+        // `truncf(sitofp x)` into one rounding, so the f64 is the sum of x's two halves,
+        // each exact in f64, rounded once by the addition.
+        (I64, F32) => {
+            let shift = e.constant(32, "i64");
+            let mask = e.constant(0xFFFF_FFFF_u32, "i64");
+            let high = e.value(format_args!("arith.shrsi {x}, {shift} : i64"));
+            let low = e.value(format_args!("arith.andi {x}, {mask} : i64"));
+            let high = e.value(format_args!("arith.sitofp {high} : i64 to f64"));
+            let low = e.value(format_args!("arith.uitofp {low} : i64 to f64"));
+            let scale = e.float(4294967296.0, F64);
+            let high = e.value(format_args!("arith.mulf {high}, {scale} : f64"));
+            let wide = e.value(format_args!("arith.addf {high}, {low} : f64"));
+            convert(e, F64, F32, &wide)
+        }
         (F64, I64 | I32) => saturate(e, x, to),
         (F64, Bool) => {
             // `x != 0.0`: true for NaN.
@@ -495,11 +529,12 @@ mod tests {
             text.contains(&format!("{operand} = arith.select")),
             "{text}"
         );
-        // i64 -> f32 rounds once, through f64.
+        // i64 -> f32 rounds twice, through an f64 that is not a bare `sitofp`.
         let g = kind(ElementwiseOp::Cast, DType::I64, DType::F32, &[Slot::Array]);
         let text = generate(&g, &[read(DType::I64, 1, 0), write(DType::F32, 1)], &[]);
-        assert!(text.contains("arith.sitofp %x0 : i64 to f64"), "{text}");
-        assert!(text.contains("arith.truncf %v0 : f64 to f32"), "{text}");
+        assert!(!text.contains("arith.sitofp %x0"), "{text}");
+        assert!(text.contains("%v8 = arith.addf %v7, %v5 : f64"), "{text}");
+        assert!(text.contains("arith.truncf %v8 : f64 to f32"), "{text}");
         // Float to bool is `!= 0.0`, true for NaN.
         let g = kind(ElementwiseOp::Cast, DType::F64, DType::Bool, &[Slot::Array]);
         let text = generate(&g, &[read(DType::F64, 1, 0), write(DType::Bool, 1)], &[]);

@@ -9,11 +9,16 @@
 //! - [`ProductGenerator`]: `matvec` (written or summed into the output) and `matmul`.
 //!
 //! The bodies compute what the native kernels compute, bit for bit where the operations are
-//! exact: integers wrap, `maximum`/`minimum` propagate NaN, comparisons are ordered except
-//! `!=` (true on NaN, as in Rust), and casts follow Rust's `as` through `f64` (saturating
-//! float-to-integer conversion with NaN to 0, `x != 0` to bool, one rounding from `i64` to
-//! `f32`). Sums may associate differently from the native kernels' eight-lane folds, and the
-//! JIT evaluates `exp`, `log` and `erf` with its own polynomials.
+//! exact: integers wrap; float `maximum`/`minimum` are NaN if either operand is, and of two
+//! equal values (`-0.0` and `0.0`) return the first, as the native kernels and NumPy do (not
+//! `arith.maximumf`, which orders `-0.0` first); comparisons are ordered except `!=` (true on
+//! NaN, as in Rust); casts follow Rust's `as` through `f64` when either side is a float
+//! (float-to-integer saturates with NaN to 0, `x != 0` to bool, `i64` to `f32` rounds twice)
+//! and through `i64` otherwise. What can differ: sums, dot products and `matvec` add in a
+//! different order from the native kernels' eight-lane folds, so float results may round
+//! differently (`matmul` adds in the native order), a `max` or `min` reduction over both
+//! `-0.0` and `0.0` may return the other zero, and the JIT evaluates `exp`, `log` and `erf`
+//! with its own polynomials rather than libm.
 //!
 //! The index-driven creation kinds (`arange`, `linspace`, `random`) have no generator: their
 //! values depend on each element's global index, and the ABI does not pass a point's offset
@@ -26,11 +31,12 @@ mod reduce;
 use std::collections::BTreeMap;
 use std::fmt::{Display, Write as _};
 
-use crate::element::is_float;
 use diffuse_ir::{
     element_type, tensor_type, DType, KernelError, MlirArg, MlirSignature, Privilege, Tuple,
     MAX_DIMS,
 };
+
+use crate::element::is_float;
 
 pub(crate) use elementwise::ElementwiseGenerator;
 pub(crate) use reduce::{Product, ProductGenerator, ReductionGenerator};
@@ -243,7 +249,7 @@ enum Loop {
 }
 
 /// One tensor operand of a `linalg.generic`.
-struct Operand {
+struct TensorOperand {
     /// The tensor value.
     value: String,
     /// Its tensor type.
@@ -254,10 +260,10 @@ struct Operand {
     map: String,
 }
 
-impl Operand {
+impl TensorOperand {
     /// `value`, a tensor of `arg`'s type, indexed by the map results `map`.
     fn of(arg: &MlirArg, value: String, map: String) -> Self {
-        Operand {
+        TensorOperand {
             value,
             ty: tensor_type(arg),
             elem: element_type(arg.dtype),
@@ -280,8 +286,8 @@ fn dim_list(dims: impl IntoIterator<Item = usize>) -> String {
 fn generic(
     e: &mut Emitter,
     loops: &[Loop],
-    ins: &[Operand],
-    out: &Operand,
+    ins: &[TensorOperand],
+    out: &TensorOperand,
     body: impl FnOnce(&mut Emitter, &[String], &str) -> Result<String, KernelError>,
 ) -> Result<String, KernelError> {
     let domain = format!("({})", dim_list(0..loops.len()));

@@ -8,7 +8,7 @@ use diffuse_ir::{
 use super::elementwise::binary_op;
 use super::{
     arg_name, check_arg, check_counts, check_rank, dim_list, function, generic, unsupported,
-    Emitter, Loop, Operand,
+    Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
 use crate::ops::elementwise::BinaryOp;
@@ -66,9 +66,9 @@ impl MlirGenerator for ReductionGenerator {
         for i in 0..inputs {
             let arg = check_arg(name, sig, i, dtype, &[Privilege::Read])?;
             check_rank(name, sig, i, rank)?;
-            ins.push(Operand::of(arg, arg_name(i), dim_list(0..rank)));
+            ins.push(TensorOperand::of(arg, arg_name(i), dim_list(0..rank)));
         }
-        let out = Operand::of(acc, arg_name(inputs), String::new());
+        let out = TensorOperand::of(acc, arg_name(inputs), String::new());
         function(name, symbol, sig, |e| {
             let loops = vec![Loop::Reduction; rank];
             let result = generic(e, &loops, &ins, &out, |e, xs, acc| {
@@ -131,7 +131,7 @@ impl MlirGenerator for ProductGenerator {
             let arg = check_arg(name, sig, i, dtype, privileges)?;
             // An operand has one dimension per result of its indexing map.
             check_rank(name, sig, i, maps[i].split(',').count())?;
-            Ok::<_, KernelError>(Operand::of(arg, arg_name(i), maps[i].to_string()))
+            Ok::<_, KernelError>(TensorOperand::of(arg, arg_name(i), maps[i].to_string()))
         };
         let ins = [
             operand(0, &[Privilege::Read])?,
@@ -206,7 +206,16 @@ mod tests {
         );
         assert!(text.contains("indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>], iterator_types = [\"reduction\", \"reduction\", \"reduction\"]"), "{text}");
         assert!(text.contains("outs(%a1 : tensor<f32>)"), "{text}");
-        assert!(text.contains("arith.maximumf %o0, %x0 : f32"), "{text}");
+        // NaN-propagating; of two equal values the partial one stays.
+        assert!(
+            text.contains("%v0 = arith.cmpf oge, %o0, %x0 : f32"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%v1 = arith.select %v0, %o0, %x0 : f32"),
+            "{text}"
+        );
+        assert!(text.contains("arith.cmpf uno, %o0, %x0 : f32"), "{text}");
         // The output must be the 0-d reduction by the kind's operator.
         let wrong = [
             args[0],
