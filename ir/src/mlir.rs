@@ -96,6 +96,26 @@ pub struct MlirSignature<'a> {
 pub trait MlirGenerator: Send + Sync {
     /// Returns the text of `func.func private @symbol` implementing one point task of `sig`.
     fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError>;
+
+    /// For element-wise kinds, optionally: the text of `func.func private @symbol`
+    /// computing one element, `(%a0: T0, .., %s0: S0, ..) -> (..)`: one element value per
+    /// store argument in declaration order (the element at the same position of the
+    /// iteration space, broadcasting already applied; for a `Write` argument its current,
+    /// meaningless value), then the scalars, returning the new element of every argument
+    /// whose privilege is not `Read`, in order (element types from [`element_type`]).
+    ///
+    /// When every constituent of a fused task has one and they all write the same
+    /// iteration space, the JIT builds one loop nest that calls them in program order on
+    /// each element, so every intermediate value, even one used several times, stays in a
+    /// register. The default, `None`, keeps the kind on the `linalg` route of
+    /// [`MlirGenerator::generate`].
+    fn generate_element(
+        &self,
+        _symbol: &str,
+        _sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        None
+    }
 }
 
 /// The MLIR element type a dtype is passed as: `f64`, `f32`, `i64`, `i32`, and `i8` for

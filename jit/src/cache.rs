@@ -291,7 +291,8 @@ impl Jit {
                 kernel: signature.name.clone(),
             });
         }
-        let text = compose(signature, math::prelude())?;
+        let composed = compose(signature, math::prelude())?;
+        let text = composed.text;
         tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
         let session = session.get_or_insert_with(MlirSession::new);
@@ -307,6 +308,7 @@ impl Jit {
         Ok(CpuKernel::new(
             signature.clone(),
             code,
+            composed.space,
             started.elapsed().as_secs_f64(),
         ))
     }

@@ -14,8 +14,8 @@ use melior::utility::{
 use melior::Context;
 use mlir_sys::{
     mlirExecutionEngineCreate, mlirExecutionEngineDestroy, mlirExecutionEngineDumpToObjectFile,
-    mlirExecutionEngineLookup, mlirExecutionEngineRegisterSymbol, MlirExecutionEngine,
-    MlirStringRef,
+    mlirExecutionEngineInitialize, mlirExecutionEngineLookup, mlirExecutionEngineRegisterSymbol,
+    MlirExecutionEngine, MlirStringRef,
 };
 
 /// Fuses the constituents' `linalg` ops (removing the temporaries between them), bufferizes
@@ -111,6 +111,17 @@ impl MlirSession {
     /// JIT-compiles a module in the LLVM dialect (optimization level 3, host CPU) and looks
     /// up `symbol`'s packed entry point.
     pub(crate) fn jit(&self, module: &Module<'_>, symbol: &str) -> Result<NativeCode, MlirFailure> {
+        self.jit_with_symbols(module, symbol, &[])
+    }
+
+    /// Like [`MlirSession::jit`], registering `extra` symbols (name, address) with the engine
+    /// besides the support functions (the GPU path's runtime functions).
+    pub(crate) fn jit_with_symbols(
+        &self,
+        module: &Module<'_>,
+        symbol: &str,
+        extra: &[(&str, *mut c_void)],
+    ) -> Result<NativeCode, MlirFailure> {
         self.take_diagnostics();
         // `DIFFUSE_JIT_OBJECT=<path>` writes the machine code of each compiled kernel there
         // (the last one wins), for inspecting what LLVM made of it (`objdump -d`).
@@ -132,7 +143,7 @@ impl MlirSession {
                 "the execution engine was not created",
             ));
         }
-        for (name, address) in crate::support::symbols() {
+        for &(name, address) in crate::support::symbols().iter().chain(extra) {
             // SAFETY: `raw` is live; the name outlives the call; the address is a function
             // with the signature MLIR's lowering calls it with.
             unsafe {
@@ -194,6 +205,13 @@ unsafe impl Send for NativeCode {}
 unsafe impl Sync for NativeCode {}
 
 impl NativeCode {
+    /// Runs the module's global constructors (the GPU path's module loads), once per engine.
+    /// Not thread-safe: callers serialize it.
+    pub(crate) fn initialize(&self) {
+        // SAFETY: `raw` is a live engine; every symbol it needs was registered at creation.
+        unsafe { mlirExecutionEngineInitialize(self.raw) }
+    }
+
     /// Calls the entry point.
     ///
     /// # Safety

@@ -32,49 +32,309 @@ fn tensor_of(p: &KernelParam) -> String {
     format!("tensor<{}{}>", "?x".repeat(p.rank), element_type(p.dtype))
 }
 
-/// Builds the module text: each constituent's generated function (`@k<i>`), the entry
-/// function `@kernel` calling them in order, and `prelude` (math definitions).
-pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<String, JitError> {
-    let unsupported = |reason: String| JitError::Unsupported {
+/// A composed module and how its kernel iterates.
+pub(crate) struct Composed {
+    /// The module text.
+    pub(crate) text: String,
+    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`, which
+    /// every mutated parameter must then have at each point (and every read parameter must
+    /// broadcast to); `None` when each constituent keeps its own loops.
+    pub(crate) space: Option<usize>,
+}
+
+/// Builds the module for `sig` with `prelude` (math definitions): one loop nest calling the
+/// constituents' element functions when they all have one and write one iteration space
+/// ([`compose_elements`]), else the constituents' tensor functions in order.
+pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<Composed, JitError> {
+    check_aliasing(sig).map_err(|reason| JitError::Unsupported {
         kernel: sig.name.clone(),
         reason,
-    };
-    check_aliasing(sig).map_err(unsupported)?;
+    })?;
+    if let Some((text, space)) = compose_elements(sig, prelude) {
+        return Ok(Composed {
+            text,
+            space: Some(space),
+        });
+    }
+    Ok(Composed {
+        text: compose_tensors(sig, prelude)?,
+        space: None,
+    })
+}
 
-    let mut module = String::from("module {\n");
-    module.push_str(prelude);
-    module.push('\n');
-
-    // The entry's parameters: memrefs, then scalars in constituent order.
+/// The entry function's header: the memref parameters (all `noalias`), then the scalars of
+/// every constituent in order; and each constituent's scalar names.
+fn entry_header(sig: &KernelSignature) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header: Vec<String> = sig
         .params
         .iter()
         .enumerate()
         .map(|(i, p)| {
             // Distinct stores never overlap, a mutated store is reached through one
-            // parameter (checked above), and read-only parameters may overlap each other,
-            // which `noalias` allows: it only forbids overlap with memory written through
-            // another pointer. Temporaries are never dereferenced.
+            // parameter (checked by `check_aliasing`), and read-only parameters may overlap
+            // each other, which `noalias` allows: it only forbids overlap with memory
+            // written through another pointer. Temporaries are never dereferenced.
             format!("%m{i}: {} {{llvm.noalias}}", memref_type(p))
         })
         .collect();
-    let scalar_names: Vec<Vec<String>> = {
-        let mut next = 0;
-        sig.steps
+    let mut next = 0;
+    let scalars = sig
+        .steps
+        .iter()
+        .map(|s| {
+            s.kind
+                .scalars()
+                .iter()
+                .map(|&d| {
+                    header.push(format!("%s{next}: {}", element_type(d)));
+                    next += 1;
+                    format!("%s{}", next - 1)
+                })
+                .collect()
+        })
+        .collect();
+    (header, scalars)
+}
+
+/// The element-function route: every constituent element-wise with an element function, no
+/// reductions, every mutated parameter (temporaries included) of the first output's rank
+/// and broadcast pattern, every read parameter of at most that rank. Returns the module and
+/// the iteration-space parameter, or `None` when the route does not apply.
+fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usize)> {
+    let space = sig
+        .steps
+        .first()?
+        .bindings
+        .iter()
+        .find(|(_, pr)| *pr != Privilege::Read)?
+        .0;
+    let rank = sig.params[space].rank;
+    let unit = sig.params[space].unit_dims;
+    for step in &sig.steps {
+        if !step.kind.is_elementwise() {
+            return None;
+        }
+        for &(p, privilege) in &step.bindings {
+            let param = &sig.params[p];
+            let fits = match privilege {
+                Privilege::Read => param.rank <= rank,
+                Privilege::Write | Privilege::ReadWrite => {
+                    param.rank == rank && param.unit_dims == unit
+                }
+                Privilege::Reduce(_) => false,
+            };
+            if !fits {
+                return None;
+            }
+        }
+    }
+    let mut module = String::from("module {\n");
+    module.push_str(prelude);
+    module.push('\n');
+    for (c, step) in sig.steps.iter().enumerate() {
+        let args: Vec<MlirArg> = step
+            .bindings
             .iter()
-            .map(|s| {
-                s.kind
-                    .scalars()
-                    .iter()
-                    .map(|&d| {
-                        header.push(format!("%s{next}: {}", element_type(d)));
-                        next += 1;
-                        format!("%s{}", next - 1)
-                    })
-                    .collect()
+            .map(|&(p, privilege)| MlirArg {
+                dtype: sig.params[p].dtype,
+                rank: sig.params[p].rank,
+                privilege,
+                unit_dims: sig.params[p].unit_dims,
             })
-            .collect()
+            .collect();
+        let text = step
+            .kind
+            .mlir_generator()?
+            .generate_element(
+                &format!("e{c}"),
+                &MlirSignature {
+                    args: &args,
+                    scalars: step.kind.scalars(),
+                },
+            )?
+            .ok()?;
+        module.push_str(&text);
+        module.push('\n');
+    }
+
+    // The loop nest's operands: read parameters in, mutated ones out (temporaries neither).
+    let (header, scalar_names) = entry_header(sig);
+    let mut body = String::new();
+    let (mut ins, mut outs) = (Vec::new(), Vec::new());
+    for (p, param) in sig.params.iter().enumerate() {
+        if param.temporary {
+            continue;
+        }
+        let writable = param.privilege.mutates();
+        let _ = writeln!(
+            body,
+            "    %t{p} = bufferization.to_tensor %m{p} restrict{} : {} to {}",
+            if writable { " writable" } else { "" },
+            memref_type(param),
+            tensor_of(param)
+        );
+        if writable {
+            outs.push(p);
+        } else {
+            ins.push(p);
+        }
+    }
+    if outs.is_empty() {
+        return None;
+    }
+    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
+    let domain = format!("({})", dims.join(", "));
+    let map_of = |p: usize| {
+        let param = &sig.params[p];
+        let offset = rank - param.rank;
+        let results: Vec<String> = (0..param.rank)
+            .map(|k| {
+                let d = k + offset;
+                let broadcast =
+                    param.unit_dims & (1 << k.min(7)) != 0 && unit & (1 << d.min(7)) == 0;
+                if broadcast {
+                    "0".to_string()
+                } else {
+                    format!("d{d}")
+                }
+            })
+            .collect();
+        format!("affine_map<{domain} -> ({})>", results.join(", "))
     };
+    let maps: Vec<String> = ins.iter().chain(&outs).map(|&p| map_of(p)).collect();
+    let iterators = vec!["\"parallel\""; rank].join(", ");
+    let operand_list = |ps: &[usize]| {
+        ps.iter()
+            .map(|p| format!("%t{p}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let type_list = |ps: &[usize]| {
+        ps.iter()
+            .map(|&p| tensor_of(&sig.params[p]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let ins_clause = if ins.is_empty() {
+        String::new()
+    } else {
+        format!(" ins({} : {})", operand_list(&ins), type_list(&ins))
+    };
+    let _ = writeln!(
+        body,
+        "    %r:{} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}}{ins_clause} outs({} : {}) {{",
+        outs.len(),
+        maps.join(", "),
+        operand_list(&outs),
+        type_list(&outs)
+    );
+    // The element value of every parameter, as the constituents update it.
+    let mut current: Vec<Option<String>> = vec![None; sig.params.len()];
+    let block: Vec<String> = ins
+        .iter()
+        .chain(&outs)
+        .map(|&p| {
+            current[p] = Some(format!("%x{p}"));
+            format!("%x{p}: {}", element_type(sig.params[p].dtype))
+        })
+        .collect();
+    let _ = writeln!(body, "    ^bb0({}):", block.join(", "));
+    let mut fresh = 0usize;
+    for (c, step) in sig.steps.iter().enumerate() {
+        let mut operands = Vec::new();
+        let mut types = Vec::new();
+        let mut results = Vec::new();
+        for &(p, privilege) in &step.bindings {
+            let ty = element_type(sig.params[p].dtype);
+            let value = match &current[p] {
+                Some(v) => v.clone(),
+                None => {
+                    // A temporary before its first write: any value of its type.
+                    let v = format!("%u{fresh}");
+                    fresh += 1;
+                    let zero = if ty.starts_with('f') { "0.0" } else { "0" };
+                    let _ = writeln!(body, "      {v} = arith.constant {zero} : {ty}");
+                    v
+                }
+            };
+            operands.push(value);
+            types.push(ty);
+            if privilege != Privilege::Read {
+                results.push(p);
+            }
+        }
+        for (name, &d) in scalar_names[c].iter().zip(step.kind.scalars()) {
+            operands.push(name.clone());
+            types.push(element_type(d));
+        }
+        let names: Vec<String> = results
+            .iter()
+            .map(|_| {
+                fresh += 1;
+                format!("%u{}", fresh - 1)
+            })
+            .collect();
+        let result_types: Vec<&str> = results
+            .iter()
+            .map(|&p| element_type(sig.params[p].dtype))
+            .collect();
+        let _ = writeln!(
+            body,
+            "      {}{}func.call @e{c}({}) : ({}) -> ({})",
+            names.join(", "),
+            if names.is_empty() { "" } else { " = " },
+            operands.join(", "),
+            types.join(", "),
+            result_types.join(", ")
+        );
+        for (p, v) in results.into_iter().zip(names) {
+            current[p] = Some(v);
+        }
+    }
+    let yielded: Vec<String> = outs
+        .iter()
+        .map(|&p| current[p].clone().unwrap_or_default())
+        .collect();
+    let yielded_types: Vec<&str> = outs
+        .iter()
+        .map(|&p| element_type(sig.params[p].dtype))
+        .collect();
+    let _ = writeln!(
+        body,
+        "      linalg.yield {} : {}\n    }} -> ({})",
+        yielded.join(", "),
+        yielded_types.join(", "),
+        type_list(&outs)
+    );
+    for (i, &p) in outs.iter().enumerate() {
+        let _ = writeln!(
+            body,
+            "    bufferization.materialize_in_destination %r#{i} in restrict writable %m{p} : ({}, {}) -> ()",
+            tensor_of(&sig.params[p]),
+            memref_type(&sig.params[p])
+        );
+    }
+    let _ = write!(
+        module,
+        "func.func @{ENTRY}({}) attributes {{llvm.emit_c_interface}} {{\n{body}    return\n}}\n}}\n",
+        header.join(", ")
+    );
+    Some((module, space))
+}
+
+/// The tensor-function route: each constituent's generated function on tensors, called in
+/// program order with values threaded as SSA tensors; `linalg` fusion then merges what it can.
+fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitError> {
+    let unsupported = |reason: String| JitError::Unsupported {
+        kernel: sig.name.clone(),
+        reason,
+    };
+
+    let mut module = String::from("module {\n");
+    module.push_str(prelude);
+    module.push('\n');
+
+    let (header, scalar_names) = entry_header(sig);
 
     let mut body = String::new();
     // The current SSA tensor of every parameter, created lazily.

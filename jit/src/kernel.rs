@@ -25,16 +25,31 @@ pub struct MemRef<'a> {
 pub struct CpuKernel {
     signature: KernelSignature,
     code: NativeCode,
+    space: Option<usize>,
     compile_seconds: f64,
 }
 
 impl CpuKernel {
-    pub(crate) fn new(signature: KernelSignature, code: NativeCode, compile_seconds: f64) -> Self {
+    pub(crate) fn new(
+        signature: KernelSignature,
+        code: NativeCode,
+        space: Option<usize>,
+        compile_seconds: f64,
+    ) -> Self {
         CpuKernel {
             signature,
             code,
+            space,
             compile_seconds,
         }
+    }
+
+    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`: at each
+    /// point every mutated parameter must have that extent and every read parameter must
+    /// broadcast to it (extent equal, or 1 in a dimension the signature marks as unit).
+    /// `None` when each constituent iterates over its own output.
+    pub fn iteration_space(&self) -> Option<usize> {
+        self.space
     }
 
     /// What the kernel computes.

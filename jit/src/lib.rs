@@ -17,14 +17,23 @@
 //! be compiled is a [`JitError`], logged once per signature; the runtime then runs the
 //! constituents' native variants, which compute the same values.
 //!
-//! Depends only on `diffuse-ir` (and MLIR through `melior`).
+//! [`GpuJit`] compiles the same composed module for NVIDIA GPUs (PTX through MLIR's NVVM
+//! pipeline) and launches it through the CUDA driver, opened at run time: see the `gpu`
+//! module's docs. Without a GPU, compilation and PTX still work and launches report
+//! [`GpuError::Unavailable`].
+//!
+//! Depends only on `diffuse-ir` (and MLIR through `melior`, CUDA's driver through `cudarc`).
 
 #![warn(missing_docs)]
+// Errors carry the kernel's name and MLIR's diagnostics; they are rare and cold (as in the
+// workspace's other crates).
+#![allow(clippy::result_large_err)]
 
 mod cache;
 mod compiler;
 mod compose;
 mod error;
+mod gpu;
 mod kernel;
 mod math;
 mod signature;
@@ -32,5 +41,6 @@ mod support;
 
 pub use cache::{CompileMode, Jit, JitStats, Lookup};
 pub use error::JitError;
+pub use gpu::{gpu_available, GpuError, GpuInfo, GpuJit, GpuKernel, GpuTarget, PtxModule};
 pub use kernel::{CpuKernel, MemRef};
 pub use signature::{KernelParam, KernelSignature, KernelStep};

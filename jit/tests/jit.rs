@@ -9,10 +9,28 @@ use diffuse_ir::{
 };
 use diffuse_jit::{Jit, JitError, KernelParam, KernelSignature, KernelStep, MemRef};
 
-/// `out = f(x, y[, s])` over rank-r tensors with broadcasting of unit dims.
+#[path = "jit/gpu.rs"]
+mod gpu;
+
+/// `out = f(x, y[, s])` over rank-r tensors with broadcasting of unit dims; with
+/// `element`, also as an element function (the JIT's one-loop-nest route).
 struct Binary {
     op: &'static str,
     scalar: bool,
+    element: bool,
+}
+
+impl Binary {
+    fn apply(&self, f: &str) -> String {
+        if self.scalar {
+            format!(
+                "%u = {} %a, %b : {f}\n    %y = arith.mulf %u, %s : {f}",
+                self.op
+            )
+        } else {
+            format!("%y = {} %a, %b : {f}", self.op)
+        }
+    }
 }
 
 fn map(rank: usize, arg: &diffuse_ir::MlirArg, out: &diffuse_ir::MlirArg) -> String {
@@ -71,6 +89,26 @@ impl MlirGenerator for Binary {
             map(r, y, out),
             map(r, out, out)
         ))
+    }
+
+    fn generate_element(
+        &self,
+        symbol: &str,
+        sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        if !self.element {
+            return None;
+        }
+        let f = element_type(sig.args[2].dtype);
+        let scalar = if self.scalar {
+            format!(", %s: {f}")
+        } else {
+            String::new()
+        };
+        Some(Ok(format!(
+            "func.func private @{symbol}(%a: {f}, %b: {f}, %o: {f}{scalar}) -> {f} {{\n    {}\n    return %y : {f}\n}}",
+            self.apply(f)
+        )))
     }
 }
 
@@ -136,6 +174,7 @@ fn add_then_scale() -> KernelSignature {
         Arc::new(Binary {
             op: "arith.addf",
             scalar: false,
+            element: false,
         }),
         false,
     );
@@ -144,6 +183,7 @@ fn add_then_scale() -> KernelSignature {
         Arc::new(Binary {
             op: "arith.mulf",
             scalar: true,
+            element: false,
         }),
         true,
     );
@@ -221,6 +261,69 @@ fn a_fused_kernel_with_a_temporary_and_broadcasting_computes_the_reference() {
     let stats = jit.stats();
     assert_eq!((stats.kernels_compiled, stats.cache_hits), (1, 1));
     assert!(stats.compile_seconds > 0.0);
+}
+
+/// `t = a + b` (b a broadcast row), `out = t * t * s`: with element functions the kernel is
+/// one loop nest and `t`, used twice, never exists in memory.
+#[test]
+fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
+    let add = kind(
+        "jit_test.add_e",
+        Arc::new(Binary {
+            op: "arith.addf",
+            scalar: false,
+            element: true,
+        }),
+        false,
+    );
+    let mul = kind(
+        "jit_test.mul_s_e",
+        Arc::new(Binary {
+            op: "arith.mulf",
+            scalar: true,
+            element: true,
+        }),
+        true,
+    );
+    let mut sig = add_then_scale();
+    sig.steps[0].kind = add;
+    sig.steps[1].kind = mul;
+    sig.steps[1].bindings[1] = (2, Privilege::Read);
+    let kernel = Jit::new().kernel(&sig).expect("compiles");
+    assert_eq!(
+        kernel.iteration_space(),
+        Some(2),
+        "the temporary's extent is the space"
+    );
+    let (rows, cols) = (3usize, 4usize);
+    let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 - 4.5).collect();
+    let mut b: Vec<f64> = (0..cols).map(|j| 0.25 * j as f64).collect();
+    let mut out = vec![0.0; rows * cols];
+    let full = [rows as i64, cols as i64];
+    let strides = [cols as i64, 1];
+    unsafe {
+        kernel
+            .call(
+                &[
+                    memref(&mut a, &full, &strides),
+                    memref(&mut b, &[1, cols as i64], &strides),
+                    MemRef {
+                        ptr: std::ptr::null_mut(),
+                        sizes: &full,
+                        strides: &strides,
+                    },
+                    memref(&mut out, &full, &strides),
+                ],
+                &[Scalar::F64(-2.0)],
+            )
+            .expect("calls");
+    }
+    for i in 0..rows {
+        for j in 0..cols {
+            let t = a[i * cols + j] + b[j];
+            assert_eq!(out[i * cols + j], t * t * -2.0, "at ({i}, {j})");
+        }
+    }
 }
 
 #[test]

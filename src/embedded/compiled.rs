@@ -5,7 +5,7 @@
 //! runs natively on its own.
 
 use diffuse_fusion::FusedTask;
-use diffuse_ir::{Partition, Point, Privilege, StoreId, StoreRef};
+use diffuse_ir::{Partition, Point, Privilege, Shape, StoreId, StoreRef};
 use diffuse_jit::{CpuKernel, Jit, KernelParam, KernelSignature, KernelStep, Lookup, MemRef};
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -214,10 +214,31 @@ impl CompiledTask {
         }))
     }
 
-    /// True when every element-wise constituent's inputs match its output's extent, except
-    /// in dimensions the kernel broadcasts (compiled as extent 1).
+    /// True when the point's sub-stores have the shapes the kernel was compiled for: one
+    /// iteration space for all (see [`CpuKernel::iteration_space`]), or per element-wise
+    /// constituent, inputs matching its output's extent except in dimensions compiled as
+    /// broadcast (extent 1).
     fn fits(&self, places: &[ArgPlacement]) -> bool {
         let sig = self.kernel.signature();
+        let broadcasts = |q: usize, space: Shape| {
+            let e = places[q].rect.extent();
+            let unit = sig.params[q].unit_dims;
+            e.dims() <= space.dims()
+                && (0..e.dims()).all(|k| {
+                    let d = k + space.dims() - e.dims();
+                    e[k] == space[d] || (k < 8 && unit & (1 << k) != 0 && e[k] == 1)
+                })
+        };
+        if let Some(p) = self.kernel.iteration_space() {
+            let space = places[p].rect.extent();
+            return sig.params.iter().enumerate().all(|(q, param)| {
+                if param.privilege.mutates() {
+                    places[q].rect.extent() == space
+                } else {
+                    broadcasts(q, space)
+                }
+            });
+        }
         sig.steps.iter().all(|step| {
             if !step.kind.is_elementwise() {
                 return true;
@@ -226,15 +247,7 @@ impl CompiledTask {
                 return true;
             };
             let space = places[out].rect.extent();
-            step.bindings.iter().all(|&(q, _)| {
-                let e = places[q].rect.extent();
-                let unit = sig.params[q].unit_dims;
-                e.dims() <= space.dims()
-                    && (0..e.dims()).all(|k| {
-                        let d = k + space.dims() - e.dims();
-                        e[k] == space[d] || (k < 8 && unit & (1 << k) != 0 && e[k] == 1)
-                    })
-            })
+            step.bindings.iter().all(|&(q, _)| broadcasts(q, space))
         })
     }
 }

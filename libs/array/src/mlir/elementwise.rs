@@ -23,23 +23,10 @@ impl MlirGenerator for ElementwiseGenerator {
     fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
         let k = &self.0;
         let name = k.kind_name();
-        let conditions = usize::from(k.op == ElementwiseOp::Where);
-        let arrays = k.operands.iter().filter(|&&s| s == Slot::Array).count();
-        let scalars = vec![k.dtype; k.operands.len() - arrays];
-        check_counts(&name, sig, conditions + arrays + 1, &scalars)?;
-        check_description(&name, k)?;
+        let (conditions, out) = self.check(&name, sig)?;
         let out_index = sig.args.len() - 1;
-        let out = check_arg(
-            &name,
-            sig,
-            out_index,
-            k.result,
-            &[Privilege::Write, Privilege::ReadWrite],
-        )?;
         let mut ins = Vec::with_capacity(out_index);
-        for i in 0..out_index {
-            let dtype = if i < conditions { DType::Bool } else { k.dtype };
-            let arg = check_arg(&name, sig, i, dtype, &[Privilege::Read])?;
+        for (i, arg) in sig.args[..out_index].iter().enumerate() {
             let map = broadcast_map(arg, out).ok_or_else(|| {
                 unsupported(
                     &name,
@@ -55,40 +42,118 @@ impl MlirGenerator for ElementwiseGenerator {
         function(&name, symbol, sig, |e| {
             let loops = vec![Loop::Parallel; out.rank];
             let result = generic(e, &loops, &ins, &out_operand, |e, xs, _| {
-                // The value operands in order: block arguments for arrays (after the
-                // condition), function arguments for scalars.
-                let (mut array, mut scalar) = (conditions, 0);
-                let values: Vec<String> = k
-                    .operands
-                    .iter()
-                    .map(|slot| match slot {
-                        Slot::Array => {
-                            array += 1;
-                            xs[array - 1].clone()
-                        }
-                        Slot::Scalar => {
-                            scalar += 1;
-                            scalar_name(scalar - 1)
-                        }
-                    })
-                    .collect();
-                let undefined = || unsupported(&name, "the operation is not defined for its dtype");
-                Ok(match k.op {
-                    ElementwiseOp::Unary(op) => {
-                        unary_op(e, op, k.dtype, &values[0]).ok_or_else(undefined)?
-                    }
-                    ElementwiseOp::Binary(op) => {
-                        binary_op(e, op, k.dtype, &values[0], &values[1]).ok_or_else(undefined)?
-                    }
-                    ElementwiseOp::Where => {
-                        let zero = e.zero(DType::Bool);
-                        let c = e.value(format_args!("arith.cmpi ne, {}, {zero} : i8", xs[0]));
-                        select(e, &c, &values[0], &values[1], k.dtype)
-                    }
-                    ElementwiseOp::Cast => convert(e, k.dtype, k.result, &values[0]),
-                })
+                self.element(e, &name, conditions, xs)
             })?;
             Ok(vec![result])
+        })
+    }
+
+    fn generate_element(
+        &self,
+        symbol: &str,
+        sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        let name = self.0.kind_name();
+        Some(self.check(&name, sig).and_then(|(conditions, out)| {
+            let params: Vec<String> = sig
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!("{}: {}", arg_name(i), element_type(a.dtype)))
+                .chain(
+                    sig.scalars
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &d)| format!("{}: {}", scalar_name(j), element_type(d))),
+                )
+                .collect();
+            let mut e = Emitter {
+                indent: 2,
+                ..Emitter::default()
+            };
+            let inputs: Vec<String> = (0..sig.args.len() - 1).map(arg_name).collect();
+            let result = self.element(&mut e, &name, conditions, &inputs)?;
+            let ty = element_type(out.dtype);
+            e.line(format_args!("return {result} : {ty}"));
+            Ok(format!(
+                "func.func private @{symbol}({}) -> ({ty}) {{\n{}}}\n",
+                params.join(", "),
+                e.text
+            ))
+        }))
+    }
+}
+
+impl ElementwiseGenerator {
+    /// Checks `sig` against the description; returns the number of condition operands and
+    /// the output argument.
+    fn check<'s>(
+        &self,
+        name: &str,
+        sig: &'s MlirSignature<'_>,
+    ) -> Result<(usize, &'s MlirArg), KernelError> {
+        let k = &self.0;
+        let conditions = usize::from(k.op == ElementwiseOp::Where);
+        let arrays = k.operands.iter().filter(|&&s| s == Slot::Array).count();
+        let scalars = vec![k.dtype; k.operands.len() - arrays];
+        check_counts(name, sig, conditions + arrays + 1, &scalars)?;
+        check_description(name, k)?;
+        let out_index = sig.args.len() - 1;
+        let out = check_arg(
+            name,
+            sig,
+            out_index,
+            k.result,
+            &[Privilege::Write, Privilege::ReadWrite],
+        )?;
+        for i in 0..out_index {
+            let dtype = if i < conditions { DType::Bool } else { k.dtype };
+            check_arg(name, sig, i, dtype, &[Privilege::Read])?;
+        }
+        Ok((conditions, out))
+    }
+
+    /// Emits the computation of one output element from `xs`, the elements of the array
+    /// operands (conditions first), and the scalar arguments; returns its value.
+    fn element(
+        &self,
+        e: &mut Emitter,
+        name: &str,
+        conditions: usize,
+        xs: &[String],
+    ) -> Result<String, KernelError> {
+        let k = &self.0;
+        // The value operands in order: array elements (after the condition), function
+        // arguments for scalars.
+        let (mut array, mut scalar) = (conditions, 0);
+        let values: Vec<String> = k
+            .operands
+            .iter()
+            .map(|slot| match slot {
+                Slot::Array => {
+                    array += 1;
+                    xs[array - 1].clone()
+                }
+                Slot::Scalar => {
+                    scalar += 1;
+                    scalar_name(scalar - 1)
+                }
+            })
+            .collect();
+        let undefined = || unsupported(name, "the operation is not defined for its dtype");
+        Ok(match k.op {
+            ElementwiseOp::Unary(op) => {
+                unary_op(e, op, k.dtype, &values[0]).ok_or_else(undefined)?
+            }
+            ElementwiseOp::Binary(op) => {
+                binary_op(e, op, k.dtype, &values[0], &values[1]).ok_or_else(undefined)?
+            }
+            ElementwiseOp::Where => {
+                let zero = e.zero(DType::Bool);
+                let c = e.value(format_args!("arith.cmpi ne, {}, {zero} : i8", xs[0]));
+                select(e, &c, &values[0], &values[1], k.dtype)
+            }
+            ElementwiseOp::Cast => convert(e, k.dtype, k.result, &values[0]),
         })
     }
 }
