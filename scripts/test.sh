@@ -45,8 +45,10 @@ for mode in "--fusion on --jit sync" "--fusion on --jit off" "--fusion off"; do
     smoke jacobi 1e-9 --n 500 --iters 5 "$@"
     smoke cfd 1e-9 --n 41 --iters 3 "$@"
 done
-# The default (JIT compiling in the background) must give the same answers.
+# The default (JIT compiling in the background) must give the same answers, and so must a
+# run asking for the GPU (on a machine without one it warns and stays on the CPU).
 smoke black-scholes 1e-12 --n 100000 --iters 2
+smoke black-scholes 1e-12 --n 100000 --iters 2 --jit sync --gpu
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt

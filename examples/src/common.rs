@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
-use diffuse_jit::{CompileMode, Jit, JitStats};
+use diffuse_jit::{CompileMode, GpuJit, Jit, JitStats};
 use serde::Serialize;
 
 /// An on/off command-line setting (`--fusion`, `--jit`).
@@ -68,6 +68,10 @@ pub struct AppArgs {
     /// native kernels only.
     #[arg(long, value_enum, default_value_t = JitMode::On)]
     pub jit: JitMode,
+    /// Run compiled fused kernels on the GPU (copying sub-stores to and from it); without a
+    /// GPU the run warns and stays on the CPU.
+    #[arg(long)]
+    pub gpu: bool,
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
@@ -166,6 +170,7 @@ impl Runtime {
             nodes: args.nodes,
             placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
             jit: args.jit.jit(),
+            gpu: args.gpu.then(|| Arc::new(GpuJit::new())),
             ..Default::default()
         })?);
         let config = FusionConfig {
@@ -281,6 +286,7 @@ impl Runtime {
             kernels_compiled: self.jit_stats().kernels_compiled
                 - self.jit_at_start.kernels_compiled,
             compiled_points: self.backend.compiled_points(),
+            gpu_points: self.backend.gpu_points(),
         }
     }
 
@@ -315,6 +321,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         iters,
         fusion,
         jit: JitMode::Sync,
+        gpu: false,
         window: None,
         streams: false,
         mapper: None,
@@ -366,6 +373,8 @@ pub struct RunRecord {
     pub kernels_compiled: u64,
     /// Point tasks that ran a compiled kernel, warm-up included.
     pub compiled_points: u64,
+    /// Of those, the ones that ran on the GPU.
+    pub gpu_points: u64,
 }
 
 /// Prints the record as JSON (`--json`) or as a short summary.

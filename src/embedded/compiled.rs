@@ -6,13 +6,27 @@
 
 use diffuse_fusion::FusedTask;
 use diffuse_ir::{Partition, Point, Privilege, Shape, StoreId, StoreRef};
-use diffuse_jit::{CpuKernel, Jit, KernelParam, KernelSignature, KernelStep, Lookup, MemRef};
+use diffuse_jit::{
+    CpuKernel, GpuJit, GpuKernel, Jit, KernelParam, KernelSignature, KernelStep, Lookup, MemRef,
+};
 use hashbrown::HashMap;
 use std::sync::Arc;
 
 use super::fused::Contribution;
 use super::launch::{store_address, ArgPlacement};
 use super::memory::HostBuffer;
+
+/// Where a point task's compiled kernel ran.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Device {
+    /// The host CPU.
+    Cpu,
+    /// The GPU.
+    Gpu,
+}
+
+/// Set once a GPU launch has failed, so the fallback is reported once per process.
+static GPU_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// One parameter of the compiled kernel: where its sub-stores come from.
 struct Binding {
@@ -26,6 +40,9 @@ struct Binding {
 /// A fused task matched with its compiled kernel.
 pub(super) struct CompiledTask {
     kernel: Arc<CpuKernel>,
+    /// The same kernel for the GPU, when the backend runs kernels there and it could be
+    /// built.
+    gpu: Option<Arc<GpuKernel>>,
     bindings: Vec<Binding>,
     /// Every constituent's scalars, in order.
     scalars: Vec<diffuse_ir::Scalar>,
@@ -36,7 +53,12 @@ pub(super) struct CompiledTask {
 
 /// The compiled kernel for `fused` at `points`, or `None` when it has none (the JIT warns
 /// once per signature).
-pub(super) fn prepare(jit: &Arc<Jit>, fused: &FusedTask, points: &[Point]) -> Option<CompiledTask> {
+pub(super) fn prepare(
+    jit: &Arc<Jit>,
+    gpu: Option<&GpuJit>,
+    fused: &FusedTask,
+    points: &[Point],
+) -> Option<CompiledTask> {
     let mut index: HashMap<(StoreId, Option<Partition>), usize> = HashMap::new();
     let mut renamed: HashMap<StoreId, usize> = HashMap::new();
     let mut bindings: Vec<Binding> = Vec::new();
@@ -98,8 +120,11 @@ pub(super) fn prepare(jit: &Arc<Jit>, fused: &FusedTask, points: &[Point]) -> Op
         Lookup::Ready(kernel) => kernel,
         Lookup::Compiling | Lookup::Failed(_) => return None,
     };
+    // A kernel that cannot be built for the GPU was logged by the GPU JIT; the CPU runs it.
+    let gpu = gpu.and_then(|g| g.kernel(&signature).ok());
     Some(CompiledTask {
         kernel,
+        gpu,
         bindings,
         scalars: fused
             .constituents()
@@ -143,14 +168,15 @@ fn union(first: Privilege, then: Privilege) -> Privilege {
 }
 
 impl CompiledTask {
-    /// Runs point `p` through the kernel; returns its reduction contributions as
-    /// (constituent, argument, placement), or `None` if the point's sub-stores do not have
+    /// Runs point `p` through the kernel (on the GPU when there is a GPU kernel, else or if
+    /// its launch fails on the CPU); returns its reduction contributions as (constituent,
+    /// argument, placement) and where it ran, or `None` if the point's sub-stores do not have
     /// the shapes the kernel was compiled for (the caller then runs it natively).
     pub(super) fn run_point(
         &self,
         p: &Point,
         buffers: &HashMap<StoreId, &HostBuffer>,
-    ) -> Option<Result<Vec<Contribution>, String>> {
+    ) -> Option<Result<(Vec<Contribution>, Device), String>> {
         let places: Vec<ArgPlacement> = self
             .bindings
             .iter()
@@ -203,15 +229,30 @@ impl CompiledTask {
         // validation proved that no two point tasks write the same element and that a
         // written store is reached through one parameter; temporaries are null and never
         // dereferenced (the kernel keeps them in registers or allocates them itself).
+        if let Some(gpu) = &self.gpu {
+            // SAFETY: as below; the launch copies the sub-stores to the device and back.
+            match unsafe { gpu.launch(&memrefs, &self.scalars) } {
+                Ok(()) => return Some(Ok((self.contributions(places), Device::Gpu))),
+                Err(e) => {
+                    if !GPU_FAILED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        tracing::warn!("a GPU launch failed ({e}); running on the CPU");
+                    }
+                }
+            }
+        }
         let outcome = unsafe { self.kernel.call(&memrefs, &self.scalars) };
-        Some(outcome.map(|()| {
-            self.first_use
-                .iter()
-                .zip(places)
-                .filter(|(_, place)| place.accumulator.is_some())
-                .map(|(&(c, a), place)| (c, a, place))
-                .collect()
-        }))
+        Some(outcome.map(|()| (self.contributions(places), Device::Cpu)))
+    }
+
+    /// The reduction contributions of a point that ran with `places`, as (constituent,
+    /// argument, placement).
+    fn contributions(&self, places: Vec<ArgPlacement>) -> Vec<Contribution> {
+        self.first_use
+            .iter()
+            .zip(places)
+            .filter(|(_, place)| place.accumulator.is_some())
+            .map(|(&(c, a), place)| (c, a, place))
+            .collect()
     }
 
     /// True when the point's sub-stores have the shapes the kernel was compiled for: one

@@ -46,16 +46,23 @@ pub(super) fn run_fused(backend: &EmbeddedBackend, fused: &FusedTask) -> Result<
     let compiled = backend
         .jit
         .as_ref()
-        .and_then(|jit| compiled::prepare(jit, fused, &points));
+        .and_then(|jit| compiled::prepare(jit, backend.gpu.as_deref(), fused, &points));
     let run_point = |i: usize| -> Result<Vec<Contribution>, KernelError> {
         let p = points[i];
         if let Some(outcome) = compiled.as_ref().and_then(|c| c.run_point(&p, &buffers)) {
             backend.compiled_points.fetch_add(1, Ordering::Relaxed);
-            return outcome.map_err(|reason| KernelError {
-                kind: fused.name(),
-                point: p,
-                reason,
-            });
+            return outcome
+                .map(|(contributions, device)| {
+                    if device == compiled::Device::Gpu {
+                        backend.gpu_points.fetch_add(1, Ordering::Relaxed);
+                    }
+                    contributions
+                })
+                .map_err(|reason| KernelError {
+                    kind: fused.name(),
+                    point: p,
+                    reason,
+                });
         }
         let placements: Vec<Vec<ArgPlacement>> = fused
             .constituents()

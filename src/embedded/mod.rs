@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use diffuse_fusion::FusedTask;
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
-use diffuse_jit::Jit;
+use diffuse_jit::{gpu_available, GpuJit, Jit};
 
 use diffuse_ir::with_element_type;
 pub use memory::MemoryStats;
@@ -44,6 +44,10 @@ pub struct EmbeddedConfig {
     /// default is the process-wide [`Jit::shared`], so kernels compiled once serve every
     /// runtime in the process.
     pub jit: Option<Arc<Jit>>,
+    /// Run fused tasks' compiled kernels on the GPU (with the CPU JIT on): `None` keeps them
+    /// on the CPU. Without a usable GPU, or when a kernel cannot be built or launched there,
+    /// the backend warns once and runs the CPU kernel instead.
+    pub gpu: Option<Arc<GpuJit>>,
 }
 
 impl Default for EmbeddedConfig {
@@ -56,6 +60,7 @@ impl Default for EmbeddedConfig {
             placement: None,
             strip_bytes: 1 << 20,
             jit: Some(Jit::shared()),
+            gpu: None,
         }
     }
 }
@@ -70,7 +75,9 @@ pub struct EmbeddedBackend {
     placement: Option<Arc<dyn crate::Placement>>,
     strip_points: AtomicU64,
     jit: Option<Arc<Jit>>,
+    gpu: Option<Arc<GpuJit>>,
     compiled_points: AtomicU64,
+    gpu_points: AtomicU64,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
     /// Serializes tasks and host copies submitted from different application threads.
@@ -116,7 +123,18 @@ impl EmbeddedBackend {
             placement: config.placement,
             strip_points: AtomicU64::new(0),
             jit: config.jit,
+            gpu: config.gpu.filter(|_| match gpu_available() {
+                Ok(info) => {
+                    tracing::info!("fused kernels run on the GPU: {info:?}");
+                    true
+                }
+                Err(reason) => {
+                    tracing::warn!("no GPU ({reason}): fused kernels run on the CPU");
+                    false
+                }
+            }),
             compiled_points: AtomicU64::new(0),
+            gpu_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
@@ -146,6 +164,11 @@ impl EmbeddedBackend {
     /// Point tasks of fused tasks that ran a JIT-compiled kernel.
     pub fn compiled_points(&self) -> u64 {
         self.compiled_points.load(Ordering::Relaxed)
+    }
+
+    /// Point tasks of fused tasks that ran a compiled kernel on the GPU.
+    pub fn gpu_points(&self) -> u64 {
+        self.gpu_points.load(Ordering::Relaxed)
     }
 
     /// The kernel compiler in use, if any.
