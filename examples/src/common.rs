@@ -146,7 +146,7 @@ impl Runtime {
             .procs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         anyhow::ensure!(
-            args.nodes >= 1 && procs % args.nodes == 0,
+            args.nodes >= 1 && procs.is_multiple_of(args.nodes),
             "--procs {procs} must be a multiple of --nodes {}",
             args.nodes
         );

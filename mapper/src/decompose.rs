@@ -391,7 +391,7 @@ pub fn prime_factorization(d: u64) -> Result<Vec<(u64, u32)>, DecomposeError> {
     let mut out = Vec::new();
     let mut take = |n: &mut u64, p: u64| {
         let mut a = 0;
-        while *n % p == 0 {
+        while (*n).is_multiple_of(p) {
             *n /= p;
             a += 1;
         }
