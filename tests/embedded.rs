@@ -3,6 +3,9 @@
 //!
 //! Task kinds live in a process-wide registry that rejects duplicate names, so every kind used
 //! here is registered once (behind a `OnceLock`) by the helpers below and shared by all tests.
+//! The kinds the fusion tests use have MLIR generators (tests/embedded/generators.rs), so
+//! fused tasks of them run JIT-compiled kernels on backends with a JIT (the default) and
+//! their native variants on backends without one (`EmbeddedConfig::jit: None`).
 
 // Helpers return `IrError`, which is large by design (see the IR crate).
 #![allow(clippy::result_large_err)]
@@ -13,6 +16,8 @@ mod elementwise_prop;
 mod faults;
 #[path = "embedded/fusion.rs"]
 mod fusion;
+#[path = "embedded/generators.rs"]
+mod generators;
 #[path = "embedded/memory.rs"]
 mod memory;
 #[path = "embedded/placement.rs"]
@@ -31,8 +36,10 @@ use diffuse_ir::{
     for_each_row, Context, DType, Element, KernelError, PointTask, Privilege, ReductionOp,
     TaskKind, TaskKindBuilder,
 };
+use generators::{Elementwise, Reduction};
 
-/// A context over a fresh embedded backend with `procs` processors.
+/// A context over a fresh embedded backend with `procs` processors (fusion and the shared
+/// JIT on, as by default).
 pub fn ctx(procs: usize) -> Context {
     diffuse::embedded(EmbeddedConfig {
         procs: Some(procs),
@@ -74,99 +81,168 @@ fn name(short: &str) -> String {
     format!("{PREFIX}{short}")
 }
 
-/// An aligned `out = f(s, a, b)` kind (W, R, R), with an f64 scalar `s` when `scaled`,
-/// declared element-wise (so fused groups of it may run in strips) when `elementwise`.
+/// An f64 operation `f(s, x, y)` in the two forms a kind needs: the native function and the
+/// MLIR region body (see [`Elementwise::body`]) computing the same value with the same
+/// operations in the same order, so compiled and native results are bitwise equal.
+#[derive(Clone, Copy)]
+pub struct Arith {
+    /// The native computation.
+    pub native: fn(f64, f64, f64) -> f64,
+    /// The region body.
+    pub mlir: &'static str,
+    /// True when the kind takes the f64 scalar `s` (`%s0` in the body).
+    pub scaled: bool,
+}
+
+/// `a + b` of a binary kind.
+pub const ADD: Arith = Arith {
+    native: |_, a, b| a + b,
+    mlir: "%r = arith.addf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+    scaled: false,
+};
+
+/// `a * b` of a binary kind.
+pub const MUL: Arith = Arith {
+    native: |_, a, b| a * b,
+    mlir: "%r = arith.mulf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+    scaled: false,
+};
+
+/// `s * a + b` of a binary kind: a multiplication, then an addition (no FMA).
+pub const AXPY: Arith = Arith {
+    native: |s, a, b| s * a + b,
+    mlir: "%p = arith.mulf %s0, %x0 : {T}\n%r = arith.addf %p, %x1 : {T}\nlinalg.yield %r : {T}",
+    scaled: true,
+};
+
+/// `a` of a unary kind.
+pub const COPY: Arith = Arith {
+    native: |_, _, a| a,
+    mlir: "linalg.yield %x0 : {T}",
+    scaled: false,
+};
+
+/// `s * a` of a unary kind.
+pub const SCALE: Arith = Arith {
+    native: |s, _, a| s * a,
+    mlir: "%r = arith.mulf %s0, %x0 : {T}\nlinalg.yield %r : {T}",
+    scaled: true,
+};
+
+/// `out + a` of a unary kind (for `ReadWrite` or `Reduce(Sum)` outputs).
+pub const ACCUMULATE: Arith = Arith {
+    native: |_, o, a| o + a,
+    mlir: "%r = arith.addf %o, %x0 : {T}\nlinalg.yield %r : {T}",
+    scaled: false,
+};
+
+/// An aligned `out = op(s, a, b)` kind (W, R, R), declared element-wise (so fused groups of
+/// it may run in strips) when `elementwise`.
 pub fn binary_kind(
     slot: &'static OnceLock<Arc<TaskKind>>,
     short: &str,
-    scaled: bool,
     elementwise: bool,
-    f: fn(f64, f64, f64) -> f64,
+    op: Arith,
 ) -> Arc<TaskKind> {
     kind_once(
         slot,
         || {
-            let mut b = TaskKind::builder(name(short))
+            let b = TaskKind::builder(name(short))
                 .arg("out", DType::F64, Privilege::Write)
                 .arg("a", DType::F64, Privilege::Read)
                 .arg("b", DType::F64, Privilege::Read)
                 .aligned(&[0, 1, 2]);
-            if elementwise {
-                b = b.elementwise();
-            }
-            if scaled {
-                b.scalar(DType::F64)
-            } else {
-                b
-            }
+            with_options(b, elementwise, op, &[1, 2])
         },
         move |t| {
-            let s = if scaled { t.scalar::<f64>(0)? } else { 0.0 };
+            let s = if op.scaled { t.scalar::<f64>(0)? } else { 0.0 };
             for_each_row::<f64>(t, 0, &[1, 2], |out, ins| {
                 for ((o, &a), &b) in out.iter_mut().zip(ins[0]).zip(ins[1]) {
-                    *o = f(s, a, b);
+                    *o = (op.native)(s, a, b);
                 }
             })
         },
     )
+}
+
+/// An aligned `out = op(s, out, a)` kind (`privilege`, R), declared element-wise when
+/// `elementwise`. For `Reduce` the kernel sees its private accumulator as `out`.
+pub fn unary_kind(
+    slot: &'static OnceLock<Arc<TaskKind>>,
+    short: &str,
+    privilege: Privilege,
+    elementwise: bool,
+    op: Arith,
+) -> Arc<TaskKind> {
+    kind_once(
+        slot,
+        || {
+            let b = TaskKind::builder(name(short))
+                .arg("out", DType::F64, privilege)
+                .arg("a", DType::F64, Privilege::Read)
+                .aligned(&[0, 1]);
+            with_options(b, elementwise, op, &[1])
+        },
+        move |t| {
+            let s = if op.scaled { t.scalar::<f64>(0)? } else { 0.0 };
+            for_each_row::<f64>(t, 0, &[1], |out, ins| {
+                for (o, &a) in out.iter_mut().zip(ins[0]) {
+                    *o = (op.native)(s, *o, a);
+                }
+            })
+        },
+    )
+}
+
+/// `b` declared element-wise when `elementwise`, with `op`'s scalar, and with the generator
+/// of `op` writing argument 0 from the arguments `inputs`.
+fn with_options(
+    mut b: TaskKindBuilder,
+    elementwise: bool,
+    op: Arith,
+    inputs: &'static [usize],
+) -> TaskKindBuilder {
+    if elementwise {
+        b = b.elementwise();
+    }
+    if op.scaled {
+        b = b.scalar(DType::F64);
+    }
+    b.mlir(Arc::new(Elementwise {
+        out: 0,
+        inputs,
+        body: op.mlir,
+    }))
 }
 
 /// `out = a + b` (W, R, R), all aligned.
 pub fn add_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "add", false, false, |_, a, b| a + b)
+    binary_kind(&K, "add", false, ADD)
 }
 
 /// `out = a * b` (W, R, R), all aligned.
 pub fn mul_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "mul", false, false, |_, a, b| a * b)
+    binary_kind(&K, "mul", false, MUL)
 }
 
 /// `out = s * a + b` (W, R, R; scalar f64 `s`), all aligned.
 pub fn axpy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "axpy", true, false, |s, a, b| s * a + b)
+    binary_kind(&K, "axpy", false, AXPY)
 }
 
 /// `out = a` (W, R), aligned.
 pub fn copy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("copy"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-        },
-        |t| {
-            for_each_row::<f64>(t, 0, &[1], |out, ins| {
-                out.copy_from_slice(ins[0]);
-            })
-        },
-    )
+    unary_kind(&K, "copy", Privilege::Write, false, COPY)
 }
 
 /// `a += b` (RW, R), aligned.
 pub fn add_assign_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("add_assign"))
-                .arg("a", DType::F64, Privilege::ReadWrite)
-                .arg("b", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-        },
-        |t| {
-            for_each_row::<f64>(t, 0, &[1], |out, ins| {
-                for (o, &b) in out.iter_mut().zip(ins[0]) {
-                    *o += b;
-                }
-            })
-        },
-    )
+    unary_kind(&K, "add_assign", Privilege::ReadWrite, false, ACCUMULATE)
 }
 
 /// Folds every element of argument 0 (Read, any rank) into argument 1, a 0-d `Reduce(op)`
@@ -203,6 +279,7 @@ fn reduce_all_builder(short: &str, op: ReductionOp) -> TaskKindBuilder {
     TaskKind::builder(name(short))
         .arg("in", DType::F64, Privilege::Read)
         .arg("acc", DType::F64, Privilege::Reduce(op))
+        .mlir(Arc::new(Reduction { keep: 0 }))
 }
 
 /// Whole-input reduction kinds: `sum_all`, `prod_all`, `min_all`, `max_all`.
@@ -230,6 +307,7 @@ pub fn row_sum_kind() -> Arc<TaskKind> {
             TaskKind::builder(name("row_sum"))
                 .arg("in", DType::F64, Privilege::Read)
                 .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
+                .mlir(Arc::new(Reduction { keep: 1 }))
         },
         |t| {
             let input = t.read::<f64>(0)?;
@@ -278,7 +356,13 @@ pub fn scale_by_store(
                 .arg("out", DType::F64, Privilege::Write)
                 .arg("x", DType::F64, Privilege::Read)
                 .arg("s", DType::F64, Privilege::Read)
-                .aligned(&[0, 1]);
+                .aligned(&[0, 1])
+                .mlir(Arc::new(Elementwise {
+                    out: 0,
+                    // `s` (0-d: broadcast to every element), then `x`.
+                    inputs: &[2, 1],
+                    body: "%r = arith.mulf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+                }));
             if elementwise {
                 b.elementwise()
             } else {

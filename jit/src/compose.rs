@@ -447,15 +447,27 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
             current[p] = Some(v);
         }
     }
-    // Every mutated parameter in memory receives its final value.
+    // Every mutated parameter in memory receives its final value. `restrict` only for
+    // parameters that are written before anything reads them: for one whose old value is
+    // read first, `linalg` fusion may move that read after the write (e.g.
+    // `t = a + a; a = b * b; d = t * t`), `eliminate-empty-tensors` would then turn the
+    // write's destination into a second `restrict` view of the store, and bufferization
+    // would write it in place before the read. Without `restrict` such a write goes through
+    // a buffer and a copy. (The element route, where reads and writes of an element happen
+    // in one iteration, keeps `restrict` for all.)
     for (p, param) in sig.params.iter().enumerate() {
         if param.temporary || !param.privilege.mutates() {
             continue;
         }
         if let Some(v) = &current[p] {
+            let restrict = if param.privilege == Privilege::Write {
+                "restrict "
+            } else {
+                ""
+            };
             let _ = writeln!(
                 body,
-                "    bufferization.materialize_in_destination {v} in restrict writable %m{p} : ({}, {}) -> ()",
+                "    bufferization.materialize_in_destination {v} in {restrict}writable %m{p} : ({}, {}) -> ()",
                 tensor_of(param),
                 memref_type(param)
             );
@@ -519,15 +531,17 @@ fn materialize(
 /// A store the kernel mutates must be reached through one parameter only; otherwise the
 /// `restrict` promise (and the SSA threading of its values) would be wrong.
 fn check_aliasing(sig: &KernelSignature) -> Result<(), String> {
+    // Temporaries and reductions (point-private accumulators) never touch the store.
+    let in_memory = |p: &KernelParam| !p.temporary && !p.privilege.is_reduction();
     for (i, p) in sig.params.iter().enumerate() {
-        if p.temporary || !p.privilege.mutates() {
+        if !in_memory(p) || !p.privilege.mutates() {
             continue;
         }
         if let Some(j) = sig
             .params
             .iter()
             .enumerate()
-            .position(|(j, q)| j != i && !q.temporary && q.store == p.store)
+            .position(|(j, q)| j != i && in_memory(q) && q.store == p.store)
         {
             return Err(format!(
                 "parameters {i} and {j} are two partitions of one store and {i} is written"

@@ -28,6 +28,10 @@ pub(super) enum Device {
 /// Set once a GPU launch has failed, so the fallback is reported once per process.
 static GPU_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// What makes two constituent arguments one kernel parameter: the store, its partition
+/// (none for a temporary) and, for a reduction, the (constituent, argument) it belongs to.
+type ParamKey = (StoreId, Option<Partition>, Option<(usize, usize)>);
+
 /// One parameter of the compiled kernel: where its sub-stores come from.
 struct Binding {
     store: StoreRef,
@@ -59,7 +63,7 @@ pub(super) fn prepare(
     fused: &FusedTask,
     points: &[Point],
 ) -> Option<CompiledTask> {
-    let mut index: HashMap<(StoreId, Option<Partition>), usize> = HashMap::new();
+    let mut index: HashMap<ParamKey, usize> = HashMap::new();
     let mut renamed: HashMap<StoreId, usize> = HashMap::new();
     let mut bindings: Vec<Binding> = Vec::new();
     let mut params: Vec<KernelParam> = Vec::new();
@@ -71,7 +75,14 @@ pub(super) fn prepare(
             let id = arg.store.id();
             let temporary = fused.is_temporary(id);
             // A temporary is reached through one partition (the true-dependence constraint).
-            let key = (id, (!temporary).then(|| arg.partition.clone()));
+            // Every reducing argument gets a parameter (a point-private accumulator) of its
+            // own, folded constituent by constituent as the native path does, so that two
+            // reductions into one store round exactly as unfused.
+            let key = (
+                id,
+                (!temporary).then(|| arg.partition.clone()),
+                arg.privilege.is_reduction().then_some((c, a)),
+            );
             let next = params.len();
             let p = *index.entry(key).or_insert(next);
             if p == next {
@@ -96,12 +107,6 @@ pub(super) fn prepare(
                 });
                 first_use.push((c, a));
             } else {
-                if bindings[p].reduction.is_some() != arg.privilege.is_reduction() {
-                    // Accumulators are point-private: a store both reduced into and
-                    // accessed otherwise stays on the native path.
-                    tracing::debug!(kernel = %fused.name(), "mixed reduction; native path");
-                    return None;
-                }
                 params[p].privilege = union(params[p].privilege, arg.privilege);
             }
             step.push((p, arg.privilege));

@@ -1,128 +1,119 @@
 //! Task fusion on the embedded backend (Diffuse paper §4–5): with the window and fusion on, a
 //! program must compute exactly what it computes with fusion off and what a plain sequential
-//! evaluation computes, bit for bit, while executing fewer index tasks and never allocating
-//! the temporaries that fusion made point-local.
+//! evaluation computes, bit for bit, while executing fewer index tasks and never allocating the
+//! temporaries that fusion made point-local.
 //!
-//! - [`fused_streams_match_unfused_and_sequential`] is the differential property: random
-//!   streams of tasks over a few random 1-d/2-d stores and random aliasing views of them
-//!   (blocked tilings of views, reads of shifted views of one store as in a stencil), with
-//!   every privilege: `Write`, `ReadWrite`, `Reduce(Sum)` of a view into a 0-d store through
-//!   `Replicate`, into an aligned view, and into a 1-d view through a row tiling that several
-//!   points share; launch domains from a small set (so some neighbours cannot fuse); random
-//!   window sizes (1..=12, or adaptive) and strip sizes (tiny, to force strips, or the
-//!   default); explicit `flush_window()` points, host reads and writes in the middle; loop
-//!   bodies repeated with new stores (so memoized plans are replayed, also for windows that
-//!   differ only in aliasing); and application handles of intermediate stores dropped right
-//!   after their last use (so temporaries arise). Each stream runs with fusion on, with
-//!   fusion off, and on a sequential host model; every store still held, and every value read
-//!   back in the middle, must be bitwise equal across the three. The model folds reductions
-//!   the way the backend promises (each point folds its own block from the identity, blocks
-//!   folded into the store in point order), so reduction results are compared bitwise too,
-//!   not just within a tolerance. Coverage counters fail the test if the streams stop
+//! - [`fused_streams_match_unfused_and_sequential`] is the differential property, on the native
+//!   fused path (`jit: None`): random streams of tasks over a few random 1-d/2-d stores and
+//!   random aliasing views of them (blocked tilings of views, reads of shifted views of one
+//!   store as in a stencil), with every privilege: `Write`, `ReadWrite`, `Reduce(Sum)` of a
+//!   view into a 0-d store through `Replicate`, into an aligned view, and into a 1-d view
+//!   through a row tiling that several points share; launch domains from a small set (so some
+//!   neighbours cannot fuse); random window sizes (1..=12, or adaptive) and strip sizes (tiny,
+//!   to force strips, or the default); explicit `flush_window()` points, host reads and writes
+//!   in the middle; loop bodies repeated with new stores (so memoized plans are replayed, also
+//!   for windows that differ only in aliasing); and application handles of intermediate stores
+//!   dropped right after their last use (so temporaries arise). Each stream runs with fusion
+//!   on, with fusion off, and on a sequential host model; every store still held, and every
+//!   value read back in the middle, must be bitwise equal across the three. The model folds
+//!   reductions the way the backend promises (each point folds its own block from the identity,
+//!   blocks folded into the store in point order), so reduction results are compared bitwise
+//!   too, not just within a tolerance. Coverage counters fail the test if the streams stop
 //!   exercising fused groups, temporaries, fused reductions, strips or memo replays.
+//! - [`jit_fused_streams_match_unfused_and_sequential`] runs the same random streams with the
+//!   JIT on: every kind of the streams has an MLIR generator (tests/embedded/generators.rs,
+//!   bodies with the native kernels' operations in their order), so fused tasks run compiled
+//!   kernels (composed bodies, temporaries as SSA values, scalars, 0-d stores read by every
+//!   element, `ReadWrite` and `Reduce` outputs), and the results must still be bitwise equal to
+//!   the unfused run and the model. The property uses its own [`Jit`], so each distinct fused
+//!   signature compiles once (about 0.1 s; the streams keep producing new ones, which is
+//!   what bounds its case count). Coverage counters (per fused task, through a recording
+//!   [`Backend`] in front of the embedded one) fail the test if the JIT stops being exercised:
+//!   cases running compiled code, compiled fused tasks with temporaries and with reductions,
+//!   kernels compiled.
 //! - Deterministic tests: the Figure 2 stencil (two executed tasks per iteration, four
-//!   temporaries, strips, lower peak memory), the Figure 8 temporaries (exactly `z`), the
-//!   fold order of reductions of a temporary, kernel faults inside a fused task, fusion off
-//!   executing every task, and the adaptive window growing.
+//!   temporaries, strips, lower peak memory), the Figure 8 temporaries (exactly `z`), the fold
+//!   order of reductions of a temporary, kernel faults inside a fused task, fusion off
+//!   executing every task, and the adaptive window growing, without a JIT (the fold order of
+//!   reductions also with one); and with the JIT: the stencil running one compiled kernel per
+//!   iteration, bitwise equal to the unfused run, a compile failure falling back to native
+//!   kernels (counted once per signature), a broadcast row (unit dimensions), reductions by
+//!   every operator (signed zeros, NaN), and two regression tests of compiled fused tasks: two
+//!   reductions into one store, and a store overwritten after a constituent read it.
 //!
-//! The property runs 3,000 random streams by default (the CI run, about a second). For a
-//! longer local run set `DIFFUSE_FUSION_CASES`, e.g.
-//! `DIFFUSE_FUSION_CASES=20000 cargo test -p diffuse --test embedded fusion:: -- --nocapture`.
+//! The native property runs 3,000 random streams by default (about a second), the JIT property
+//! 80 (about 20-25 s on two cores, nearly all of it compiling some 200 kernels). For longer
+//! local runs set `DIFFUSE_FUSION_CASES` or `DIFFUSE_JIT_CASES`, e.g.
+//! `DIFFUSE_FUSION_CASES=20000 cargo test -p diffuse --test embedded fusion:: -- --nocapture`
+//! or
+//! `DIFFUSE_JIT_CASES=1000 cargo test -p diffuse --test embedded jit_fused -- --nocapture`.
 
 use std::cell::Cell;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use diffuse::{EmbeddedBackend, EmbeddedConfig, FlushRecord, FusionConfig, Runtime};
+use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FlushRecord, FusionConfig, Runtime};
+use diffuse_fusion::FusedTask;
 use diffuse_ir::{
-    for_each_row, Context, DType, IndexTask, IrError, KernelError, Partition, PointTask, Privilege,
-    Projection, ReductionOp, Store, StoreId, TaskKind, Tuple, View,
+    for_each_row, Context, DType, Executor, HostData, IndexTask, IrError, KernelError, Partition,
+    PointTask, Privilege, ProjComponent, Projection, Rect, ReductionOp, Store, StoreId, StoreRef,
+    TaskKind, Tuple, View,
 };
+use diffuse_jit::Jit;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
+use crate::generators::Elementwise;
 use crate::{
     add_assign_kind, add_kind, axpy_kind, binary_kind, copy_kind, kind_once, mul_kind, name,
-    reduce_all_kind, row_sum_kind, scale_by_store_kind,
+    reduce_all_kind, row_sum_kind, scale_by_store_kind, unary_kind, ACCUMULATE, ADD, AXPY, COPY,
+    MUL, SCALE,
 };
 
 // ---------------------------------------------------------------------------------------------
 // Kinds. The shared kinds of tests/embedded.rs are not declared element-wise, so fused groups
 // of them run point by point; these element-wise twins let fused groups run strip by strip.
+// All but `fail_at` have MLIR generators (see tests/embedded/generators.rs).
 // ---------------------------------------------------------------------------------------------
-
-/// An element-wise, aligned `out = f(s, out, a)` kind (`privilege`, R), with an f64 scalar
-/// `s` when `scaled`. For `Reduce` the kernel sees its private accumulator as `out`.
-fn ew_unary(
-    slot: &'static OnceLock<Arc<TaskKind>>,
-    short: &str,
-    privilege: Privilege,
-    scaled: bool,
-    f: fn(f64, f64, f64) -> f64,
-) -> Arc<TaskKind> {
-    kind_once(
-        slot,
-        || {
-            let b = TaskKind::builder(name(short))
-                .arg("out", DType::F64, privilege)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-                .elementwise();
-            if scaled {
-                b.scalar(DType::F64)
-            } else {
-                b
-            }
-        },
-        move |t| {
-            let s = if scaled { t.scalar::<f64>(0)? } else { 0.0 };
-            for_each_row::<f64>(t, 0, &[1], |out, ins| {
-                for (o, &a) in out.iter_mut().zip(ins[0]) {
-                    *o = f(s, *o, a);
-                }
-            })
-        },
-    )
-}
 
 /// Element-wise `out = a + b`.
 fn ew_add_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.add", false, true, |_, a, b| a + b)
+    binary_kind(&K, "fusion.add", true, ADD)
 }
 
 /// Element-wise `out = a * b`.
 fn ew_mul_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.mul", false, true, |_, a, b| a * b)
+    binary_kind(&K, "fusion.mul", true, MUL)
 }
 
 /// Element-wise `out = s * a + b`.
 fn ew_axpy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.axpy", true, true, |s, a, b| s * a + b)
+    binary_kind(&K, "fusion.axpy", true, AXPY)
 }
 
 /// Element-wise `out = a`.
 fn ew_copy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_unary(&K, "fusion.copy", Privilege::Write, false, |_, _, a| a)
+    unary_kind(&K, "fusion.copy", Privilege::Write, true, COPY)
 }
 
 /// Element-wise `out = s * a` (the stencil's MULT).
 fn ew_scale_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_unary(&K, "fusion.scale", Privilege::Write, true, |s, _, a| s * a)
+    unary_kind(&K, "fusion.scale", Privilege::Write, true, SCALE)
 }
 
 /// Element-wise `out += a` (RW, R).
 fn ew_add_assign_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_unary(
+    unary_kind(
         &K,
         "fusion.add_assign",
         Privilege::ReadWrite,
-        false,
-        |_, o, a| o + a,
+        true,
+        ACCUMULATE,
     )
 }
 
@@ -130,12 +121,56 @@ fn ew_add_assign_kind() -> Arc<TaskKind> {
 /// must still never run in strips).
 fn add_reduce_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    ew_unary(
+    unary_kind(
         &K,
         "fusion.add_reduce",
         Privilege::Reduce(ReductionOp::Sum),
-        false,
-        |_, o, a| o + a,
+        true,
+        ACCUMULATE,
+    )
+}
+
+/// Element-wise `out = a + row` (W, R, R): `row` has one row, which every row of `out` adds
+/// (NumPy broadcasting; compiled, `row`'s dimension 0 is a unit dimension read at index 0).
+fn ew_add_row_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("fusion.add_row"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .arg("row", DType::F64, Privilege::Read)
+                .elementwise()
+                .mlir(Arc::new(Elementwise {
+                    out: 0,
+                    inputs: &[1, 2],
+                    body: ADD.mlir,
+                }))
+        },
+        |t| {
+            let (a, row) = (t.read::<f64>(1)?, t.read::<f64>(2)?);
+            let mut out = t.write::<f64>(0)?;
+            let (shape, broadcast) = (out.shape(), row.shape());
+            if a.shape() != shape
+                || shape.dims() != 2
+                || broadcast.dims() != 2
+                || (broadcast[0], broadcast[1]) != (1, shape[1])
+            {
+                return Err(t.error(format!(
+                    "add_row of {} and {} into {}",
+                    a.shape(),
+                    row.shape(),
+                    out.shape()
+                )));
+            }
+            for r in 0..out.rows() {
+                for ((o, &x), &y) in out.row_mut(r).iter_mut().zip(a.row(r)).zip(row.row(0)) {
+                    *o = (ADD.native)(0.0, x, y);
+                }
+            }
+            Ok(())
+        },
     )
 }
 
@@ -180,27 +215,108 @@ fn fail_at_kind() -> Arc<TaskKind> {
 // Shared helpers.
 // ---------------------------------------------------------------------------------------------
 
-/// A context over a runtime over an embedded backend, with both kept for their counters.
+/// What one fused task did.
+struct FusedRun {
+    /// Temporaries.
+    temporaries: usize,
+    /// True when a constituent reduces.
+    reduces: bool,
+    /// Its point tasks that ran JIT-compiled code.
+    compiled_points: u64,
+}
+
+/// The embedded backend, recording every fused task it runs.
+struct Observed {
+    backend: Arc<EmbeddedBackend>,
+    fused: Mutex<Vec<FusedRun>>,
+}
+
+impl Observed {
+    /// The fused tasks run so far, in order.
+    fn take_fused(&self) -> Vec<FusedRun> {
+        std::mem::take(&mut *self.fused.lock().unwrap())
+    }
+}
+
+impl Executor for Observed {
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn processors(&self) -> usize {
+        self.backend.processors()
+    }
+
+    fn execute(&self, task: IndexTask) -> Result<(), IrError> {
+        self.backend.execute(task)
+    }
+
+    fn flush(&self) -> Result<(), IrError> {
+        self.backend.flush()
+    }
+
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
+        self.backend.read(store, rect)
+    }
+
+    fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
+        self.backend.write(store, rect, data)
+    }
+}
+
+impl Backend for Observed {
+    fn execute_fused(&self, task: FusedTask) -> Result<(), IrError> {
+        let temporaries = task.temporaries().len();
+        let reduces = task
+            .constituents()
+            .iter()
+            .any(|t| t.args().iter().any(|a| a.privilege.is_reduction()));
+        let before = self.backend.compiled_points();
+        let result = self.backend.execute_fused(task);
+        self.fused.lock().unwrap().push(FusedRun {
+            temporaries,
+            reduces,
+            compiled_points: self.backend.compiled_points() - before,
+        });
+        result
+    }
+}
+
+/// A context over a runtime over an (observed) embedded backend, with both kept for their
+/// counters.
 struct Rig {
     backend: Arc<EmbeddedBackend>,
-    runtime: Arc<Runtime<EmbeddedBackend>>,
+    observed: Arc<Observed>,
+    runtime: Arc<Runtime<Observed>>,
     ctx: Context,
 }
 
-fn rig(procs: usize, fusion: FusionConfig, strip_bytes: Option<usize>) -> Rig {
+/// A rig of `procs` processors running fused tasks through `jit` (natively when `None`).
+fn rig(
+    procs: usize,
+    fusion: FusionConfig,
+    strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
+) -> Rig {
     let mut config = EmbeddedConfig {
         procs: Some(procs),
         fusion,
+        jit,
         ..Default::default()
     };
     if let Some(s) = strip_bytes {
         config.strip_bytes = s;
     }
     let backend = Arc::new(EmbeddedBackend::new(config).expect("embedded backend starts"));
-    let runtime = Arc::new(Runtime::new(backend.clone(), fusion));
+    let observed = Arc::new(Observed {
+        backend: backend.clone(),
+        fused: Mutex::new(Vec::new()),
+    });
+    let runtime = Arc::new(Runtime::new(observed.clone(), fusion));
     let ctx = Context::new(runtime.clone());
     Rig {
         backend,
+        observed,
         runtime,
         ctx,
     }
@@ -211,6 +327,11 @@ fn fused(window: Option<usize>) -> FusionConfig {
         enabled: true,
         window,
     }
+}
+
+/// The two ways a fused task runs, labelled: natively, and through a fresh JIT.
+fn native_and_jit() -> [(&'static str, Option<Arc<Jit>>); 2] {
+    [("JIT off", None), ("JIT on", Some(Arc::new(Jit::new())))]
 }
 
 /// Random values in [-2, 2) (see [`crate::random_data_in`]).
@@ -912,6 +1033,8 @@ struct Outcome {
     /// Windows whose plan was replayed from the planner's memo.
     replayed: u64,
     log: Vec<FlushRecord>,
+    /// The fused tasks, in order.
+    fused: Vec<FusedRun>,
 }
 
 fn run_model(plan: &Plan) -> Outcome {
@@ -1008,13 +1131,15 @@ fn build_task(handles: &[Option<Store>], t: &Task) -> IndexTask {
     task
 }
 
-/// Runs `plan` on a fresh embedded runtime with `fusion` (and `strip_bytes` when fused).
+/// Runs `plan` on a fresh embedded runtime with `fusion` (and `strip_bytes` and `jit` when
+/// fused).
 fn run_real(
     plan: &Plan,
     fusion: FusionConfig,
     strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
 ) -> Result<Outcome, String> {
-    let r = rig(plan.procs, fusion, strip_bytes);
+    let r = rig(plan.procs, fusion, strip_bytes, jit);
     r.runtime.record_streams(true);
     let c = &r.ctx;
     let mut handles: Vec<Option<Store>> = plan
@@ -1066,6 +1191,7 @@ fn run_real(
     out.strip_points = r.backend.strip_points();
     out.replayed = r.runtime.planner_stats().replayed;
     out.log = r.runtime.take_stream_log();
+    out.fused = r.observed.take_fused();
     Ok(out)
 }
 
@@ -1091,17 +1217,41 @@ struct Coverage {
     replay_cases: Cell<usize>,
     adaptive_cases: Cell<usize>,
     mid_reads: Cell<usize>,
+    /// Tasks the backend ran as fused tasks (a group of one with temporaries included).
+    fused_tasks: Cell<usize>,
+    /// Fused tasks some point of which ran JIT-compiled code; of them, those with
+    /// temporaries and those with a reduction; and the compiled point tasks in all.
+    compiled_tasks: Cell<usize>,
+    compiled_with_temporaries: Cell<usize>,
+    compiled_reductions: Cell<usize>,
+    compiled_points: Cell<u64>,
+    /// Cases in which some point ran compiled code.
+    compiled_cases: Cell<usize>,
 }
 
 fn bump(c: &Cell<usize>, by: usize) {
     c.set(c.get() + by);
 }
 
-fn check_case(raw: &RawCase, cov: &Coverage) -> Result<(), TestCaseError> {
+impl Coverage {
+    /// Fails unless `count` is at least `per_case` times the number of cases.
+    fn share(&self, what: &str, count: usize, per_case: f64) {
+        let n = self.cases.get();
+        assert!(
+            count as f64 >= per_case * n as f64,
+            "only {count} {what} in {n} cases"
+        );
+    }
+}
+
+/// Runs `raw` on the sequential model, with fusion off, and with fusion on (fused tasks
+/// through `jit` when given), and checks that all three agree bit for bit.
+fn check_case(raw: &RawCase, cov: &Coverage, jit: Option<&Arc<Jit>>) -> Result<(), TestCaseError> {
     let plan = plan(raw);
     let model = run_model(&plan);
-    let off = run_real(&plan, FusionConfig::off(), None).map_err(TestCaseError::fail)?;
-    let on = run_real(&plan, fused(plan.window), plan.strip_bytes).map_err(TestCaseError::fail)?;
+    let off = run_real(&plan, FusionConfig::off(), None, None).map_err(TestCaseError::fail)?;
+    let on = run_real(&plan, fused(plan.window), plan.strip_bytes, jit.cloned())
+        .map_err(TestCaseError::fail)?;
 
     // Fusion off executes every task as submitted, fusion on at most as many.
     prop_assert_eq!(off.executed, off.submitted, "fusion off fused something");
@@ -1121,6 +1271,11 @@ fn check_case(raw: &RawCase, cov: &Coverage) -> Result<(), TestCaseError> {
     }
     let groups = executed_groups(&on.log);
     prop_assert_eq!(groups.len() as u64, on.executed, "log: {:?}", on.log);
+    let compiled: u64 = on.fused.iter().map(|f| f.compiled_points).sum();
+    prop_assert!(
+        jit.is_some() || compiled == 0,
+        "compiled code ran without a JIT"
+    );
 
     for (k, ((m, o), f)) in model
         .reads
@@ -1153,12 +1308,13 @@ fn check_case(raw: &RawCase, cov: &Coverage) -> Result<(), TestCaseError> {
         prop_assert_eq!(
             bits(f),
             bits(o),
-            "store {} (shape {:?}): fusion on (window {:?}, strip_bytes {:?}) vs off; \
+            "store {} (shape {:?}): fusion on (window {:?}, strip_bytes {:?}, JIT {}) vs off; \
              executed {:?}",
             s,
             &plan.stores[s].shape,
             plan.window,
             plan.strip_bytes,
+            if jit.is_some() { "on" } else { "off" },
             on.log.iter().map(|r| &r.executed).collect::<Vec<_>>()
         );
     }
@@ -1187,35 +1343,50 @@ fn check_case(raw: &RawCase, cov: &Coverage) -> Result<(), TestCaseError> {
     bump(&cov.replay_cases, usize::from(on.replayed > 0));
     bump(&cov.adaptive_cases, usize::from(plan.window.is_none()));
     bump(&cov.mid_reads, model.reads.len());
+    bump(&cov.fused_tasks, on.fused.len());
+    for f in on.fused.iter().filter(|f| f.compiled_points > 0) {
+        bump(&cov.compiled_tasks, 1);
+        bump(
+            &cov.compiled_with_temporaries,
+            usize::from(f.temporaries > 0),
+        );
+        bump(&cov.compiled_reductions, usize::from(f.reduces));
+    }
+    cov.compiled_points
+        .set(cov.compiled_points.get() + compiled);
+    bump(&cov.compiled_cases, usize::from(compiled > 0));
     Ok(())
 }
 
-/// Random streams per run: `DIFFUSE_FUSION_CASES`, or 3,000.
-fn property_cases() -> u32 {
-    std::env::var("DIFFUSE_FUSION_CASES")
+/// A case count from the environment variable `var`, or `default`.
+fn cases_from_env(var: &str, default: u32) -> u32 {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(3000)
+        .unwrap_or(default)
 }
 
-#[test]
-fn fused_streams_match_unfused_and_sequential() {
-    let cases = property_cases();
+/// Runs `cases` random streams through [`check_case`] (fused tasks through `jit` when
+/// given), prints the coverage, checks that every case ran and that the streams exercise
+/// what fusion is about, and returns the coverage for further checks.
+fn run_property(cases: u32, jit: Option<&Arc<Jit>>) -> Coverage {
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
         ..Config::default()
     });
     let cov = Coverage::default();
-    if let Err(e) = runner.run(&raw_case(), |raw| check_case(&raw, &cov)) {
+    if let Err(e) = runner.run(&raw_case(), |raw| check_case(&raw, &cov, jit)) {
         panic!("{e}");
     }
     let n = cov.cases.get();
     eprintln!(
-        "fusion property: {n} cases, {} tasks submitted, {} executed with fusion on; {} fused \
-         groups, {} with temporaries ({} temporaries), {} fused reductions; strips in {} \
-         cases ({} with temporaries); memoized plans replayed in {} cases; {} adaptive-window \
-         cases; {} mid-stream reads",
+        "fusion property (JIT {}): {n} cases, {} tasks submitted, {} executed with fusion on; \
+         {} fused groups, {} with temporaries ({} temporaries), {} fused reductions; strips \
+         in {} cases ({} with temporaries); memoized plans replayed in {} cases; {} \
+         adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
+         ({} with temporaries, {} with reductions; {} point tasks) in {} cases",
+        if jit.is_some() { "on" } else { "off" },
         cov.submitted.get(),
         cov.executed.get(),
         cov.fused_groups.get(),
@@ -1227,44 +1398,90 @@ fn fused_streams_match_unfused_and_sequential() {
         cov.replay_cases.get(),
         cov.adaptive_cases.get(),
         cov.mid_reads.get(),
+        cov.fused_tasks.get(),
+        cov.compiled_tasks.get(),
+        cov.compiled_with_temporaries.get(),
+        cov.compiled_reductions.get(),
+        cov.compiled_points.get(),
+        cov.compiled_cases.get(),
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
-    let share = |what: &str, count: usize, per_case: f64| {
-        assert!(
-            count as f64 >= per_case * n as f64,
-            "only {count} {what} in {n} cases"
-        );
-    };
-    share("fused groups", cov.fused_groups.get(), 0.5);
-    share(
+    cov.share("fused groups", cov.fused_groups.get(), 0.5);
+    cov.share(
         "fused groups with temporaries",
         cov.groups_with_temporaries.get(),
         0.1,
     );
-    share(
+    cov.share(
         "fused groups with reductions",
         cov.fused_reductions.get(),
         0.05,
     );
-    share("cases with strips", cov.strip_cases.get(), 0.05);
-    share(
-        "cases with strips and temporaries",
-        cov.strip_temporary_cases.get(),
-        0.03,
-    );
-    share(
+    cov.share(
         "cases replaying memoized plans",
         cov.replay_cases.get(),
         0.05,
     );
-    share("adaptive-window cases", cov.adaptive_cases.get(), 0.05);
-    share("mid-stream reads", cov.mid_reads.get(), 0.2);
+    cov.share("adaptive-window cases", cov.adaptive_cases.get(), 0.05);
+    cov.share("mid-stream reads", cov.mid_reads.get(), 0.2);
     assert!(
         cov.executed.get() * 10 <= cov.submitted.get() * 9,
         "fusion saved too little: {} of {} tasks executed",
         cov.executed.get(),
         cov.submitted.get()
+    );
+    cov
+}
+
+/// The differential property on the native fused path.
+#[test]
+fn fused_streams_match_unfused_and_sequential() {
+    let cov = run_property(cases_from_env("DIFFUSE_FUSION_CASES", 3000), None);
+    // Without a JIT, fused element-wise points run strip by strip when strips are small.
+    cov.share("cases with strips", cov.strip_cases.get(), 0.05);
+    cov.share(
+        "cases with strips and temporaries",
+        cov.strip_temporary_cases.get(),
+        0.03,
+    );
+}
+
+/// Random streams of the JIT property by default: compiling a new fused signature takes about
+/// 0.1 s here, and the random streams produce two or three new ones per case.
+const JIT_CASES: u32 = 80;
+
+/// The differential property with fused tasks running JIT-compiled kernels.
+#[test]
+fn jit_fused_streams_match_unfused_and_sequential() {
+    let jit = Arc::new(Jit::new());
+    let cov = run_property(cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES), Some(&jit));
+    let stats = jit.stats();
+    eprintln!("JIT: {stats:?}");
+    // Most fused tasks run compiled code (the others have a point whose sub-stores do not
+    // fit the compiled kernel, or reduce into a store they also access otherwise).
+    cov.share("cases running compiled code", cov.compiled_cases.get(), 0.3);
+    assert!(
+        cov.compiled_tasks.get() * 2 >= cov.fused_tasks.get(),
+        "only {} of {} fused tasks ran compiled code",
+        cov.compiled_tasks.get(),
+        cov.fused_tasks.get()
+    );
+    cov.share(
+        "compiled fused tasks with temporaries",
+        cov.compiled_with_temporaries.get(),
+        0.1,
+    );
+    cov.share(
+        "compiled fused tasks with reductions",
+        cov.compiled_reductions.get(),
+        0.05,
+    );
+    assert!(
+        stats.kernels_compiled as usize >= cov.cases.get() / 4,
+        "only {} kernels compiled in {} cases",
+        stats.kernels_compiled,
+        cov.cases.get()
     );
 }
 
@@ -1367,8 +1584,9 @@ fn run_stencil(
     iters: usize,
     fusion: FusionConfig,
     strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
 ) -> (Vec<f64>, Rig) {
-    let r = rig(2, fusion, strip_bytes);
+    let r = rig(2, fusion, strip_bytes, jit);
     r.runtime.record_streams(true);
     let grid = r
         .ctx
@@ -1386,7 +1604,7 @@ fn run_stencil(
 fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
     let (n, iters) = (12, 6);
     let want = stencil_model(n, iters);
-    let (off, off_rig) = run_stencil(n, iters, FusionConfig::off(), None);
+    let (off, off_rig) = run_stencil(n, iters, FusionConfig::off(), None, None);
     assert_eq!(
         bits(&off),
         bits(&want),
@@ -1405,7 +1623,7 @@ fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
     .collect::<Vec<_>>()
     .join("+");
     for window in [Some(6), Some(7), Some(12), None] {
-        let (on, r) = run_stencil(n, iters, fused(window), None);
+        let (on, r) = run_stencil(n, iters, fused(window), None, None);
         assert_eq!(bits(&on), bits(&off), "window {window:?}: fusion on vs off");
         assert_eq!(r.ctx.tasks_submitted(), 6 * iters as u64);
         assert_eq!(
@@ -1442,10 +1660,10 @@ fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
 #[test]
 fn stencil_in_strips_matches_unfused() {
     let (n, iters) = (16, 4);
-    let (off, _) = run_stencil(n, iters, FusionConfig::off(), None);
+    let (off, _) = run_stencil(n, iters, FusionConfig::off(), None, None);
     assert_eq!(bits(&off), bits(&stencil_model(n, iters)));
     for strip_bytes in [8, 64, 256] {
-        let (on, r) = run_stencil(n, iters, fused(Some(6)), Some(strip_bytes));
+        let (on, r) = run_stencil(n, iters, fused(Some(6)), Some(strip_bytes), None);
         assert!(
             r.backend.strip_points() > 0,
             "strip_bytes {strip_bytes}: no point ran in strips"
@@ -1463,7 +1681,7 @@ fn stencil_in_strips_matches_unfused() {
 fn stencil_temporaries_are_never_allocated() {
     let (n, iters) = (32i64, 3);
     let peak = |fusion: FusionConfig| {
-        let r = rig(2, fusion, None);
+        let r = rig(2, fusion, None, None);
         let grid = r
             .ctx
             .store_from_vec(&[n + 2, n + 2], stencil_init(n))
@@ -1515,7 +1733,7 @@ struct Figure8 {
 /// `del x, y, z, w` and `flush_window()`; `v` and `norm` are kept.
 fn figure8(fusion: FusionConfig) -> Figure8 {
     let n = 16i64;
-    let r = rig(2, fusion, None);
+    let r = rig(2, fusion, None, None);
     r.runtime.record_streams(true);
     let c = &r.ctx;
     let launch = Tuple::shape(&[4]).unwrap();
@@ -1643,16 +1861,16 @@ fn wild(k: usize) -> f64 {
 /// `t = a + b` (fresh, dropped), `acc += sum(t)` (through `t`'s own partition, so it fuses
 /// with the producer and `t` is a temporary), `acc += sum(c)`: the fused task must fold its
 /// constituents' contributions constituent by constituent, points in order, exactly as the
-/// unfused tasks do; with this data, interleaving the two reductions point by point gives
-/// other bits.
+/// unfused tasks do, natively and compiled; with this data, interleaving the two reductions
+/// point by point, or folding both into one accumulator per point, gives other bits.
 #[test]
 fn reductions_of_a_temporary_fold_in_point_order() {
     let n = 48usize;
     let a: Vec<f64> = (0..n).map(wild).collect();
     let b = random_data(n, 77);
-    let cv: Vec<f64> = (0..n).map(|k| wild(k + 3)).collect();
-    let run = |fusion: FusionConfig| {
-        let r = rig(3, fusion, None);
+    let cv: Vec<f64> = (0..n).map(|k| wild(k + 2)).collect();
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
+        let r = rig(3, fusion, None, jit);
         r.runtime.record_streams(true);
         let c = &r.ctx;
         let launch = Tuple::shape(&[6]).unwrap();
@@ -1689,7 +1907,11 @@ fn reductions_of_a_temporary_fold_in_point_order() {
             .into_iter()
             .flat_map(|f| f.executed)
             .collect();
-        (c.read_scalar::<f64>(&acc.view()).unwrap(), log)
+        (
+            c.read_scalar::<f64>(&acc.view()).unwrap(),
+            log,
+            r.backend.compiled_points(),
+        )
     };
     // Per-point partial sums (blocks of 8, each folded from the identity -0.0).
     let partials = |v: &[f64]| -> Vec<f64> {
@@ -1708,27 +1930,40 @@ fn reductions_of_a_temporary_fold_in_point_order() {
         interleaved.to_bits(),
         "data not order-sensitive"
     );
-    let (off, _) = run(FusionConfig::off());
+    // One accumulator per point for both reductions: each point folds its `t` block, then
+    // its `c` block.
+    let shared = t
+        .chunks(8)
+        .zip(cv.chunks(8))
+        .map(|(bt, bc)| bt.iter().chain(bc).fold(-0.0, |s, x| s + x))
+        .fold(0.125, |s, p| s + p);
+    assert_ne!(want.to_bits(), shared.to_bits(), "data not order-sensitive");
+    let (off, _, _) = run(FusionConfig::off(), None);
     assert_eq!(
         off.to_bits(),
         want.to_bits(),
         "fusion off: {off:e} vs {want:e}"
     );
-    let (on, log) = run(fused(Some(8)));
-    assert_eq!(
-        log,
-        vec![format!(
-            "{}+{}+{} (temporaries: 1)",
-            add_kind().name(),
-            reduce_all_kind(ReductionOp::Sum).name(),
-            reduce_all_kind(ReductionOp::Sum).name()
-        )]
-    );
-    assert_eq!(
-        on.to_bits(),
-        want.to_bits(),
-        "fusion on: {on:e} vs {want:e}"
-    );
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.is_some();
+        let (on, log, compiled) = run(fused(Some(8)), jit);
+        assert_eq!(
+            log,
+            vec![format!(
+                "{}+{}+{} (temporaries: 1)",
+                add_kind().name(),
+                reduce_all_kind(ReductionOp::Sum).name(),
+                reduce_all_kind(ReductionOp::Sum).name()
+            )],
+            "{what}"
+        );
+        assert_eq!(compiled, if compiles { 6 } else { 0 }, "{what}");
+        assert_eq!(
+            on.to_bits(),
+            want.to_bits(),
+            "fusion on, {what}: {on:e} vs {want:e}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1782,7 +2017,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
     for strip_bytes in [None, Some(8)] {
         for panics in [false, true] {
             let what = format!("strip_bytes {strip_bytes:?}, panics {panics}");
-            let r = rig(2, fused(Some(8)), strip_bytes);
+            let r = rig(2, fused(Some(8)), strip_bytes, None);
             r.runtime.record_streams(true);
             let c = &r.ctx;
             let x = c.store_from_vec(&[n as i64], data.clone()).unwrap();
@@ -1833,7 +2068,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
 #[test]
 fn fusion_off_executes_every_task_as_submitted() {
     let (n, iters) = (10, 5);
-    let r = rig(2, FusionConfig::off(), Some(8));
+    let r = rig(2, FusionConfig::off(), Some(8), None);
     r.runtime.record_streams(true);
     let grid = r
         .ctx
@@ -1870,7 +2105,7 @@ fn fusion_off_executes_every_task_as_submitted() {
 #[test]
 fn adaptive_window_grows_on_a_long_fusible_chain() {
     let n = 12usize;
-    let r = rig(2, fused(None), None);
+    let r = rig(2, fused(None), None, None);
     assert_eq!(r.runtime.window_size(), diffuse::runtime::ADAPTIVE_START);
     let c = &r.ctx;
     let launch = Tuple::shape(&[3]).unwrap();
@@ -1917,4 +2152,298 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
         .map(|y| (0..640).fold(0.5, |x, _| x + y))
         .collect();
     assert_eq!(bits(&c.read::<f64>(&x.view()).unwrap()), bits(&want));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JIT: fused tasks whose constituents all have MLIR generators run compiled kernels.
+// ---------------------------------------------------------------------------------------------
+
+/// The stencil's fused task (four ADDs and the MULT, four temporaries) runs as one compiled
+/// kernel, compiled once for all iterations, and computes the unfused grid bit for bit.
+#[test]
+fn stencil_runs_compiled_and_matches_unfused() {
+    let (n, iters) = (12, 5);
+    let (off, _) = run_stencil(n, iters, FusionConfig::off(), None, None);
+    let jit = Arc::new(Jit::new());
+    let (on, r) = run_stencil(n, iters, fused(Some(6)), None, Some(jit.clone()));
+    assert_eq!(bits(&on), bits(&off), "JIT on vs fusion off");
+    assert_eq!(r.backend.tasks_executed(), 2 * iters as u64);
+    let runs = r.observed.take_fused();
+    assert_eq!(runs.len(), iters, "one fused task per iteration");
+    for (i, run) in runs.iter().enumerate() {
+        assert_eq!(run.temporaries, 4, "iteration {i}");
+        assert_eq!(
+            run.compiled_points, 4,
+            "iteration {i}: every point of the 2x2 launch"
+        );
+    }
+    assert_eq!(r.backend.compiled_points(), 4 * iters as u64);
+    let stats = jit.stats();
+    assert_eq!(
+        (stats.kernels_compiled, stats.compile_failures),
+        (1, 0),
+        "{stats:?}"
+    );
+}
+
+/// A kernel that fails to compile leaves its fused task on the native path, with the same
+/// results; the failure is counted (and logged) once per signature, however often the fused
+/// task runs and in however many runtimes.
+#[test]
+fn a_compile_failure_falls_back_to_native_kernels() {
+    let (n, iters) = (12, 4);
+    let (off, _) = run_stencil(n, iters, FusionConfig::off(), None, None);
+    let jit = Arc::new(Jit::new());
+    jit.inject_failure(ew_add_kind().name());
+    for runtime in 0..2 {
+        let (on, r) = run_stencil(n, iters, fused(Some(6)), None, Some(jit.clone()));
+        assert_eq!(
+            bits(&on),
+            bits(&off),
+            "runtime {runtime}: JIT on vs fusion off"
+        );
+        let runs = r.observed.take_fused();
+        assert_eq!(runs.len(), iters, "runtime {runtime}: fused tasks");
+        assert_eq!(r.backend.compiled_points(), 0, "runtime {runtime}");
+        let stats = jit.stats();
+        assert_eq!(
+            (stats.kernels_compiled, stats.compile_failures),
+            (0, 1),
+            "runtime {runtime}: {stats:?}"
+        );
+    }
+}
+
+/// `acc += sum(a)`, `acc += sum(c)` fused into one task over one point, with data whose
+/// total depends on the order of additions: the compiled task must fold constituent by
+/// constituent, as the unfused tasks and the native fused path do
+/// (`(acc + sum(a)) + sum(c)`), not run both reductions through one accumulator
+/// (`acc + ((sum(a) + c0) + c1)`).
+#[test]
+fn two_reductions_into_one_store_fold_constituent_by_constituent() {
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
+        let r = rig(1, fusion, None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[1]).unwrap();
+        let a = c.store_from_vec(&[1], vec![1e16]).unwrap();
+        let b = c.store_from_vec(&[2], vec![1.0, 1.0]).unwrap();
+        let acc = c.store_from_vec(&[], vec![0.0f64]).unwrap();
+        for input in [&a, &b] {
+            c.submit(
+                IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
+                    .arg(
+                        input,
+                        input.view().blocked(launch).unwrap(),
+                        Privilege::Read,
+                    )
+                    .arg(
+                        &acc,
+                        Partition::replicate(),
+                        Privilege::Reduce(ReductionOp::Sum),
+                    ),
+            )
+            .unwrap();
+        }
+        c.flush_window().unwrap();
+        let total = c.read_scalar::<f64>(&acc.view()).unwrap();
+        (
+            total,
+            r.backend.tasks_executed(),
+            r.backend.compiled_points(),
+        )
+    };
+    let want = 1e16f64 + 2.0;
+    assert_ne!(((1e16f64 + 1.0) + 1.0).to_bits(), want.to_bits());
+    assert_eq!(run(FusionConfig::off(), None), (want, 2, 0), "fusion off");
+    for (what, jit) in native_and_jit() {
+        let compiled = u64::from(jit.is_some());
+        assert_eq!(run(fused(Some(4)), jit), (want, 1, compiled), "{what}");
+    }
+}
+
+/// `t = a + a` (a temporary), `a = b * b`, `d = t * t` in one fused task: `d` must see the
+/// `a` of before the overwrite, also when the compiled kernel fuses the loops (the read of
+/// `a` then moves into `d`'s loop, after `a`'s).
+#[test]
+fn a_store_overwritten_after_a_read_in_a_fused_task_keeps_the_read_value() {
+    let n = 8usize;
+    let (x, y) = (random_data(n, 11), random_data(n, 12));
+    let want: Vec<f64> = x.iter().map(|v| (v + v) * (v + v)).collect();
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.is_some();
+        let r = rig(2, fused(Some(8)), None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2]).unwrap();
+        let part = |s: &Store| s.view().blocked(launch).unwrap();
+        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
+        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
+        let (t, d) = (whole(c, &[n as i64]), whole(c, &[n as i64]));
+        let binary = |kind: &Arc<TaskKind>, out: &Store, lhs: &Store, rhs: &Store| {
+            c.submit(
+                IndexTask::new(kind, launch)
+                    .arg(out, part(out), Privilege::Write)
+                    .arg(lhs, part(lhs), Privilege::Read)
+                    .arg(rhs, part(rhs), Privilege::Read),
+            )
+            .unwrap();
+        };
+        binary(&ew_add_kind(), &t, &a, &a);
+        binary(&ew_mul_kind(), &a, &b, &b);
+        binary(&ew_mul_kind(), &d, &t, &t);
+        drop(t);
+        c.flush_window().unwrap();
+        assert_eq!(r.backend.tasks_executed(), 1, "{what}: not fused");
+        assert_eq!(
+            r.backend.compiled_points(),
+            if compiles { 2 } else { 0 },
+            "{what}"
+        );
+        assert_eq!(
+            bits(&c.read::<f64>(&d.view()).unwrap()),
+            bits(&want),
+            "{what}: d"
+        );
+        let squares: Vec<f64> = y.iter().map(|v| v * v).collect();
+        assert_eq!(
+            bits(&c.read::<f64>(&a.view()).unwrap()),
+            bits(&squares),
+            "{what}: a"
+        );
+    }
+}
+
+/// `t = a + row` (`row` a `1 x n` store whose column blocks every point row reads, broadcast
+/// down the rows; `t` a temporary), `out = t * t`: the compiled kernel broadcasts `row`
+/// through its unit dimension and computes what the native path and the model compute.
+#[test]
+fn a_broadcast_row_runs_compiled() {
+    let (m, n) = (6i64, 8i64);
+    let (x, y) = (
+        random_data((m * n) as usize, 21),
+        random_data(n as usize, 22),
+    );
+    let want: Vec<f64> = (0..(m * n) as usize)
+        .map(|k| {
+            let v = x[k] + y[k % n as usize];
+            v * v
+        })
+        .collect();
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.is_some();
+        let r = rig(2, fused(Some(4)), None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2, 2]).unwrap();
+        let part = |s: &Store| s.view().blocked(launch).unwrap();
+        let a = c.store_from_vec(&[m, n], x.clone()).unwrap();
+        let row = c.store_from_vec(&[1, n], y.clone()).unwrap();
+        let columns = Partition::tiling(
+            Tuple::shape(&[1, n / 2]).unwrap(),
+            Tuple::new(&[0, 0]).unwrap(),
+            Projection::new(2, &[ProjComponent::Const(0), ProjComponent::Dim(1)]).unwrap(),
+        )
+        .unwrap();
+        let (t, out) = (whole(c, &[m, n]), whole(c, &[m, n]));
+        c.submit(
+            IndexTask::new(&ew_add_row_kind(), launch)
+                .arg(&t, part(&t), Privilege::Write)
+                .arg(&a, part(&a), Privilege::Read)
+                .arg(&row, columns, Privilege::Read),
+        )
+        .unwrap();
+        c.submit(
+            IndexTask::new(&ew_mul_kind(), launch)
+                .arg(&out, part(&out), Privilege::Write)
+                .arg(&t, part(&t), Privilege::Read)
+                .arg(&t, part(&t), Privilege::Read),
+        )
+        .unwrap();
+        drop(t);
+        c.flush_window().unwrap();
+        let runs = r.observed.take_fused();
+        assert_eq!(runs.len(), 1, "{what}: not fused");
+        assert_eq!(runs[0].temporaries, 1, "{what}");
+        assert_eq!(
+            runs[0].compiled_points,
+            if compiles { 4 } else { 0 },
+            "{what}"
+        );
+        assert_eq!(
+            bits(&c.read::<f64>(&out.view()).unwrap()),
+            bits(&want),
+            "{what}"
+        );
+    }
+}
+
+/// Whole reductions by every operator, each into its own 0-d store, fused into one compiled
+/// task, agree bit for bit with the native fused path on data where the operators' corner
+/// cases show: `min` and `max` keep the first of equal values (`0.0` then `-0.0` gives
+/// `0.0`), NaN wins.
+#[test]
+fn reductions_by_every_operator_run_compiled() {
+    const OPS: [ReductionOp; 4] = [
+        ReductionOp::Sum,
+        ReductionOp::Prod,
+        ReductionOp::Min,
+        ReductionOp::Max,
+    ];
+    let zeros = [0.0, -0.0, 2.0, 3.0, -0.0, 0.0, 1.0, 5.0];
+    let negated = zeros.map(|v: f64| -v);
+    let nan = [
+        1.0,
+        f64::NAN,
+        -0.0,
+        f64::INFINITY,
+        0.0,
+        3.0,
+        -2.0,
+        f64::NEG_INFINITY,
+    ];
+    // (data, the stores' initial value, the operator whose result's sign tells the fold).
+    let cases = [
+        (zeros, 1.0, Some((ReductionOp::Min, 0.0f64))),
+        (negated, -1.0, Some((ReductionOp::Max, -0.0))),
+        (nan, 1.0, None),
+    ];
+    for (data, init, signed_zero) in cases {
+        let mut results = Vec::new();
+        for (what, jit) in native_and_jit() {
+            let compiles = jit.is_some();
+            let r = rig(2, fused(Some(8)), None, jit);
+            let c = &r.ctx;
+            let launch = Tuple::shape(&[2]).unwrap();
+            let x = c.store_from_vec(&[8], data.to_vec()).unwrap();
+            let accs: Vec<Store> = OPS
+                .iter()
+                .map(|_| c.store_from_vec(&[], vec![init]).unwrap())
+                .collect();
+            for (op, acc) in OPS.into_iter().zip(&accs) {
+                c.submit(
+                    IndexTask::new(&reduce_all_kind(op), launch)
+                        .arg(&x, x.view().blocked(launch).unwrap(), Privilege::Read)
+                        .arg(acc, Partition::replicate(), Privilege::Reduce(op)),
+                )
+                .unwrap();
+            }
+            c.flush_window().unwrap();
+            assert_eq!(r.backend.tasks_executed(), 1, "{what}: not fused");
+            assert_eq!(
+                r.backend.compiled_points(),
+                if compiles { 2 } else { 0 },
+                "{what}"
+            );
+            let totals: Vec<f64> = accs
+                .iter()
+                .map(|a| c.read_scalar::<f64>(&a.view()).unwrap())
+                .collect();
+            results.push(bits(&totals));
+        }
+        assert_eq!(results[0], results[1], "{data:?}: JIT off vs on");
+        if let Some((op, want)) = signed_zero {
+            let i = OPS.iter().position(|&o| o == op).unwrap();
+            assert_eq!(results[0][i], want.to_bits(), "{data:?}: {op:?}");
+        } else {
+            assert!(results[0].iter().all(|&b| b == f64::NAN.to_bits()));
+        }
+    }
 }

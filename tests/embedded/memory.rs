@@ -148,7 +148,7 @@ fn peak_tracks_the_maximum_of_a_random_walk() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let r = (state >> 33) as usize;
-        if live.is_empty() || r % 3 != 0 {
+        if live.is_empty() || !r.is_multiple_of(3) {
             let len = 1 + r % 17;
             let s = c.store_from_vec(&[len as i64], vec![0.5f64; len]).unwrap();
             live.push((s, len * 8));
