@@ -1,21 +1,35 @@
 //! `diffuse-jit`: turns a fused task into one machine-code kernel (Diffuse paper §6).
 //!
-//! Each constituent's task kind supplies an MLIR generator (the ABI is in
-//! [`diffuse_ir::MlirGenerator`]'s module docs: tensors in, tensors out, so library authors add
-//! generators without touching this crate). For a fused task, [`compose`](crate::compose)
-//! puts the generated bodies in program order inside one function over memrefs, threading
-//! values between constituents as SSA tensors; temporaries become tensors with no memory.
-//! The pass pipeline then fuses the element-wise `linalg` ops (removing the temporaries),
-//! bufferizes in place into the parameters, lowers to loops and LLVM, and the ORC JIT
-//! compiles for the host CPU at `-O3`, where LLVM vectorizes the loops. `exp`, `log` and
-//! `erf` are replaced by branch-free polynomial versions ([`math`](crate::math)) so that
-//! transcendental-heavy loops vectorize too.
+//! Each constituent's task kind supplies an MLIR generator. Its ABI is documented, with a
+//! complete example, in `diffuse_ir`'s `mlir` module (see [`diffuse_ir::MlirGenerator`]):
+//! a library author writes a `func.func` over tensors (and, for an element-wise kind, an
+//! element function over scalars) and attaches it with `TaskKindBuilder::mlir`; nothing in
+//! this crate changes. `tests/jit.rs` builds kernels from such hand-written generators.
+//!
+//! A fused task is composed (`compose.rs`) by one of two routes:
+//! - **element route**: when every constituent has an element function and they all write
+//!   one iteration space, the kernel is a single `linalg.generic` over that space whose body
+//!   calls the element functions in program order. Every intermediate value, including a
+//!   temporary used several times, lives in registers; inputs are read once per element.
+//! - **tensor route**: otherwise the constituents' tensor functions are called in program
+//!   order inside one function over memrefs, values flowing between them as SSA tensors
+//!   (temporaries are tensors with no memory); `linalg` element-wise fusion then merges
+//!   producers into consumers, and bufferization writes in place into the parameters.
+//!
+//! Parameters are marked `noalias` (the fusion analysis guarantees a mutated store is
+//! reached through one parameter; read-only ones may overlap). The module is lowered to
+//! loops and LLVM and the ORC JIT compiles it for the host CPU at `-O3`, where LLVM
+//! vectorizes the loops. `exp`, `log` and `erf` become branch-free polynomials within 1 ulp
+//! of glibc (`math.rs`, errors measured there), inlined so that transcendental-heavy loops
+//! vectorize too; other math calls libm.
 //!
 //! [`Jit`] caches compiled kernels by [`KernelSignature`]: the canonical (alpha-renamed)
 //! description of the fused task with element types, ranks, privileges and broadcast
 //! dimensions, so a solver loop compiles each distinct fused task once. Anything that cannot
 //! be compiled is a [`JitError`], logged once per signature; the runtime then runs the
-//! constituents' native variants, which compute the same values.
+//! constituents' native variants, which compute the same values. In
+//! [`CompileMode::Background`] (the process-wide [`Jit::shared`]) a miss is compiled on a
+//! background thread while native kernels run, so warm-up never waits for LLVM.
 //!
 //! [`GpuJit`] compiles the same composed module for NVIDIA GPUs (PTX through MLIR's NVVM
 //! pipeline) and launches it through the CUDA driver, opened at run time: see the `gpu`
