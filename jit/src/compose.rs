@@ -166,13 +166,19 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
             continue;
         }
         let writable = param.privilege.mutates();
-        let _ = writeln!(
-            body,
-            "    %t{p} = bufferization.to_tensor %m{p} restrict{} : {} to {}",
-            if writable { " writable" } else { "" },
-            memref_type(param),
-            tensor_of(param)
-        );
+        // One loop nest reads and writes each element in one iteration, so every mutated
+        // parameter is written in place: from an empty tensor when nothing reads it first.
+        if param.privilege == Privilege::Write {
+            empty_tensor(&mut body, &format!("%t{p}"), p, param);
+        } else {
+            let _ = writeln!(
+                body,
+                "    %t{p} = bufferization.to_tensor %m{p} restrict{} : {} to {}",
+                if writable { " writable" } else { "" },
+                memref_type(param),
+                tensor_of(param)
+            );
+        }
         if writable {
             outs.push(p);
         } else {
@@ -335,6 +341,7 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
     module.push('\n');
 
     let (header, scalar_names) = entry_header(sig);
+    let pure = pure_outputs(sig);
 
     let mut body = String::new();
     // The current SSA tensor of every parameter, created lazily.
@@ -407,7 +414,7 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
                 None => {
                     let v = format!("%v{fresh}");
                     fresh += 1;
-                    materialize(&mut body, &v, p, param, privilege)
+                    materialize(&mut body, &v, p, param, privilege, pure[p])
                         .map_err(|r| unsupported(format!("{}: {r}", kind.name())))?;
                     current[p] = Some(v.clone());
                     v
@@ -447,24 +454,14 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
             current[p] = Some(v);
         }
     }
-    // Every mutated parameter in memory receives its final value. `restrict` only for
-    // parameters that are written before anything reads them: for one whose old value is
-    // read first, `linalg` fusion may move that read after the write (e.g.
-    // `t = a + a; a = b * b; d = t * t`), `eliminate-empty-tensors` would then turn the
-    // write's destination into a second `restrict` view of the store, and bufferization
-    // would write it in place before the read. Without `restrict` such a write goes through
-    // a buffer and a copy. (The element route, where reads and writes of an element happen
-    // in one iteration, keeps `restrict` for all.)
+    // Every mutated parameter in memory receives its final value: in place for pure
+    // outputs (see `pure_outputs`), through a buffer and a copy otherwise.
     for (p, param) in sig.params.iter().enumerate() {
         if param.temporary || !param.privilege.mutates() {
             continue;
         }
         if let Some(v) = &current[p] {
-            let restrict = if param.privilege == Privilege::Write {
-                "restrict "
-            } else {
-                ""
-            };
+            let restrict = if pure[p] { "restrict " } else { "" };
             let _ = writeln!(
                 body,
                 "    bufferization.materialize_in_destination {v} in {restrict}writable %m{p} : ({}, {}) -> ()",
@@ -482,50 +479,84 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
 }
 
 /// Emits the tensor `v` standing for parameter `p` before its first use by a constituent
-/// with `privilege`: the memref's contents (marked `restrict`: the fusion analysis
-/// guarantees that a mutated store is reached through exactly one parameter), or for a
-/// temporary a fresh tensor of its shape.
+/// with `privilege`:
+/// - a temporary, a pure output (see [`pure_outputs`]) or a parameter written before it is
+///   read: an empty tensor of its shape;
+/// - a read-only parameter: the memref's contents (`restrict`: the fusion analysis
+///   guarantees that a mutated store is reached through one parameter);
+/// - any other mutated parameter: a private copy of the contents, so that the final write
+///   into the memref cannot clobber an old value still to be read (a copy folded into an
+///   alias of it, say).
 fn materialize(
     body: &mut String,
     v: &str,
     p: usize,
     param: &KernelParam,
     privilege: Privilege,
+    pure: bool,
 ) -> Result<(), String> {
-    if param.temporary {
+    if param.temporary || pure || privilege == Privilege::Write {
         if privilege != Privilege::Write {
             return Err(format!(
-                "temporary parameter {p} is first used with {privilege:?}, not written"
+                "parameter {p} is first used with {privilege:?}, not written"
             ));
         }
-        let dims: Vec<String> = (0..param.rank).map(|d| format!("{v}_d{d}")).collect();
-        for (d, name) in dims.iter().enumerate() {
-            let _ = writeln!(
-                body,
-                "    {name}_i = arith.constant {d} : index\n    {name} = memref.dim %m{p}, {name}_i : {}",
-                memref_type(param)
-            );
-        }
-        let _ = writeln!(
-            body,
-            "    {v} = tensor.empty({}) : {}",
-            dims.join(", "),
-            tensor_of(param)
-        );
+        empty_tensor(body, v, p, param);
         return Ok(());
     }
-    let writable = if param.privilege.mutates() {
-        " writable"
+    let (ty, tensor) = (memref_type(param), tensor_of(param));
+    if param.privilege.mutates() {
+        let _ = writeln!(
+            body,
+            "    {v}_in = bufferization.to_tensor %m{p} restrict : {ty} to {tensor}\n    {v} = bufferization.alloc_tensor() copy({v}_in) : {tensor}"
+        );
     } else {
-        ""
-    };
+        let _ = writeln!(
+            body,
+            "    {v} = bufferization.to_tensor %m{p} restrict : {ty} to {tensor}"
+        );
+    }
+    Ok(())
+}
+
+/// Emits `v`, an empty tensor of parameter `p`'s extent (its memref's sizes; the memref of
+/// a temporary is never dereferenced).
+fn empty_tensor(body: &mut String, v: &str, p: usize, param: &KernelParam) {
+    let dims: Vec<String> = (0..param.rank).map(|d| format!("{v}_d{d}")).collect();
+    for (d, name) in dims.iter().enumerate() {
+        let _ = writeln!(
+            body,
+            "    {name}_i = arith.constant {d} : index\n    {name} = memref.dim %m{p}, {name}_i : {}",
+            memref_type(param)
+        );
+    }
     let _ = writeln!(
         body,
-        "    {v} = bufferization.to_tensor %m{p} restrict{writable} : {} to {}",
-        memref_type(param),
+        "    {v} = tensor.empty({}) : {}",
+        dims.join(", "),
         tensor_of(param)
     );
-    Ok(())
+}
+
+/// Per parameter: true for a pure output, written by exactly one constituent (`Write`) and
+/// used by no other. On the tensor route only those are `restrict` destinations written in
+/// place from empty tensors: `restrict` promises that nothing else reaches the memref, and
+/// for a value that other constituents also read (or that a folded copy aliases),
+/// bufferization would overwrite the memref in place while that value is still to be read.
+fn pure_outputs(sig: &KernelSignature) -> Vec<bool> {
+    let mut uses = vec![0usize; sig.params.len()];
+    let mut written = vec![false; sig.params.len()];
+    for step in &sig.steps {
+        for &(p, privilege) in &step.bindings {
+            uses[p] += 1;
+            written[p] |= privilege == Privilege::Write;
+        }
+    }
+    sig.params
+        .iter()
+        .enumerate()
+        .map(|(p, param)| !param.temporary && uses[p] == 1 && written[p])
+        .collect()
 }
 
 /// A store the kernel mutates must be reached through one parameter only; otherwise the

@@ -37,6 +37,12 @@ pub(crate) unsafe extern "C" fn memref_copy(
     }
     let base = |w: &[i64]| (w[1] as *mut u8).wrapping_add(w[2] as usize * size);
     let (src_base, dst_base) = (base(s), base(d));
+    // Whole rows at a time when both are contiguous in the innermost dimension.
+    let (row, inner) = match rank {
+        0 => (1, 0),
+        r if s[3 + 2 * r - 1] == 1 && d[3 + 2 * r - 1] == 1 => (sizes[r - 1] as usize, r - 1),
+        r => (1, r),
+    };
     let mut index = vec![0i64; rank];
     loop {
         let offset = |w: &[i64]| -> isize {
@@ -47,17 +53,18 @@ pub(crate) unsafe extern "C" fn memref_copy(
                 .sum::<i64>() as isize
                 * size as isize
         };
-        // SAFETY: the index is inside both memrefs' shapes; elements do not overlap
-        // (bufferization copies between distinct buffers).
+        // SAFETY: the index is inside both memrefs' shapes and `row` elements from it are
+        // contiguous in both; elements do not overlap (bufferization copies between
+        // distinct buffers).
         unsafe {
             std::ptr::copy_nonoverlapping(
                 src_base.offset(offset(s)),
                 dst_base.offset(offset(d)),
-                size,
+                size * row,
             )
         };
-        // Advance the row-major index.
-        let mut k = rank;
+        // Advance the row-major index over the dimensions before `inner`'s rows.
+        let mut k = inner;
         loop {
             if k == 0 {
                 return;
@@ -75,4 +82,56 @@ pub(crate) unsafe extern "C" fn memref_copy(
 /// The symbols to register with every engine: (name, address).
 pub(crate) fn symbols() -> [(&'static str, *mut c_void); 1] {
     [("memrefCopy", memref_copy as *mut c_void)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ranked descriptor of `data` with the given offset, sizes and strides (in elements).
+    fn descriptor(data: &mut [f64], offset: i64, sizes: &[i64], strides: &[i64]) -> Vec<i64> {
+        let mut d = vec![data.as_mut_ptr() as i64, data.as_mut_ptr() as i64, offset];
+        d.extend_from_slice(sizes);
+        d.extend_from_slice(strides);
+        d
+    }
+
+    fn copy(src: &[i64], dst: &[i64], rank: i64) {
+        let (s, d) = (
+            UnrankedMemRef {
+                rank,
+                descriptor: src.as_ptr(),
+            },
+            UnrankedMemRef {
+                rank,
+                descriptor: dst.as_ptr(),
+            },
+        );
+        // SAFETY: the descriptors describe live buffers of equal shapes.
+        unsafe { memref_copy(8, &s, &d) };
+    }
+
+    #[test]
+    fn copies_strided_and_contiguous_blocks_and_scalars() {
+        // A 2x3 block at offset 1 of a 4-wide source into a transposed-stride destination.
+        let mut src: Vec<f64> = (0..12).map(f64::from).collect();
+        let mut dst = vec![-1.0; 8];
+        let s = descriptor(&mut src, 1, &[2, 3], &[4, 1]);
+        let d = descriptor(&mut dst, 0, &[2, 3], &[1, 2]);
+        copy(&s, &d, 2);
+        assert_eq!(dst, vec![1.0, 5.0, 2.0, 6.0, 3.0, 7.0, -1.0, -1.0]);
+        // Contiguous rows go row by row.
+        let mut out = vec![0.0; 6];
+        let d = descriptor(&mut out, 0, &[2, 3], &[3, 1]);
+        copy(&s, &d, 2);
+        assert_eq!(out, vec![1.0, 2.0, 3.0, 5.0, 6.0, 7.0]);
+        // Rank 0.
+        let mut one = vec![0.0];
+        let (s0, d0) = (
+            descriptor(&mut src, 7, &[], &[]),
+            descriptor(&mut one, 0, &[], &[]),
+        );
+        copy(&s0, &d0, 0);
+        assert_eq!(one, vec![7.0]);
+    }
 }

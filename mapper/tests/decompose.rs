@@ -341,7 +341,7 @@ fn brute_force(d: u64, k: usize) -> Vec<Vec<u64>> {
     }
     let mut out = Vec::new();
     for first in 1..=d {
-        if d % first == 0 {
+        if d.is_multiple_of(first) {
             for mut rest in brute_force(d / first, k - 1) {
                 rest.insert(0, first);
                 out.push(rest);
