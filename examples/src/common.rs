@@ -72,6 +72,11 @@ pub struct AppArgs {
     /// GPU the run warns and stays on the CPU.
     #[arg(long)]
     pub gpu: bool,
+    /// With `--jit on`: wait after the warm-up until background compiles are done, so the
+    /// timed iterations measure compiled kernels (`false` times them as they come, for
+    /// breakeven measurements).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub jit_wait: bool,
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
@@ -118,6 +123,8 @@ pub struct Runtime {
     streams: bool,
     /// The Mapple placement, when `--mapper` gave one.
     mapple: Option<Arc<MapplePlacement>>,
+    /// `--jit-wait`.
+    jit_wait: bool,
     /// The shared JIT's counters when the run started (its cache outlives runs).
     jit_at_start: JitStats,
 }
@@ -128,6 +135,8 @@ pub struct Measurement {
     pub warmup_seconds: f64,
     /// Seconds waited after the warm-up for background compilations.
     pub compile_wait_seconds: f64,
+    /// Seconds of each timed iteration, in order.
+    pub iteration_seconds: Vec<f64>,
     /// Mean seconds per timed iteration.
     pub seconds_per_iter: f64,
     /// Index tasks submitted per timed iteration.
@@ -188,6 +197,7 @@ impl Runtime {
             fusion,
             streams: args.streams,
             mapple,
+            jit_wait: args.jit_wait,
             jit_at_start,
         })
     }
@@ -209,19 +219,23 @@ impl Runtime {
     }
 
     /// Runs `step` once to warm up, then `iters` timed times, flushing the window after every
-    /// iteration so all work is inside the timing and no window spans two iterations.
+    /// iteration so all work is inside the timing and no window spans two iterations. Work
+    /// the application submitted before (its set-up, e.g. random inputs) runs first,
+    /// untimed, so the warm-up iteration sees the same window as the timed ones. With a
+    /// background JIT and `--jit-wait true` the timed iterations start once compiles are done.
     pub fn measure(
         &self,
         iters: usize,
         mut step: impl FnMut() -> anyhow::Result<()>,
     ) -> anyhow::Result<Measurement> {
+        self.ctx.flush_window()?;
         self.fusion.record_streams(self.streams);
         let start = Instant::now();
         step()?;
         self.ctx.flush_window()?;
         let warmup_seconds = start.elapsed().as_secs_f64();
         let waiting = Instant::now();
-        if let Some(jit) = self.backend.jit() {
+        if let Some(jit) = self.backend.jit().filter(|_| self.jit_wait) {
             jit.wait_idle();
         }
         let compile_wait_seconds = waiting.elapsed().as_secs_f64();
@@ -243,15 +257,19 @@ impl Runtime {
         // Each iteration ends with a flush, as the warm-up does: windows then never span
         // iterations, so every timed iteration replays the warm-up's plans and kernels (and
         // an application that drops last iteration's results does not get them fused away).
+        let mut iteration_seconds = Vec::with_capacity(iters);
         for _ in 0..iters {
+            let started = Instant::now();
             step()?;
             self.ctx.flush_window()?;
+            iteration_seconds.push(started.elapsed().as_secs_f64());
         }
         let elapsed = start.elapsed().as_secs_f64();
         let per_iter = |n: u64| n as f64 / iters.max(1) as f64;
         Ok(Measurement {
             warmup_seconds,
             compile_wait_seconds,
+            iteration_seconds,
             seconds_per_iter: elapsed / iters.max(1) as f64,
             tasks_issued_per_iter: per_iter(self.ctx.tasks_submitted() - issued),
             tasks_executed_per_iter: per_iter(self.backend.tasks_executed() - executed),
@@ -277,6 +295,7 @@ impl Runtime {
             seconds_per_iter: m.seconds_per_iter,
             warmup_seconds: m.warmup_seconds,
             compile_wait_seconds: m.compile_wait_seconds,
+            iteration_seconds: m.iteration_seconds,
             tasks_issued_per_iter: m.tasks_issued_per_iter,
             tasks_executed_per_iter: m.tasks_executed_per_iter,
             peak_store_bytes: m.peak_store_bytes,
@@ -322,6 +341,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         fusion,
         jit: JitMode::Sync,
         gpu: false,
+        jit_wait: true,
         window: None,
         streams: false,
         mapper: None,
@@ -367,6 +387,9 @@ pub struct RunRecord {
     /// Seconds after the warm-up iteration spent waiting for background compilations, so
     /// that the timed iterations run the compiled kernels (0 unless `--jit on`).
     pub compile_wait_seconds: f64,
+    /// Seconds of each timed iteration, in order (with `--jit on --jit-wait false` the first
+    /// ones may run native kernels while compiles finish).
+    pub iteration_seconds: Vec<f64>,
     /// Seconds this run spent compiling kernels (warm-up, mostly).
     pub compile_seconds: f64,
     /// Kernels this run compiled (kernels already in the process-wide cache are reused).
