@@ -8,8 +8,11 @@
 //! the all-core triad's is the fraction of STREAM bandwidth a fused kernel reaches.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use diffuse::{EmbeddedConfig, FusionConfig};
+use std::sync::Arc;
+
+use diffuse::EmbeddedConfig;
 use diffuse_array::{s, Array, ArrayContext};
+use diffuse_jit::Jit;
 
 const N: usize = 10_000_000;
 
@@ -42,12 +45,13 @@ fn stream(crit: &mut Criterion) {
             });
         })
     });
+    let jit = Arc::new(Jit::new());
     let cx = ArrayContext::new(
         diffuse::embedded(EmbeddedConfig {
-            fusion: FusionConfig {
-                enabled: true,
-                window: Some(2),
-            },
+            // The default adaptive window: the read-back flushes both tasks, the handle of
+            // `c * 3.0` already gone, so they fuse with it as a temporary. A blocking JIT, so
+            // every timed iteration runs the compiled kernel.
+            jit: Some(Arc::clone(&jit)),
             ..Default::default()
         })
         .expect("embedded backend starts"),
@@ -64,6 +68,11 @@ fn stream(crit: &mut Criterion) {
         fused_triad(),
         (N - 1) as f64 + 3.0,
         "the fused triad is wrong"
+    );
+    assert_eq!(
+        jit.stats().kernels_compiled,
+        1,
+        "the triad did not run as one compiled kernel"
     );
     group.bench_function(format!("diffuse_fused_{threads}_procs"), |bench| {
         bench.iter(fused_triad)
