@@ -36,6 +36,26 @@
 //! module's docs. Without a GPU, compilation and PTX still work and launches report
 //! [`GpuError::Unavailable`].
 //!
+//! # Pitfalls found here (MLIR/LLVM 22)
+//!
+//! - `linalg-fuse-elementwise-ops` only fuses producers with one use; a temporary read twice
+//!   stays in memory. Hence the element route.
+//! - `restrict` on `bufferization.materialize_in_destination` promises nothing else reaches
+//!   the memref. Combined with `eliminate-empty-tensors` and a `to_tensor` of the same memref
+//!   (or a folded copy aliasing it) bufferization overwrote values still to be read; only
+//!   pure outputs get it (see `compose.rs`).
+//! - The inliner deletes unused private functions: math must become calls
+//!   (`convert-math-to-libm`) before the first `inline`, or the prelude is gone.
+//! - Bufferization may emit `memref.copy`, which lowers to a `memrefCopy` call from MLIR's
+//!   runner library (not installed): `support.rs` provides it.
+//! - MLIR's `ExecutionEngine` gives ORC the large code model: every polynomial coefficient in
+//!   a vector loop costs `movabs` + `vbroadcastsd` (about 150 of 550 instructions per 4
+//!   Black-Scholes elements). The C API cannot change it; a JIT built with the LLVM C API
+//!   and the small code model would.
+//! - LLVM's codegen dominates compile time (13 ms for a tiny kernel, up to 0.9 s for a
+//!   50-constituent one; the optimization level hardly matters), hence background
+//!   compilation.
+//!
 //! Depends only on `diffuse-ir` (and MLIR through `melior`, CUDA's driver through `cudarc`).
 
 #![warn(missing_docs)]
