@@ -1,0 +1,45 @@
+//! Errors of the sparse library.
+
+use thiserror::Error;
+
+/// What went wrong building or reading a sparse matrix.
+#[derive(Debug, Error)]
+pub enum SparseError {
+    /// A Matrix Market file is malformed: `file:line: reason`.
+    #[error("{file}:{line}: {reason}")]
+    MatrixMarket {
+        /// The file's name (or the name given for in-memory text).
+        file: String,
+        /// The 1-based line of the problem (for a truncated file, the line after the last).
+        line: usize,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An entry lies outside the matrix.
+    #[error("entry ({row}, {col}) is outside a {rows} x {cols} matrix")]
+    EntryOutOfBounds {
+        /// Its row.
+        row: i64,
+        /// Its column.
+        col: i64,
+        /// The matrix's rows.
+        rows: i64,
+        /// The matrix's columns.
+        cols: i64,
+    },
+    /// A shape or size that cannot be built (negative, or too large for the index width).
+    #[error("bad matrix shape: {reason}")]
+    BadShape {
+        /// What is wrong.
+        reason: String,
+    },
+}

@@ -1,0 +1,4 @@
+//! Integration tests of `diffuse-sparse`, one module per area under `tests/sparse/`.
+
+#[path = "sparse/mtx.rs"]
+mod mtx;
