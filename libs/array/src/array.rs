@@ -19,8 +19,10 @@ pub struct Array {
 }
 
 impl Array {
-    /// Wraps a view of a store created on `cx`.
-    pub(crate) fn from_view(cx: &ArrayContext, view: View) -> Self {
+    /// Wraps a view of a store created on `cx`'s IR context, e.g. the output of another
+    /// library's task (this is how libraries compose: a sparse library's SpMV result is an
+    /// array the array library keeps computing with, and their tasks fuse).
+    pub fn from_view(cx: &ArrayContext, view: View) -> Self {
         Array {
             cx: cx.clone(),
             view,

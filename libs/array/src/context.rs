@@ -53,12 +53,9 @@ impl ArrayContext {
         Ok(self.inner.ctx.flush_window()?)
     }
 
-    /// Fails unless `other` is this same context (arrays of two runtimes cannot be mixed).
-    pub(crate) fn check_same(
-        &self,
-        other: &ArrayContext,
-        op: &'static str,
-    ) -> Result<(), ArrayError> {
+    /// Fails unless `other` is this same context (arrays of two runtimes cannot be mixed;
+    /// other libraries taking this library's arrays check it too).
+    pub fn check_same(&self, other: &ArrayContext, op: &'static str) -> Result<(), ArrayError> {
         if Arc::ptr_eq(&self.inner, &other.inner) {
             Ok(())
         } else {

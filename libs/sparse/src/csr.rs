@@ -200,9 +200,10 @@ impl HostCsr {
             .row_offsets
             .windows(2)
             .map(|w| {
-                (w[0] as usize..w[1] as usize)
-                    .map(|k| self.values[k] * x[self.columns.get(k).unwrap_or(0) as usize])
-                    .sum()
+                // From +0.0 (an empty row is +0.0, as in the kernels; `Sum` starts at -0.0).
+                (w[0] as usize..w[1] as usize).fold(0.0, |acc, k| {
+                    acc + self.values[k] * x[self.columns.get(k).unwrap_or(0) as usize]
+                })
             })
             .collect())
     }

@@ -36,10 +36,22 @@ pub enum SparseError {
         /// The matrix's columns.
         cols: i64,
     },
+    /// The array library refused something (a vector operation, a context).
+    #[error(transparent)]
+    Array(#[from] diffuse_array::ArrayError),
+    /// The IR refused something (a store, a task); boxed, as IR errors carry shapes inline.
+    #[error(transparent)]
+    Ir(Box<diffuse_ir::IrError>),
     /// A shape or size that cannot be built (negative, or too large for the index width).
     #[error("bad matrix shape: {reason}")]
     BadShape {
         /// What is wrong.
         reason: String,
     },
+}
+
+impl From<diffuse_ir::IrError> for SparseError {
+    fn from(e: diffuse_ir::IrError) -> Self {
+        SparseError::Ir(Box::new(e))
+    }
 }

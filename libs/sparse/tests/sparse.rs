@@ -2,3 +2,5 @@
 
 #[path = "sparse/mtx.rs"]
 mod mtx;
+#[path = "sparse/spmv.rs"]
+mod spmv;

@@ -1,0 +1,197 @@
+//! Distributed CSR matrices and SpMV as index tasks.
+//!
+//! A [`CsrMatrix`] keeps four stores: each row's start and end in the entry arrays (two
+//! `i64` vectors of the row count, tiled like the rows), and the entries' column indices
+//! (`i32` or `i64`) and values (`f64`). `y = A x` is one index task over row tiles:
+//! `y`, the starts and the ends through the same blocked tiling, the entries and `x` through
+//! `Replicate`. Replication keeps the IR scale-free (no partition depends on the sparsity
+//! pattern, and partitions still compare in O(1)); its cost is that every point may read
+//! all of `x` and of the entries: free on the embedded backend, whose points share memory,
+//! and an all-gather of `x` per product on a distributed one (an image partition of the
+//! entries and of `x` by the row tiles would bound that to what each tile touches).
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse_array::{Array, ArrayContext};
+use diffuse_ir::{
+    DType, IndexTask, KernelError, Partition, PointTask, Privilege, ReadView, Store, TaskKind,
+    Tuple,
+};
+
+use crate::csr::{ColumnIndices, HostCsr, IndexWidth};
+use crate::error::SparseError;
+
+/// A CSR matrix distributed as stores of an array context.
+#[derive(Clone)]
+pub struct CsrMatrix {
+    cx: ArrayContext,
+    rows: i64,
+    cols: i64,
+    width: IndexWidth,
+    starts: Store,
+    ends: Store,
+    columns: Store,
+    values: Store,
+}
+
+impl std::fmt::Debug for CsrMatrix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CsrMatrix")
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("width", &self.width)
+            .finish()
+    }
+}
+
+impl CsrMatrix {
+    /// Uploads `host` into stores of `cx`.
+    pub fn from_host(cx: &ArrayContext, host: &HostCsr) -> Result<Self, SparseError> {
+        let ir = cx.ir();
+        let offsets = host.row_offsets();
+        let rows = host.rows();
+        let starts = ir.store_from_vec(&[rows], offsets[..offsets.len() - 1].to_vec())?;
+        let ends = ir.store_from_vec(&[rows], offsets[1..].to_vec())?;
+        let nnz = host.nnz() as i64;
+        let columns = match host.columns() {
+            ColumnIndices::I32(c) => ir.store_from_vec(&[nnz], c.clone())?,
+            ColumnIndices::I64(c) => ir.store_from_vec(&[nnz], c.clone())?,
+        };
+        let values = ir.store_from_vec(&[nnz], host.values().to_vec())?;
+        Ok(CsrMatrix {
+            cx: cx.clone(),
+            rows,
+            cols: host.cols(),
+            width: host.columns().width(),
+            starts,
+            ends,
+            columns,
+            values,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> i64 {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> i64 {
+        self.cols
+    }
+
+    /// `A x` for a 1-d `f64` array `x` of length [`CsrMatrix::cols`] on the same context, as
+    /// one index task over row tiles (nothing waits: the result is a new array).
+    pub fn spmv(&self, x: &Array) -> Result<Array, SparseError> {
+        if x.dtype() != DType::F64 || x.ndim() != 1 || x.shape()[0] != self.cols {
+            return Err(SparseError::BadShape {
+                reason: format!(
+                    "a {} x {} matrix times a {} array of shape {}",
+                    self.rows,
+                    self.cols,
+                    x.dtype(),
+                    x.shape()
+                ),
+            });
+        }
+        self.cx.check_same(x.context(), "spmv")?;
+        let ir = self.cx.ir();
+        let y = ir.create_store(&[self.rows], DType::F64)?;
+        if self.rows > 0 {
+            // As many row tiles as processors, each non-empty (a tiling may not start past
+            // the store's end).
+            let procs = ir.processors().max(1) as i64;
+            let tile = (self.rows + procs - 1) / procs;
+            let tiles = (self.rows + tile - 1) / tile;
+            let launch = Tuple::shape(&[tiles])?;
+            let by_rows = |s: &Store| s.view().blocked(launch).map_err(SparseError::from);
+            let task = IndexTask::new(&spmv_kind(self.width)?, launch)
+                .arg(&y, by_rows(&y)?, Privilege::Write)
+                .arg(&self.starts, by_rows(&self.starts)?, Privilege::Read)
+                .arg(&self.ends, by_rows(&self.ends)?, Privilege::Read)
+                .arg(&self.columns, Partition::replicate(), Privilege::Read)
+                .arg(&self.values, Partition::replicate(), Privilege::Read)
+                .arg(x.store(), Partition::replicate(), Privilege::Read);
+            ir.submit(task)?;
+        }
+        Ok(Array::from_view(&self.cx, y.view()))
+    }
+}
+
+/// The SpMV task kind for column indices of `width` (registered once per width).
+fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
+    static KINDS: [OnceLock<Arc<TaskKind>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, name, dtype) = match width {
+        IndexWidth::I32 => (&KINDS[0], "sparse.spmv.f64.i32", DType::I32),
+        IndexWidth::I64 => (&KINDS[1], "sparse.spmv.f64.i64", DType::I64),
+    };
+    if let Some(k) = slot.get() {
+        return Ok(Arc::clone(k));
+    }
+    let kind = match TaskKind::lookup(name) {
+        Some(k) => k,
+        None => {
+            let builder = TaskKind::builder(name)
+                .arg("y", DType::F64, Privilege::Write)
+                .arg("starts", DType::I64, Privilege::Read)
+                .arg("ends", DType::I64, Privilege::Read)
+                .arg("columns", dtype, Privilege::Read)
+                .arg("values", DType::F64, Privilege::Read)
+                .arg("x", DType::F64, Privilege::Read)
+                .aligned(&[0, 1, 2]);
+            match width {
+                IndexWidth::I32 => builder.register(spmv_native::<i32>)?,
+                IndexWidth::I64 => builder.register(spmv_native::<i64>)?,
+            }
+        }
+    };
+    Ok(Arc::clone(slot.get_or_init(|| kind)))
+}
+
+/// The elements of a 1-d view (none for an empty one).
+fn elements<'a, T: diffuse_ir::Element>(v: &'a ReadView<'_, T>) -> &'a [T] {
+    if v.rows() == 0 {
+        &[]
+    } else {
+        v.row(0)
+    }
+}
+
+/// The native SpMV of one row tile: each row's entries in stored order, summed
+/// sequentially (the order [`HostCsr::matvec`] uses).
+fn spmv_native<C>(t: &PointTask<'_>) -> Result<(), KernelError>
+where
+    C: diffuse_ir::Element + Copy + TryInto<usize>,
+{
+    let starts = t.read::<i64>(1)?;
+    let ends = t.read::<i64>(2)?;
+    let columns = t.read::<C>(3)?;
+    let values = t.read::<f64>(4)?;
+    let x = t.read::<f64>(5)?;
+    let mut y = t.write::<f64>(0)?;
+    if y.rows() == 0 {
+        // An empty tile (the last ones, when the rows do not divide evenly).
+        return Ok(());
+    }
+    let (columns, values, x) = (elements(&columns), elements(&values), elements(&x));
+    for ((out, &lo), &hi) in y.row_mut(0).iter_mut().zip(starts.row(0)).zip(ends.row(0)) {
+        let (lo, hi) = (lo.max(0) as usize, hi.max(0) as usize);
+        if lo > hi || hi > values.len() || hi > columns.len() {
+            return Err(t.error(format!(
+                "row entries {lo}..{hi} outside the {} stored",
+                values.len()
+            )));
+        }
+        let mut sum = 0.0;
+        for (&c, &v) in columns[lo..hi].iter().zip(&values[lo..hi]) {
+            let c: usize = c
+                .try_into()
+                .ok()
+                .filter(|&c| c < x.len())
+                .ok_or_else(|| t.error(format!("a column index outside 0..{}", x.len())))?;
+            sum += v * x[c];
+        }
+        *out = sum;
+    }
+    Ok(())
+}
