@@ -70,17 +70,12 @@ impl CsrMatrix {
         })
     }
 
-    /// Number of rows.
-    pub fn rows(&self) -> i64 {
-        self.rows
+    /// `(rows, columns)`.
+    pub fn shape(&self) -> (i64, i64) {
+        (self.rows, self.cols)
     }
 
-    /// Number of columns.
-    pub fn cols(&self) -> i64 {
-        self.cols
-    }
-
-    /// `A x` for a 1-d `f64` array `x` of length [`CsrMatrix::cols`] on the same context, as
+    /// `A x` for a 1-d `f64` array `x` of length `columns` on the same context, as
     /// one index task over row tiles (nothing waits: the result is a new array).
     pub fn spmv(&self, x: &Array) -> Result<Array, SparseError> {
         if x.dtype() != DType::F64 || x.ndim() != 1 || x.shape()[0] != self.cols {
