@@ -26,7 +26,7 @@ pub enum Switch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JitMode {
-    /// Compile in the background (the process-wide JIT); native kernels run meanwhile.
+    /// Compile in the background; native kernels run meanwhile.
     On,
     /// Compile on first use, waiting for it.
     Sync,
@@ -37,7 +37,7 @@ pub enum JitMode {
 impl JitMode {
     fn jit(self) -> Option<Arc<Jit>> {
         match self {
-            JitMode::On => Some(Jit::shared()),
+            JitMode::On => Some(Arc::new(Jit::with_mode(CompileMode::Background))),
             JitMode::Sync => Some(Arc::new(Jit::with_mode(CompileMode::Blocking))),
             JitMode::Off => None,
         }
@@ -311,6 +311,16 @@ impl Runtime {
 
     fn jit_stats(&self) -> JitStats {
         self.backend.jit().map_or(self.jit_at_start, |j| j.stats())
+    }
+}
+
+impl Drop for Runtime {
+    /// Lets background compilations finish: a compile thread still inside MLIR when the
+    /// process exits would abort it.
+    fn drop(&mut self) {
+        if let Some(jit) = self.backend.jit() {
+            jit.wait_idle();
+        }
     }
 }
 

@@ -38,6 +38,9 @@ pub enum CompileMode {
     /// On a background thread: a request that misses the cache answers "not yet", the
     /// caller runs native code meanwhile, and later requests get the kernel once it is
     /// ready. Warm-up then costs what it costs without a JIT.
+    ///
+    /// Call [`Jit::wait_idle`] before the process exits: a compile thread still inside MLIR
+    /// when the C++ static destructors run at exit aborts the process.
     Background,
 }
 
@@ -109,11 +112,10 @@ impl Jit {
         }
     }
 
-    /// The process-wide JIT, compiling in the background: one cache shared by every
-    /// runtime in the process.
+    /// The process-wide JIT (blocking): one cache shared by every runtime in the process.
     pub fn shared() -> Arc<Jit> {
         static SHARED: OnceLock<Arc<Jit>> = OnceLock::new();
-        Arc::clone(SHARED.get_or_init(|| Arc::new(Jit::with_mode(CompileMode::Background))))
+        Arc::clone(SHARED.get_or_init(|| Arc::new(Jit::new())))
     }
 
     /// When this JIT compiles.

@@ -28,8 +28,11 @@
 //! dimensions, so a solver loop compiles each distinct fused task once. Anything that cannot
 //! be compiled is a [`JitError`], logged once per signature; the runtime then runs the
 //! constituents' native variants, which compute the same values. In
-//! [`CompileMode::Background`] (the process-wide [`Jit::shared`]) a miss is compiled on a
-//! background thread while native kernels run, so warm-up never waits for LLVM.
+//! [`CompileMode::Background`] (what the apps' `--jit on` uses; the process-wide
+//! [`Jit::shared`] compiles on first use) a miss is compiled on a background thread while
+//! native kernels run, so warm-up never waits for LLVM; the process must then
+//! [`Jit::wait_idle`] before it exits (MLIR's static destructors and a compile thread still
+//! inside MLIR abort the process).
 //!
 //! [`GpuJit`] compiles the same composed module for NVIDIA GPUs (PTX through MLIR's NVVM
 //! pipeline) and launches it through the CUDA driver, opened at run time: see the `gpu`

@@ -41,8 +41,8 @@ pub struct EmbeddedConfig {
     /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
     pub strip_bytes: usize,
     /// The kernel compiler for fused tasks: `None` runs every task's native variants. The
-    /// default is the process-wide [`Jit::shared`], so kernels compiled once serve every
-    /// runtime in the process.
+    /// default is the process-wide [`Jit::shared`] (compiling on first use), so kernels
+    /// compiled once serve every runtime in the process.
     pub jit: Option<Arc<Jit>>,
     /// Run fused tasks' compiled kernels on the GPU (with the CPU JIT on): `None` keeps them
     /// on the CPU. Without a usable GPU, or when a kernel cannot be built or launched there,
