@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Once};
 
+use diffuse_ir::Scalar;
 use melior::dialect::DialectRegistry;
 use melior::ir::Module;
 use melior::pass::PassManager;
@@ -212,16 +213,40 @@ impl NativeCode {
         unsafe { mlirExecutionEngineInitialize(self.raw) }
     }
 
-    /// Calls the entry point.
+    /// Calls the entry point with one memref descriptor per memref parameter (words
+    /// `{allocated, aligned, offset, sizes[rank], strides[rank]}`) and then the scalars.
     ///
     /// # Safety
-    /// `args` must hold one valid pointer per parameter of the compiled function, each to a
-    /// value of the parameter's type (a memref descriptor pointer for memrefs).
-    pub(crate) unsafe fn call(&self, args: &mut [*mut c_void]) {
-        // SAFETY: `entry` is the packed wrapper, of this type, and the caller vouches for
-        // the arguments.
+    /// The descriptors and scalars must match the compiled function's parameters, and the
+    /// memory the descriptors point at must be valid for whatever the code does with it.
+    pub(crate) unsafe fn call(&self, descriptors: &mut [Vec<i64>], scalars: &[Scalar]) {
+        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
+            .iter_mut()
+            .map(|d| d.as_mut_ptr().cast())
+            .collect();
+        let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
+        // The packed calling convention: one pointer per parameter, to its value (for a
+        // memref, the pointer to its descriptor).
+        let mut args: Vec<*mut c_void> = descriptor_ptrs
+            .iter_mut()
+            .map(|p| (p as *mut *mut c_void).cast())
+            .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
+            .collect();
+        // SAFETY: `entry` is the packed wrapper, of this type; the caller vouches for the
+        // arguments.
         let f: unsafe extern "C" fn(*mut *mut c_void) = unsafe { std::mem::transmute(self.entry) };
         unsafe { f(args.as_mut_ptr()) }
+    }
+}
+
+/// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.
+fn scalar_bits(s: &Scalar) -> u64 {
+    match *s {
+        Scalar::F64(v) => v.to_bits(),
+        Scalar::F32(v) => u64::from(v.to_bits()),
+        Scalar::I64(v) => v as u64,
+        Scalar::I32(v) => u64::from(v as u32),
+        Scalar::Bool(v) => u64::from(v),
     }
 }
 

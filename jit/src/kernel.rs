@@ -1,8 +1,6 @@
 //! A compiled CPU kernel and its calling convention: one memref descriptor per parameter,
 //! then the scalars, passed through the packed entry point.
 
-use std::ffi::c_void;
-
 use diffuse_ir::Scalar;
 
 use crate::compiler::NativeCode;
@@ -115,30 +113,9 @@ impl CpuKernel {
             );
             descriptors.push(d);
         }
-        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
-            .iter_mut()
-            .map(|d| d.as_mut_ptr().cast())
-            .collect();
-        let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
-        let mut args: Vec<*mut c_void> = descriptor_ptrs
-            .iter_mut()
-            .map(|p| (p as *mut *mut c_void).cast())
-            .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
-            .collect();
-        // SAFETY: one pointer per parameter, to a descriptor pointer or a scalar of the
-        // declared type (little-endian low bytes); memory validity is the caller's promise.
-        unsafe { self.code.call(&mut args) };
+        // SAFETY: one descriptor per memref parameter and the declared scalars (checked
+        // above); memory validity is the caller's promise.
+        unsafe { self.code.call(&mut descriptors, scalars) };
         Ok(())
-    }
-}
-
-/// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.
-fn scalar_bits(s: &Scalar) -> u64 {
-    match *s {
-        Scalar::F64(v) => v.to_bits(),
-        Scalar::F32(v) => u64::from(v.to_bits()),
-        Scalar::I64(v) => v as u64,
-        Scalar::I32(v) => u64::from(v as u32),
-        Scalar::Bool(v) => u64::from(v),
     }
 }

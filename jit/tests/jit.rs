@@ -326,19 +326,17 @@ fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
     }
 }
 
-#[test]
-fn a_reduction_accumulates_into_its_running_value() {
-    let sum = if let Some(k) = TaskKind::lookup("jit_test.sum_exp") {
-        k
-    } else {
+/// `acc += sum(exp(x))`: one 1-d input reduced into a 0-d accumulator.
+fn sum_exp() -> KernelSignature {
+    let sum = TaskKind::lookup("jit_test.sum_exp").unwrap_or_else(|| {
         TaskKind::builder("jit_test.sum_exp")
             .arg("x", DType::F64, Privilege::Read)
             .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
             .mlir(Arc::new(Sum))
             .register(|_| Ok(()))
             .expect("registers")
-    };
-    let sig = KernelSignature {
+    });
+    KernelSignature {
         name: "sum_exp".into(),
         steps: vec![KernelStep {
             kind: sum,
@@ -357,7 +355,12 @@ fn a_reduction_accumulates_into_its_running_value() {
                 ..param(1, Privilege::Reduce(ReductionOp::Sum), false, 0)
             },
         ],
-    };
+    }
+}
+
+#[test]
+fn a_reduction_accumulates_into_its_running_value() {
+    let sig = sum_exp();
     let kernel = Jit::new().kernel(&sig).expect("compiles");
     let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) / 100.0).collect();
     let mut acc = [2.0f64];

@@ -30,7 +30,6 @@ mod driver;
 mod math;
 mod pipeline;
 
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -421,19 +420,8 @@ impl GpuKernel {
     /// The descriptors must match the parameters; the memory they point at must be valid for
     /// whatever the compiled code does with it.
     unsafe fn call_host(&self, descriptors: &mut [Vec<i64>], scalars: &[Scalar]) {
-        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
-            .iter_mut()
-            .map(|d| d.as_mut_ptr().cast())
-            .collect();
-        let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
-        let mut args: Vec<*mut c_void> = descriptor_ptrs
-            .iter_mut()
-            .map(|p| (p as *mut *mut c_void).cast())
-            .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
-            .collect();
-        // SAFETY: one pointer per parameter of the entry, to a descriptor or a scalar of the
-        // declared type; the caller vouches for the memory.
-        unsafe { self.code.call(&mut args) };
+        // SAFETY: as the caller promises.
+        unsafe { self.code.call(descriptors, scalars) };
     }
 
     /// Tests only: runs the host function against placeholder runtime functions (no driver,
@@ -610,17 +598,6 @@ unsafe fn unpack(m: &MemRef<'_>, element: usize, packed: &[u8]) {
         };
         at += row;
     });
-}
-
-/// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.
-fn scalar_bits(s: &Scalar) -> u64 {
-    match *s {
-        Scalar::F64(v) => v.to_bits(),
-        Scalar::F32(v) => u64::from(v.to_bits()),
-        Scalar::I64(v) => v as u64,
-        Scalar::I32(v) => u64::from(v as u32),
-        Scalar::Bool(v) => u64::from(v),
-    }
 }
 
 #[cfg(test)]

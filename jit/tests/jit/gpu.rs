@@ -8,15 +8,15 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege,
-    ReductionOp, Scalar, TaskKind,
+    element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege, Scalar,
+    TaskKind,
 };
 use diffuse_jit::{
-    gpu_available, GpuError, GpuJit, GpuTarget, Jit, JitError, KernelParam, KernelSignature,
-    KernelStep, MemRef, PtxModule,
+    gpu_available, GpuError, GpuJit, GpuTarget, Jit, JitError, KernelSignature, KernelStep, MemRef,
+    PtxModule,
 };
 
-use super::{add_then_scale, memref, param, Sum};
+use super::{add_then_scale, memref, param};
 
 /// `out = f(x)` element-wise, `f` given as MLIR statements from `%a` to `%y`.
 struct Unary {
@@ -190,34 +190,7 @@ fn kernels_the_gpu_path_cannot_run_are_typed_errors() {
         ),
     }
     // A reduction leaves a loop on the host: refused rather than run on device pointers.
-    let sum = TaskKind::lookup("jit_test.sum_exp").unwrap_or_else(|| {
-        TaskKind::builder("jit_test.sum_exp")
-            .arg("x", DType::F64, Privilege::Read)
-            .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
-            .mlir(Arc::new(Sum))
-            .register(|_| Ok(()))
-            .expect("registers")
-    });
-    let reduction = KernelSignature {
-        name: "sum_exp".into(),
-        steps: vec![KernelStep {
-            kind: sum,
-            bindings: vec![
-                (0, Privilege::Read),
-                (1, Privilege::Reduce(ReductionOp::Sum)),
-            ],
-        }],
-        params: vec![
-            KernelParam {
-                rank: 1,
-                ..param(0, Privilege::Read, false, 0)
-            },
-            KernelParam {
-                rank: 0,
-                ..param(1, Privilege::Reduce(ReductionOp::Sum), false, 0)
-            },
-        ],
-    };
+    let reduction = super::sum_exp();
     match jit.kernel(&reduction) {
         Err(JitError::Unsupported { reason, .. }) => {
             assert!(reason.contains("host code"), "{reason}")
