@@ -178,6 +178,12 @@ mod tests {
         }
     }
 
+    /// The text `g` generates as `symbol` for `args` (no scalars).
+    fn generate(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> String {
+        g.generate(symbol, &MlirSignature { args, scalars: &[] })
+            .expect("generates")
+    }
+
     #[test]
     fn reductions_fold_every_dimension_into_the_partial_value() {
         let g = ReductionGenerator {
@@ -189,15 +195,7 @@ mod tests {
             arg(DType::F32, 3, Privilege::Read),
             arg(DType::F32, 0, Privilege::Reduce(ReductionOp::Max)),
         ];
-        let text = g
-            .generate(
-                "k1",
-                &MlirSignature {
-                    args: &args,
-                    scalars: &[],
-                },
-            )
-            .unwrap();
+        let text = generate(&g, "k1", &args);
         assert!(
             text.starts_with(
                 "func.func private @k1(%a0: tensor<?x?x?xf32>, %a1: tensor<f32>) -> (tensor<f32>)"
@@ -257,15 +255,7 @@ mod tests {
             arg(DType::I64, 1, Privilege::Read),
             arg(DType::I64, 0, Privilege::Reduce(ReductionOp::Sum)),
         ];
-        let text = g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &args,
-                    scalars: &[],
-                },
-            )
-            .unwrap();
+        let text = generate(&g, "k0", &args);
         assert!(
             text.contains("ins(%a0, %a1 : tensor<?xi64>, tensor<?xi64>) outs(%a2 : tensor<i64>)"),
             "{text}"
@@ -296,15 +286,7 @@ mod tests {
             arg(DType::F64, 1, Privilege::Read),
             arg(DType::F64, 1, Privilege::Write),
         ];
-        let text = g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &args,
-                    scalars: &[],
-                },
-            )
-            .unwrap();
+        let text = generate(&g, "k0", &args);
         assert!(
             text.contains("%r0 = linalg.fill ins(%v0 : f64) outs(%a2 : tensor<?xf64>)"),
             "{text}"
@@ -317,15 +299,7 @@ mod tests {
         assert!(text.contains("outs(%r0 : tensor<?xf64>)"), "{text}");
         assert!(text.contains("return %r1 : tensor<?xf64>"), "{text}");
         args[2].privilege = Privilege::Reduce(ReductionOp::Sum);
-        let text = g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &args,
-                    scalars: &[],
-                },
-            )
-            .unwrap();
+        let text = generate(&g, "k0", &args);
         assert!(!text.contains("linalg.fill"), "{text}");
         assert!(text.contains("outs(%a2 : tensor<?xf64>)"), "{text}");
         let g = ProductGenerator {
@@ -337,15 +311,7 @@ mod tests {
             arg(DType::I32, 2, Privilege::Read),
             arg(DType::I32, 2, Privilege::Write),
         ];
-        let text = g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &args,
-                    scalars: &[],
-                },
-            )
-            .unwrap();
+        let text = generate(&g, "k0", &args);
         assert!(text.contains("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>"), "{text}");
         assert!(text.contains("arith.constant 0 : i32"), "{text}");
         let wrong = [
