@@ -22,7 +22,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use diffuse_fusion::{cheapest_cut, temporaries, FusedTask, Plan, Planner, PlannerStats};
+use diffuse_fusion::{
+    cheapest_cut, temporaries, FusedTask, HeldStores, Plan, Planner, PlannerStats,
+};
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreId, StoreRef};
 
 /// A backend: executes index tasks and fused tasks and moves data (see [`Executor`], whose
@@ -151,7 +153,10 @@ impl<B: Backend> Runtime<B> {
             return Ok(());
         }
         let _span = tracing::debug_span!("window_flush", tasks = window.tasks.len()).entered();
-        let plan: Plan = window.planner.plan(&window.tasks);
+        // One snapshot of the application's holds for every decision about this window: the
+        // application may drop handles from other threads meanwhile.
+        let held = HeldStores::of(&window.tasks);
+        let plan: Plan = window.planner.plan(&window.tasks, &held);
         tracing::debug!(
             groups = plan.groups.len(),
             memoized = plan.memoized,
@@ -174,8 +179,8 @@ impl<B: Backend> Runtime<B> {
                 }
                 // The window cannot grow: run a prefix, cut where the fewest values produced
                 // inside it are still needed after it (they must be materialized).
-                let cut = cheapest_cut(&window.tasks, window.tasks.len() / 2);
-                vec![(cut, temporaries(&window.tasks, cut))]
+                let cut = cheapest_cut(&window.tasks, window.tasks.len() / 2, &held);
+                vec![(cut, temporaries(&window.tasks, cut, &held))]
             }
             groups => groups
                 .iter()

@@ -7,7 +7,7 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
 };
 use diffuse_benches::stencil_window;
-use diffuse_fusion::Planner;
+use diffuse_fusion::{HeldStores, Planner};
 use diffuse_ir::IndexTask;
 
 /// Benchmarks planning `window` from scratch and replayed from the memo, labelled `label`.
@@ -15,12 +15,12 @@ fn bench_window(group: &mut BenchmarkGroup<'_, WallTime>, label: u64, window: &[
     group.throughput(Throughput::Elements(window.len() as u64));
     group.bench_with_input(BenchmarkId::new("fresh", label), window, |b, w| {
         let mut planner = Planner::without_memo();
-        b.iter(|| planner.plan(w));
+        b.iter(|| planner.plan(w, &HeldStores::of(w)));
     });
     group.bench_with_input(BenchmarkId::new("memoized", label), window, |b, w| {
         let mut planner = Planner::new();
-        planner.plan(w);
-        b.iter(|| planner.plan(w));
+        planner.plan(w, &HeldStores::of(w));
+        b.iter(|| planner.plan(w, &HeldStores::of(w)));
     });
 }
 

@@ -11,6 +11,8 @@
 use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Shape, StoreId};
 use hashbrown::HashMap;
 
+use crate::held::HeldStores;
+
 /// A window's canonical form.
 pub type CanonicalKey = Vec<u64>;
 
@@ -59,8 +61,8 @@ fn privilege_code(p: Privilege) -> u64 {
     }
 }
 
-/// Computes the canonical form of `window`.
-pub fn canonicalize(window: &[IndexTask]) -> Canonical {
+/// Computes the canonical form of `window`, with the application's holds as in `held`.
+pub fn canonicalize(window: &[IndexTask], held: &HeldStores) -> Canonical {
     let mut stores = Numbering::<StoreId>::new();
     let mut partitions = Numbering::<Partition>::new();
     let mut domains = Numbering::<Shape>::new();
@@ -78,7 +80,7 @@ pub fn canonicalize(window: &[IndexTask]) -> Canonical {
                 order.push(arg.store.id());
             }
             let covers = arg.partition.covers(arg.store.shape(), launch);
-            let live = arg.store.app_handles() > 0;
+            let live = held.contains(arg.store.id());
             key.push(store);
             key.push(partitions.number(arg.partition.clone()).0);
             key.push(privilege_code(arg.privilege) | u64::from(covers) << 8 | u64::from(live) << 9);

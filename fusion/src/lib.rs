@@ -14,11 +14,13 @@
 mod canonical;
 mod constraints;
 mod fused;
+mod held;
 mod planner;
 mod temporaries;
 
 pub use canonical::{canonicalize, Canonical, CanonicalKey};
 pub use constraints::{longest_fusible_prefix, PrefixState, Violation};
 pub use fused::{FusedArg, FusedTask};
+pub use held::HeldStores;
 pub use planner::{analyse, Group, Plan, Planner, PlannerStats};
 pub use temporaries::{cheapest_cut, temporaries};

@@ -8,6 +8,7 @@ use hashbrown::HashMap;
 
 use crate::canonical::{canonicalize, CanonicalKey};
 use crate::constraints::{longest_fusible_prefix, Violation};
+use crate::held::HeldStores;
 use crate::temporaries::temporaries;
 
 /// One fusible group of a window.
@@ -85,19 +86,20 @@ impl Planner {
         self.stats
     }
 
-    /// Splits `window` into fusible groups with their temporaries.
-    pub fn plan(&mut self, window: &[IndexTask]) -> Plan {
+    /// Splits `window` into fusible groups with their temporaries, given which stores the
+    /// application holds (one snapshot for the whole decision, see [`HeldStores`]).
+    pub fn plan(&mut self, window: &[IndexTask], held: &HeldStores) -> Plan {
         if !self.memoize {
             self.stats.analysed += 1;
-            return analyse(window);
+            return analyse(window, held);
         }
-        let canonical = canonicalize(window);
+        let canonical = canonicalize(window, held);
         if let Some(decision) = self.memo.get(&canonical.key) {
             self.stats.replayed += 1;
             return replay(decision, &canonical.stores);
         }
         self.stats.analysed += 1;
-        let plan = analyse(window);
+        let plan = analyse(window, held);
         let position: HashMap<StoreId, usize> = canonical
             .stores
             .iter()
@@ -125,8 +127,9 @@ impl Planner {
     }
 }
 
-/// The decision for `window`, computed from scratch.
-pub fn analyse(window: &[IndexTask]) -> Plan {
+/// The decision for `window`, computed from scratch, with the application's holds as in
+/// `held`.
+pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
     let mut groups = Vec::new();
     let mut start = 0;
     while start < window.len() {
@@ -134,7 +137,7 @@ pub fn analyse(window: &[IndexTask]) -> Plan {
         let (len, stopped_by) = longest_fusible_prefix(rest);
         groups.push(Group {
             tasks: start..start + len,
-            temporaries: temporaries(rest, len),
+            temporaries: temporaries(rest, len, held),
             stopped_by,
         });
         start += len;

@@ -13,6 +13,8 @@
 use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
 use hashbrown::{HashMap, HashSet};
 
+use crate::held::HeldStores;
+
 /// Per store: the covering write seen so far, or why it cannot be temporary.
 enum Candidate {
     /// Written through this partition, covering the store, before any read.
@@ -23,8 +25,9 @@ enum Candidate {
     Rejected,
 }
 
-/// The temporaries of fusing `tasks[..prefix]`, in order of first appearance.
-pub fn temporaries(tasks: &[IndexTask], prefix: usize) -> Vec<StoreId> {
+/// The temporaries of fusing `tasks[..prefix]`, in order of first appearance, given which
+/// stores the application holds (a snapshot taken once for the window).
+pub fn temporaries(tasks: &[IndexTask], prefix: usize, held: &HeldStores) -> Vec<StoreId> {
     let (inside, after) = tasks.split_at(prefix.min(tasks.len()));
     let mut order = Vec::new();
     let mut candidates: HashMap<StoreId, Candidate> = HashMap::new();
@@ -55,20 +58,12 @@ pub fn temporaries(tasks: &[IndexTask], prefix: usize) -> Vec<StoreId> {
         .iter()
         .flat_map(|t| t.args().iter().map(|a| a.store.id()))
         .collect();
-    let mut live = HashSet::new();
-    for task in inside {
-        for arg in task.args() {
-            if arg.store.app_handles() > 0 {
-                live.insert(arg.store.id());
-            }
-        }
-    }
     order
         .into_iter()
         .filter(|id| {
             !matches!(candidates.get(id), Some(Candidate::Rejected) | None)
                 && !used_later.contains(id)
-                && !live.contains(id)
+                && !held.contains(*id)
         })
         .collect()
 }
@@ -79,7 +74,7 @@ pub fn temporaries(tasks: &[IndexTask], prefix: usize) -> Vec<StoreId> {
 /// A store must be materialized when `window[c..]` still needs it or the application still
 /// holds it (it may drop the handle before the rest of the window runs, and a later cut would
 /// then keep the store temporary).
-pub fn cheapest_cut(window: &[IndexTask], min_len: usize) -> usize {
+pub fn cheapest_cut(window: &[IndexTask], min_len: usize, held: &HeldStores) -> usize {
     let n = window.len();
     let min_len = min_len.clamp(1, n.max(1));
     // First task writing each store, and last task referencing it.
@@ -97,7 +92,7 @@ pub fn cheapest_cut(window: &[IndexTask], min_len: usize) -> usize {
     // crossing(c) = #{ s : first_write(s) < c <= last_use(s) }, by a sweep over c.
     for task in window {
         for arg in task.args() {
-            if arg.store.app_handles() > 0 {
+            if held.contains(arg.store.id()) {
                 last_use.insert(arg.store.id(), n);
             }
         }

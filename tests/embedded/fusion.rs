@@ -1777,7 +1777,7 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
     let z_id = z.id();
     drop((x, y, z, w, upper));
     // What the planner decides for this window now that the handles are gone.
-    let plan = diffuse_fusion::analyse(&tasks);
+    let plan = diffuse_fusion::analyse(&tasks, &diffuse_fusion::HeldStores::of(&tasks));
     let temporaries = plan.groups.first().map(|g| g.temporaries.clone());
     drop(tasks);
     c.flush_window().unwrap();

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use diffuse_fusion::{Group, Violation};
+use diffuse_fusion::{Group, HeldStores, Planner, Violation};
 use diffuse_ir::{
     Context, DType, IndexTask, Partition, Point, Privilege, Shape, Store, StoreId, TaskKind, Tuple,
     View,
@@ -105,3 +105,28 @@ pub const W: Privilege = Privilege::Write;
 pub const RW: Privilege = Privilege::ReadWrite;
 pub const SUM: Privilege = Privilege::Reduce(diffuse_ir::ReductionOp::Sum);
 pub const PROD: Privilege = Privilege::Reduce(diffuse_ir::ReductionOp::Prod);
+
+/// [`diffuse_fusion::analyse`] with the application's holds read now.
+pub fn analyse(window: &[IndexTask]) -> diffuse_fusion::Plan {
+    diffuse_fusion::analyse(window, &HeldStores::of(window))
+}
+
+/// [`diffuse_fusion::temporaries`] with the application's holds read now.
+pub fn temporaries(window: &[IndexTask], prefix: usize) -> Vec<diffuse_ir::StoreId> {
+    diffuse_fusion::temporaries(window, prefix, &HeldStores::of(window))
+}
+
+/// [`diffuse_fusion::cheapest_cut`] with the application's holds read now.
+pub fn cheapest_cut(window: &[IndexTask], min_len: usize) -> usize {
+    diffuse_fusion::cheapest_cut(window, min_len, &HeldStores::of(window))
+}
+
+/// [`Planner::plan`] with the application's holds read now.
+pub fn plan_now(planner: &mut Planner, window: &[IndexTask]) -> diffuse_fusion::Plan {
+    planner.plan(window, &HeldStores::of(window))
+}
+
+/// [`diffuse_fusion::canonicalize`] with the application's holds read now.
+pub fn canonicalize(window: &[IndexTask]) -> diffuse_fusion::Canonical {
+    diffuse_fusion::canonicalize(window, &HeldStores::of(window))
+}

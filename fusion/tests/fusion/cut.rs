@@ -2,10 +2,9 @@
 //! grow. The cut goes where the fewest values produced before it must be materialized:
 //! needed after it in the window, or still held by the application.
 
-use diffuse_fusion::cheapest_cut;
 use diffuse_ir::{IndexTask, Privilege, Store};
 
-use crate::common::{blocked, ctx, store, task};
+use crate::common::{blocked, cheapest_cut, ctx, store, task};
 
 use Privilege::{Read as R, Write as W};
 

@@ -2,10 +2,10 @@
 //! first use, privileges merged in program order (a read then a write is `ReadWrite`, a
 //! write first stays `Write`), temporaries left out.
 
-use diffuse_fusion::{analyse, FusedTask};
+use diffuse_fusion::FusedTask;
 use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
 
-use crate::common::{blocked, ctx, group, sh, store, task, view_blocked, R, RW, SUM, W};
+use crate::common::{analyse, blocked, ctx, group, sh, store, task, view_blocked, R, RW, SUM, W};
 
 const L: [i64; 1] = [4];
 

@@ -2,10 +2,12 @@
 //! pattern) replays the decision with its own stores; windows that differ in aliasing,
 //! liveness or coverage get other keys and are analysed afresh; the planner's counters.
 
-use diffuse_fusion::{analyse, canonicalize, Planner, PlannerStats, Violation};
+use diffuse_fusion::{HeldStores, Planner, PlannerStats, Violation};
 use diffuse_ir::{Context, IndexTask, Partition, Store, StoreId};
 
-use crate::common::{blocked, ctx, group, store, task, view_blocked, R, SUM, W};
+use crate::common::{
+    analyse, blocked, canonicalize, ctx, group, plan_now, store, task, view_blocked, R, SUM, W,
+};
 use crate::figures::stencil_iteration;
 
 const L: [i64; 1] = [4];
@@ -20,7 +22,7 @@ fn an_isomorphic_stencil_iteration_replays_with_its_own_temporaries() {
     let grid = store(&c, &[10, 10]);
     let mut planner = Planner::new();
     let first = stencil_iteration(&c, &grid, 8, &[2, 2]);
-    let plan1 = planner.plan(&first.tasks);
+    let plan1 = plan_now(&mut planner, &first.tasks);
     assert!(!plan1.memoized);
     assert_eq!(plan1.groups, analyse(&first.tasks).groups);
     assert_eq!(planner.stats(), stats(1, 0));
@@ -30,7 +32,7 @@ fn an_isomorphic_stencil_iteration_replays_with_its_own_temporaries() {
         canonicalize(&first.tasks).key,
         canonicalize(&second.tasks).key
     );
-    let plan2 = planner.plan(&second.tasks);
+    let plan2 = plan_now(&mut planner, &second.tasks);
     assert!(plan2.memoized);
     assert_eq!(
         plan2.groups,
@@ -51,7 +53,7 @@ fn an_isomorphic_stencil_iteration_replays_with_its_own_temporaries() {
     // A stencil over another (fresh, live) grid is isomorphic as well.
     let other_grid = store(&c, &[10, 10]);
     let third = stencil_iteration(&c, &other_grid, 8, &[2, 2]);
-    let plan3 = planner.plan(&third.tasks);
+    let plan3 = plan_now(&mut planner, &third.tasks);
     assert!(plan3.memoized);
     assert_eq!(plan3.groups, analyse(&third.tasks).groups);
     assert_eq!(planner.stats(), stats(1, 2));
@@ -87,13 +89,13 @@ fn a_replayed_violation_names_the_new_window_s_store() {
     let c = ctx();
     let mut planner = Planner::new();
     let (first, _kept1, w1) = figure8_window(&c);
-    let plan1 = planner.plan(&first);
+    let plan1 = plan_now(&mut planner, &first);
     assert_eq!(
         plan1.groups[0].stopped_by,
         Some(Violation::TrueDependence(w1))
     );
     let (second, _kept2, w2) = figure8_window(&c);
-    let plan2 = planner.plan(&second);
+    let plan2 = plan_now(&mut planner, &second);
     assert!(plan2.memoized);
     assert_eq!(plan2.groups.len(), 2);
     assert_eq!(plan2.groups[0].tasks, 0..3);
@@ -130,9 +132,9 @@ fn a_window_that_aliases_differently_is_not_replayed() {
     assert_ne!(keys[0], keys[1]);
     assert_ne!(keys[0], keys[2]);
     assert_ne!(keys[1], keys[2]);
-    assert!(!planner.plan(&same).memoized);
+    assert!(!plan_now(&mut planner, &same).memoized);
     for w in [&replicated, &shifted] {
-        let plan = planner.plan(w);
+        let plan = plan_now(&mut planner, w);
         assert!(!plan.memoized);
         assert_eq!(plan.groups, analyse(w).groups);
     }
@@ -140,8 +142,8 @@ fn a_window_that_aliases_differently_is_not_replayed() {
     // Each pattern replays on its next occurrence.
     let (same_again, _a4) = two_step(&c, |a| blocked(a, &L));
     let (replicated_again, _a5) = two_step(&c, |_| Partition::replicate());
-    assert!(planner.plan(&same_again).memoized);
-    assert!(planner.plan(&replicated_again).memoized);
+    assert!(plan_now(&mut planner, &same_again).memoized);
+    assert!(plan_now(&mut planner, &replicated_again).memoized);
     assert_eq!(planner.stats(), stats(3, 2));
 }
 
@@ -167,17 +169,39 @@ fn liveness_is_part_of_the_key() {
     assert_eq!(held[0].args()[0].store.id(), t2);
     assert_ne!(canonicalize(&dropped).key, canonicalize(&held).key);
     assert_eq!(
-        planner.plan(&dropped).groups,
+        plan_now(&mut planner, &dropped).groups,
         vec![group(0..2, &[t1], None)]
     );
-    let plan = planner.plan(&held);
+    let plan = plan_now(&mut planner, &held);
     assert!(!plan.memoized, "a temporary kept alive must not replay");
     assert_eq!(plan.groups, vec![group(0..2, &[], None)]);
     let (dropped_again, t3, _k3) = produce_consume(&c, 16, false);
-    let plan = planner.plan(&dropped_again);
+    let plan = plan_now(&mut planner, &dropped_again);
     assert!(plan.memoized);
     assert_eq!(plan.groups, vec![group(0..2, &[t3], None)]);
     assert_eq!(planner.stats(), stats(2, 1));
+}
+
+/// The application drops a handle (on another thread) while its window is planned: the key
+/// and the decision both follow the one snapshot taken before, so the decision remembered for
+/// the held store keeps it, and a later window whose store is still held replays that.
+#[test]
+fn a_handle_dropped_during_planning_does_not_change_the_decision() {
+    let c = ctx();
+    let mut planner = Planner::new();
+    let (window, t1, kept) = produce_consume(&c, 16, true);
+    let held = HeldStores::of(&window);
+    assert!(held.contains(t1));
+    drop(kept);
+    assert_eq!(
+        planner.plan(&window, &held).groups,
+        vec![group(0..2, &[], None)],
+        "the snapshot said the application holds t"
+    );
+    let (again, _t2, _k2) = produce_consume(&c, 16, true);
+    let plan = plan_now(&mut planner, &again);
+    assert!(plan.memoized);
+    assert_eq!(plan.groups, vec![group(0..2, &[], None)]);
 }
 
 #[test]
@@ -189,10 +213,10 @@ fn coverage_is_part_of_the_key() {
     let (uncovered, t2, _k2) = produce_consume(&c, 32, false);
     assert_ne!(canonicalize(&covered).key, canonicalize(&uncovered).key);
     assert_eq!(
-        planner.plan(&covered).groups,
+        plan_now(&mut planner, &covered).groups,
         vec![group(0..2, &[t1], None)]
     );
-    let plan = planner.plan(&uncovered);
+    let plan = plan_now(&mut planner, &uncovered);
     assert!(!plan.memoized);
     assert_eq!(plan.groups, vec![group(0..2, &[], None)]);
     assert!(!plan.groups[0].temporaries.contains(&t2));
@@ -217,8 +241,8 @@ fn launch_domains_are_renamed_like_stores() {
     let (four, _s4) = window(&[4]);
     let (two, _s2) = window(&[2]);
     assert_eq!(canonicalize(&four).key, canonicalize(&two).key);
-    assert!(!planner.plan(&four).memoized);
-    let plan = planner.plan(&two);
+    assert!(!plan_now(&mut planner, &four).memoized);
+    let plan = plan_now(&mut planner, &two);
     assert!(plan.memoized);
     assert_eq!(plan.groups, analyse(&two).groups);
 }
@@ -229,8 +253,8 @@ fn a_planner_without_memo_always_analyses() {
     let mut planner = Planner::without_memo();
     let (first, _k1, _) = figure8_window(&c);
     let (second, _k2, _) = figure8_window(&c);
-    let p1 = planner.plan(&first);
-    let p2 = planner.plan(&second);
+    let p1 = plan_now(&mut planner, &first);
+    let p2 = plan_now(&mut planner, &second);
     assert!(!p1.memoized && !p2.memoized);
     assert_eq!(p1.groups, analyse(&first).groups);
     assert_eq!(p2.groups, analyse(&second).groups);

@@ -16,12 +16,12 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use diffuse_fusion::{analyse, FusedTask, Planner, Violation};
+use diffuse_fusion::{FusedTask, Planner, Violation};
 use diffuse_ir::{Context, IndexTask, Partition, Privilege, Projection, Store, StoreId, TaskArg};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::common::{ctx, pt, sh, store, task, R, RW, SUM, W};
+use crate::common::{analyse, ctx, plan_now, pt, sh, store, task, R, RW, SUM, W};
 
 /// Store shapes: the tilings of 4 and of 2 cover `[8]` over 4 points but not `[16]`.
 const SHAPES: [&[i64]; 4] = [&[8], &[8], &[8], &[16]];
@@ -284,12 +284,12 @@ fn check_planner(spec: &WindowSpec) -> Result<(), TestCaseError> {
     let c = ctx();
     let mut planner = Planner::new();
     let (window, _held) = build(&c, spec);
-    let plan = planner.plan(&window);
+    let plan = plan_now(&mut planner, &window);
     prop_assert!(!plan.memoized);
     prop_assert_eq!(&plan.groups, &analyse(&window).groups);
 
     let (copy, _held_copy) = build(&c, spec);
-    let replayed = planner.plan(&copy);
+    let replayed = plan_now(&mut planner, &copy);
     prop_assert!(replayed.memoized);
     prop_assert_eq!(&replayed.groups, &analyse(&copy).groups);
     prop_assert_eq!(planner.stats().analysed, 1);

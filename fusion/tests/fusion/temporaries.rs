@@ -3,10 +3,12 @@
 //! task of the window uses it, the application holds no handle to it, and it is not reduced.
 //! Each case pairs a store that is not temporary with a control that is.
 
-use diffuse_fusion::{analyse, temporaries, Violation};
+use diffuse_fusion::Violation;
 use diffuse_ir::{Partition, Projection, Store};
 
-use crate::common::{blocked, ctx, group, pt, sh, store, task, view_blocked, R, RW, SUM, W};
+use crate::common::{
+    analyse, blocked, ctx, group, pt, sh, store, task, temporaries, view_blocked, R, RW, SUM, W,
+};
 
 const L: [i64; 1] = [4];
 
