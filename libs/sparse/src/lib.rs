@@ -3,8 +3,9 @@
 //!
 //! So far: matrices as [`Triplets`] (from Matrix Market files, see [`mtx`], and from the
 //! generators in [`generators`]), their compressed host form [`HostCsr`], and distributed
-//! [`CsrMatrix`]es whose SpMV is an index task whose result is a `diffuse-array` array. The
-//! SpMV MLIR generator and the solvers come next (issue #7).
+//! [`CsrMatrix`]es whose SpMV is an index task whose result is a `diffuse-array` array, with a
+//! native kernel and an MLIR generator, so that the JIT fuses SpMV bodies with the vector
+//! operations around them. The Krylov solvers built from these live in `examples/`.
 
 #![warn(missing_docs)]
 
@@ -12,6 +13,7 @@ mod csr;
 mod error;
 pub mod generators;
 mod matrix;
+mod mlir;
 pub mod mtx;
 mod triplets;
 

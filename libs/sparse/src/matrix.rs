@@ -20,6 +20,7 @@ use diffuse_ir::{
 
 use crate::csr::{ColumnIndices, HostCsr, IndexWidth};
 use crate::error::SparseError;
+use crate::mlir::SpmvGenerator;
 
 /// A CSR matrix distributed as stores of an array context.
 #[derive(Clone)]
@@ -90,6 +91,15 @@ impl CsrMatrix {
             });
         }
         self.cx.check_same(x.context(), "spmv")?;
+        // The kernel reads `x` as a whole store: a view of part of one (a slice) is copied
+        // into a store of its own first.
+        let whole;
+        let x = if x.view().is_whole_store() {
+            x
+        } else {
+            whole = x.copy()?;
+            &whole
+        };
         let ir = self.cx.ir();
         let y = ir.create_store(&[self.rows], DType::F64)?;
         if self.rows > 0 {
@@ -133,7 +143,9 @@ fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
                 .arg("columns", dtype, Privilege::Read)
                 .arg("values", DType::F64, Privilege::Read)
                 .arg("x", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2]);
+                .aligned(&[0, 1, 2])
+                // Lets the JIT compile the product into fused kernels (see `crate::mlir`).
+                .mlir(Arc::new(SpmvGenerator { name, width }));
             match width {
                 IndexWidth::I32 => builder.register(spmv_native::<i32>)?,
                 IndexWidth::I64 => builder.register(spmv_native::<i64>)?,

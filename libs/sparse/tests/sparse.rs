@@ -4,3 +4,5 @@
 mod mtx;
 #[path = "sparse/spmv.rs"]
 mod spmv;
+#[path = "sparse/spmv_jit.rs"]
+mod spmv_jit;

@@ -100,3 +100,19 @@ fn bad_vectors_are_errors() {
         Vec::<f64>::new()
     );
 }
+
+/// `x` may be a view of part of a larger array (a slice, a strided one too): the product
+/// reads the view's elements, not the start of its store.
+#[test]
+fn spmv_of_a_sliced_vector_reads_the_slice() {
+    use diffuse_array::SliceArg;
+    let c = cx(3);
+    let host =
+        HostCsr::from_triplets(&generators::poisson_2d(3).unwrap(), IndexWidth::I32).unwrap();
+    let a = CsrMatrix::from_host(&c, &host).unwrap();
+    let long: Vec<f64> = (0..20).map(|i| f64::from(i) * 1.5 - 4.0).collect();
+    let base = Array::from_vec(&c, &[20], long.clone()).unwrap();
+    let shifted = base.slice(&[SliceArg::from(7i64..16)]).unwrap();
+    let got = a.spmv(&shifted).unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(got, host.matvec(&long[7..16]).unwrap());
+}

@@ -1,0 +1,214 @@
+//! The MLIR generator of the SpMV kinds (the kernel ABI is `diffuse_ir::mlir`'s), so that a
+//! product fuses, through the JIT, with the vector operations around it.
+//!
+//! One point task computes its tile of rows: an `scf.for` over the rows carries the output
+//! tensor and inserts each row's value; an inner `scf.for` over the row's entries
+//! `starts[i]..ends[i]` carries the running sum, from `+0.0`, adding `value * x[column]` in
+//! stored order with a separate `arith.mulf` and `arith.addf` (no `fma`, no fast-math flags,
+//! so LLVM may neither contract nor reorder them). That is exactly what the native kernel
+//! computes, so compiled and native products are equal bit for bit.
+//!
+//! On the tensor route the loops are not `linalg` ops, so they stay loops of their own inside
+//! a fused kernel; one-shot bufferization writes the output in place (the row loop's
+//! `iter_args` is the destination tensor, and every `tensor.insert` goes into it) and reads the
+//! entries and `x` straight from their parameters, with no copy.
+//!
+//! The compiled code does not bounds-check. That is sound because a `CsrMatrix`'s stores are
+//! private and built only by `CsrMatrix::from_host` from a [`crate::HostCsr`], whose row
+//! offsets are non-decreasing from 0 to the entry count and whose column indices were checked
+//! against the column count when its `Triplets` were built (`Triplets::push`); `spmv` checks
+//! that `x` has one element per column, and `Replicate` hands every point the whole of the
+//! entries and of `x`.
+
+use diffuse_ir::{
+    element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege, Tuple,
+};
+
+use crate::csr::IndexWidth;
+
+/// Generates the kernel of `sparse.spmv.f64.<width>`:
+/// `(y: Write, starts: Read, ends: Read, columns: Read, values: Read, x: Read) -> y`,
+/// all 1-d, no scalars.
+pub(crate) struct SpmvGenerator {
+    /// The kind's name (for errors).
+    pub(crate) name: &'static str,
+    /// The width of the column indices (argument 3's element type).
+    pub(crate) width: IndexWidth,
+}
+
+impl SpmvGenerator {
+    /// The error for a signature this generator cannot implement.
+    fn unsupported(&self, reason: impl Into<String>) -> KernelError {
+        KernelError {
+            kind: self.name.to_string(),
+            point: Tuple::splat(0, 0),
+            reason: format!("no MLIR kernel: {}", reason.into()),
+        }
+    }
+
+    /// Checks `sig` against the kind's declaration: six 1-d store arguments of the declared
+    /// element types and privileges, no scalars.
+    fn check(&self, sig: &MlirSignature<'_>) -> Result<(), KernelError> {
+        let column = match self.width {
+            IndexWidth::I32 => DType::I32,
+            IndexWidth::I64 => DType::I64,
+        };
+        let expected = [
+            (DType::F64, Privilege::Write),
+            (DType::I64, Privilege::Read),
+            (DType::I64, Privilege::Read),
+            (column, Privilege::Read),
+            (DType::F64, Privilege::Read),
+            (DType::F64, Privilege::Read),
+        ];
+        if sig.args.len() != expected.len() || !sig.scalars.is_empty() {
+            return Err(self.unsupported(format!(
+                "expected {} store arguments and no scalars, got {} and {:?}",
+                expected.len(),
+                sig.args.len(),
+                sig.scalars
+            )));
+        }
+        for (i, (arg, &(dtype, privilege))) in sig.args.iter().zip(&expected).enumerate() {
+            if arg.dtype != dtype || arg.privilege != privilege || arg.rank != 1 {
+                return Err(self.unsupported(format!(
+                    "argument {i} is a {}-d {} store with privilege {}; expected a 1-d {dtype} \
+                     store with privilege {privilege}",
+                    arg.rank, arg.dtype, arg.privilege
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MlirGenerator for SpmvGenerator {
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        self.check(sig)?;
+        let [y, starts, ends, columns, values, x] =
+            [0, 1, 2, 3, 4, 5].map(|i| tensor_type(&sig.args[i]));
+        let column = element_type(sig.args[3].dtype);
+        // Row `i` of the tile: `y[i] = sum over k in starts[i]..ends[i] of values[k] *
+        // x[columns[k]]`, from +0.0, in stored order (the native kernel's order).
+        Ok(format!(
+            "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
+%columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0x0000000000000000 : f64
+  %rows = tensor.dim %y, %c0 : {y}
+  %out = scf.for %i = %c0 to %rows step %c1 iter_args(%acc_y = %y) -> ({y}) {{
+    %lo_i64 = tensor.extract %starts[%i] : {starts}
+    %hi_i64 = tensor.extract %ends[%i] : {ends}
+    %lo = arith.index_cast %lo_i64 : i64 to index
+    %hi = arith.index_cast %hi_i64 : i64 to index
+    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
+      %col = tensor.extract %columns[%k] : {columns}
+      %j = arith.index_cast %col : {column} to index
+      %v = tensor.extract %values[%k] : {values}
+      %xj = tensor.extract %x[%j] : {x}
+      %prod = arith.mulf %v, %xj : f64
+      %next = arith.addf %acc, %prod : f64
+      scf.yield %next : f64
+    }}
+    %row = tensor.insert %sum into %acc_y[%i] : {y}
+    scf.yield %row : {y}
+  }}
+  return %out : {y}
+}}
+"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use diffuse_ir::{MlirArg, ReductionOp};
+
+    use super::*;
+
+    fn arg(dtype: DType, privilege: Privilege) -> MlirArg {
+        MlirArg {
+            dtype,
+            rank: 1,
+            privilege,
+            unit_dims: 0,
+        }
+    }
+
+    fn args(column: DType) -> [MlirArg; 6] {
+        [
+            arg(DType::F64, Privilege::Write),
+            arg(DType::I64, Privilege::Read),
+            arg(DType::I64, Privilege::Read),
+            arg(column, Privilege::Read),
+            arg(DType::F64, Privilege::Read),
+            arg(DType::F64, Privilege::Read),
+        ]
+    }
+
+    fn generator(width: IndexWidth) -> SpmvGenerator {
+        SpmvGenerator {
+            name: "sparse.spmv.test",
+            width,
+        }
+    }
+
+    fn generate(g: &SpmvGenerator, args: &[MlirArg]) -> Result<String, KernelError> {
+        g.generate("k0", &MlirSignature { args, scalars: &[] })
+    }
+
+    #[test]
+    fn the_kernel_has_the_abi_signature_and_sums_in_stored_order() {
+        for (width, column) in [(IndexWidth::I32, DType::I32), (IndexWidth::I64, DType::I64)] {
+            let ty = element_type(column);
+            let text = generate(&generator(width), &args(column)).expect("generates");
+            assert!(
+                text.starts_with(&format!(
+                    "func.func private @k0(%y: tensor<?xf64>, %starts: tensor<?xi64>, \
+                     %ends: tensor<?xi64>, %columns: tensor<?x{ty}>, %values: tensor<?xf64>, \
+                     %x: tensor<?xf64>) -> (tensor<?xf64>) {{"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("arith.index_cast %col : {ty} to index")),
+                "{text}"
+            );
+            // Multiply, then add to the running sum: never a fused multiply-add.
+            assert!(text.contains("%prod = arith.mulf %v, %xj : f64"), "{text}");
+            assert!(
+                text.contains("%next = arith.addf %acc, %prod : f64"),
+                "{text}"
+            );
+            assert!(!text.contains("fma"), "{text}");
+            assert!(!text.contains("fastmath"), "{text}");
+            // From +0.0, like the native kernel (not the -0.0 of `Sum` reductions).
+            assert!(
+                text.contains("arith.constant 0x0000000000000000 : f64"),
+                "{text}"
+            );
+            assert!(text.contains("return %out : tensor<?xf64>"), "{text}");
+        }
+    }
+
+    #[test]
+    fn other_signatures_are_refused() {
+        let g = generator(IndexWidth::I32);
+        // 64-bit columns for the 32-bit kind.
+        assert!(generate(&g, &args(DType::I64)).is_err());
+        let mut wrong = args(DType::I32);
+        wrong[0].privilege = Privilege::Reduce(ReductionOp::Sum);
+        let err = generate(&g, &wrong).unwrap_err();
+        assert!(err.reason.contains("argument 0"), "{}", err.reason);
+        let mut wrong = args(DType::I32);
+        wrong[5].rank = 2;
+        assert!(generate(&g, &wrong).is_err());
+        assert!(generate(&g, &args(DType::I32)[..5]).is_err());
+        let sig = MlirSignature {
+            args: &args(DType::I32),
+            scalars: &[DType::F64],
+        };
+        assert!(g.generate("k0", &sig).is_err());
+    }
+}
