@@ -83,6 +83,9 @@ struct Window {
     capacity: usize,
     planner: Planner,
     log: Option<Vec<FlushRecord>>,
+    /// Time spent deciding what runs: planning (memo lookup or analysis), cuts, and building
+    /// fused tasks; execution excluded.
+    analysis: std::time::Duration,
 }
 
 /// Buffers and fuses tasks in front of a backend; the [`Executor`] a `Context` talks to.
@@ -104,6 +107,7 @@ impl<B: Backend> Runtime<B> {
                 capacity,
                 planner: Planner::new(),
                 log: None,
+                analysis: std::time::Duration::ZERO,
             }),
         }
     }
@@ -126,6 +130,12 @@ impl<B: Backend> Runtime<B> {
     /// How many windows were analysed and how many replayed from the memo.
     pub fn planner_stats(&self) -> PlannerStats {
         self.lock().planner.stats()
+    }
+
+    /// Seconds spent so far deciding what runs (planning windows, cutting them and building
+    /// fused tasks), execution excluded: the fusion layer's own overhead.
+    pub fn analysis_seconds(&self) -> f64 {
+        self.lock().analysis.as_secs_f64()
     }
 
     /// Starts (or stops) recording each flush's issued and executed streams.
@@ -155,6 +165,7 @@ impl<B: Backend> Runtime<B> {
         let _span = tracing::debug_span!("window_flush", tasks = window.tasks.len()).entered();
         // One snapshot of the application's holds for every decision about this window: the
         // application may drop handles from other threads meanwhile.
+        let deciding = std::time::Instant::now();
         let held = HeldStores::of(&window.tasks);
         let plan: Plan = window.planner.plan(&window.tasks, &held);
         tracing::debug!(
@@ -175,6 +186,7 @@ impl<B: Backend> Runtime<B> {
                     // group. Grow and keep buffering, so the group and its temporaries extend.
                     window.capacity = (window.capacity * 2).min(ADAPTIVE_MAX);
                     tracing::debug!(capacity = window.capacity, "window grows");
+                    window.analysis += deciding.elapsed();
                     return Ok(());
                 }
                 // The window cannot grow: run a prefix, cut where the fewest values produced
@@ -187,6 +199,7 @@ impl<B: Backend> Runtime<B> {
                 .map(|g| (g.tasks.len(), g.temporaries.clone()))
                 .collect(),
         };
+        window.analysis += deciding.elapsed();
         let run_len: usize = runs.iter().map(|(len, _)| len).sum();
         let mut tasks: Vec<IndexTask> = window.tasks.drain(..run_len).collect();
         let mut executed = Vec::with_capacity(runs.len());
@@ -204,7 +217,9 @@ impl<B: Backend> Runtime<B> {
                     None => Ok(()),
                 }
             } else {
+                let building = std::time::Instant::now();
                 let fused = FusedTask::new(members, temporaries);
+                window.analysis += building.elapsed();
                 executed.push(format!(
                     "{} (temporaries: {})",
                     fused.name(),

@@ -135,16 +135,35 @@ pub struct Measurement {
     pub warmup_seconds: f64,
     /// Seconds waited after the warm-up for background compilations.
     pub compile_wait_seconds: f64,
-    /// Seconds of each timed iteration, in order.
+    /// Seconds of each timed iteration (or mean per iteration of each stretch between
+    /// checks, for the solvers), in order.
     pub iteration_seconds: Vec<f64>,
-    /// Mean seconds per timed iteration.
-    pub seconds_per_iter: f64,
-    /// Index tasks submitted per timed iteration.
-    pub tasks_issued_per_iter: f64,
-    /// Index tasks executed per timed iteration.
-    pub tasks_executed_per_iter: f64,
+    /// Timed iterations.
+    pub iters: usize,
     /// Peak bytes held by stores during the timed iterations.
     pub peak_store_bytes: usize,
+    /// The runtime's counters before and after the timed iterations.
+    pub counters: (Counters, Counters),
+}
+
+/// The runtime's counters at one point of a run; differences between two of them describe
+/// the part of the run between.
+#[derive(Clone, Copy, Debug)]
+pub struct Counters {
+    /// When they were read.
+    pub at: Instant,
+    /// Index tasks submitted so far.
+    pub issued: u64,
+    /// Index tasks (fused or not) executed so far.
+    pub executed: u64,
+    /// Windows planned from scratch so far.
+    pub analysed: u64,
+    /// Windows whose plan was replayed from the memo so far.
+    pub replayed: u64,
+    /// Seconds the fusion layer spent deciding so far.
+    pub analysis_seconds: f64,
+    /// The process's resident memory now.
+    pub rss_bytes: u64,
 }
 
 impl Runtime {
@@ -202,8 +221,22 @@ impl Runtime {
         })
     }
 
+    /// Reads the counters now.
+    pub fn counters(&self) -> Counters {
+        let stats = self.fusion.planner_stats();
+        Counters {
+            at: Instant::now(),
+            issued: self.ctx.tasks_submitted(),
+            executed: self.backend.tasks_executed(),
+            analysed: stats.analysed,
+            replayed: stats.replayed,
+            analysis_seconds: self.fusion.analysis_seconds(),
+            rss_bytes: resident_bytes(),
+        }
+    }
+
     /// Prints recorded flushes: each issued stream next to what executed.
-    fn print_streams(&self) {
+    pub fn print_streams(&self) {
         for (i, flush) in self.fusion.take_stream_log().iter().enumerate() {
             eprintln!(
                 "flush {i}: issued {} tasks, executed {}",
@@ -252,8 +285,7 @@ impl Runtime {
         }
 
         self.backend.memory().reset_peak();
-        let (issued, executed) = (self.ctx.tasks_submitted(), self.backend.tasks_executed());
-        let start = Instant::now();
+        let before = self.counters();
         // Each iteration ends with a flush, as the warm-up does: windows then never span
         // iterations, so every timed iteration replays the warm-up's plans and kernels (and
         // an application that drops last iteration's results does not get them fused away).
@@ -264,16 +296,14 @@ impl Runtime {
             self.ctx.flush_window()?;
             iteration_seconds.push(started.elapsed().as_secs_f64());
         }
-        let elapsed = start.elapsed().as_secs_f64();
-        let per_iter = |n: u64| n as f64 / iters.max(1) as f64;
+        let after = self.counters();
         Ok(Measurement {
             warmup_seconds,
             compile_wait_seconds,
             iteration_seconds,
-            seconds_per_iter: elapsed / iters.max(1) as f64,
-            tasks_issued_per_iter: per_iter(self.ctx.tasks_submitted() - issued),
-            tasks_executed_per_iter: per_iter(self.backend.tasks_executed() - executed),
+            iters,
             peak_store_bytes: self.backend.memory().peak_bytes(),
+            counters: (before, after),
         })
     }
 
@@ -285,19 +315,22 @@ impl Runtime {
         m: Measurement,
         check: f64,
     ) -> RunRecord {
+        let (before, after) = m.counters;
+        // Per timed iteration (0 when there were none).
+        let per = |v: f64| v / m.iters.max(1) as f64;
         RunRecord {
             app,
             backend: args.backend,
             fusion: args.fusion,
             n: args.n,
-            iters: args.iters,
+            iters: m.iters,
             procs: self.backend.procs(),
-            seconds_per_iter: m.seconds_per_iter,
+            seconds_per_iter: per(after.at.duration_since(before.at).as_secs_f64()),
             warmup_seconds: m.warmup_seconds,
             compile_wait_seconds: m.compile_wait_seconds,
             iteration_seconds: m.iteration_seconds,
-            tasks_issued_per_iter: m.tasks_issued_per_iter,
-            tasks_executed_per_iter: m.tasks_executed_per_iter,
+            tasks_issued_per_iter: per((after.issued - before.issued) as f64),
+            tasks_executed_per_iter: per((after.executed - before.executed) as f64),
             peak_store_bytes: m.peak_store_bytes,
             check,
             jit: args.jit,
@@ -306,6 +339,13 @@ impl Runtime {
                 - self.jit_at_start.kernels_compiled,
             compiled_points: self.backend.compiled_points(),
             gpu_points: self.backend.gpu_points(),
+            memo_hits: after.replayed - before.replayed,
+            memo_misses: after.analysed - before.analysed,
+            analysis_seconds_per_iter: per(after.analysis_seconds - before.analysis_seconds),
+            rss_start_bytes: before.rss_bytes,
+            rss_end_bytes: after.rss_bytes,
+            iterations: None,
+            residual: None,
         }
     }
 
@@ -408,6 +448,30 @@ pub struct RunRecord {
     pub compiled_points: u64,
     /// Of those, the ones that ran on the GPU.
     pub gpu_points: u64,
+    /// Windows of the timed iterations whose fusion plan was replayed from the memo.
+    pub memo_hits: u64,
+    /// Windows of the timed iterations planned from scratch.
+    pub memo_misses: u64,
+    /// Seconds per timed iteration the fusion layer spent deciding what runs (planning,
+    /// memo lookups, cuts, building fused tasks), execution excluded.
+    pub analysis_seconds_per_iter: f64,
+    /// Resident memory of the process when the timed iterations started.
+    pub rss_start_bytes: u64,
+    /// Resident memory of the process when they ended.
+    pub rss_end_bytes: u64,
+    /// Solvers: iterations run (the others: none).
+    pub iterations: Option<usize>,
+    /// Solvers: the last checked residual norm relative to `||b||` (the others: none).
+    pub residual: Option<f64>,
+}
+
+/// The process's resident memory in bytes (0 where `/proc` cannot tell).
+pub fn resident_bytes() -> u64 {
+    // statm's second field is resident pages; Linux pages here are 4 KiB.
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
 }
 
 /// Prints the record as JSON (`--json`) or as a short summary.
@@ -436,6 +500,20 @@ pub fn report(record: &RunRecord, json: bool) -> anyhow::Result<()> {
             record.compile_seconds,
             record.compiled_points,
             record.check
+        );
+        if let (Some(iterations), Some(residual)) = (record.iterations, record.residual) {
+            println!(
+                "  {iterations} iterations, residual {residual:e} (relative; the check above is \
+                 the true residual ||b - A x|| / ||b||)"
+            );
+        }
+        println!(
+            "  memo: {} hits, {} misses; analysis {:.1} us/iter; resident memory {:.1} -> {:.1} MiB",
+            record.memo_hits,
+            record.memo_misses,
+            record.analysis_seconds_per_iter * 1e6,
+            record.rss_start_bytes as f64 / (1024.0 * 1024.0),
+            record.rss_end_bytes as f64 / (1024.0 * 1024.0)
         );
     }
     Ok(())

@@ -7,6 +7,7 @@ mod black_scholes;
 mod cfd;
 mod common;
 mod jacobi;
+mod solvers;
 mod stencil;
 mod stencil_ir;
 
@@ -33,6 +34,13 @@ enum App {
     /// The 5-point stencil of the Diffuse paper's Figure 2, issued directly as IR index tasks
     /// (ADD, MULT and COPY over five aliasing views of one grid).
     StencilIr(common::AppArgs),
+    /// Conjugate gradients on the 2-D Poisson matrix of an `--n x --n` grid (or `--matrix`),
+    /// as SciPy's `cg` runs it; `--iters` caps the iterations.
+    Cg(solvers::SolverArgs),
+    /// BiCGSTAB, as SciPy's `bicgstab` runs it (see `cg` for the system and flags).
+    Bicgstab(solvers::SolverArgs),
+    /// Conjugate gradients squared, as SciPy's `cgs` runs it (see `cg`).
+    Cgs(solvers::SolverArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,6 +60,9 @@ fn main() -> anyhow::Result<()> {
         App::Jacobi(args) => (jacobi::run(&args)?, args.json),
         App::Cfd(args) => (cfd::run(&args)?, args.json),
         App::StencilIr(args) => (stencil_ir::run(&args)?, args.json),
+        App::Cg(args) => (solvers::run::<solvers::Cg>(&args)?, args.common.json),
+        App::Bicgstab(args) => (solvers::run::<solvers::BiCgStab>(&args)?, args.common.json),
+        App::Cgs(args) => (solvers::run::<solvers::Cgs>(&args)?, args.common.json),
     };
     common::report(&record, json)
 }

@@ -1,0 +1,63 @@
+//! Conjugate gradients, as `scipy.sparse.linalg.cg` runs it (no preconditioner).
+
+use diffuse_array::{zeros, Array, DType};
+use diffuse_sparse::CsrMatrix;
+
+use super::{Krylov, Step};
+
+/// The CG state: the iterate, the residual, and what the next iteration reuses.
+pub struct Cg {
+    x: Array,
+    r: Array,
+    /// The search direction and `r . r` of the previous iteration (none before the first).
+    previous: Option<(Array, Array)>,
+}
+
+impl Krylov for Cg {
+    const NAME: &'static str = "cg";
+
+    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
+        Ok(Cg {
+            x: zeros(b.context(), &[a.shape().0], DType::F64)?,
+            r: b.copy()?,
+            previous: None,
+        })
+    }
+
+    fn residual(&self) -> &Array {
+        &self.r
+    }
+
+    fn solution(&self) -> &Array {
+        &self.x
+    }
+
+    fn step(&mut self, a: &CsrMatrix, _atol: f64, _check: bool) -> anyhow::Result<Step> {
+        let rho = self.r.dot(&self.r)?;
+        let p = match &self.previous {
+            Some((p, rho_prev)) => {
+                let beta = (&rho / rho_prev)?;
+                ((p * &beta)? + &self.r)?
+            }
+            None => self.r.copy()?,
+        };
+        let q = a.spmv(&p)?;
+        let alpha = (&rho / p.dot(&q)?)?;
+        self.x = (&self.x + (&p * &alpha)?)?;
+        self.r = (&self.r - (&q * &alpha)?)?;
+        self.previous = Some((p, rho));
+        Ok(Step::Continue)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::reference;
+    use crate::solvers::tests::agrees_with_reference;
+
+    #[test]
+    fn cg_equals_the_sequential_loops_fused_or_not() {
+        agrees_with_reference::<Cg>(reference::cg);
+    }
+}

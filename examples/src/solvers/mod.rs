@@ -1,0 +1,348 @@
+//! Krylov solvers for `A x = b` written as a user writes them with NumPy and SciPy: the
+//! algorithms of `scipy.sparse.linalg` (`cg`, `bicgstab`, `cgs`, no preconditioner, `x0 = 0`)
+//! over a `diffuse-sparse` matrix and `diffuse-array` vectors, with the scalars (`alpha`,
+//! `beta`, `rho`, ...) kept as 0-d arrays so that nothing waits for them.
+//!
+//! The only blocking read is the residual check, every `--check-every` iterations: between
+//! checks the tasks of many iterations stream into the runtime's window, so fusion spans
+//! iteration boundaries. The system is the 2-D Poisson matrix on an `--n x --n` grid (or
+//! `--matrix FILE`, a Matrix Market file) and `b` all ones, as in
+//! `benches/peers/scipy_solvers.py`, which runs SciPy on the same systems.
+
+mod bicgstab;
+mod cg;
+mod cgs;
+#[cfg(test)]
+mod reference;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::Args;
+use diffuse_array::{Array, ArrayContext};
+use diffuse_sparse::{generators, mtx, CsrMatrix, HostCsr, IndexWidth};
+
+use crate::common::{AppArgs, Counters, Measurement, RunRecord, Runtime};
+
+pub use bicgstab::BiCgStab;
+pub use cg::Cg;
+pub use cgs::Cgs;
+
+/// Flags of the solvers: the shared ones, where `--iters` caps the iterations, and these.
+#[derive(Args, Debug)]
+pub struct SolverArgs {
+    /// The shared flags (`--iters` is the iteration cap, like SciPy's `maxiter`).
+    #[command(flatten)]
+    pub common: AppArgs,
+    /// A Matrix Market file with the (square) matrix, instead of the 2-D Poisson matrix.
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// Iterations between residual checks (the only blocking reads).
+    #[arg(long, default_value_t = 10)]
+    pub check_every: usize,
+    /// Relative tolerance: converged when `||r|| < rtol * ||b||` (SciPy's `rtol`; 0 runs
+    /// exactly `--iters` iterations, for timing).
+    #[arg(long, default_value_t = 1e-8)]
+    pub rtol: f64,
+}
+
+/// What a solver's step reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The iteration completed.
+    Continue,
+    /// The iteration found the system solved half-way (BiCGSTAB's check of `s`) and stopped.
+    Converged,
+}
+
+/// One Krylov method: its state after set-up and one iteration at a time.
+pub trait Krylov: Sized {
+    /// The name in the record.
+    const NAME: &'static str;
+    /// The state for `A x = b` from `x = 0`.
+    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self>;
+    /// The current residual vector `r` (whose norm the loop checks).
+    fn residual(&self) -> &Array;
+    /// The current solution.
+    fn solution(&self) -> &Array;
+    /// One iteration. `check` is true on iterations whose start checked the residual; a
+    /// method with a mid-iteration test (BiCGSTAB) may read it there and stop early.
+    fn step(&mut self, a: &CsrMatrix, atol: f64, check: bool) -> anyhow::Result<Step>;
+}
+
+/// The matrix of the run: `--matrix FILE` or the Poisson matrix of an `--n x --n` grid.
+fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
+    let (triplets, what) = match &args.matrix {
+        Some(file) => (
+            mtx::read_matrix_market(file)?,
+            format!("matrix {}", file.display()),
+        ),
+        None => {
+            let n = i64::try_from(args.common.n).context("--n is too large")?;
+            anyhow::ensure!(n >= 1, "--n must be at least 1");
+            (generators::poisson_2d(n)?, format!("2-D Poisson {n} x {n}"))
+        }
+    };
+    let (rows, cols) = (triplets.rows(), triplets.cols());
+    anyhow::ensure!(
+        rows == cols,
+        "{method} needs a square matrix, but the {what} is {rows} x {cols}"
+    );
+    anyhow::ensure!(
+        rows >= 1,
+        "{method} needs a matrix with rows; the {what} has none"
+    );
+    Ok(HostCsr::from_triplets(
+        &triplets,
+        IndexWidth::smallest_for(cols),
+    )?)
+}
+
+/// `||v||` read back to the host (a blocking read).
+fn norm(v: &Array) -> anyhow::Result<f64> {
+    Ok(v.norm()?.item::<f64>()?)
+}
+
+/// Runs method `M` on the system the flags describe and reports it.
+///
+/// The first `--check-every` iterations are the warm-up (with `--jit on --jit-wait true`
+/// the run then waits for background compiles); the rest are timed. Every counter of the
+/// record (tasks, memo hits, analysis time, resident memory) is taken over the timed part.
+/// `check` is the true relative residual `||b - A x|| / ||b||` of the result, computed on
+/// the host; `residual` is the method's own (recurrence) residual at the last check.
+pub fn run<M: Krylov>(args: &SolverArgs) -> anyhow::Result<RunRecord> {
+    Ok(solve::<M>(args)?.0)
+}
+
+/// [`run`], also returning the solution.
+fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> {
+    anyhow::ensure!(args.check_every >= 1, "--check-every must be at least 1");
+    anyhow::ensure!(
+        args.rtol >= 0.0 && args.rtol.is_finite(),
+        "--rtol must be a finite number >= 0, not {}",
+        args.rtol
+    );
+    let host = load_matrix(args, M::NAME)?;
+    let rt = Runtime::start(&args.common)?;
+    let cx: &ArrayContext = &rt.arrays;
+    let rows = host.rows();
+    let a = CsrMatrix::from_host(cx, &host)?;
+    let b = Array::from_vec(cx, &[rows], vec![1.0; rows as usize])?;
+    let atol = args.rtol * norm(&b)?;
+
+    let mut solver = M::start(&a, &b)?;
+    rt.ctx.flush_window()?;
+    rt.fusion.record_streams(args.common.streams);
+    let warmup = Instant::now();
+    let maxiter = args.common.iters;
+    let warmup_iters = args.check_every.min(maxiter);
+    let (mut iterations, mut residual, mut converged) = (0, f64::NAN, false);
+    let (mut warmup_seconds, mut compile_wait_seconds) = (0.0, 0.0);
+    let mut timed: Option<Counters> = None;
+    let mut interval = Instant::now();
+    let mut iteration_seconds = Vec::new();
+    while iterations < maxiter {
+        let check = iterations % args.check_every == 0;
+        if check {
+            residual = norm(solver.residual())?;
+            anyhow::ensure!(
+                residual.is_finite(),
+                "{} broke down: the residual norm is {residual} at iteration {iterations}",
+                M::NAME
+            );
+            if timed.is_some() {
+                let per_iter = interval.elapsed().as_secs_f64() / args.check_every as f64;
+                iteration_seconds.push(per_iter);
+            }
+            interval = Instant::now();
+            if residual < atol {
+                converged = true;
+                break;
+            }
+        }
+        if iterations == warmup_iters && timed.is_none() {
+            warmup_seconds = warmup.elapsed().as_secs_f64();
+            let waiting = Instant::now();
+            if let Some(jit) = rt.backend.jit().filter(|_| args.common.jit_wait) {
+                jit.wait_idle();
+            }
+            compile_wait_seconds = waiting.elapsed().as_secs_f64();
+            if args.common.streams {
+                rt.print_streams();
+                rt.fusion.record_streams(false);
+            }
+            rt.backend.memory().reset_peak();
+            timed = Some(rt.counters());
+            interval = Instant::now();
+        }
+        if solver.step(&a, atol, check)? == Step::Converged {
+            converged = true;
+            break;
+        }
+        iterations += 1;
+    }
+    rt.ctx.flush_window()?;
+    let end = rt.counters();
+    if !converged {
+        residual = norm(solver.residual())?;
+    }
+    if timed.is_none() {
+        warmup_seconds = warmup.elapsed().as_secs_f64();
+    }
+    let x = solver.solution().to_vec::<f64>()?;
+    let b_norm = (rows as f64).sqrt();
+    let ax = host.matvec(&x)?;
+    let true_residual = ax
+        .iter()
+        .map(|ax| (1.0 - ax) * (1.0 - ax))
+        .sum::<f64>()
+        .sqrt()
+        / b_norm;
+    let m = Measurement {
+        warmup_seconds,
+        compile_wait_seconds,
+        iteration_seconds,
+        iters: iterations.saturating_sub(warmup_iters),
+        peak_store_bytes: rt.backend.memory().peak_bytes(),
+        counters: (timed.unwrap_or(end), end),
+    };
+    let mut record = rt.record(M::NAME, &args.common, m, true_residual);
+    record.iterations = Some(iterations);
+    record.residual = Some(residual / b_norm);
+    Ok((record, x))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::common::{max_error, test_args, Switch};
+
+    fn solver_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> SolverArgs {
+        SolverArgs {
+            common: test_args(n, iters, procs, fusion),
+            matrix: None,
+            check_every: 5,
+            rtol: 0.0,
+        }
+    }
+
+    /// Method `M` run 12 iterations on a 7 x 7 Poisson system, fused and not, on 1 to 3
+    /// processors, equals `reference` (plain loops; dot products summed in another order, so
+    /// to rounding), and fusion executes fewer tasks than the method issues.
+    pub fn agrees_with_reference<M: Krylov>(reference: fn(&HostCsr, &[f64], usize) -> Vec<f64>) {
+        let host =
+            HostCsr::from_triplets(&generators::poisson_2d(7).unwrap(), IndexWidth::I32).unwrap();
+        let want = reference(&host, &[1.0; 49], 12);
+        for procs in 1..=3 {
+            for fusion in [Switch::Off, Switch::On] {
+                let args = solver_args(7, 12, procs, fusion);
+                let (record, x) = solve::<M>(&args).unwrap();
+                assert_eq!(record.iterations, Some(12));
+                let error = max_error(&x, &want);
+                assert!(
+                    error <= 1e-10,
+                    "{} procs {procs} {fusion:?}: x differs from the reference by {error}",
+                    M::NAME
+                );
+                if fusion == Switch::On {
+                    assert!(
+                        record.tasks_executed_per_iter < record.tasks_issued_per_iter,
+                        "{record:?}"
+                    );
+                } else {
+                    assert_eq!(record.tasks_executed_per_iter, record.tasks_issued_per_iter);
+                }
+            }
+        }
+    }
+
+    /// A Matrix Market file in the temporary directory, named after the test.
+    fn mtx_file(name: &str, text: &str) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("diffuse-solvers-{}-{name}.mtx", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn error_of<M: Krylov>(file: &std::path::Path) -> String {
+        let mut args = solver_args(1, 5, 1, Switch::On);
+        args.matrix = Some(file.to_path_buf());
+        format!("{:#}", run::<M>(&args).unwrap_err())
+    }
+
+    #[test]
+    fn a_non_square_matrix_is_refused_by_name() {
+        let file = mtx_file(
+            "rect",
+            "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1.0\n2 3 2.0\n",
+        );
+        for message in [error_of::<Cg>(&file), error_of::<Cgs>(&file)] {
+            assert!(message.contains("needs a square matrix"), "{message}");
+            assert!(message.contains("2 x 3"), "{message}");
+        }
+        std::fs::remove_file(file).unwrap();
+    }
+
+    #[test]
+    fn malformed_and_truncated_files_name_the_line() {
+        let truncated = mtx_file(
+            "truncated",
+            "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 2 1.0\n",
+        );
+        let message = error_of::<BiCgStab>(&truncated);
+        let at = format!("{}:", truncated.display());
+        assert!(message.contains(&at), "{message}");
+        let malformed = mtx_file(
+            "malformed",
+            "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 x 1.0\n",
+        );
+        let message = error_of::<Cg>(&malformed);
+        assert!(
+            message.contains(&format!("{}:4:", malformed.display())),
+            "{message}"
+        );
+        std::fs::remove_file(truncated).unwrap();
+        std::fs::remove_file(malformed).unwrap();
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        let mut args = solver_args(4, 5, 1, Switch::On);
+        args.check_every = 0;
+        assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--check-every"));
+        let mut args = solver_args(4, 5, 1, Switch::On);
+        args.rtol = f64::NAN;
+        assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--rtol"));
+        let args = solver_args(0, 5, 1, Switch::On);
+        assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--n"));
+    }
+
+    /// With a tolerance, the loop stops at the first check that sees the residual below
+    /// it, and reports the iterations run and a residual under the tolerance.
+    #[test]
+    fn solvers_stop_at_the_tolerance() {
+        let mut args = solver_args(12, 500, 2, Switch::On);
+        args.rtol = 1e-8;
+        args.check_every = 1;
+        for record in [run::<Cg>(&args), run::<BiCgStab>(&args), run::<Cgs>(&args)] {
+            let record = record.unwrap();
+            let iterations = record.iterations.unwrap();
+            assert!(iterations > 5 && iterations < 500, "{record:?}");
+            assert!(record.residual.unwrap() < 1e-8, "{record:?}");
+            assert!(record.check < 1e-7, "{record:?}");
+        }
+    }
+
+    /// In the steady state every window replays a memoized plan: running three times as many
+    /// iterations adds memo hits and no misses.
+    #[test]
+    fn steady_state_windows_are_memo_hits() {
+        let misses = |iters: usize| {
+            let record = run::<Cg>(&solver_args(40, iters, 2, Switch::On)).unwrap();
+            assert!(record.memo_hits >= iters as u64 / 2, "{record:?}");
+            record.memo_misses
+        };
+        assert_eq!(misses(150), misses(50));
+    }
+}
