@@ -5,7 +5,9 @@
 //! - [`ElementwiseGenerator`]: every element-wise kind (unary and binary operations, `where`,
 //!   `astype`, copies and scalar fills): one `linalg.generic` over the output, NumPy
 //!   broadcasting in the inputs' indexing maps;
-//! - [`ReductionGenerator`]: `sum`, `prod`, `max`, `min` and `dot` into a 0-d partial value;
+//! - [`ReductionGenerator`]: `sum`, `prod`, `max`, `min` and `dot` into a 0-d partial value
+//!   (float sums, products and dot products as `scf.for` loops folding eight lanes in the
+//!   native kernels' order, the others as one `linalg.generic`);
 //! - [`ProductGenerator`]: `matvec` (written or summed into the output) and `matmul`.
 //!
 //! The bodies compute what the native kernels compute, bit for bit where the operations are
@@ -14,11 +16,12 @@
 //! `arith.maximumf`, which orders `-0.0` first); comparisons are ordered except `!=` (true on
 //! NaN, as in Rust); casts follow Rust's `as` through `f64` when either side is a float
 //! (float-to-integer saturates with NaN to 0, `x != 0` to bool, `i64` to `f32` rounds twice)
-//! and through `i64` otherwise. What can differ: sums, dot products and `matvec` add in a
-//! different order from the native kernels' eight-lane folds, so float results may round
-//! differently (`matmul` adds in the native order), a `max` or `min` reduction over both
-//! `-0.0` and `0.0` may return the other zero, and the JIT evaluates `exp`, `log` and `erf`
-//! with its own polynomials rather than libm.
+//! and through `i64` otherwise; float sums, products and dot products add in the native
+//! kernels' eight-lane order, and `matmul` in its native order. What can differ: `matvec`
+//! adds in a different order from its native kernel's eight-lane fold, so float results may
+//! round differently, a `max` or `min` reduction over both `-0.0` and `0.0` may return the
+//! other zero, and the JIT evaluates `exp`, `log` and `erf` with its own polynomials rather
+//! than libm.
 //!
 //! The index-driven creation kinds (`arange`, `linspace`, `random`) have no generator: their
 //! values depend on each element's global index, and the ABI does not pass a point's offset

@@ -1,8 +1,14 @@
 //! The generators of the reductions (`sum`, `prod`, `max`, `min`, `dot`) and of the matrix
 //! products (`matvec`, `matmul`).
+//!
+//! Float sums, products and dot products fold in the native kernels' order (see
+//! [`LANES`]), so their compiled results are the native ones bit for bit; integer reductions
+//! (exact in any order) and `max`/`min` (order-independent but for which of two equal zeros
+//! wins) stay one `linalg.generic`, which the JIT can fuse with element-wise producers.
 
 use diffuse_ir::{
-    element_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege, ReductionOp,
+    element_type, tensor_type, DType, KernelError, MlirArg, MlirGenerator, MlirSignature,
+    Privilege, ReductionOp,
 };
 
 use super::elementwise::binary_op;
@@ -12,6 +18,14 @@ use super::{
 };
 use crate::element::is_float;
 use crate::ops::elementwise::BinaryOp;
+
+/// The independent partial results the native reduction kernels (`ops/reduce.rs`) fold each
+/// row into: value `8i + k` of a row goes to lane `k` (every lane starting from the
+/// identity), the lanes are then folded into the running value in order `0..LANES`, and the
+/// row's last `len % LANES` values after them, one by one. The lane-parallel kernels repeat
+/// exactly this, so the tests comparing them with the native kernels bit for bit would
+/// catch a change of either side.
+const LANES: usize = 8;
 
 /// The element-wise operation that folds a contribution into a partial value by `op`, as the
 /// native kernels combine them (wrapping integers, NaN-propagating `max` and `min`).
@@ -68,6 +82,18 @@ impl MlirGenerator for ReductionGenerator {
             check_rank(name, sig, i, rank)?;
             ins.push(TensorOperand::of(arg, arg_name(i), dim_list(0..rank)));
         }
+        if is_float(dtype) && matches!(self.op, ReductionOp::Sum | ReductionOp::Prod) {
+            return function(name, symbol, sig, |e| {
+                let out = TensorOperand::of(acc, arg_name(inputs), String::new());
+                let total = self.lanes(e, &sig.args[0], inputs, &out)?;
+                let result = e.fresh("r");
+                e.line(format_args!(
+                    "{result} = tensor.insert {total} into {}[] : {}",
+                    out.value, out.ty
+                ));
+                Ok(vec![result])
+            });
+        }
         let out = TensorOperand::of(acc, arg_name(inputs), String::new());
         function(name, symbol, sig, |e| {
             let loops = vec![Loop::Reduction; rank];
@@ -81,6 +107,138 @@ impl MlirGenerator for ReductionGenerator {
             })?;
             Ok(vec![result])
         })
+    }
+}
+
+impl ReductionGenerator {
+    /// Emits the fold of argument 0 (times argument 1 element by element when `inputs` is
+    /// 2, for `dot`; both described by `x`) into the 0-d partial value `out`, in the native
+    /// kernels' order (see [`LANES`]), and returns the total (a scalar): one `scf.for` per
+    /// leading dimension (over the rows), and per row a loop stepping by [`LANES`] with one
+    /// accumulator per lane, the lanes' fold into the running value, and a loop over the
+    /// remainder. Only for float sums and products, whose identities (`-0.0`, `1.0`) leave
+    /// every value unchanged bit for bit, so folding untouched lanes (a row shorter than
+    /// [`LANES`], or a 0-d input, where they are left out) adds no rounding.
+    fn lanes(
+        &self,
+        e: &mut Emitter,
+        x: &MlirArg,
+        inputs: usize,
+        out: &TensorOperand,
+    ) -> Result<String, KernelError> {
+        let (name, dtype, rank) = (&self.name, x.dtype, x.rank);
+        let (ty, tensor) = (element_type(dtype), tensor_type(x));
+        let combine = combiner(self.op);
+        let identity = match self.op {
+            ReductionOp::Sum => -0.0,
+            _ => 1.0,
+        };
+        let operands: Vec<String> = (0..inputs).map(arg_name).collect();
+        // The contribution of the element at `index` (comma-separated indices).
+        let element = |e: &mut Emitter, index: &str| {
+            let values: Vec<String> = operands
+                .iter()
+                .map(|a| e.value(format_args!("tensor.extract {a}[{index}] : {tensor}")))
+                .collect();
+            match values.as_slice() {
+                [v] => Ok(v.clone()),
+                [a, b] => fold(e, name, BinaryOp::Mul, dtype, a, b),
+                _ => unreachable!("one or two inputs"),
+            }
+        };
+        let start = e.value(format_args!("tensor.extract {}[] : {}", out.value, out.ty));
+        if rank == 0 {
+            // One row of one value: no full chunk, and the lanes' identities fold away.
+            let value = element(e, "")?;
+            return fold(e, name, combine, dtype, &start, &value);
+        }
+        // The index constants 0..=LANES (and up to the last dimension).
+        let index: Vec<String> = (0..=LANES.max(rank))
+            .map(|k| e.constant(k, "index"))
+            .collect();
+        let (zero, one, step) = (&index[0], &index[1], &index[LANES]);
+        let extents: Vec<String> = index[..rank]
+            .iter()
+            .map(|dim| e.value(format_args!("tensor.dim {}, {dim} : {tensor}", operands[0])))
+            .collect();
+        // Every row has the innermost extent: full chunks up to `chunked`, then the rest.
+        let len = &extents[rank - 1];
+        let rest = e.value(format_args!("arith.remui {len}, {step} : index"));
+        let chunked = e.value(format_args!("arith.subi {len}, {rest} : index"));
+        let lane_start = e.float(identity, dtype);
+
+        // One loop per leading dimension, threading the running value.
+        let mut acc = start;
+        let mut lead = Vec::new();
+        let mut nest = Vec::new();
+        for extent in &extents[..rank - 1] {
+            let (result, i, carried) = (e.fresh("v"), e.fresh("i"), e.fresh("p"));
+            e.line(format_args!(
+                "{result} = scf.for {i} = {zero} to {extent} step {one} iter_args({carried} = {acc}) -> ({ty}) {{"
+            ));
+            e.indent += 2;
+            nest.push(result);
+            lead.push(i);
+            acc = carried;
+        }
+        let at = |j: &str| {
+            lead.iter()
+                .map(String::as_str)
+                .chain([j])
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+
+        // The full chunks of the row, one accumulator per lane.
+        let (lanes, j) = (e.fresh("v"), e.fresh("i"));
+        let carried: Vec<String> = (0..LANES).map(|_| e.fresh("p")).collect();
+        let inits: Vec<String> = carried
+            .iter()
+            .map(|p| format!("{p} = {lane_start}"))
+            .collect();
+        let types = [ty; LANES].join(", ");
+        e.line(format_args!(
+            "{lanes}:{LANES} = scf.for {j} = {zero} to {chunked} step {step} iter_args({}) -> ({types}) {{",
+            inits.join(", ")
+        ));
+        e.indent += 2;
+        let mut next = Vec::with_capacity(LANES);
+        for (k, lane) in carried.iter().enumerate() {
+            let position = if k == 0 {
+                j.clone()
+            } else {
+                e.value(format_args!("arith.addi {j}, {} : index", index[k]))
+            };
+            let value = element(e, &at(&position))?;
+            next.push(fold(e, name, combine, dtype, lane, &value)?);
+        }
+        e.line(format_args!("scf.yield {} : {types}", next.join(", ")));
+        e.indent -= 2;
+        e.line("}");
+        for k in 0..LANES {
+            acc = fold(e, name, combine, dtype, &acc, &format!("{lanes}#{k}"))?;
+        }
+
+        // The remainder, in order.
+        let (tail, j, carried) = (e.fresh("v"), e.fresh("i"), e.fresh("p"));
+        e.line(format_args!(
+            "{tail} = scf.for {j} = {chunked} to {len} step {one} iter_args({carried} = {acc}) -> ({ty}) {{"
+        ));
+        e.indent += 2;
+        let value = element(e, &at(&j))?;
+        let folded = fold(e, name, combine, dtype, &carried, &value)?;
+        e.line(format_args!("scf.yield {folded} : {ty}"));
+        e.indent -= 2;
+        e.line("}");
+
+        let mut acc = tail;
+        for result in nest.into_iter().rev() {
+            e.line(format_args!("scf.yield {acc} : {ty}"));
+            e.indent -= 2;
+            e.line("}");
+            acc = result;
+        }
+        Ok(acc)
     }
 }
 
@@ -165,8 +323,6 @@ impl MlirGenerator for ProductGenerator {
 
 #[cfg(test)]
 mod tests {
-    use diffuse_ir::MlirArg;
-
     use super::*;
 
     fn arg(dtype: DType, rank: usize, privilege: Privilege) -> MlirArg {
@@ -273,6 +429,112 @@ mod tests {
                 }
             )
             .is_err());
+    }
+
+    #[test]
+    fn float_sums_and_products_fold_lanes_in_the_native_order() {
+        let g = ReductionGenerator {
+            name: "array.prod.f32".into(),
+            op: ReductionOp::Prod,
+            product: false,
+        };
+        let reduce = Privilege::Reduce(ReductionOp::Prod);
+        let args = [
+            arg(DType::F32, 1, Privilege::Read),
+            arg(DType::F32, 0, reduce),
+        ];
+        let text = generate(&g, "k0", &args);
+        // Full chunks of eight: `%v12` = the length minus its remainder modulo 8 (`%v9`),
+        // every lane starting from the identity 1.0.
+        assert!(
+            text.contains("%v11 = arith.remui %v10, %v9 : index"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%v12 = arith.subi %v10, %v11 : index"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%v13 = arith.constant 0x3F800000 : f32"),
+            "{text}"
+        );
+        assert!(text.contains("%v14:8 = scf.for %i0 = %v1 to %v12 step %v9 iter_args(%p0 = %v13, %p1 = %v13, %p2 = %v13, %p3 = %v13, %p4 = %v13, %p5 = %v13, %p6 = %v13, %p7 = %v13) -> (f32, f32, f32, f32, f32, f32, f32, f32) {"), "{text}");
+        // Lane k takes the values 8i + k.
+        assert!(
+            text.contains("%v35 = arith.addi %i0, %v8 : index"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%v36 = tensor.extract %a0[%v35] : tensor<?xf32>"),
+            "{text}"
+        );
+        assert!(text.contains("%v37 = arith.mulf %p7, %v36 : f32"), "{text}");
+        // The lanes fold into the partial value in order, then the remainder one by one.
+        assert!(
+            text.contains("%v38 = arith.mulf %v0, %v14#0 : f32"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%v45 = arith.mulf %v44, %v14#7 : f32"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "%v46 = scf.for %i1 = %v12 to %v10 step %v2 iter_args(%p8 = %v45) -> (f32) {"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("%r0 = tensor.insert %v46 into %a1[] : tensor<f32>"),
+            "{text}"
+        );
+        assert!(!text.contains("linalg"), "{text}");
+
+        // A 2-d dot: one loop over the rows carries the partial value; the products are
+        // added to lanes starting from -0.0.
+        let g = ReductionGenerator {
+            name: "array.dot.f64".into(),
+            op: ReductionOp::Sum,
+            product: true,
+        };
+        let args = [
+            arg(DType::F64, 2, Privilege::Read),
+            arg(DType::F64, 2, Privilege::Read),
+            arg(DType::F64, 0, Privilege::Reduce(ReductionOp::Sum)),
+        ];
+        let text = generate(&g, "k0", &args);
+        assert!(
+            text.contains("arith.constant 0x8000000000000000 : f64"),
+            "{text}"
+        );
+        assert!(
+            text.contains("= scf.for %i0 = %v1 to %v10 step %v2 iter_args(%p0 = %v0) -> (f64) {"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tensor.extract %a0[%i0, %i1] : tensor<?x?xf64>"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tensor.extract %a1[%i0, %i1] : tensor<?x?xf64>"),
+            "{text}"
+        );
+        assert!(text.contains("arith.mulf"), "{text}");
+        assert!(!text.contains("math.fma"), "{text}");
+
+        // A 0-d input: one value, folded into the partial value.
+        let args = [
+            arg(DType::F32, 0, Privilege::Read),
+            arg(DType::F32, 0, reduce),
+        ];
+        let g = ReductionGenerator {
+            name: "array.prod.f32".into(),
+            op: ReductionOp::Prod,
+            product: false,
+        };
+        let text = generate(&g, "k0", &args);
+        assert!(text.contains("%v2 = arith.mulf %v0, %v1 : f32"), "{text}");
+        assert!(!text.contains("scf.for"), "{text}");
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! The values are picked for their edge cases (NaN, infinities, signed zeros, integer
 //! extremes, out-of-range and double-rounding casts), and the results must be the native
 //! ones bit for bit (any NaN equals any NaN). The tests say so and pass where the MLIR tools
-//! are not installed.
+//! are not installed. Float sums and dot products, whose rounding depends on the order, are
+//! also compared inside fused kernels the JIT compiles, against the same fused tasks run
+//! natively.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -240,8 +242,11 @@ fn literals(data: &HostData) -> Vec<String> {
     }
 }
 
-/// A `dense<...>` body for row-major `lits` of `shape`.
+/// A `dense<...>` body for row-major `lits` of `shape` (empty for no elements).
 fn nested(lits: &[String], shape: &[i64]) -> String {
+    if lits.is_empty() {
+        return String::new();
+    }
     match shape.split_first() {
         None => lits[0].clone(),
         Some((&n, rest)) => {
@@ -894,4 +899,167 @@ fn product_kernels_match_native() {
         });
     }
     check("product", cases);
+}
+
+/// The lane count of the native float reductions (`LANES` in the library's reduction
+/// kernels and their MLIR generators): the lengths around it exercise the chunk loop, the
+/// lanes' fold and the remainder.
+const LANES: usize = 8;
+
+/// `n` reproducible values of `dtype` (a float) of mixed signs and magnitudes, so that the
+/// order of a sum changes its rounding.
+fn mixed(dtype: DType, n: usize, seed: u64) -> HostData {
+    let mut s = seed | 1;
+    let values: Vec<f64> = (0..n)
+        .map(|i| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let unit = (s >> 11) as f64 / (1u64 << 53) as f64 - 0.4;
+            unit * [1.0, 1e3, 1e-3, 37.0][i % 4]
+        })
+        .collect();
+    match dtype {
+        DType::F64 => HostData::F64(values),
+        DType::F32 => HostData::F32(values.iter().map(|&v| v as f32).collect()),
+        _ => unreachable!("float dtypes only"),
+    }
+}
+
+/// The left-to-right sum of `xs` (times `ys` element-wise when given), from `-0.0`: what a
+/// kernel adding one value at a time computes.
+fn sequential(xs: &HostData, ys: Option<&HostData>) -> f64 {
+    match (xs, ys) {
+        (HostData::F64(x), None) => x.iter().fold(-0.0, |a, &v| a + v),
+        (HostData::F64(x), Some(HostData::F64(y))) => {
+            x.iter().zip(y).fold(-0.0, |a, (&u, &v)| a + u * v)
+        }
+        (HostData::F32(x), None) => f64::from(x.iter().fold(-0.0f32, |a, &v| a + v)),
+        (HostData::F32(x), Some(HostData::F32(y))) => {
+            f64::from(x.iter().zip(y).fold(-0.0f32, |a, (&u, &v)| a + u * v))
+        }
+        _ => unreachable!("float data of one dtype"),
+    }
+}
+
+/// `-0.0` of the float `dtype`, the identity of its sums.
+fn negative_zero(dtype: DType) -> HostData {
+    match dtype {
+        DType::F64 => HostData::F64(vec![-0.0]),
+        DType::F32 => HostData::F32(vec![-0.0]),
+        _ => unreachable!("float dtypes only"),
+    }
+}
+
+/// The first value of float `data`, as `f64`.
+fn first(data: &HostData) -> f64 {
+    match data {
+        HostData::F64(v) => v[0],
+        HostData::F32(v) => f64::from(v[0]),
+        _ => unreachable!("float data"),
+    }
+}
+
+#[test]
+fn float_sums_and_dots_add_in_the_native_order() {
+    let cx = cx(1);
+    let mut cases = Vec::new();
+    let k = LANES as i64;
+    let long = 10_000 + 3;
+    let mut shapes: Vec<Vec<i64>> = [0, 1, k - 1, k, k + 1, 3 * k + 2, long]
+        .iter()
+        .map(|&n| vec![n])
+        .collect();
+    // Several rows: each row folds its own lanes and remainder.
+    shapes.extend([vec![3, 3 * k + 2], vec![2, 1, k - 1], vec![2, long]]);
+    for dtype in [DType::F64, DType::F32] {
+        for (s, shape) in shapes.iter().enumerate() {
+            let n = shape.iter().product::<i64>() as usize;
+            let x = Tensor::new(shape, mixed(dtype, n, 2 * s as u64 + 1));
+            let y = Tensor::new(shape, mixed(dtype, n, 2 * s as u64 + 2));
+            let (xa, ya) = (x.array(&cx), y.array(&cx));
+            for (name, product, result) in [
+                ("sum", false, xa.sum().unwrap()),
+                ("dot", true, xa.dot(&ya).unwrap()),
+            ] {
+                let want = Tensor::of(&result).data;
+                if n as i64 == long {
+                    // The order matters here: one running total rounds differently.
+                    let naive = sequential(&x.data, product.then_some(&y.data));
+                    assert_ne!(
+                        naive,
+                        first(&want),
+                        "{name} {dtype}: order-independent data"
+                    );
+                }
+                // The partial value on entry is the identity `-0.0`, which the native kernel
+                // starts from; an empty input leaves it unchanged (the library launches
+                // nothing then and keeps the fresh store's 0).
+                let start = Tensor::new(&[], negative_zero(dtype));
+                let expected = if n == 0 { start.data.clone() } else { want };
+                let mut args = vec![x.clone()];
+                if product {
+                    args.push(y.clone());
+                }
+                args.push(start);
+                cases.push(Case {
+                    kind: format!("array.{name}.{dtype}"),
+                    args,
+                    scalars: vec![],
+                    expected: vec![expected],
+                });
+            }
+        }
+    }
+    check("lanes", cases);
+}
+
+/// A one-processor context that fuses the tasks of a window of 16 and runs fused tasks
+/// through `jit` (compiled), or natively without one.
+fn fused_cx(jit: Option<std::sync::Arc<diffuse_jit::Jit>>) -> ArrayContext {
+    ArrayContext::new(
+        diffuse::embedded(diffuse::EmbeddedConfig {
+            procs: Some(1),
+            fusion: diffuse::FusionConfig {
+                enabled: true,
+                window: Some(16),
+            },
+            jit,
+            ..diffuse::EmbeddedConfig::default()
+        })
+        .expect("the embedded backend starts"),
+    )
+}
+
+#[test]
+fn compiled_reductions_fused_with_element_wise_producers_match_native() {
+    let jit = std::sync::Arc::new(diffuse_jit::Jit::new());
+    let compiled = fused_cx(Some(jit.clone()));
+    let native = fused_cx(None);
+    let k = LANES as i64;
+    for shape in [vec![3 * k + 2], vec![10_003], vec![3, 2 * k + 5]] {
+        let n = shape.iter().product::<i64>() as usize;
+        let results: Vec<Vec<f64>> = [&compiled, &native]
+            .iter()
+            .map(|cx| {
+                let a = Tensor::new(&shape, mixed(DType::F64, n, 11)).array(cx);
+                let b = Tensor::new(&shape, mixed(DType::F64, n, 12)).array(cx);
+                // `t` stays held (a written store); `a - b` is a temporary the sum reads.
+                let t = binary(BinaryOp::Add, &binary(BinaryOp::Mul, &a, &b).unwrap(), &a).unwrap();
+                let dot = t.dot(&b).unwrap();
+                let sum = binary(BinaryOp::Sub, &a, &b).unwrap().sum().unwrap();
+                let norm = a.norm().unwrap();
+                [dot, sum, norm]
+                    .iter()
+                    .map(|r| r.item::<f64>().unwrap())
+                    .collect()
+            })
+            .collect();
+        for (got, want) in results[0].iter().zip(&results[1]) {
+            assert_eq!(got.to_bits(), want.to_bits(), "{shape:?}: {got} vs {want}");
+        }
+    }
+    let stats = jit.stats();
+    assert!(stats.kernels_compiled > 0, "{stats:?}");
+    assert_eq!(stats.compile_failures, 0, "{stats:?}");
 }
