@@ -538,24 +538,29 @@ fn empty_tensor(body: &mut String, v: &str, p: usize, param: &KernelParam) {
     );
 }
 
-/// Per parameter: true for a pure output, written by exactly one constituent (`Write`) and
-/// used by no other. On the tensor route only those are `restrict` destinations written in
-/// place from empty tensors: `restrict` promises that nothing else reaches the memref, and
-/// for a value that other constituents also read (or that a folded copy aliases),
-/// bufferization would overwrite the memref in place while that value is still to be read.
+/// Per parameter: true for a pure output, written once, by its first use (`Write`), and
+/// afterwards only read (CG's `r = r - alpha q` read by `r . r` in the same kernel). On the
+/// tensor route only those are `restrict` destinations written in place from empty
+/// tensors: `restrict` promises that nothing else reaches the memref ([`check_aliasing`]),
+/// and with a single write the memref holds the written value from then on, so later reads
+/// may read it there. A parameter written twice, or read before it is written, is not
+/// pure: bufferization would overwrite the memref in place while an older value is still
+/// to be read.
 fn pure_outputs(sig: &KernelSignature) -> Vec<bool> {
-    let mut uses = vec![0usize; sig.params.len()];
-    let mut written = vec![false; sig.params.len()];
+    let mut first: Vec<Option<Privilege>> = vec![None; sig.params.len()];
+    let mut mutations = vec![0usize; sig.params.len()];
     for step in &sig.steps {
         for &(p, privilege) in &step.bindings {
-            uses[p] += 1;
-            written[p] |= privilege == Privilege::Write;
+            first[p].get_or_insert(privilege);
+            mutations[p] += usize::from(privilege.mutates());
         }
     }
     sig.params
         .iter()
         .enumerate()
-        .map(|(p, param)| !param.temporary && uses[p] == 1 && written[p])
+        .map(|(p, param)| {
+            !param.temporary && first[p] == Some(Privilege::Write) && mutations[p] == 1
+        })
         .collect()
 }
 
@@ -580,4 +585,71 @@ fn check_aliasing(sig: &KernelSignature) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use diffuse_ir::{DType, ReductionOp, TaskKind};
+
+    use super::*;
+    use crate::signature::KernelStep;
+
+    fn param(privilege: Privilege, store: usize) -> KernelParam {
+        KernelParam {
+            dtype: DType::F64,
+            rank: 1,
+            privilege,
+            temporary: false,
+            store,
+            unit_dims: 0,
+        }
+    }
+
+    /// A step binding `bindings`; the kind only names it (purity reads the bindings).
+    fn step(bindings: &[(usize, Privilege)]) -> KernelStep {
+        let name = "compose.test.step";
+        let kind = TaskKind::lookup(name).unwrap_or_else(|| {
+            TaskKind::builder(name)
+                .arg("a", DType::F64, Privilege::Read)
+                .register(|_| Ok(()))
+                .expect("the test kind registers")
+        });
+        KernelStep {
+            kind: Arc::clone(&kind),
+            bindings: bindings.to_vec(),
+        }
+    }
+
+    /// CG's `r2 = r - alpha q; r2 . r2`: `r2` is written once and then only read, so it is
+    /// written in place (pure); a store read before it is written, or written twice, is not.
+    #[test]
+    fn written_once_then_read_is_pure_and_rewritten_or_read_first_is_not() {
+        use Privilege::{Read, ReadWrite, Write};
+        let sum = Privilege::Reduce(ReductionOp::Sum);
+        let sig = KernelSignature {
+            name: "test".into(),
+            steps: vec![
+                step(&[(0, Read), (1, Read), (2, Write)]),
+                step(&[(2, Read), (3, sum)]),
+                step(&[(4, Read), (5, ReadWrite)]),
+                step(&[(6, Write)]),
+                step(&[(6, ReadWrite)]),
+            ],
+            params: vec![
+                param(Read, 0),
+                param(Read, 1),
+                param(Write, 2),
+                param(sum, 3),
+                param(Read, 4),
+                param(ReadWrite, 5),
+                param(ReadWrite, 6),
+            ],
+        };
+        assert_eq!(
+            pure_outputs(&sig),
+            [false, false, true, false, false, false, false]
+        );
+    }
 }
