@@ -12,6 +12,7 @@
 #    layer's analysis time as a share of the iteration.
 # 3. Memory: 10,000 CG iterations on a 64 x 64 grid, resident memory at the start and the
 #    end of the timed part.
+# 4. CG's fused-over-unfused speedup by size: grids of N/4, N/2, N and 2N, 100 iterations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-1000}"
@@ -47,6 +48,15 @@ for _ in $(seq "$reps"); do
             | sed 's/^{/{"part":"steady",/' >>"$out"
     done
 done
+for _ in $(seq "$reps"); do
+    for side in $((n / 4)) $((n / 2)) "$n" $((2 * n)); do
+        for mode in "--fusion off" "--fusion on --jit sync"; do
+            # shellcheck disable=SC2086
+            "$bin" cg --n "$side" --iters 100 --rtol 0 $mode --json \
+                | sed 's/^{/{"part":"sizes",/' >>"$out"
+        done
+    done
+done
 "$bin" cg --n 64 --iters 10000 --rtol 0 --check-every 10 --json | sed 's/^{/{"part":"memory",/' >>"$out"
 "$py" - "$out" <<'PY'
 import json, statistics, sys
@@ -80,6 +90,14 @@ for method in ("cg", "bicgstab", "cgs"):
                      f"  memo {r['memo_hits']} hits / {r['memo_misses']} misses"
                      f"  analysis {share * 100:4.1f}%")
         print(line)
+print("\n== CG by size (100 iterations, medians): ms/iter off, fused (JIT), speedup")
+sizes = sorted({r["n"] for r in rows if r["part"] == "sizes"})
+for side in sizes:
+    t = {m: statistics.median(r["seconds_per_iter"] for r in rows
+                              if r["part"] == "sizes" and r["n"] == side and mode(r) == m)
+         for m in ("off", "fused-sync")}
+    print(f"cg n={side:5} ({side * side:>8} unknowns)  off {t['off'] * 1e3:8.3f} ms  "
+          f"fused {t['fused-sync'] * 1e3:8.3f} ms  x{t['off'] / t['fused-sync']:5.2f}")
 mem = next(r for r in rows if r["part"] == "memory")
 print(f"\n== memory: {mem['iterations']} CG iterations on 64 x 64: resident "
       f"{mem['rss_start_bytes'] / 2**20:.1f} MiB -> {mem['rss_end_bytes'] / 2**20:.1f} MiB; "
