@@ -30,8 +30,11 @@ r = json.load(open(sys.argv[1]))
 limit = float(sys.argv[2])
 assert r["check"] <= limit, f"{r['app']}: check {r['check']} exceeds {limit}"
 assert r["tasks_issued_per_iter"] > 0 and r["seconds_per_iter"] > 0, r
-if r["fusion"] == "on" and r["jit"] == "sync" and r["app"] in ("stencil", "black-scholes"):
+if r["fusion"] == "on" and r["jit"] == "sync" and r["app"] in ("stencil", "black-scholes", "cg"):
     assert r["compiled_points"] > 0, f"{r['app']}: no point task ran compiled code: {r}"
+if r["iterations"] is not None:
+    # The solvers: converged (rtol 1e-8) before the iteration cap.
+    assert r["residual"] < 1e-8 and r["iterations"] < 1000, f"{r['app']}: not converged: {r}"
 PY
 }
 # Fused with the JIT compiling before use (every fused task runs compiled code), fused with
@@ -44,6 +47,9 @@ for mode in "--fusion on --jit sync" "--fusion on --jit off" "--fusion off"; do
     smoke black-scholes 1e-12 --n 100000 --iters 2 "$@"
     smoke jacobi 1e-9 --n 500 --iters 5 "$@"
     smoke cfd 1e-9 --n 41 --iters 3 "$@"
+    smoke cg 1e-7 --n 40 --iters 1000 "$@"
+    smoke bicgstab 1e-7 --n 40 --iters 1000 "$@"
+    smoke cgs 1e-7 --n 40 --iters 1000 "$@"
 done
 # The default (JIT compiling in the background) must give the same answers, and so must a
 # run asking for the GPU (on a machine without one it warns and stays on the CPU).
