@@ -223,6 +223,10 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         counters: (timed.unwrap_or(end), end),
     };
     let mut record = rt.record(M::NAME, &args.common, m, true_residual);
+    if args.matrix.is_some() {
+        // `n` is the grid side for the Poisson system; for a file, the matrix's rows.
+        record.n = host.rows() as usize;
+    }
     record.iterations = Some(iterations);
     record.residual = Some(residual / b_norm);
     Ok((record, x))
