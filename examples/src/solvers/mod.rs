@@ -156,7 +156,9 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
             residual = norm(solver.residual())?;
             anyhow::ensure!(
                 residual.is_finite(),
-                "{} broke down: the residual norm is {residual} at iteration {iterations}",
+                "{} broke down: the residual norm is {residual} at iteration {iterations} (a \
+                 division by zero: the method broke down, or the residual reached exactly zero \
+                 earlier and --rtol 0 asked for more iterations)",
                 M::NAME
             );
             if timed.is_some() {
@@ -164,7 +166,9 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
                 iteration_seconds.push(per_iter);
             }
             interval = Instant::now();
-            if residual < atol {
+            // An exact solution stops the loop even with --rtol 0 (the next step would
+            // divide by zero).
+            if residual < atol || residual == 0.0 {
                 converged = true;
                 break;
             }
