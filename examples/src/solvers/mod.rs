@@ -142,18 +142,21 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
     let warmup = Instant::now();
     let maxiter = args.common.iters;
     // The warm-up lasts until a whole stretch between checks planned no new window (every
-    // window a memo hit, so no new kernel either), at most WARMUP_STRETCHES stretches.
+    // window a memo hit, so no new kernel either), at most WARMUP_STRETCHES stretches. The
+    // timed part runs from there to the last check: iterations after it (and the final
+    // flush, whose window has a shape of its own to plan and compile) are not timed.
     let mut warmup_iters = maxiter;
     let mut analysed_at_check = u64::MAX;
-    let (mut iterations, mut residual, mut converged) = (0, f64::NAN, false);
+    let mut iterations = 0;
     let (mut warmup_seconds, mut compile_wait_seconds) = (0.0, 0.0);
-    let mut timed: Option<Counters> = None;
-    let mut interval = Instant::now();
+    // The counters when timing started, and the iteration and counters of the last check.
+    let mut timed: Option<(Counters, (usize, Counters))> = None;
+    let (mut interval, mut interval_from) = (Instant::now(), 0);
     let mut iteration_seconds = Vec::new();
-    while iterations < maxiter {
-        let check = iterations % args.check_every == 0;
+    loop {
+        let check = iterations % args.check_every == 0 || iterations == maxiter;
         if check {
-            residual = norm(solver.residual())?;
+            let residual = norm(solver.residual())?;
             anyhow::ensure!(
                 residual.is_finite(),
                 "{} broke down: the residual norm is {residual} at iteration {iterations} (a \
@@ -161,17 +164,20 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
                  earlier and --rtol 0 asked for more iterations)",
                 M::NAME
             );
-            if timed.is_some() {
-                let per_iter = interval.elapsed().as_secs_f64() / args.check_every as f64;
-                iteration_seconds.push(per_iter);
+            if let Some((_, last)) = timed.as_mut() {
+                let stretch = (iterations - interval_from).max(1);
+                iteration_seconds.push(interval.elapsed().as_secs_f64() / stretch as f64);
+                *last = (iterations, rt.counters());
             }
-            interval = Instant::now();
+            (interval, interval_from) = (Instant::now(), iterations);
             // An exact solution stops the loop even with --rtol 0 (the next step would
             // divide by zero).
             if residual < atol || residual == 0.0 {
-                converged = true;
                 break;
             }
+        }
+        if iterations == maxiter {
+            break;
         }
         let analysed = rt.fusion.planner_stats().analysed;
         let settled =
@@ -189,23 +195,20 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
                 rt.fusion.record_streams(false);
             }
             rt.backend.memory().reset_peak();
-            timed = Some(rt.counters());
+            let start = rt.counters();
+            timed = Some((start, (iterations, start)));
             interval = Instant::now();
         }
         if check {
             analysed_at_check = analysed;
         }
         if solver.step(&a, atol, check)? == Step::Converged {
-            converged = true;
             break;
         }
         iterations += 1;
     }
-    rt.ctx.flush_window()?;
-    let end = rt.counters();
-    if !converged {
-        residual = norm(solver.residual())?;
-    }
+    // The residual where the loop stopped (BiCGSTAB may stop half-way, after its last check).
+    let residual = norm(solver.residual())?;
     if timed.is_none() {
         warmup_seconds = warmup.elapsed().as_secs_f64();
     }
@@ -218,13 +221,18 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         .sum::<f64>()
         .sqrt()
         / b_norm;
+    let (start, (timed_until, end)) = timed.unwrap_or_else(|| {
+        let now = rt.counters();
+        (now, (warmup_iters, now))
+    });
+    let timed_iters = timed_until.saturating_sub(warmup_iters);
     let m = Measurement {
         warmup_seconds,
         compile_wait_seconds,
         iteration_seconds,
-        iters: iterations.saturating_sub(warmup_iters),
+        iters: timed_iters,
         peak_store_bytes: rt.backend.memory().peak_bytes(),
-        counters: (timed.unwrap_or(end), end),
+        counters: (start, end),
     };
     let mut record = rt.record(M::NAME, &args.common, m, true_residual);
     if args.matrix.is_some() {
