@@ -7,15 +7,10 @@
 # Installs NumPy and SciPy from PyPI into target/peers-venv on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
 reps="${1:-3}"
 
+scripts/peers-setup.sh
 venv=target/peers-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet numpy scipy
-fi
-cargo build --release --quiet -p diffuse-examples
 bin=target/release/diffuse-examples
 
 # app  n  iters

@@ -17,13 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-1000}"
 reps="${2:-3}"
-scripts/setup.sh
+scripts/peers-setup.sh
 venv=target/peers-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet numpy scipy
-fi
-cargo build --release --quiet -p diffuse-examples
 bin=target/release/diffuse-examples
 py="$venv/bin/python"
 out=target/solvers.jsonl

@@ -4,10 +4,10 @@
 //! would be blocking reads, so here a breakdown shows as a non-finite residual at the next
 //! check, which the solver loop reports as an error.
 
-use diffuse_array::{zeros, Array, DType};
+use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{norm, Krylov, Step};
+use super::{norm, Iterate, Krylov, Step};
 
 /// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha`, `omega`.
 struct Carried {
@@ -20,8 +20,7 @@ struct Carried {
 
 /// The BiCGSTAB state.
 pub struct BiCgStab {
-    x: Array,
-    r: Array,
+    it: Iterate,
     /// The shadow residual, `r` at the start.
     rtilde: Array,
     previous: Option<Carried>,
@@ -32,43 +31,38 @@ impl Krylov for BiCgStab {
 
     fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
         Ok(BiCgStab {
-            x: zeros(b.context(), &[a.shape().0], DType::F64)?,
-            r: b.copy()?,
+            it: Iterate::start(a, b)?,
             rtilde: b.copy()?,
             previous: None,
         })
     }
 
-    fn residual(&self) -> &Array {
-        &self.r
-    }
-
-    fn solution(&self) -> &Array {
-        &self.x
+    fn iterate(&self) -> &Iterate {
+        &self.it
     }
 
     fn step(&mut self, a: &CsrMatrix, atol: f64, check: bool) -> anyhow::Result<Step> {
-        let rho = self.rtilde.dot(&self.r)?;
+        let rho = self.rtilde.dot(&self.it.r)?;
         let p = match &self.previous {
             Some(c) => {
                 let beta = ((&rho / &c.rho)? * (&c.alpha / &c.omega)?)?;
-                (((&c.p - (&c.v * &c.omega)?)? * &beta)? + &self.r)?
+                (((&c.p - (&c.v * &c.omega)?)? * &beta)? + &self.it.r)?
             }
-            None => self.r.copy()?,
+            None => self.it.r.copy()?,
         };
         let v = a.spmv(&p)?;
         let alpha = (&rho / self.rtilde.dot(&v)?)?;
-        let s = (&self.r - (&v * &alpha)?)?;
+        let s = (&self.it.r - (&v * &alpha)?)?;
         if check && norm(&s)? < atol {
             // Solved half-way: SciPy's early exit (only where the loop reads anyway).
-            self.x = (&self.x + (&p * &alpha)?)?;
-            self.r = s;
+            self.it.x = (&self.it.x + (&p * &alpha)?)?;
+            self.it.r = s;
             return Ok(Step::Converged);
         }
         let t = a.spmv(&s)?;
         let omega = (t.dot(&s)? / t.dot(&t)?)?;
-        self.x = ((&self.x + (&p * &alpha)?)? + (&s * &omega)?)?;
-        self.r = (&s - (&t * &omega)?)?;
+        self.it.x = ((&self.it.x + (&p * &alpha)?)? + (&s * &omega)?)?;
+        self.it.r = (&s - (&t * &omega)?)?;
         self.previous = Some(Carried {
             p,
             v,

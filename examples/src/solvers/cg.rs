@@ -1,14 +1,13 @@
 //! Conjugate gradients, as `scipy.sparse.linalg.cg` runs it (no preconditioner).
 
-use diffuse_array::{zeros, Array, DType};
+use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{Krylov, Step};
+use super::{Iterate, Krylov, Step};
 
 /// The CG state: the iterate, the residual, and what the next iteration reuses.
 pub struct Cg {
-    x: Array,
-    r: Array,
+    it: Iterate,
     /// The search direction and `r . r` of the previous iteration (none before the first).
     previous: Option<(Array, Array)>,
 }
@@ -18,33 +17,28 @@ impl Krylov for Cg {
 
     fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
         Ok(Cg {
-            x: zeros(b.context(), &[a.shape().0], DType::F64)?,
-            r: b.copy()?,
+            it: Iterate::start(a, b)?,
             previous: None,
         })
     }
 
-    fn residual(&self) -> &Array {
-        &self.r
-    }
-
-    fn solution(&self) -> &Array {
-        &self.x
+    fn iterate(&self) -> &Iterate {
+        &self.it
     }
 
     fn step(&mut self, a: &CsrMatrix, _atol: f64, _check: bool) -> anyhow::Result<Step> {
-        let rho = self.r.dot(&self.r)?;
+        let rho = self.it.r.dot(&self.it.r)?;
         let p = match &self.previous {
             Some((p, rho_prev)) => {
                 let beta = (&rho / rho_prev)?;
-                ((p * &beta)? + &self.r)?
+                ((p * &beta)? + &self.it.r)?
             }
-            None => self.r.copy()?,
+            None => self.it.r.copy()?,
         };
         let q = a.spmv(&p)?;
         let alpha = (&rho / p.dot(&q)?)?;
-        self.x = (&self.x + (&p * &alpha)?)?;
-        self.r = (&self.r - (&q * &alpha)?)?;
+        self.it.x = (&self.it.x + (&p * &alpha)?)?;
+        self.it.r = (&self.it.r - (&q * &alpha)?)?;
         self.previous = Some((p, rho));
         Ok(Step::Continue)
     }

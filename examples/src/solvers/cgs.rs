@@ -2,15 +2,14 @@
 //! like SciPy, each iteration recomputes the true residual `r = b - A x` instead of
 //! updating it, with one product.
 
-use diffuse_array::{zeros, Array, DType};
+use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{Krylov, Step};
+use super::{Iterate, Krylov, Step};
 
 /// The CGS state.
 pub struct Cgs {
-    x: Array,
-    r: Array,
+    it: Iterate,
     b: Array,
     /// The shadow residual, `r` at the start.
     rtilde: Array,
@@ -23,40 +22,35 @@ impl Krylov for Cgs {
 
     fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
         Ok(Cgs {
-            x: zeros(b.context(), &[a.shape().0], DType::F64)?,
-            r: b.copy()?,
+            it: Iterate::start(a, b)?,
             b: b.clone(),
             rtilde: b.copy()?,
             previous: None,
         })
     }
 
-    fn residual(&self) -> &Array {
-        &self.r
-    }
-
-    fn solution(&self) -> &Array {
-        &self.x
+    fn iterate(&self) -> &Iterate {
+        &self.it
     }
 
     fn step(&mut self, a: &CsrMatrix, _atol: f64, _check: bool) -> anyhow::Result<Step> {
-        let rho = self.rtilde.dot(&self.r)?;
+        let rho = self.rtilde.dot(&self.it.r)?;
         let (p, u) = match &self.previous {
             Some((p, q, rho_prev)) => {
                 let beta = (&rho / rho_prev)?;
-                let u = (&self.r + (q * &beta)?)?;
+                let u = (&self.it.r + (q * &beta)?)?;
                 // p = u + beta * (q + beta * p), in SciPy's order of operations.
                 let p = ((((p * &beta)? + q)? * &beta)? + &u)?;
                 (p, u)
             }
-            None => (self.r.copy()?, self.r.copy()?),
+            None => (self.it.r.copy()?, self.it.r.copy()?),
         };
         let vhat = a.spmv(&p)?;
         let alpha = (&rho / self.rtilde.dot(&vhat)?)?;
         let q = (&u - (&vhat * &alpha)?)?;
         let uhat = (&u + &q)?;
-        self.x = (&self.x + (&uhat * &alpha)?)?;
-        self.r = (&self.b - a.spmv(&self.x)?)?;
+        self.it.x = (&self.it.x + (&uhat * &alpha)?)?;
+        self.it.r = (&self.b - a.spmv(&self.it.x)?)?;
         self.previous = Some((p, q, rho));
         Ok(Step::Continue)
     }

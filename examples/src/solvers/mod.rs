@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Args;
-use diffuse_array::{Array, ArrayContext};
+use diffuse_array::{zeros, Array, ArrayContext, DType};
 use diffuse_sparse::{generators, mtx, CsrMatrix, HostCsr, IndexWidth};
 
 use crate::common::{AppArgs, Counters, Measurement, RunRecord, Runtime};
@@ -56,16 +56,31 @@ pub enum Step {
     Converged,
 }
 
+/// What every method keeps: the iterate `x` and its residual `r` (whose norm the loop
+/// checks).
+pub struct Iterate {
+    x: Array,
+    r: Array,
+}
+
+impl Iterate {
+    /// `x = 0` and `r = b - A x = b`, as SciPy starts without `x0`.
+    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
+        Ok(Iterate {
+            x: zeros(b.context(), &[a.shape().0], DType::F64)?,
+            r: b.copy()?,
+        })
+    }
+}
+
 /// One Krylov method: its state after set-up and one iteration at a time.
 pub trait Krylov: Sized {
     /// The name in the record.
     const NAME: &'static str;
     /// The state for `A x = b` from `x = 0`.
     fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self>;
-    /// The current residual vector `r` (whose norm the loop checks).
-    fn residual(&self) -> &Array;
-    /// The current solution.
-    fn solution(&self) -> &Array;
+    /// The current iterate and residual.
+    fn iterate(&self) -> &Iterate;
     /// One iteration. `check` is true on iterations whose start checked the residual; a
     /// method with a mid-iteration test (BiCGSTAB) may read it there and stop early.
     fn step(&mut self, a: &CsrMatrix, atol: f64, check: bool) -> anyhow::Result<Step>;
@@ -156,7 +171,7 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
     loop {
         let check = iterations % args.check_every == 0 || iterations == maxiter;
         if check {
-            let residual = norm(solver.residual())?;
+            let residual = norm(&solver.iterate().r)?;
             anyhow::ensure!(
                 residual.is_finite(),
                 "{} broke down: the residual norm is {residual} at iteration {iterations} (a \
@@ -208,11 +223,11 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         iterations += 1;
     }
     // The residual where the loop stopped (BiCGSTAB may stop half-way, after its last check).
-    let residual = norm(solver.residual())?;
+    let residual = norm(&solver.iterate().r)?;
     if timed.is_none() {
         warmup_seconds = warmup.elapsed().as_secs_f64();
     }
-    let x = solver.solution().to_vec::<f64>()?;
+    let x = solver.iterate().x.to_vec::<f64>()?;
     let b_norm = (rows as f64).sqrt();
     let ax = host.matvec(&x)?;
     let true_residual = ax
