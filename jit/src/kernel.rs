@@ -69,31 +69,10 @@ impl CpuKernel {
     /// ones), not accessed by anything else while the call runs except through other
     /// read-only parameters.
     pub unsafe fn call(&self, memrefs: &[MemRef<'_>], scalars: &[Scalar]) -> Result<(), String> {
-        let params = &self.signature.params;
-        if memrefs.len() != params.len() {
-            return Err(format!(
-                "{} memrefs for a kernel of {} parameters",
-                memrefs.len(),
-                params.len()
-            ));
-        }
-        let types: Vec<_> = self.signature.scalar_types().collect();
-        if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t)
-        {
-            return Err(format!(
-                "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
-            ));
-        }
+        check_arguments(&self.signature, memrefs, scalars)?;
         // Descriptors: {allocated, aligned, offset, sizes[rank], strides[rank]} as words.
         let mut descriptors: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
-        for (i, (m, p)) in memrefs.iter().zip(params).enumerate() {
-            if m.sizes.len() != p.rank || m.strides.len() != p.rank {
-                return Err(format!(
-                    "memref {i} has rank {} but the kernel expects {}",
-                    m.sizes.len(),
-                    p.rank
-                ));
-            }
+        for (i, (m, p)) in memrefs.iter().zip(&self.signature.params).enumerate() {
             if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
                 if s != 1 && e > 1 {
                     return Err(format!(
@@ -118,4 +97,44 @@ impl CpuKernel {
         unsafe { self.code.call(&mut descriptors, scalars) };
         Ok(())
     }
+}
+
+/// Checks a call's arguments against `signature`, for the CPU and the GPU kernel alike: one
+/// memref per parameter with its rank and no negative size, non-null unless a temporary or
+/// empty, and scalars of the declared types in order.
+pub(crate) fn check_arguments(
+    signature: &KernelSignature,
+    memrefs: &[MemRef<'_>],
+    scalars: &[Scalar],
+) -> Result<(), String> {
+    let params = &signature.params;
+    if memrefs.len() != params.len() {
+        return Err(format!(
+            "{} memrefs for a kernel of {} parameters",
+            memrefs.len(),
+            params.len()
+        ));
+    }
+    let types: Vec<_> = signature.scalar_types().collect();
+    if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t) {
+        return Err(format!(
+            "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
+        ));
+    }
+    for (i, (m, p)) in memrefs.iter().zip(params).enumerate() {
+        if m.sizes.len() != p.rank || m.strides.len() != p.rank {
+            return Err(format!(
+                "memref {i} has rank {} but the kernel expects {}",
+                m.sizes.len(),
+                p.rank
+            ));
+        }
+        if m.sizes.iter().any(|&s| s < 0) {
+            return Err(format!("memref {i} has a negative size: {:?}", m.sizes));
+        }
+        if !p.temporary && m.ptr.is_null() && m.sizes.iter().all(|&s| s > 0) {
+            return Err(format!("memref {i} is null but not a temporary"));
+        }
+    }
+    Ok(())
 }

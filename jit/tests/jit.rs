@@ -216,6 +216,60 @@ fn add_then_scale() -> KernelSignature {
     }
 }
 
+/// A call whose arguments do not fit the kernel is refused before any memory is touched
+/// (the same checks guard GPU launches): wrong counts, ranks, scalar types, negative sizes,
+/// and a null pointer for a parameter that is not a temporary.
+#[test]
+fn calls_that_do_not_fit_the_kernel_are_errors() {
+    let jit = Jit::new();
+    let kernel = jit.kernel(&add_then_scale()).expect("compiles");
+    let mut data = vec![0.0; 4];
+    let (full, strides) = ([2i64, 2], [2i64, 1]);
+    let null = MemRef {
+        ptr: std::ptr::null_mut(),
+        sizes: &full,
+        strides: &strides,
+    };
+    let one = MemRef {
+        ptr: data.as_mut_ptr().cast(),
+        sizes: &full,
+        strides: &strides,
+    };
+    let flat = MemRef {
+        sizes: &full[..1],
+        strides: &strides[..1],
+        ..one
+    };
+    let negative = MemRef {
+        sizes: &[2, -1],
+        ..one
+    };
+    let cases: [(Vec<MemRef<'_>>, Vec<Scalar>, &str); 5] = [
+        (vec![one, one, null], vec![Scalar::F64(1.0)], "3 memrefs"),
+        (
+            vec![one, one, null, one],
+            vec![Scalar::I64(1)],
+            "scalar types",
+        ),
+        (vec![flat, one, null, one], vec![Scalar::F64(1.0)], "rank 1"),
+        (
+            vec![one, negative, null, one],
+            vec![Scalar::F64(1.0)],
+            "negative size",
+        ),
+        (
+            vec![one, one, null, null],
+            vec![Scalar::F64(1.0)],
+            "null but not a temporary",
+        ),
+    ];
+    for (memrefs, scalars, expected) in cases {
+        // SAFETY: every non-null memref addresses `data`, large enough; the calls are refused.
+        let err = unsafe { kernel.call(&memrefs, &scalars) }.expect_err(expected);
+        assert!(err.contains(expected), "{err}");
+    }
+}
+
 #[test]
 fn a_fused_kernel_with_a_temporary_and_broadcasting_computes_the_reference() {
     let jit = Jit::new();

@@ -40,7 +40,7 @@ use thiserror::Error;
 use crate::compiler::{MlirFailure, MlirSession, NativeCode};
 use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
-use crate::kernel::MemRef;
+use crate::kernel::{check_arguments, MemRef};
 use crate::signature::KernelSignature;
 
 /// The GPU a launch would run on.
@@ -326,7 +326,7 @@ impl GpuKernel {
             kernel: kernel.clone(),
             reason,
         };
-        self.check_arguments(memrefs, scalars).map_err(arguments)?;
+        check_arguments(&self.signature, memrefs, scalars).map_err(arguments)?;
         let device = driver::device().map_err(GpuError::Unavailable)?;
         device.bind().map_err(driver_error)?;
         let stream = driver::Stream::new().map_err(driver_error)?;
@@ -456,40 +456,6 @@ impl GpuKernel {
             *loaded = Some(launch.take_error().map_or(Ok(()), Err));
         }
         loaded.clone().unwrap_or(Ok(()))
-    }
-
-    fn check_arguments(&self, memrefs: &[MemRef<'_>], scalars: &[Scalar]) -> Result<(), String> {
-        let params = &self.signature.params;
-        if memrefs.len() != params.len() {
-            return Err(format!(
-                "{} memrefs for a kernel of {} parameters",
-                memrefs.len(),
-                params.len()
-            ));
-        }
-        let types: Vec<_> = self.signature.scalar_types().collect();
-        if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t)
-        {
-            return Err(format!(
-                "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
-            ));
-        }
-        for (i, (m, p)) in memrefs.iter().zip(params).enumerate() {
-            if m.sizes.len() != p.rank || m.strides.len() != p.rank {
-                return Err(format!(
-                    "memref {i} has rank {} but the kernel expects {}",
-                    m.sizes.len(),
-                    p.rank
-                ));
-            }
-            if m.sizes.iter().any(|&s| s < 0) {
-                return Err(format!("memref {i} has a negative size: {:?}", m.sizes));
-            }
-            if !p.temporary && m.ptr.is_null() && m.sizes.iter().all(|&s| s > 0) {
-                return Err(format!("memref {i} is null but not a temporary"));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -6,8 +6,8 @@ use diffuse_ir::{
 };
 
 use super::{
-    arg_name, check_arg, check_counts, dim_list, function, generic, scalar_name, unsupported,
-    Emitter, Loop, TensorOperand,
+    arg_name, check_arg, check_counts, dim_list, function, generic, parameters, scalar_name,
+    unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
 use crate::kernels::Slot;
@@ -55,18 +55,7 @@ impl MlirGenerator for ElementwiseGenerator {
     ) -> Option<Result<String, KernelError>> {
         let name = self.0.kind_name();
         Some(self.check(&name, sig).and_then(|(conditions, out)| {
-            let params: Vec<String> = sig
-                .args
-                .iter()
-                .enumerate()
-                .map(|(i, a)| format!("{}: {}", arg_name(i), element_type(a.dtype)))
-                .chain(
-                    sig.scalars
-                        .iter()
-                        .enumerate()
-                        .map(|(j, &d)| format!("{}: {}", scalar_name(j), element_type(d))),
-                )
-                .collect();
+            let params = parameters(sig, |a| element_type(a.dtype).to_string());
             let mut e = Emitter {
                 indent: 2,
                 ..Emitter::default()

@@ -137,6 +137,22 @@ fn scalar_name(j: usize) -> String {
     format!("%s{j}")
 }
 
+/// A kernel function's parameter list: each store argument typed by `arg_type` (its tensor
+/// type, or its element type for an element function), then the scalars.
+fn parameters(sig: &MlirSignature<'_>, arg_type: impl Fn(&MlirArg) -> String) -> Vec<String> {
+    sig.args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("{}: {}", arg_name(i), arg_type(a)))
+        .chain(
+            sig.scalars
+                .iter()
+                .enumerate()
+                .map(|(j, &d)| format!("{}: {}", scalar_name(j), element_type(d))),
+        )
+        .collect()
+}
+
 /// The text of a kernel function under construction: its instructions and a counter per
 /// name prefix that keeps every SSA name it hands out distinct.
 #[derive(Default)]
@@ -200,18 +216,7 @@ fn function(
     sig: &MlirSignature<'_>,
     body: impl FnOnce(&mut Emitter) -> Result<Vec<String>, KernelError>,
 ) -> Result<String, KernelError> {
-    let params: Vec<String> = sig
-        .args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| format!("{}: {}", arg_name(i), tensor_type(a)))
-        .chain(
-            sig.scalars
-                .iter()
-                .enumerate()
-                .map(|(j, &d)| format!("{}: {}", scalar_name(j), element_type(d))),
-        )
-        .collect();
+    let params = parameters(sig, tensor_type);
     let results: Vec<String> = sig
         .args
         .iter()
