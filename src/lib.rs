@@ -1,11 +1,8 @@
 //! `diffuse`: the runtime that wires the pipeline (library ops -> IR -> window -> fusion ->
-//! JIT -> mapper -> backend) and the embedded backend.
-//!
-//! So far the pipeline is IR -> embedded backend: every submitted index task executes as
-//! submitted, its point tasks spread over a pool of worker processors. Later stages (window
-//! and fusion, JIT, Mapple placement, Legion) slot in between without changing the
-//! [`diffuse_ir::Context`] that libraries use. The project README follows (its example is
-//! compiled and run as a doctest).
+//! JIT -> placement -> launch plans -> backend), the embedded backend, and the constructors
+//! that start a runtime over either backend from a configuration. `ARCHITECTURE.md` at the
+//! repository root has the picture; the project README follows (its examples are compiled
+//! and run as doctests).
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
@@ -13,19 +10,57 @@
 
 pub mod embedded;
 pub mod placement;
+mod plans;
 pub mod runtime;
 
 use std::sync::Arc;
 
+pub use diffuse_backend as backend;
+pub use diffuse_backend::{Backend, BackendStats, MachineShape};
 pub use diffuse_ir as ir;
-pub use embedded::{EmbeddedBackend, EmbeddedConfig, MemoryStats};
+pub use embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use placement::{MapplePlacement, Placement};
-pub use runtime::{Backend, FlushRecord, FusionConfig, Runtime};
+pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};
 
-/// A [`diffuse_ir::Context`] over a new embedded backend, with the window and fusion that
-/// `config.fusion` asks for (on, with an adaptive window, by default).
+/// Which backend a runtime executes on, with its settings.
+#[derive(Clone, Debug)]
+pub enum BackendConfig {
+    /// The in-process worker pool.
+    Embedded(EmbeddedConfig),
+    /// The Legion runtime (not built yet: starting it is an error naming what is missing).
+    Legion,
+}
+
+/// Starts the backend `backend` asks for.
+pub fn start_backend(backend: &BackendConfig) -> Result<Arc<dyn Backend>, ir::IrError> {
+    match backend {
+        BackendConfig::Embedded(config) => Ok(Arc::new(EmbeddedBackend::new(config.clone())?)),
+        BackendConfig::Legion => Err(ir::IrError::Backend {
+            backend: "legion".into(),
+            message: "the Legion backend is not built yet (crate diffuse-legion in \
+                      legion-bridge/ is empty); use --backend embedded"
+                .into(),
+        }),
+    }
+}
+
+/// A runtime over the backend `backend` asks for, with fusion, JIT and placement as
+/// `runtime` says.
+pub fn start(backend: &BackendConfig, runtime: RuntimeConfig) -> Result<Arc<Runtime>, ir::IrError> {
+    Ok(Arc::new(Runtime::new(start_backend(backend)?, runtime)))
+}
+
+/// A [`ir::Context`] over a new embedded backend with the default runtime: fusion on with an
+/// adaptive window, the process-wide JIT, default placement.
 pub fn embedded(config: EmbeddedConfig) -> Result<ir::Context, ir::IrError> {
-    let fusion = config.fusion;
-    let backend = Arc::new(EmbeddedBackend::new(config)?);
-    Ok(ir::Context::new(Arc::new(Runtime::new(backend, fusion))))
+    embedded_with(config, RuntimeConfig::default())
+}
+
+/// A [`ir::Context`] over a new embedded backend with the runtime `runtime` describes.
+pub fn embedded_with(
+    config: EmbeddedConfig,
+    runtime: RuntimeConfig,
+) -> Result<ir::Context, ir::IrError> {
+    let runtime = start(&BackendConfig::Embedded(config), runtime)?;
+    Ok(ir::Context::new(runtime))
 }

@@ -1,12 +1,14 @@
-//! Which processor runs each point task: the default block placement, or a Mapple mapper.
+//! Where each point task runs: the runtime's placement decisions for a launch, made once per
+//! launch template, by the default blocks or by a [`Placement`] such as a Mapple mapper.
 //!
-//! The embedded backend's machine is `nodes x procs_per_node` processors (worker threads),
-//! processor `node * procs_per_node + index`. Without a mapper, a launch's points are cut
-//! into contiguous blocks, one per processor. With a [`MapplePlacement`], every point goes
-//! where the mapper's `IndexTaskMap` (or default mapping) puts it. A fused task is placed by
-//! an `IndexTaskMap` naming the fused task (its constituents' kind names joined by `+`) if
-//! the mapper has one, else by its first constituent's mapping; every backend applies the
-//! same policy.
+//! Without a placement, a launch runs on CPUs: its points, row-major, are cut into
+//! contiguous blocks, one per CPU of the machine (node-major). With a [`MapplePlacement`],
+//! the mapper's `Task` statements choose the processor kind, its `IndexTaskMap` (or default
+//! mapping) the processor of every point, and its `Region`/`Layout` statements the memory
+//! kind and layout of every store. A fused task is placed by an `IndexTaskMap` naming the
+//! fused task (its constituents' kind names joined by `+`) if the mapper has one, else by its
+//! first constituent's mapping; every backend receives the decisions, so all apply the same
+//! policy.
 //!
 //! Mapple task names are identifiers, so a task kind is named in a mapper by its kind name
 //! with every character other than a letter, digit or `_` replaced by `_`: the array
@@ -17,55 +19,147 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use diffuse_ir::{IrError, Point, Shape};
+use diffuse_backend::{ArgMemory, LaunchPlacement, MachineShape, MemKind, ProcKind, Processor};
+use diffuse_ir::{IrError, Point, Rect, Shape};
 use diffuse_mapper::machine::Machine;
-use diffuse_mapper::placement::Mapper;
+use diffuse_mapper::placement::{Mapper, RegionRef};
 
-/// Decides the processor of each point task of a launch.
+/// Decides where the points of a launch run.
 pub trait Placement: Send + Sync + fmt::Debug {
-    /// The processor (`0..processors`) that runs point `point` of a launch over `launch` of
-    /// the task named `task`, whose constituents are `constituents` (one name for a plain
-    /// task).
+    /// The processor kind of the task named `task` (constituents `constituents`, one name for
+    /// a plain task); the default is CPU.
+    fn processor_kind(&self, _task: &str, _constituents: &[&str]) -> ProcKind {
+        ProcKind::Cpu
+    }
+
+    /// The processor that runs point `point` of a launch over `launch` of the task named
+    /// `task` on processors of kind `kind`.
     fn processor(
         &self,
         task: &str,
         constituents: &[&str],
+        kind: ProcKind,
         point: &Point,
         launch: Shape,
-    ) -> Result<usize, IrError>;
+    ) -> Result<Processor, IrError>;
+
+    /// The memory and layout of the task's store number `region` (in order of first use) on
+    /// processors of kind `kind`; the default is the kind's default memory.
+    fn memory(
+        &self,
+        _task: &str,
+        _constituents: &[&str],
+        _region: usize,
+        kind: ProcKind,
+    ) -> ArgMemory {
+        ArgMemory::default_for(kind)
+    }
 
     /// Records the decisions for one launch (for a logging mode); the default does nothing.
-    fn record(&self, _task: &str, _points: &[Point], _processors: &[usize]) {}
+    fn record(&self, _task: &str, _points: &[Point], _processors: &[Processor]) {}
 }
 
-/// Places points by a Mapple mapper on a `nodes x procs_per_node` machine.
+/// The placement of a launch of `task` with `stores` distinct stores over `launch`, on
+/// `machine`: by `placement`, or the default CPU blocks. Checks every decision against the
+/// machine.
+pub(crate) fn decide(
+    placement: Option<&dyn Placement>,
+    machine: &MachineShape,
+    backend: &str,
+    task: &str,
+    constituents: &[&str],
+    launch: Shape,
+    stores: usize,
+) -> Result<LaunchPlacement, IrError> {
+    let points: Vec<Point> = Rect::from_shape(launch).points().collect();
+    let Some(placement) = placement else {
+        let cpus = machine.cpus().max(1);
+        let per_node = machine.cpus_per_node.max(1);
+        let count = points.len().max(1);
+        let processors = (0..points.len())
+            .map(|i| {
+                let p = i * cpus.min(count) / count;
+                Processor {
+                    kind: ProcKind::Cpu,
+                    node: p / per_node,
+                    index: p % per_node,
+                }
+            })
+            .collect();
+        return Ok(LaunchPlacement {
+            kind: ProcKind::Cpu,
+            processors,
+            memories: vec![ArgMemory::default_for(ProcKind::Cpu); stores],
+            pinned: false,
+        });
+    };
+    let kind = placement.processor_kind(task, constituents);
+    let processors = points
+        .iter()
+        .map(|p| {
+            let at = placement.processor(task, constituents, kind, p, launch)?;
+            if at.node >= machine.nodes || at.index >= machine.per_node(at.kind) {
+                return Err(IrError::Backend {
+                    backend: backend.into(),
+                    message: format!(
+                        "the mapper put point {p} of {task} on {at}, outside the machine of \
+                         {} nodes with {} {} processors each",
+                        machine.nodes,
+                        machine.per_node(at.kind),
+                        at.kind
+                    ),
+                });
+            }
+            Ok(at)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    placement.record(task, &points, &processors);
+    Ok(LaunchPlacement {
+        kind,
+        processors,
+        memories: (0..stores)
+            .map(|s| {
+                let mut memory = placement.memory(task, constituents, s, kind);
+                if memory.memory == MemKind::FbMem && machine.gpus_per_node == 0 {
+                    tracing::warn!(
+                        "the mapper places store {s} of {task} in FBMEM, but the machine has no                          GPU: it stays in SYSMEM"
+                    );
+                    memory.memory = MemKind::SysMem;
+                }
+                memory
+            })
+            .collect(),
+        pinned: true,
+    })
+}
+
+/// Places points by a Mapple mapper.
 pub struct MapplePlacement {
     mapper: Mapper,
-    nodes: usize,
-    procs_per_node: usize,
     logging: AtomicBool,
     log: Mutex<Vec<String>>,
 }
 
 impl MapplePlacement {
-    /// Loads the mapper `source` (named `file` in errors) for a machine of `nodes` nodes with
-    /// `procs_per_node` processors of every kind. With `log`, every launch's decisions are
-    /// recorded in the DSL manual's format (see [`MapplePlacement::take_log`]).
+    /// Loads the mapper `source` (named `file` in errors) for `machine` (a backend's
+    /// [`MachineShape::mapple_machine`]). With `log`, every launch's decisions are recorded
+    /// in the DSL manual's format (see [`MapplePlacement::take_log`]).
     pub fn new(
         file: &str,
         source: &str,
-        nodes: usize,
-        procs_per_node: usize,
+        machine: Machine,
         log: bool,
     ) -> Result<Self, diffuse_mapper::error::MappleError> {
-        let mapper = Mapper::from_source(file, source, Machine::uniform(nodes, procs_per_node))?;
         Ok(MapplePlacement {
-            mapper,
-            nodes,
-            procs_per_node,
+            mapper: Mapper::from_source(file, source, machine)?,
             logging: AtomicBool::new(log),
             log: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A mapper that prefers GPUs for every task and falls back to CPUs (`--gpu`).
+    pub fn prefer_gpus(machine: Machine) -> Result<Self, diffuse_mapper::error::MappleError> {
+        Self::new("<--gpu>", "Task * GPU,CPU;\n", machine, false)
     }
 
     /// Starts or stops recording decisions.
@@ -79,15 +173,20 @@ impl MapplePlacement {
     pub fn take_log(&self) -> Vec<String> {
         std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// The Mapple name decisions about `task` are taken under (the mapper's policy for fused
+    /// tasks, [`Mapper::fused_name`]).
+    fn mapped_name(&self, task: &str, constituents: &[&str]) -> String {
+        let parts: Vec<String> = constituents.iter().map(|c| mapple_name(c)).collect();
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let name = mapple_name(task);
+        self.mapper.fused_name(&name, &parts, false).to_string()
+    }
 }
 
 impl fmt::Debug for MapplePlacement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "MapplePlacement({} nodes x {} processors)",
-            self.nodes, self.procs_per_node
-        )
+        write!(f, "MapplePlacement({:?})", self.mapper.machine())
     }
 }
 
@@ -110,50 +209,76 @@ fn point_text(p: &Point) -> String {
 }
 
 impl Placement for MapplePlacement {
+    fn processor_kind(&self, task: &str, constituents: &[&str]) -> ProcKind {
+        let kind = self
+            .mapper
+            .processor_kind(&self.mapped_name(task, constituents))
+            .unwrap_or(ProcKind::Cpu);
+        match kind {
+            ProcKind::Cpu | ProcKind::Gpu | ProcKind::Omp => kind,
+            // Backends run tasks on CPUs, GPUs and OpenMP processors only.
+            _ => ProcKind::Cpu,
+        }
+    }
+
     fn processor(
         &self,
         task: &str,
         constituents: &[&str],
+        _kind: ProcKind,
         point: &Point,
         launch: Shape,
-    ) -> Result<usize, IrError> {
-        let name = mapple_name(task);
-        let placed = if constituents.len() > 1 {
-            let parts: Vec<String> = constituents.iter().map(|c| mapple_name(c)).collect();
-            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-            self.mapper
-                .place_fused(&name, &parts, point.as_slice(), launch.as_slice())
-        } else {
-            self.mapper
-                .place(&name, point.as_slice(), launch.as_slice())
-        };
-        let processor = placed.map_err(|e| IrError::Backend {
-            backend: "embedded".into(),
+    ) -> Result<Processor, IrError> {
+        let placed = self.mapper.place(
+            &self.mapped_name(task, constituents),
+            point.as_slice(),
+            launch.as_slice(),
+        );
+        placed.map_err(|e| IrError::Backend {
+            backend: "mapper".into(),
             message: format!("mapping point {point} of {task}: {e}"),
-        })?;
-        if processor.node >= self.nodes || processor.index >= self.procs_per_node {
-            return Err(IrError::Backend {
-                backend: "embedded".into(),
-                message: format!(
-                    "the mapper put point {point} of {task} on {processor}, outside the {}x{} machine",
-                    self.nodes, self.procs_per_node
-                ),
-            });
-        }
-        Ok(processor.node * self.procs_per_node + processor.index)
+        })
     }
 
-    fn record(&self, task: &str, points: &[Point], processors: &[usize]) {
+    fn memory(
+        &self,
+        task: &str,
+        constituents: &[&str],
+        region: usize,
+        kind: ProcKind,
+    ) -> ArgMemory {
+        let name = self.mapped_name(task, constituents);
+        let region = RegionRef {
+            index: region,
+            name: None,
+        };
+        let default = ArgMemory::default_for(kind);
+        ArgMemory {
+            memory: self
+                .mapper
+                .memories(&name, region, kind)
+                .and_then(|m| m.first().copied())
+                .unwrap_or(default.memory),
+            layout: self
+                .mapper
+                .layout(&name, region, kind)
+                .map(<[_]>::to_vec)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn record(&self, task: &str, points: &[Point], processors: &[Processor]) {
         if !self.logging.load(Ordering::Relaxed) {
             return;
         }
         let task = mapple_name(task);
+        let nodes = processors.iter().map(|p| p.node + 1).max().unwrap_or(0);
         let mut lines = vec![format!("SELECT_SHARDING_FUNCTOR for {task}")];
-        for node in 0..self.nodes {
+        for node in 0..nodes {
             let on_node: Vec<String> = points
                 .iter()
                 .zip(processors)
-                .filter(|(_, &p)| p / self.procs_per_node == node)
+                .filter(|(_, p)| p.node == node)
                 .map(|(pt, _)| format!("({})", point_text(pt)))
                 .collect();
             if !on_node.is_empty() {
@@ -161,12 +286,11 @@ impl Placement for MapplePlacement {
             }
         }
         lines.push(format!("SLICE_TASK for {task}"));
-        for (pt, &p) in points.iter().zip(processors) {
+        for (pt, p) in points.iter().zip(processors) {
             let t = point_text(pt);
             lines.push(format!(
                 "<{t}>..<{t}> -> node {} processor {}",
-                p / self.procs_per_node,
-                p % self.procs_per_node
+                p.node, p.index
             ));
         }
         self.log

@@ -1,10 +1,10 @@
-//! The runtime between the IR and a backend: the window of buffered index tasks and task
-//! fusion (Diffuse paper §4–5).
+//! The runtime between the IR and a backend: the window of buffered index tasks, task
+//! fusion (Diffuse paper §4–5), and the launch plans a backend executes.
 //!
 //! Submitted tasks wait in a window. When it fills, the [`Planner`] splits it into fusible
-//! groups; every group but the last runs (a group of one task as a plain index task, larger
-//! ones, or ones with temporaries, as a [`FusedTask`]) and the last stays buffered, since
-//! tasks still to come may extend it. When the whole full window is one group and the window
+//! groups; every group but the last runs, as a [`LaunchPlan`] from the launcher (see
+//! `plans.rs`: kernel, placement and slots decided once per window shape), and the last stays
+//! buffered, since tasks still to come may extend it. When the whole full window is one group and the window
 //! cannot grow, a prefix of it runs, cut where the fewest values produced inside are needed
 //! after the cut ([`cheapest_cut`]), e.g. between two iterations of a loop. An explicit flush,
 //! a read or write of data, and dropping the runtime run everything.
@@ -22,18 +22,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use diffuse_fusion::{
-    cheapest_cut, temporaries, FusedTask, HeldStores, Plan, Planner, PlannerStats,
-};
+use diffuse_backend::{Backend, BackendStats, LaunchPlan};
+use diffuse_fusion::{cheapest_cut, temporaries, HeldStores, Plan, Planner, PlannerStats};
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreId, StoreRef};
+use diffuse_jit::Jit;
 
-/// A backend: executes index tasks and fused tasks and moves data (see [`Executor`], whose
-/// `execute` runs one task at once).
-pub trait Backend: Executor {
-    /// Runs a fused task: each point task runs the constituents in program order, with the
-    /// temporaries point-local.
-    fn execute_fused(&self, task: FusedTask) -> Result<(), IrError>;
-}
+use crate::placement::Placement;
+use crate::plans::{Launcher, TemplateKey};
 
 /// The window size an adaptive window starts with.
 pub const ADAPTIVE_START: usize = 16;
@@ -78,34 +73,72 @@ pub struct FlushRecord {
     pub executed: Vec<String>,
 }
 
+/// What the runtime composes in front of a backend: fusion, the kernel compiler and the
+/// placement.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Task buffering and fusion.
+    pub fusion: FusionConfig,
+    /// The kernel compiler for fused tasks: `None` runs every task's native variants. The
+    /// default is the process-wide [`Jit::shared`] (compiling on first use), so kernels
+    /// compiled once serve every runtime in the process.
+    pub jit: Option<Arc<Jit>>,
+    /// Where each point task runs: `None` cuts launches into contiguous blocks over the
+    /// CPUs; a [`Placement`] (e.g. a Mapple mapper) decides processor kinds, processors and
+    /// memories.
+    pub placement: Option<Arc<dyn Placement>>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            fusion: FusionConfig::default(),
+            jit: Some(Jit::shared()),
+            placement: None,
+        }
+    }
+}
+
 struct Window {
     tasks: Vec<IndexTask>,
     capacity: usize,
     planner: Planner,
+    launcher: Launcher,
     log: Option<Vec<FlushRecord>>,
-    /// Time spent deciding what runs: planning (memo lookup or analysis), cuts, and building
-    /// fused tasks; execution excluded.
+    /// Time spent deciding what runs: planning (memo lookup or analysis), cuts, and
+    /// launch plans; execution excluded.
     analysis: std::time::Duration,
 }
 
-/// Buffers and fuses tasks in front of a backend; the [`Executor`] a `Context` talks to.
-pub struct Runtime<B: Backend> {
-    backend: Arc<B>,
+/// Buffers and fuses tasks in front of a backend and hands it launch plans; the [`Executor`]
+/// a `Context` talks to.
+pub struct Runtime {
+    backend: Arc<dyn Backend>,
     config: FusionConfig,
+    jit: Option<Arc<Jit>>,
     window: Mutex<Window>,
 }
 
-impl<B: Backend> Runtime<B> {
+impl Runtime {
     /// A runtime in front of `backend`.
-    pub fn new(backend: Arc<B>, config: FusionConfig) -> Self {
-        let capacity = config.window.unwrap_or(ADAPTIVE_START).max(1);
+    pub fn new(backend: Arc<dyn Backend>, config: RuntimeConfig) -> Self {
+        let fusion = config.fusion;
+        let capacity = fusion.window.unwrap_or(ADAPTIVE_START).max(1);
+        let launcher = Launcher::new(
+            backend.name(),
+            backend.machine(),
+            config.jit.clone(),
+            config.placement,
+        );
         Runtime {
             backend,
-            config,
+            config: fusion,
+            jit: config.jit,
             window: Mutex::new(Window {
                 tasks: Vec::new(),
                 capacity,
                 planner: Planner::new(),
+                launcher,
                 log: None,
                 analysis: std::time::Duration::ZERO,
             }),
@@ -113,8 +146,18 @@ impl<B: Backend> Runtime<B> {
     }
 
     /// The backend behind the runtime.
-    pub fn backend(&self) -> &Arc<B> {
+    pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The backend's counters.
+    pub fn stats(&self) -> BackendStats {
+        self.backend.stats()
+    }
+
+    /// The kernel compiler, if any.
+    pub fn jit(&self) -> Option<&Arc<Jit>> {
+        self.jit.as_ref()
     }
 
     /// The fusion settings.
@@ -173,12 +216,14 @@ impl<B: Backend> Runtime<B> {
             memoized = plan.memoized,
             "planned"
         );
-        // What runs now: (number of tasks, temporaries) per group, in order.
-        let runs: Vec<(usize, Vec<StoreId>)> = match plan.groups.as_slice() {
+        // What runs now: (number of tasks, temporaries, template key) per group, in order.
+        let key = |group: usize| plan.shape.map(|shape| TemplateKey::Group { shape, group });
+        let runs: Vec<(usize, Vec<StoreId>, Option<TemplateKey>)> = match plan.groups.as_slice() {
             [.., _last] if keep_tail && plan.groups.len() > 1 => plan.groups
                 [..plan.groups.len() - 1]
                 .iter()
-                .map(|g| (g.tasks.len(), g.temporaries.clone()))
+                .enumerate()
+                .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
                 .collect(),
             [_single] if keep_tail => {
                 if self.config.window.is_none() && window.capacity < ADAPTIVE_MAX {
@@ -192,41 +237,27 @@ impl<B: Backend> Runtime<B> {
                 // The window cannot grow: run a prefix, cut where the fewest values produced
                 // inside it are still needed after it (they must be materialized).
                 let cut = cheapest_cut(&window.tasks, window.tasks.len() / 2, &held);
-                vec![(cut, temporaries(&window.tasks, cut, &held))]
+                let cut_key = plan.shape.map(|shape| TemplateKey::Cut { shape });
+                vec![(cut, temporaries(&window.tasks, cut, &held), cut_key)]
             }
             groups => groups
                 .iter()
-                .map(|g| (g.tasks.len(), g.temporaries.clone()))
+                .enumerate()
+                .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
                 .collect(),
         };
         window.analysis += deciding.elapsed();
-        let run_len: usize = runs.iter().map(|(len, _)| len).sum();
+        let run_len: usize = runs.iter().map(|(len, _, _)| len).sum();
         let mut tasks: Vec<IndexTask> = window.tasks.drain(..run_len).collect();
         let mut executed = Vec::with_capacity(runs.len());
-        let issued: Vec<String> = tasks.iter().map(|t| t.kind().name().to_string()).collect();
+        let issued: Option<Vec<String>> = window
+            .log
+            .is_some()
+            .then(|| tasks.iter().map(|t| t.kind().name().to_string()).collect());
         let mut result = Ok(());
-        for (len, temporaries) in runs {
+        for (len, temporaries, key) in runs {
             let members: Vec<IndexTask> = tasks.drain(..len).collect();
-            let outcome = if members.len() == 1 && temporaries.is_empty() {
-                let mut members = members;
-                match members.pop() {
-                    Some(task) => {
-                        executed.push(task.kind().name().to_string());
-                        self.backend.execute(task)
-                    }
-                    None => Ok(()),
-                }
-            } else {
-                let building = std::time::Instant::now();
-                let fused = FusedTask::new(members, temporaries);
-                window.analysis += building.elapsed();
-                executed.push(format!(
-                    "{} (temporaries: {})",
-                    fused.name(),
-                    fused.temporaries().len()
-                ));
-                self.backend.execute_fused(fused)
-            };
+            let outcome = self.launch(window, key, members, &temporaries, &mut executed);
             if let Err(e) = outcome {
                 // Later tasks may depend on the failed one: drop them with it.
                 tracing::warn!(
@@ -239,27 +270,56 @@ impl<B: Backend> Runtime<B> {
                 break;
             }
         }
-        if let Some(log) = window.log.as_mut() {
+        if let (Some(log), Some(issued)) = (window.log.as_mut(), issued) {
             log.push(FlushRecord { issued, executed });
         }
         result
     }
+
+    /// Plans one group and has the backend run it; records what ran when logging.
+    fn launch(
+        &self,
+        window: &mut Window,
+        key: Option<TemplateKey>,
+        tasks: Vec<IndexTask>,
+        temporaries: &[StoreId],
+        executed: &mut Vec<String>,
+    ) -> Result<(), IrError> {
+        let building = std::time::Instant::now();
+        let plan: LaunchPlan = window.launcher.plan(key, tasks, temporaries)?;
+        window.analysis += building.elapsed();
+        if window.log.is_some() {
+            let t = plan.template();
+            executed.push(if t.constituents() == 1 && t.temporaries() == 0 {
+                t.name().to_string()
+            } else {
+                format!("{} (temporaries: {})", t.name(), t.temporaries())
+            });
+        }
+        self.backend.execute(plan)
+    }
 }
 
-impl<B: Backend> Executor for Runtime<B> {
+impl Executor for Runtime {
     fn name(&self) -> &str {
         self.backend.name()
     }
 
     fn processors(&self) -> usize {
-        self.backend.processors()
+        self.backend.machine().cpus()
     }
 
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {
-        if !self.config.enabled {
-            return self.backend.execute(task);
-        }
         let mut window = self.lock();
+        if !self.config.enabled {
+            let key = TemplateKey::Task {
+                kind: task.kind().id(),
+            };
+            // The window's lock stays held, so tasks from several threads run in the order
+            // they were accepted.
+            let plan = window.launcher.plan(Some(key), vec![task], &[])?;
+            return self.backend.execute(plan);
+        }
         window.tasks.push(task);
         if window.tasks.len() >= window.capacity {
             self.drain(&mut window, true)?;
@@ -284,7 +344,7 @@ impl<B: Backend> Executor for Runtime<B> {
     }
 }
 
-impl<B: Backend> Drop for Runtime<B> {
+impl Drop for Runtime {
     fn drop(&mut self) {
         let mut window = self.lock();
         if let Err(e) = self.drain(&mut window, false) {

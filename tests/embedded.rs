@@ -48,6 +48,18 @@ pub fn ctx(procs: usize) -> Context {
     .expect("embedded backend starts")
 }
 
+/// A context that runs every task unfused on `backend` (so tests can also call the backend
+/// directly).
+pub fn unfused(backend: std::sync::Arc<diffuse::EmbeddedBackend>) -> Context {
+    Context::new(std::sync::Arc::new(diffuse::Runtime::new(
+        backend,
+        diffuse::RuntimeConfig {
+            fusion: diffuse::FusionConfig::off(),
+            ..Default::default()
+        },
+    )))
+}
+
 /// `len` deterministic values in `[-magnitude, magnitude)` with full 53-bit mantissas (from
 /// a splitmix64 stream of `seed`), so any change of operand or evaluation order shows in the
 /// bits.

@@ -10,7 +10,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::sync::Arc;
 
-use diffuse::EmbeddedConfig;
+use diffuse::{EmbeddedConfig, RuntimeConfig};
 use diffuse_array::{s, Array, ArrayContext};
 use diffuse_jit::Jit;
 
@@ -47,13 +47,16 @@ fn stream(crit: &mut Criterion) {
     });
     let jit = Arc::new(Jit::new());
     let cx = ArrayContext::new(
-        diffuse::embedded(EmbeddedConfig {
-            // The default adaptive window: the read-back flushes both tasks, the handle of
-            // `c * 3.0` already gone, so they fuse with it as a temporary. A blocking JIT, so
-            // every timed iteration runs the compiled kernel.
-            jit: Some(Arc::clone(&jit)),
-            ..Default::default()
-        })
+        // The default adaptive window: the read-back flushes both tasks, the handle of
+        // `c * 3.0` already gone, so they fuse with it as a temporary. A blocking JIT, so
+        // every timed iteration runs the compiled kernel.
+        diffuse::embedded_with(
+            EmbeddedConfig::default(),
+            RuntimeConfig {
+                jit: Some(Arc::clone(&jit)),
+                ..Default::default()
+            },
+        )
         .expect("embedded backend starts"),
     );
     let b = Array::from_vec(&cx, &[N as i64], b).expect("b");

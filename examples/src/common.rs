@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement};
+use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, MapplePlacement, RuntimeConfig};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
-use diffuse_jit::{CompileMode, GpuJit, Jit, JitStats};
+use diffuse_jit::{CompileMode, Jit, JitStats};
 use serde::Serialize;
 
 /// An on/off command-line setting (`--fusion`, `--jit`).
@@ -21,7 +21,6 @@ pub enum Switch {
     Off,
 }
 
-/// Which backend executes the tasks. Only `embedded` exists until the Legion backend lands.
 /// The `--jit` setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -44,11 +43,14 @@ impl JitMode {
     }
 }
 
+/// Which backend executes the tasks.
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     /// The in-process worker pool.
     Embedded,
+    /// The Legion runtime (not built yet: choosing it is an error saying so).
+    Legion,
 }
 
 /// Flags every application accepts.
@@ -68,8 +70,9 @@ pub struct AppArgs {
     /// native kernels only.
     #[arg(long, value_enum, default_value_t = JitMode::On)]
     pub jit: JitMode,
-    /// Run compiled fused kernels on the GPU (copying sub-stores to and from it); without a
-    /// GPU the run warns and stays on the CPU.
+    /// Prefer GPUs for every task (a shorthand for the mapper `Task * GPU,CPU;`; compiled
+    /// fused kernels run there, copying sub-stores to and from it); without a GPU the run
+    /// warns and stays on the CPU.
     #[arg(long)]
     pub gpu: bool,
     /// With `--jit on`: wait after the warm-up until background compiles are done, so the
@@ -109,16 +112,15 @@ pub struct AppArgs {
     pub json: bool,
 }
 
-/// A running diffuse instance: the context libraries use and the backend's counters.
+/// A running diffuse instance: the context libraries use and the runtime's counters.
 pub struct Runtime {
     /// What applications and libraries submit to.
     pub ctx: Context,
     /// The array library on `ctx`.
     pub arrays: ArrayContext,
-    /// The backend, for statistics.
-    pub backend: Arc<EmbeddedBackend>,
-    /// The window and fusion in front of the backend.
-    pub fusion: Arc<diffuse::Runtime<EmbeddedBackend>>,
+    /// The window, fusion and launch plans in front of the backend, and the backend's
+    /// counters.
+    pub runtime: Arc<diffuse::Runtime>,
     /// Whether to print the warm-up iteration's streams.
     streams: bool,
     /// The Mapple placement, when `--mapper` gave one.
@@ -178,42 +180,57 @@ impl Runtime {
             "--procs {procs} must be a multiple of --nodes {}",
             args.nodes
         );
-        let mapple = match &args.mapper {
-            Some(file) => {
+        let backend = diffuse::start_backend(&match args.backend {
+            Backend::Embedded => BackendConfig::Embedded(EmbeddedConfig {
+                procs: Some(procs),
+                strip_bytes: args.strip_bytes,
+                nodes: args.nodes,
+                ..Default::default()
+            }),
+            Backend::Legion => BackendConfig::Legion,
+        })?;
+        let machine = backend.machine();
+        let mapple = match (&args.mapper, args.gpu) {
+            (Some(_), true) => anyhow::bail!(
+                "--gpu is a shorthand for a mapper that prefers GPUs; with --mapper, say so in \
+                 the mapper (Task * GPU,CPU;)"
+            ),
+            (Some(file), false) => {
                 let source = std::fs::read_to_string(file)
                     .with_context(|| format!("reading the mapper {}", file.display()))?;
                 Some(Arc::new(MapplePlacement::new(
                     &file.display().to_string(),
                     &source,
-                    args.nodes,
-                    procs / args.nodes,
+                    machine.mapple_machine(),
                     args.mapper_log,
                 )?))
             }
-            None => None,
+            (None, true) => {
+                if machine.gpus_per_node == 0 {
+                    eprintln!("warning: no GPU on this machine: fused kernels run on the CPU");
+                }
+                Some(Arc::new(MapplePlacement::prefer_gpus(
+                    machine.mapple_machine(),
+                )?))
+            }
+            (None, false) => None,
         };
-        let backend = Arc::new(EmbeddedBackend::new(EmbeddedConfig {
-            procs: Some(procs),
-            strip_bytes: args.strip_bytes,
-            nodes: args.nodes,
-            placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
+        let config = RuntimeConfig {
+            fusion: FusionConfig {
+                enabled: args.fusion == Switch::On,
+                window: args.window,
+            },
             jit: args.jit.jit(),
-            gpu: args.gpu.then(|| Arc::new(GpuJit::new())),
-            ..Default::default()
-        })?);
-        let config = FusionConfig {
-            enabled: args.fusion == Switch::On,
-            window: args.window,
+            placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
         };
-        let jit_at_start = backend.jit().map(|j| j.stats()).unwrap_or_default();
-        let fusion = Arc::new(diffuse::Runtime::new(backend.clone(), config));
-        let ctx = Context::new(fusion.clone());
+        let jit_at_start = config.jit.as_ref().map(|j| j.stats()).unwrap_or_default();
+        let runtime = Arc::new(diffuse::Runtime::new(backend, config));
+        let ctx = Context::new(runtime.clone());
         let arrays = ArrayContext::new(ctx.clone());
         Ok(Runtime {
             ctx,
             arrays,
-            backend,
-            fusion,
+            runtime,
             streams: args.streams,
             mapple,
             jit_wait: args.jit_wait,
@@ -223,21 +240,21 @@ impl Runtime {
 
     /// Reads the counters now.
     pub fn counters(&self) -> Counters {
-        let stats = self.fusion.planner_stats();
+        let stats = self.runtime.planner_stats();
         Counters {
             at: Instant::now(),
             issued: self.ctx.tasks_submitted(),
-            executed: self.backend.tasks_executed(),
+            executed: self.runtime.stats().tasks_executed,
             analysed: stats.analysed,
             replayed: stats.replayed,
-            analysis_seconds: self.fusion.analysis_seconds(),
+            analysis_seconds: self.runtime.analysis_seconds(),
             rss_bytes: resident_bytes(),
         }
     }
 
     /// Prints recorded flushes: each issued stream next to what executed.
     pub fn print_streams(&self) {
-        for (i, flush) in self.fusion.take_stream_log().iter().enumerate() {
+        for (i, flush) in self.runtime.take_stream_log().iter().enumerate() {
             eprintln!(
                 "flush {i}: issued {} tasks, executed {}",
                 flush.issued.len(),
@@ -262,19 +279,19 @@ impl Runtime {
         mut step: impl FnMut() -> anyhow::Result<()>,
     ) -> anyhow::Result<Measurement> {
         self.ctx.flush_window()?;
-        self.fusion.record_streams(self.streams);
+        self.runtime.record_streams(self.streams);
         let start = Instant::now();
         step()?;
         self.ctx.flush_window()?;
         let warmup_seconds = start.elapsed().as_secs_f64();
         let waiting = Instant::now();
-        if let Some(jit) = self.backend.jit().filter(|_| self.jit_wait) {
+        if let Some(jit) = self.runtime.jit().filter(|_| self.jit_wait) {
             jit.wait_idle();
         }
         let compile_wait_seconds = waiting.elapsed().as_secs_f64();
         if self.streams {
             self.print_streams();
-            self.fusion.record_streams(false);
+            self.runtime.record_streams(false);
         }
         if let Some(mapple) = &self.mapple {
             // Decisions of the warm-up only (the log is opt-in: `--mapper-log`).
@@ -284,7 +301,7 @@ impl Runtime {
             }
         }
 
-        self.backend.memory().reset_peak();
+        self.runtime.backend().reset_peak_memory();
         let before = self.counters();
         // Each iteration ends with a flush, as the warm-up does: windows then never span
         // iterations, so every timed iteration replays the warm-up's plans and kernels (and
@@ -302,7 +319,7 @@ impl Runtime {
             compile_wait_seconds,
             iteration_seconds,
             iters,
-            peak_store_bytes: self.backend.memory().peak_bytes(),
+            peak_store_bytes: self.runtime.stats().peak_store_bytes as usize,
             counters: (before, after),
         })
     }
@@ -324,7 +341,7 @@ impl Runtime {
             fusion: args.fusion,
             n: args.n,
             iters: m.iters,
-            procs: self.backend.procs(),
+            procs: self.runtime.backend().machine().cpus(),
             seconds_per_iter: per(after.at.duration_since(before.at).as_secs_f64()),
             warmup_seconds: m.warmup_seconds,
             compile_wait_seconds: m.compile_wait_seconds,
@@ -337,8 +354,8 @@ impl Runtime {
             compile_seconds: self.jit_stats().compile_seconds - self.jit_at_start.compile_seconds,
             kernels_compiled: self.jit_stats().kernels_compiled
                 - self.jit_at_start.kernels_compiled,
-            compiled_points: self.backend.compiled_points(),
-            gpu_points: self.backend.gpu_points(),
+            compiled_points: self.runtime.stats().compiled_points,
+            gpu_points: self.runtime.stats().gpu_points,
             memo_hits: after.replayed - before.replayed,
             memo_misses: after.analysed - before.analysed,
             analysis_seconds_per_iter: per(after.analysis_seconds - before.analysis_seconds),
@@ -350,7 +367,7 @@ impl Runtime {
     }
 
     fn jit_stats(&self) -> JitStats {
-        self.backend.jit().map_or(self.jit_at_start, |j| j.stats())
+        self.runtime.jit().map_or(self.jit_at_start, |j| j.stats())
     }
 }
 
@@ -358,7 +375,7 @@ impl Drop for Runtime {
     /// Lets background compilations finish: a compile thread still inside MLIR when the
     /// process exits would abort it.
     fn drop(&mut self) {
-        if let Some(jit) = self.backend.jit() {
+        if let Some(jit) = self.runtime.jit() {
             jit.wait_idle();
         }
     }

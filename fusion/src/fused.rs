@@ -17,8 +17,7 @@ pub struct FusedArg {
     pub store: StoreRef,
     /// The partition every constituent accessing it through this argument uses.
     pub partition: Partition,
-    /// The union of the constituents' accesses: a read followed by a write is `ReadWrite`; a
-    /// write first (writes overwrite their whole sub-store) stays `Write`.
+    /// The constituents' accesses combined in program order ([`Privilege::then`]).
     pub privilege: Privilege,
 }
 
@@ -47,7 +46,7 @@ impl FusedTask {
             match index.get(&(id, arg.partition.clone())) {
                 Some(&i) => {
                     let merged = &mut args[i].privilege;
-                    *merged = union(*merged, arg.privilege);
+                    *merged = merged.then(arg.privilege);
                 }
                 None => {
                     index.insert((id, arg.partition.clone()), args.len());
@@ -111,16 +110,5 @@ impl fmt::Debug for FusedTask {
             self.launch_domain,
             self.temporaries
         )
-    }
-}
-
-/// The privilege of two successive accesses through one partition.
-fn union(first: Privilege, then: Privilege) -> Privilege {
-    match (first, then) {
-        (a, b) if a == b => a,
-        (Privilege::Write, _) => Privilege::Write,
-        (Privilege::Read, b) if b.writes() => Privilege::ReadWrite,
-        (Privilege::Read, _) => Privilege::Read,
-        _ => Privilege::ReadWrite,
     }
 }

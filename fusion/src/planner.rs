@@ -29,6 +29,9 @@ pub struct Plan {
     pub groups: Vec<Group>,
     /// True when the decision was replayed from the memo instead of analysed.
     pub memoized: bool,
+    /// The memo entry the decision belongs to: equal for every window of the same canonical
+    /// form until the memo is cleared, never reused after (`None` without memoization).
+    pub shape: Option<u64>,
 }
 
 /// One group of a decision in canonical terms: stores as canonical numbers.
@@ -43,6 +46,7 @@ struct CanonicalGroup {
 /// The decision for a window in canonical terms.
 #[derive(Clone, Debug)]
 struct Decision {
+    id: u64,
     groups: Vec<CanonicalGroup>,
 }
 
@@ -61,6 +65,7 @@ pub struct Planner {
     memo: HashMap<CanonicalKey, Decision>,
     stats: PlannerStats,
     memoize: bool,
+    next_id: u64,
 }
 
 /// Decisions kept at most; the memo is cleared when it grows past this (solver loops repeat a
@@ -99,7 +104,10 @@ impl Planner {
             return replay(decision, &canonical.stores);
         }
         self.stats.analysed += 1;
-        let plan = analyse(window, held);
+        let mut plan = analyse(window, held);
+        let id = self.next_id;
+        self.next_id += 1;
+        plan.shape = Some(id);
         let position: HashMap<StoreId, usize> = canonical
             .stores
             .iter()
@@ -107,6 +115,7 @@ impl Planner {
             .map(|(i, &s)| (s, i))
             .collect();
         let decision = Decision {
+            id,
             groups: plan
                 .groups
                 .iter()
@@ -145,6 +154,7 @@ pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
     Plan {
         groups,
         memoized: false,
+        shape: None,
     }
 }
 
@@ -169,5 +179,6 @@ fn replay(decision: &Decision, stores: &[StoreId]) -> Plan {
     Plan {
         groups,
         memoized: true,
+        shape: Some(decision.id),
     }
 }

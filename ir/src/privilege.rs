@@ -50,6 +50,19 @@ impl Privilege {
     pub fn mutates(self) -> bool {
         !matches!(self, Privilege::Read)
     }
+
+    /// The privilege of one argument that stands for this access followed by `later` (a
+    /// fused task's argument for two constituents' accesses): equal accesses stay; a write
+    /// first overwrites the whole sub-store, so it stays `Write`; reads followed by reads stay
+    /// `Read`; anything else both observes and changes values, `ReadWrite`.
+    pub fn then(self, later: Privilege) -> Privilege {
+        match (self, later) {
+            (a, b) if a == b => a,
+            (Privilege::Write, _) => Privilege::Write,
+            (Privilege::Read, b) if !b.mutates() => Privilege::Read,
+            _ => Privilege::ReadWrite,
+        }
+    }
 }
 
 impl fmt::Display for Privilege {

@@ -420,12 +420,25 @@ impl Mapper {
         point: &[i64],
         launch: &[i64],
     ) -> Result<Processor, MappleError> {
-        let single = launch.is_empty();
-        let name = match constituents.first() {
-            Some(first) if self.explicit_map_for(fused, single).is_none() => *first,
-            _ => fused,
-        };
+        let name = self.fused_name(fused, constituents, launch.is_empty());
         self.place(name, point, launch)
+    }
+
+    /// The name every decision about the fused task `fused` made of `constituents` is taken
+    /// under: `fused` when a map statement (`SingleTaskMap` with `single`, else
+    /// `IndexTaskMap`) names it explicitly, else the first constituent (`fused` itself when
+    /// there are none). [`Mapper::place_fused`] places by it; processor kinds, memories and
+    /// layouts of fused tasks follow it too.
+    pub fn fused_name<'a>(
+        &self,
+        fused: &'a str,
+        constituents: &[&'a str],
+        single: bool,
+    ) -> &'a str {
+        match constituents.first() {
+            Some(first) if self.explicit_map_for(fused, single).is_none() => first,
+            _ => fused,
+        }
     }
 
     /// Calls function `func` as a mapping function for point `point` of `launch`, whatever

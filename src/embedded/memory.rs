@@ -21,7 +21,7 @@ const ALIGN: usize = 64;
 /// Bytes of store data currently allocated and the high-water mark (element bytes, not
 /// counting alignment padding or cached free buffers).
 #[derive(Default, Debug)]
-pub struct MemoryStats {
+pub(crate) struct MemoryStats {
     current: AtomicUsize,
     peak: AtomicUsize,
 }

@@ -1,53 +1,44 @@
-//! The embedded backend: executes index tasks in-process on a pool of worker processors.
+//! The embedded backend: executes launch plans in-process on a pool of worker processors.
 //!
 //! Stores live in host buffers attached to the IR stores themselves (freed when the last
-//! reference goes). Each index task runs its point tasks in parallel, one processor per
-//! contiguous block of points; `Reduce` arguments get private per-point accumulators that are
-//! folded into the store in point order afterwards, so results never depend on thread timing.
+//! reference goes). A plan's point tasks run in parallel, each on the worker thread of the
+//! processor its placement names (see `execute.rs`); `Reduce` arguments get private per-point
+//! accumulators that are folded into the store in point order afterwards, so results never
+//! depend on thread timing.
 
 mod compiled;
-mod fused;
-mod launch;
+mod execute;
 mod memory;
+mod native;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use diffuse_fusion::FusedTask;
-use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreRef};
-use diffuse_jit::{gpu_available, GpuJit, Jit};
+use diffuse_backend::{Backend, BackendStats, LaunchPlan, MachineShape};
+use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
+use diffuse_jit::gpu_available;
 
-use diffuse_ir::with_element_type;
-pub use memory::MemoryStats;
-use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer};
+use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats};
 
-/// Settings of an embedded runtime: the backend's, and the window and fusion in front of it.
+/// Settings of the embedded backend.
 #[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
     /// Number of worker processors; `None` means one per available core.
     pub procs: Option<usize>,
     /// Most bytes of freed store buffers kept for reuse by later stores of the same size.
     pub buffer_cache_bytes: usize,
-    /// Task buffering and fusion (used by [`crate::embedded()`]; the backend alone ignores it).
-    pub fusion: crate::FusionConfig,
     /// Nodes the processors are grouped into (`procs` must be a multiple): the machine a
-    /// mapper sees is `nodes x (procs / nodes)`.
+    /// mapper sees is `nodes x (procs / nodes)` CPUs (and as many OpenMP processors, run by
+    /// the same workers), plus one GPU per node when the process has a usable GPU.
     pub nodes: usize,
-    /// Where each point task runs: `None` cuts launches into contiguous blocks, one per
-    /// processor; a [`crate::Placement`] (e.g. a Mapple mapper) decides per point.
-    pub placement: Option<Arc<dyn crate::Placement>>,
     /// Working-set bytes of one strip when a fused element-wise task runs strip by strip
     /// (default 1 MiB: the strip's rows of every store the task touches stay in a core's L2
     /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
     pub strip_bytes: usize,
-    /// The kernel compiler for fused tasks: `None` runs every task's native variants. The
-    /// default is the process-wide [`Jit::shared`] (compiling on first use), so kernels
-    /// compiled once serve every runtime in the process.
-    pub jit: Option<Arc<Jit>>,
-    /// Run fused tasks' compiled kernels on the GPU (with the CPU JIT on): `None` keeps them
-    /// on the CPU. Without a usable GPU, or when a kernel cannot be built or launched there,
-    /// the backend warns once and runs the CPU kernel instead.
-    pub gpu: Option<Arc<GpuJit>>,
+    /// A launch whose stores hold at most this many bytes in all, placed by default (no
+    /// mapper), runs on the submitting thread: waking the workers costs more than it saves
+    /// (default 256 KiB).
+    pub inline_bytes: usize,
 }
 
 impl Default for EmbeddedConfig {
@@ -55,12 +46,9 @@ impl Default for EmbeddedConfig {
         EmbeddedConfig {
             procs: None,
             buffer_cache_bytes: 4 << 30,
-            fusion: crate::FusionConfig::default(),
             nodes: 1,
-            placement: None,
             strip_bytes: 1 << 20,
-            jit: Some(Jit::shared()),
-            gpu: None,
+            inline_bytes: 256 << 10,
         }
     }
 }
@@ -69,18 +57,19 @@ impl Default for EmbeddedConfig {
 pub struct EmbeddedBackend {
     pool: rayon::ThreadPool,
     procs: usize,
+    nodes: usize,
     stats: Arc<MemoryStats>,
     cache: Arc<BufferCache>,
     strip_bytes: usize,
-    placement: Option<Arc<dyn crate::Placement>>,
+    inline_bytes: usize,
+    /// Whether the process has a usable GPU (points placed on GPUs launch there).
+    gpu: bool,
     strip_points: AtomicU64,
-    jit: Option<Arc<Jit>>,
-    gpu: Option<Arc<GpuJit>>,
     compiled_points: AtomicU64,
     gpu_points: AtomicU64,
     tasks_executed: AtomicU64,
     points_executed: AtomicU64,
-    /// Serializes tasks and host copies submitted from different application threads.
+    /// Serializes plans and host copies submitted from different application threads.
     order: Mutex<()>,
 }
 
@@ -117,22 +106,13 @@ impl EmbeddedBackend {
         Ok(EmbeddedBackend {
             pool,
             procs,
+            nodes: config.nodes,
             stats: Arc::new(MemoryStats::default()),
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             strip_bytes: config.strip_bytes.max(1),
-            placement: config.placement,
+            inline_bytes: config.inline_bytes,
+            gpu: gpu_available().is_ok(),
             strip_points: AtomicU64::new(0),
-            jit: config.jit,
-            gpu: config.gpu.filter(|_| match gpu_available() {
-                Ok(info) => {
-                    tracing::info!("fused kernels run on the GPU: {info:?}");
-                    true
-                }
-                Err(reason) => {
-                    tracing::warn!("no GPU ({reason}): fused kernels run on the CPU");
-                    false
-                }
-            }),
             compiled_points: AtomicU64::new(0),
             gpu_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
@@ -141,49 +121,9 @@ impl EmbeddedBackend {
         })
     }
 
-    /// Number of worker processors.
-    pub fn procs(&self) -> usize {
-        self.procs
-    }
-
-    /// Store memory accounting (current and peak bytes).
-    pub fn memory(&self) -> &Arc<MemoryStats> {
-        &self.stats
-    }
-
-    /// Number of index tasks executed so far.
-    pub fn tasks_executed(&self) -> u64 {
-        self.tasks_executed.load(Ordering::Relaxed)
-    }
-
-    /// Number of fused point tasks that ran strip by strip so far.
-    pub fn strip_points(&self) -> u64 {
-        self.strip_points.load(Ordering::Relaxed)
-    }
-
-    /// Point tasks of fused tasks that ran a JIT-compiled kernel.
-    pub fn compiled_points(&self) -> u64 {
-        self.compiled_points.load(Ordering::Relaxed)
-    }
-
-    /// Point tasks of fused tasks that ran a compiled kernel on the GPU.
-    pub fn gpu_points(&self) -> u64 {
-        self.gpu_points.load(Ordering::Relaxed)
-    }
-
-    /// The kernel compiler in use, if any.
-    pub fn jit(&self) -> Option<&Arc<Jit>> {
-        self.jit.as_ref()
-    }
-
-    /// Number of point tasks executed so far.
-    pub fn points_executed(&self) -> u64 {
-        self.points_executed.load(Ordering::Relaxed)
-    }
-
-    /// Bytes of freed store buffers currently cached for reuse.
-    pub fn cached_bytes(&self) -> usize {
-        self.cache.cached_bytes()
+    /// Processors per node.
+    fn procs_per_node(&self) -> usize {
+        (self.procs / self.nodes.max(1)).max(1)
     }
 
     /// The host buffer of `store`, allocated on first use; zero-filled unless that first use
@@ -197,26 +137,6 @@ impl EmbeddedBackend {
         store.allocation(|| {
             HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
         })
-    }
-
-    /// The processor of every point of a launch of `task` when a placement decides (and the
-    /// decisions are recorded with it), or `None` for the default blocks.
-    fn place(
-        &self,
-        task: &str,
-        constituents: &[&str],
-        points: &[diffuse_ir::Point],
-        launch: diffuse_ir::Shape,
-    ) -> Result<Option<Vec<usize>>, IrError> {
-        let Some(placement) = &self.placement else {
-            return Ok(None);
-        };
-        let placed = points
-            .iter()
-            .map(|p| placement.processor(task, constituents, p, launch))
-            .collect::<Result<Vec<_>, _>>()?;
-        placement.record(task, points, &placed);
-        Ok(Some(placed))
     }
 
     /// Fails unless `rect` lies inside `store`.
@@ -238,38 +158,52 @@ impl EmbeddedBackend {
     }
 }
 
-impl crate::Backend for EmbeddedBackend {
-    fn execute_fused(&self, task: FusedTask) -> Result<(), IrError> {
-        let _order = self.lock();
-        fused::run_fused(self, &task)?;
-        self.tasks_executed.fetch_add(1, Ordering::Relaxed);
-        self.points_executed
-            .fetch_add(task.launch_domain().volume() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-impl Executor for EmbeddedBackend {
+impl Backend for EmbeddedBackend {
     fn name(&self) -> &str {
         "embedded"
     }
 
-    fn processors(&self) -> usize {
-        self.procs()
+    fn machine(&self) -> MachineShape {
+        let per_node = self.procs_per_node();
+        MachineShape {
+            nodes: self.nodes,
+            cpus_per_node: per_node,
+            gpus_per_node: usize::from(self.gpu),
+            omps_per_node: per_node,
+        }
     }
 
-    fn execute(&self, task: IndexTask) -> Result<(), IrError> {
+    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
         let _order = self.lock();
-        launch::run(self, &task)?;
+        execute::run(self, &plan)?;
         self.tasks_executed.fetch_add(1, Ordering::Relaxed);
-        self.points_executed
-            .fetch_add(task.launch_domain().volume() as u64, Ordering::Relaxed);
+        self.points_executed.fetch_add(
+            plan.template().launch_domain().volume() as u64,
+            Ordering::Relaxed,
+        );
         Ok(())
     }
 
     fn flush(&self) -> Result<(), IrError> {
-        // Tasks run at submission; there is nothing buffered yet.
+        // Plans run when they are handed over; nothing is buffered here.
         Ok(())
+    }
+
+    fn stats(&self) -> BackendStats {
+        BackendStats {
+            tasks_executed: self.tasks_executed.load(Ordering::Relaxed),
+            points_executed: self.points_executed.load(Ordering::Relaxed),
+            compiled_points: self.compiled_points.load(Ordering::Relaxed),
+            gpu_points: self.gpu_points.load(Ordering::Relaxed),
+            strip_points: self.strip_points.load(Ordering::Relaxed),
+            store_bytes: self.stats.current_bytes() as u64,
+            peak_store_bytes: self.stats.peak_bytes() as u64,
+            cached_bytes: self.cache.cached_bytes() as u64,
+        }
+    }
+
+    fn reset_peak_memory(&self) {
+        self.stats.reset_peak();
     }
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diffuse::{EmbeddedBackend, EmbeddedConfig};
+use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{DType, Executor, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
 
 use crate::{ctx, kind_once, name};
@@ -248,7 +248,7 @@ fn executor_rejects_bad_boxes_lengths_and_types() {
         })
         .unwrap(),
     );
-    let c = diffuse_ir::Context::new(backend.clone());
+    let c = crate::unfused(backend.clone());
     assert_eq!(c.executor_name(), "embedded");
     let x = c.store_from_vec(&[4], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
     let r = x.task_ref();
@@ -313,14 +313,15 @@ fn zero_processors_is_a_backend_error() {
         ..Default::default()
     })
     .unwrap();
-    assert!(b.procs() >= 1);
+    assert!(b.machine().cpus() >= 1);
     assert_eq!(
         EmbeddedBackend::new(EmbeddedConfig {
             procs: Some(3),
             ..Default::default()
         })
         .unwrap()
-        .procs(),
+        .machine()
+        .cpus(),
         3
     );
 }

@@ -51,8 +51,11 @@
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FlushRecord, FusionConfig, Runtime};
-use diffuse_fusion::FusedTask;
+use diffuse::backend::LaunchPlan;
+use diffuse::{
+    Backend, BackendStats, EmbeddedBackend, EmbeddedConfig, FlushRecord, FusionConfig,
+    MachineShape, Runtime, RuntimeConfig,
+};
 use diffuse_ir::{
     for_each_row, Context, DType, Executor, HostData, IndexTask, IrError, KernelError, Partition,
     PointTask, Privilege, ProjComponent, Projection, Rect, ReductionOp, Store, StoreId, StoreRef,
@@ -238,17 +241,30 @@ impl Observed {
     }
 }
 
-impl Executor for Observed {
+impl Backend for Observed {
     fn name(&self) -> &str {
         self.backend.name()
     }
 
-    fn processors(&self) -> usize {
-        self.backend.processors()
+    fn machine(&self) -> MachineShape {
+        self.backend.machine()
     }
 
-    fn execute(&self, task: IndexTask) -> Result<(), IrError> {
-        self.backend.execute(task)
+    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+        let t = plan.template();
+        let fused = t.constituents() > 1 || t.temporaries() > 0;
+        let temporaries = t.temporaries();
+        let reduces = !t.reductions().is_empty();
+        let before = self.backend.stats().compiled_points;
+        let result = self.backend.execute(plan);
+        if fused {
+            self.fused.lock().unwrap().push(FusedRun {
+                temporaries,
+                reduces,
+                compiled_points: self.backend.stats().compiled_points - before,
+            });
+        }
+        result
     }
 
     fn flush(&self) -> Result<(), IrError> {
@@ -262,23 +278,13 @@ impl Executor for Observed {
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
         self.backend.write(store, rect, data)
     }
-}
 
-impl Backend for Observed {
-    fn execute_fused(&self, task: FusedTask) -> Result<(), IrError> {
-        let temporaries = task.temporaries().len();
-        let reduces = task
-            .constituents()
-            .iter()
-            .any(|t| t.args().iter().any(|a| a.privilege.is_reduction()));
-        let before = self.backend.compiled_points();
-        let result = self.backend.execute_fused(task);
-        self.fused.lock().unwrap().push(FusedRun {
-            temporaries,
-            reduces,
-            compiled_points: self.backend.compiled_points() - before,
-        });
-        result
+    fn stats(&self) -> BackendStats {
+        self.backend.stats()
+    }
+
+    fn reset_peak_memory(&self) {
+        self.backend.reset_peak_memory()
     }
 }
 
@@ -287,7 +293,7 @@ impl Backend for Observed {
 struct Rig {
     backend: Arc<EmbeddedBackend>,
     observed: Arc<Observed>,
-    runtime: Arc<Runtime<Observed>>,
+    runtime: Arc<Runtime>,
     ctx: Context,
 }
 
@@ -300,8 +306,6 @@ fn rig(
 ) -> Rig {
     let mut config = EmbeddedConfig {
         procs: Some(procs),
-        fusion,
-        jit,
         ..Default::default()
     };
     if let Some(s) = strip_bytes {
@@ -312,7 +316,14 @@ fn rig(
         backend: backend.clone(),
         fused: Mutex::new(Vec::new()),
     });
-    let runtime = Arc::new(Runtime::new(observed.clone(), fusion));
+    let runtime = Arc::new(Runtime::new(
+        observed.clone(),
+        RuntimeConfig {
+            fusion,
+            jit,
+            placement: None,
+        },
+    ));
     let ctx = Context::new(runtime.clone());
     Rig {
         backend,
@@ -1187,8 +1198,8 @@ fn run_real(
         .map(|h| h.as_ref().map(|s| c.read::<f64>(&s.view()).unwrap()))
         .collect();
     out.submitted = c.tasks_submitted();
-    out.executed = r.backend.tasks_executed();
-    out.strip_points = r.backend.strip_points();
+    out.executed = r.backend.stats().tasks_executed;
+    out.strip_points = r.backend.stats().strip_points;
     out.replayed = r.runtime.planner_stats().replayed;
     out.log = r.runtime.take_stream_log();
     out.fused = r.observed.take_fused();
@@ -1610,7 +1621,7 @@ fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
         bits(&want),
         "fusion off vs the sequential model"
     );
-    assert_eq!(off_rig.backend.tasks_executed(), 6 * iters as u64);
+    assert_eq!(off_rig.backend.stats().tasks_executed, 6 * iters as u64);
     let fused_name = [
         ew_add_kind(),
         ew_add_kind(),
@@ -1627,7 +1638,7 @@ fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
         assert_eq!(bits(&on), bits(&off), "window {window:?}: fusion on vs off");
         assert_eq!(r.ctx.tasks_submitted(), 6 * iters as u64);
         assert_eq!(
-            r.backend.tasks_executed(),
+            r.backend.stats().tasks_executed,
             2 * iters as u64,
             "window {window:?}: executed {:?}",
             r.runtime.take_stream_log()
@@ -1653,7 +1664,7 @@ fn stencil_runs_two_tasks_per_iteration_with_four_temporaries() {
             assert!(stats.replayed > 0, "window 6: {stats:?}");
         }
         // The default strip size holds a whole 6x6 sub-store: no point is cut into strips.
-        assert_eq!(r.backend.strip_points(), 0, "window {window:?}");
+        assert_eq!(r.backend.stats().strip_points, 0, "window {window:?}");
     }
 }
 
@@ -1665,10 +1676,10 @@ fn stencil_in_strips_matches_unfused() {
     for strip_bytes in [8, 64, 256] {
         let (on, r) = run_stencil(n, iters, fused(Some(6)), Some(strip_bytes), None);
         assert!(
-            r.backend.strip_points() > 0,
+            r.backend.stats().strip_points > 0,
             "strip_bytes {strip_bytes}: no point ran in strips"
         );
-        assert_eq!(r.backend.tasks_executed(), 2 * iters as u64);
+        assert_eq!(r.backend.stats().tasks_executed, 2 * iters as u64);
         assert_eq!(
             bits(&on),
             bits(&off),
@@ -1689,13 +1700,13 @@ fn stencil_temporaries_are_never_allocated() {
         // Warm-up iteration, then measure steady state.
         stencil_iteration(&r.ctx, &grid, n, &[2, 2]);
         r.ctx.flush_window().unwrap();
-        r.backend.memory().reset_peak();
+        r.backend.reset_peak_memory();
         for _ in 0..iters {
             stencil_iteration(&r.ctx, &grid, n, &[2, 2]);
         }
         r.ctx.flush_window().unwrap();
         let out = r.ctx.read::<f64>(&grid.view()).unwrap();
-        (r.backend.memory().peak_bytes(), out)
+        (r.backend.stats().peak_store_bytes as usize, out)
     };
     let (peak_off, off) = peak(FusionConfig::off());
     let (peak_on, on) = peak(fused(Some(6)));
@@ -1741,7 +1752,7 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
     let y = c.store_from_vec(&[n], random_data(n as usize, 9)).unwrap();
     let norm = c.store_from_vec(&[], vec![0.0f64]).unwrap();
     c.flush_window().unwrap();
-    r.backend.memory().reset_peak();
+    r.backend.reset_peak_memory();
     let part = |s: &Store| s.view().blocked(launch).unwrap();
     let (z, w, v) = (whole(c, &[n]), whole(c, &[n]), whole(c, &[n]));
     let upper = View::new(
@@ -1784,14 +1795,14 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
     Figure8 {
         v: c.read::<f64>(&v.view()).unwrap(),
         norm: c.read_scalar::<f64>(&norm.view()).unwrap(),
-        peak: r.backend.memory().peak_bytes(),
+        peak: r.backend.stats().peak_store_bytes as usize,
         executed: r
             .runtime
             .take_stream_log()
             .into_iter()
             .flat_map(|f| f.executed)
             .collect(),
-        tasks_executed: r.backend.tasks_executed(),
+        tasks_executed: r.backend.stats().tasks_executed,
         temporaries: temporaries.unwrap_or_default(),
         z: z_id,
     }
@@ -1910,7 +1921,7 @@ fn reductions_of_a_temporary_fold_in_point_order() {
         (
             c.read_scalar::<f64>(&acc.view()).unwrap(),
             log,
-            r.backend.compiled_points(),
+            r.backend.stats().compiled_points,
         )
     };
     // Per-point partial sums (blocks of 8, each folded from the identity -0.0).
@@ -2053,7 +2064,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
             c.write(&x.view(), vec![1.0; n]).unwrap();
             assert_eq!(c.read::<f64>(&x.view()).unwrap(), vec![1.0; n], "{what}");
             assert_eq!(
-                r.backend.strip_points() > 0,
+                r.backend.stats().strip_points > 0,
                 strip_bytes.is_some(),
                 "{what}: strips"
             );
@@ -2077,13 +2088,13 @@ fn fusion_off_executes_every_task_as_submitted() {
     for i in 0..iters {
         stencil_iteration(&r.ctx, &grid, n, &[2, 2]);
         // Nothing is buffered: every task has run by the time it was submitted.
-        assert_eq!(r.backend.tasks_executed(), r.ctx.tasks_submitted());
+        assert_eq!(r.backend.stats().tasks_executed, r.ctx.tasks_submitted());
         assert_eq!(r.ctx.tasks_submitted(), 6 * (i as u64 + 1));
     }
     r.ctx.flush_window().unwrap();
-    assert_eq!(r.backend.tasks_executed(), 6 * iters as u64);
+    assert_eq!(r.backend.stats().tasks_executed, 6 * iters as u64);
     assert_eq!(
-        r.backend.strip_points(),
+        r.backend.stats().strip_points,
         0,
         "unfused tasks never run in strips"
     );
@@ -2125,7 +2136,7 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
         r.runtime.window_size(),
         4 * diffuse::runtime::ADAPTIVE_START
     );
-    assert_eq!(r.backend.tasks_executed(), 1);
+    assert_eq!(r.backend.stats().tasks_executed, 1);
     let want: Vec<f64> = random_data(n, 3)
         .iter()
         .map(|y| (0..40).fold(0.5, |x, _| x + y))
@@ -2144,9 +2155,9 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
         .unwrap();
     }
     assert_eq!(r.runtime.window_size(), max);
-    assert_eq!(r.backend.tasks_executed(), 1 + (600 / max) as u64);
+    assert_eq!(r.backend.stats().tasks_executed, 1 + (600 / max) as u64);
     c.flush_window().unwrap();
-    assert_eq!(r.backend.tasks_executed(), 2 + (600 / max) as u64);
+    assert_eq!(r.backend.stats().tasks_executed, 2 + (600 / max) as u64);
     let want: Vec<f64> = random_data(n, 3)
         .iter()
         .map(|y| (0..640).fold(0.5, |x, _| x + y))
@@ -2167,7 +2178,7 @@ fn stencil_runs_compiled_and_matches_unfused() {
     let jit = Arc::new(Jit::new());
     let (on, r) = run_stencil(n, iters, fused(Some(6)), None, Some(jit.clone()));
     assert_eq!(bits(&on), bits(&off), "JIT on vs fusion off");
-    assert_eq!(r.backend.tasks_executed(), 2 * iters as u64);
+    assert_eq!(r.backend.stats().tasks_executed, 2 * iters as u64);
     let runs = r.observed.take_fused();
     assert_eq!(runs.len(), iters, "one fused task per iteration");
     for (i, run) in runs.iter().enumerate() {
@@ -2177,7 +2188,7 @@ fn stencil_runs_compiled_and_matches_unfused() {
             "iteration {i}: every point of the 2x2 launch"
         );
     }
-    assert_eq!(r.backend.compiled_points(), 4 * iters as u64);
+    assert_eq!(r.backend.stats().compiled_points, 4 * iters as u64);
     let stats = jit.stats();
     assert_eq!(
         (stats.kernels_compiled, stats.compile_failures),
@@ -2204,7 +2215,7 @@ fn a_compile_failure_falls_back_to_native_kernels() {
         );
         let runs = r.observed.take_fused();
         assert_eq!(runs.len(), iters, "runtime {runtime}: fused tasks");
-        assert_eq!(r.backend.compiled_points(), 0, "runtime {runtime}");
+        assert_eq!(r.backend.stats().compiled_points, 0, "runtime {runtime}");
         let stats = jit.stats();
         assert_eq!(
             (stats.kernels_compiled, stats.compile_failures),
@@ -2248,8 +2259,8 @@ fn two_reductions_into_one_store_fold_constituent_by_constituent() {
         let total = c.read_scalar::<f64>(&acc.view()).unwrap();
         (
             total,
-            r.backend.tasks_executed(),
-            r.backend.compiled_points(),
+            r.backend.stats().tasks_executed,
+            r.backend.stats().compiled_points,
         )
     };
     let want = 1e16f64 + 2.0;
@@ -2292,9 +2303,9 @@ fn a_store_overwritten_after_a_read_in_a_fused_task_keeps_the_read_value() {
         binary(&ew_mul_kind(), &d, &t, &t);
         drop(t);
         c.flush_window().unwrap();
-        assert_eq!(r.backend.tasks_executed(), 1, "{what}: not fused");
+        assert_eq!(r.backend.stats().tasks_executed, 1, "{what}: not fused");
         assert_eq!(
-            r.backend.compiled_points(),
+            r.backend.stats().compiled_points,
             if compiles { 2 } else { 0 },
             "{what}"
         );
@@ -2426,9 +2437,9 @@ fn reductions_by_every_operator_run_compiled() {
                 .unwrap();
             }
             c.flush_window().unwrap();
-            assert_eq!(r.backend.tasks_executed(), 1, "{what}: not fused");
+            assert_eq!(r.backend.stats().tasks_executed, 1, "{what}: not fused");
             assert_eq!(
-                r.backend.compiled_points(),
+                r.backend.stats().compiled_points,
                 if compiles { 2 } else { 0 },
                 "{what}"
             );

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use diffuse::{EmbeddedBackend, EmbeddedConfig, MemoryStats};
+use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{Context, DType, IndexTask, IrError, Partition, Privilege, ReductionOp, Tuple};
 
-use crate::{add_kind, reduce_all_kind};
+use crate::{add_kind, reduce_all_kind, unfused};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
     let b = Arc::new(
@@ -16,18 +16,20 @@ fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
         })
         .unwrap(),
     );
-    let c = Context::new(b.clone());
+    let c = unfused(b.clone());
     (b, c)
 }
 
-fn levels(stats: &MemoryStats) -> (usize, usize) {
-    (stats.current_bytes(), stats.peak_bytes())
+/// Current and peak store bytes.
+fn levels(b: &EmbeddedBackend) -> (usize, usize) {
+    let s = b.stats();
+    (s.store_bytes as usize, s.peak_store_bytes as usize)
 }
 
 #[test]
 fn memory_rises_on_first_touch_and_falls_when_the_last_handle_goes() {
     let (b, c) = backend(2);
-    let m = b.memory();
+    let m = &*b;
     assert_eq!(levels(m), (0, 0));
 
     // Creating a store allocates nothing; the first host write does.
@@ -55,9 +57,9 @@ fn memory_rises_on_first_touch_and_falls_when_the_last_handle_goes() {
     let y2 = y.clone();
     let yv = y.view();
     drop(y);
-    assert_eq!(m.current_bytes(), 116);
+    assert_eq!(m.stats().store_bytes, 116);
     drop(y2);
-    assert_eq!(m.current_bytes(), 116);
+    assert_eq!(m.stats().store_bytes, 116);
     assert_eq!(
         c.read::<f64>(&yv).unwrap(),
         vec![0.0; 12],
@@ -66,7 +68,7 @@ fn memory_rises_on_first_touch_and_falls_when_the_last_handle_goes() {
     drop(yv);
     assert_eq!(levels(m), (20, 196));
 
-    m.reset_peak();
+    m.reset_peak_memory();
     assert_eq!(levels(m), (20, 20));
     drop(z);
     assert_eq!(levels(m), (0, 20));
@@ -75,11 +77,11 @@ fn memory_rises_on_first_touch_and_falls_when_the_last_handle_goes() {
 #[test]
 fn task_references_keep_store_memory_alive() {
     let (b, c) = backend(2);
-    let m = b.memory();
+    let m = &*b;
     let x = c.store_from_vec(&[4], vec![1.0; 4]).unwrap();
     let y = c.store_from_vec(&[4], vec![2.0; 4]).unwrap();
     let out = c.create_store(&[4], DType::F64).unwrap();
-    assert_eq!(m.current_bytes(), 64);
+    assert_eq!(m.stats().store_bytes, 64);
     let launch = Tuple::shape(&[2]).unwrap();
     let task = IndexTask::new(&add_kind(), launch)
         .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
@@ -87,19 +89,23 @@ fn task_references_keep_store_memory_alive() {
         .arg(&y, y.view().blocked(launch).unwrap(), Privilege::Read);
     // The application lets go of x; the unsubmitted task still references it.
     drop(x);
-    assert_eq!(m.current_bytes(), 64, "x is still referenced by the task");
+    assert_eq!(
+        m.stats().store_bytes,
+        64,
+        "x is still referenced by the task"
+    );
     let kept = task.clone();
     // Submitting a task naming a store without application handles is refused...
     let err = c.submit(task).unwrap_err();
     assert!(matches!(err, IrError::DeadStore { .. }), "{err}");
     // ...and the refused task's references are gone, but the clone still holds x.
-    assert_eq!(m.current_bytes(), 64);
+    assert_eq!(m.stats().store_bytes, 64);
     drop(kept);
     assert_eq!(levels(m), (32, 64), "x freed with its last task reference");
 
     // A task's output is allocated when the task first touches it, and stays with its handle.
     let x = c.store_from_vec(&[4], vec![3.0; 4]).unwrap();
-    assert_eq!(m.current_bytes(), 64);
+    assert_eq!(m.stats().store_bytes, 64);
     c.submit(
         IndexTask::new(&add_kind(), launch)
             .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
@@ -116,7 +122,7 @@ fn task_references_keep_store_memory_alive() {
 #[test]
 fn reduction_accumulators_are_not_store_memory() {
     let (b, c) = backend(4);
-    let m = b.memory();
+    let m = &*b;
     let a = c.store_from_vec(&[8, 8], vec![1.0; 64]).unwrap();
     let s = c.store_from_vec(&[], vec![0.0]).unwrap();
     assert_eq!(levels(m), (520, 520));
@@ -138,7 +144,7 @@ fn reduction_accumulators_are_not_store_memory() {
 #[test]
 fn peak_tracks_the_maximum_of_a_random_walk() {
     let (b, c) = backend(1);
-    let m = b.memory();
+    let m = &*b;
     let mut live = Vec::new();
     let (mut current, mut peak) = (0usize, 0usize);
     // A deterministic pseudo-random sequence of allocations and drops.
@@ -171,8 +177,8 @@ fn backends_account_separately() {
     let (b2, c2) = backend(1);
     let _x = c1.store_from_vec(&[3], vec![1.0f64; 3]).unwrap();
     let _y = c2.store_from_vec(&[5], vec![1.0f64; 5]).unwrap();
-    assert_eq!(b1.memory().current_bytes(), 24);
-    assert_eq!(b2.memory().current_bytes(), 40);
+    assert_eq!(b1.stats().store_bytes, 24);
+    assert_eq!(b2.stats().store_bytes, 40);
 }
 
 #[test]
@@ -180,7 +186,7 @@ fn empty_stores_count_no_bytes() {
     let (b, c) = backend(1);
     let e = c.create_store(&[0, 5], DType::F64).unwrap();
     assert_eq!(c.read::<f64>(&e.view()).unwrap(), Vec::<f64>::new());
-    assert_eq!(levels(b.memory()), (0, 0));
+    assert_eq!(levels(&b), (0, 0));
 }
 
 /// Fills `view` with `v` through a Write task over `launch`.
@@ -211,10 +217,14 @@ fn recycled_buffers_never_leak_stale_data() {
 
     // First use: a host read.
     dirty(&c);
-    assert_eq!(b.cached_bytes(), 6 * 8 * 8, "the freed buffer is cached");
+    assert_eq!(
+        b.stats().cached_bytes,
+        6 * 8 * 8,
+        "the freed buffer is cached"
+    );
     let s = c.create_store(&[6, 8], DType::F64).unwrap();
     assert_eq!(c.read::<f64>(&s.view()).unwrap(), vec![0.0; 48]);
-    assert_eq!(b.cached_bytes(), 0, "the cached buffer was reused");
+    assert_eq!(b.stats().cached_bytes, 0, "the cached buffer was reused");
     drop(s);
 
     // First use: a partial host write.
@@ -264,14 +274,14 @@ fn the_buffer_cache_respects_its_limit() {
         })
         .unwrap(),
     );
-    let c = Context::new(b.clone());
+    let c = unfused(b.clone());
     let small = c.store_from_vec(&[10], vec![1.0f64; 10]).unwrap();
     let large = c.store_from_vec(&[20], vec![1.0f64; 20]).unwrap();
     drop(small);
-    assert_eq!(b.cached_bytes(), 80);
+    assert_eq!(b.stats().cached_bytes, 80);
     drop(large);
     assert_eq!(
-        b.cached_bytes(),
+        b.stats().cached_bytes,
         80,
         "a 160-byte buffer does not fit a 100-byte cache"
     );

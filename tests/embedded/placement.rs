@@ -4,24 +4,36 @@
 
 use std::sync::Arc;
 
-use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig, MapplePlacement, Placement, Runtime};
+use diffuse::backend::{ProcKind, Processor};
+use diffuse::{
+    BackendConfig, EmbeddedConfig, FusionConfig, MapplePlacement, Placement, RuntimeConfig,
+};
 use diffuse_ir::{Context, IndexTask, IrError, Privilege, Tuple};
+use diffuse_mapper::machine::Machine;
 
 use crate::{add_kind, name};
 
 /// Two nodes of two processors; `source` maps the tasks.
 fn rig(source: &str, fusion: FusionConfig) -> (Context, Arc<MapplePlacement>) {
-    let placement = Arc::new(MapplePlacement::new("test.mapple", source, 2, 2, true).unwrap());
-    let backend = Arc::new(
-        EmbeddedBackend::new(EmbeddedConfig {
-            procs: Some(4),
-            nodes: 2,
+    let backend = BackendConfig::Embedded(EmbeddedConfig {
+        procs: Some(4),
+        nodes: 2,
+        ..Default::default()
+    });
+    let machine = diffuse::start_backend(&backend).unwrap().machine();
+    let placement = Arc::new(
+        MapplePlacement::new("test.mapple", source, machine.mapple_machine(), true).unwrap(),
+    );
+    let runtime = diffuse::start(
+        &backend,
+        RuntimeConfig {
+            fusion,
             placement: Some(placement.clone() as Arc<dyn Placement>),
             ..Default::default()
-        })
-        .unwrap(),
-    );
-    let ctx = Context::new(Arc::new(Runtime::new(backend, fusion)));
+        },
+    )
+    .unwrap();
+    let ctx = Context::new(runtime);
     (ctx, placement)
 }
 
@@ -150,6 +162,15 @@ fn each_point_runs_on_the_processor_the_mapper_picks() {
 // ---------------------------------------------------------------------------------------------
 
 // rust-mappers: begin
+/// GPU `index` of node `node`.
+fn gpu_at(node: i64, index: i64) -> Processor {
+    Processor {
+        kind: ProcKind::Gpu,
+        node: node as usize,
+        index: index as usize,
+    }
+}
+
 /// Figure 3's `block2D` as a Rust placement on a `nodes x per_node` machine.
 #[derive(Debug)]
 struct Block2D {
@@ -162,12 +183,13 @@ impl Placement for Block2D {
         &self,
         _task: &str,
         _constituents: &[&str],
+        _kind: ProcKind,
         point: &diffuse_ir::Point,
         launch: diffuse_ir::Shape,
-    ) -> Result<usize, IrError> {
+    ) -> Result<Processor, IrError> {
         let node = point[0] * self.nodes / launch[0];
         let gpu = point[1] * self.per_node / launch[1];
-        Ok((node * self.per_node + gpu) as usize)
+        Ok(gpu_at(node, gpu))
     }
 }
 
@@ -183,13 +205,14 @@ impl Placement for HierarchicalBlock1D {
         &self,
         _task: &str,
         _constituents: &[&str],
+        _kind: ProcKind,
         point: &diffuse_ir::Point,
         launch: diffuse_ir::Shape,
-    ) -> Result<usize, IrError> {
+    ) -> Result<Processor, IrError> {
         let node = point[0] * self.nodes / launch[0];
         let block = launch[0] / self.nodes;
         let gpu = (point[0] % block) * self.per_node / block;
-        Ok((node * self.per_node + gpu) as usize)
+        Ok(gpu_at(node, gpu))
     }
 }
 
@@ -205,12 +228,13 @@ impl Placement for Cyclic1D {
         &self,
         _task: &str,
         _constituents: &[&str],
+        _kind: ProcKind,
         point: &diffuse_ir::Point,
         _launch: diffuse_ir::Shape,
-    ) -> Result<usize, IrError> {
+    ) -> Result<Processor, IrError> {
         let node = point[0] % self.nodes;
         let gpu = point[0] / self.nodes % self.per_node;
-        Ok((node * self.per_node + gpu) as usize)
+        Ok(gpu_at(node, gpu))
     }
 }
 // rust-mappers: end
@@ -243,8 +267,13 @@ IndexTaskMap cycles cyclic1d;
 #[test]
 fn mapple_mappers_agree_with_their_rust_equivalents() {
     let (nodes, per_node) = (2usize, 4usize);
-    let mapple =
-        MapplePlacement::new("sources.mapple", MAPPLE_MAPPERS, nodes, per_node, false).unwrap();
+    let mapple = MapplePlacement::new(
+        "sources.mapple",
+        MAPPLE_MAPPERS,
+        Machine::uniform(nodes, per_node),
+        false,
+    )
+    .unwrap();
     let (n, p) = (nodes as i64, per_node as i64);
     let cases: [(&str, &dyn Placement, Vec<i64>); 3] = [
         (
@@ -275,16 +304,27 @@ fn mapple_mappers_agree_with_their_rust_equivalents() {
     for (task, rust, launch) in cases {
         let launch = Tuple::shape(&launch).unwrap();
         for point in diffuse_ir::Rect::from_shape(launch).points() {
-            let want = rust.processor(task, &[task], &point, launch).unwrap();
-            let got = mapple.processor(task, &[task], &point, launch).unwrap();
+            let want = rust
+                .processor(task, &[task], ProcKind::Gpu, &point, launch)
+                .unwrap();
+            let got = mapple
+                .processor(task, &[task], ProcKind::Gpu, &point, launch)
+                .unwrap();
             assert_eq!(got, want, "{task} at {point}");
         }
     }
     // Figure 3 on 2 nodes x 2 GPUs: point (2, 3) of (6, 6) is on node 0, GPU 1.
-    let fig3 = MapplePlacement::new("fig3.mapple", MAPPLE_MAPPERS, 2, 2, false).unwrap();
+    let fig3 =
+        MapplePlacement::new("fig3.mapple", MAPPLE_MAPPERS, Machine::uniform(2, 2), false).unwrap();
     let launch = Tuple::shape(&[6, 6]).unwrap();
     let at = fig3
-        .processor("tiles", &["tiles"], &Tuple::new(&[2, 3]).unwrap(), launch)
+        .processor(
+            "tiles",
+            &["tiles"],
+            ProcKind::Gpu,
+            &Tuple::new(&[2, 3]).unwrap(),
+            launch,
+        )
         .unwrap();
-    assert_eq!((at / 2, at % 2), (0, 1));
+    assert_eq!((at.node, at.index), (0, 1));
 }

@@ -153,7 +153,7 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
 
     let mut solver = M::start(&a, &b)?;
     rt.ctx.flush_window()?;
-    rt.fusion.record_streams(args.common.streams);
+    rt.runtime.record_streams(args.common.streams);
     let warmup = Instant::now();
     let maxiter = args.common.iters;
     // The warm-up lasts until a whole stretch between checks planned no new window (every
@@ -194,22 +194,22 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         if iterations == maxiter {
             break;
         }
-        let analysed = rt.fusion.planner_stats().analysed;
+        let analysed = rt.runtime.planner_stats().analysed;
         let settled =
             analysed == analysed_at_check || iterations >= WARMUP_STRETCHES * args.check_every;
         if check && iterations > 0 && timed.is_none() && settled {
             warmup_iters = iterations;
             warmup_seconds = warmup.elapsed().as_secs_f64();
             let waiting = Instant::now();
-            if let Some(jit) = rt.backend.jit().filter(|_| args.common.jit_wait) {
+            if let Some(jit) = rt.runtime.jit().filter(|_| args.common.jit_wait) {
                 jit.wait_idle();
             }
             compile_wait_seconds = waiting.elapsed().as_secs_f64();
             if args.common.streams {
                 rt.print_streams();
-                rt.fusion.record_streams(false);
+                rt.runtime.record_streams(false);
             }
-            rt.backend.memory().reset_peak();
+            rt.runtime.backend().reset_peak_memory();
             let start = rt.counters();
             timed = Some((start, (iterations, start)));
             interval = Instant::now();
@@ -246,7 +246,7 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         compile_wait_seconds,
         iteration_seconds,
         iters: timed_iters,
-        peak_store_bytes: rt.backend.memory().peak_bytes(),
+        peak_store_bytes: rt.runtime.stats().peak_store_bytes as usize,
         counters: (start, end),
     };
     let mut record = rt.record(M::NAME, &args.common, m, true_residual);

@@ -50,6 +50,7 @@ pub const JIT_PROCS: usize = 4;
 /// native kernels only (`jit: None`), so their results stay bitwise those of the model.
 pub fn fresh_cx(procs: usize) -> ArrayContext {
     let defaults = diffuse::EmbeddedConfig::default();
+    let runtime = diffuse::RuntimeConfig::default();
     let (fusion, strip_bytes) = match procs % 4 {
         1 | 3 => (
             diffuse::FusionConfig {
@@ -59,16 +60,21 @@ pub fn fresh_cx(procs: usize) -> ArrayContext {
             64,
         ),
         2 => (diffuse::FusionConfig::off(), defaults.strip_bytes),
-        _ => (defaults.fusion, defaults.strip_bytes),
+        _ => (runtime.fusion, defaults.strip_bytes),
     };
     ArrayContext::new(
-        diffuse::embedded(diffuse::EmbeddedConfig {
-            procs: Some(procs),
-            fusion,
-            strip_bytes,
-            jit: (procs == JIT_PROCS).then(|| std::sync::Arc::new(diffuse_jit::Jit::new())),
-            ..defaults
-        })
+        diffuse::embedded_with(
+            diffuse::EmbeddedConfig {
+                procs: Some(procs),
+                strip_bytes,
+                ..defaults
+            },
+            diffuse::RuntimeConfig {
+                fusion,
+                jit: (procs == JIT_PROCS).then(|| std::sync::Arc::new(diffuse_jit::Jit::new())),
+                ..runtime
+            },
+        )
         .expect("the embedded backend starts"),
     )
 }

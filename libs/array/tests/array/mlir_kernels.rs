@@ -1018,15 +1018,20 @@ fn float_sums_and_dots_add_in_the_native_order() {
 /// through `jit` (compiled), or natively without one.
 fn fused_cx(jit: Option<std::sync::Arc<diffuse_jit::Jit>>) -> ArrayContext {
     ArrayContext::new(
-        diffuse::embedded(diffuse::EmbeddedConfig {
-            procs: Some(1),
-            fusion: diffuse::FusionConfig {
-                enabled: true,
-                window: Some(16),
+        diffuse::embedded_with(
+            diffuse::EmbeddedConfig {
+                procs: Some(1),
+                ..Default::default()
             },
-            jit,
-            ..diffuse::EmbeddedConfig::default()
-        })
+            diffuse::RuntimeConfig {
+                fusion: diffuse::FusionConfig {
+                    enabled: true,
+                    window: Some(16),
+                },
+                jit,
+                placement: None,
+            },
+        )
         .expect("the embedded backend starts"),
     )
 }

@@ -9,11 +9,16 @@ use proptest::prelude::*;
 /// A context over a fresh embedded backend with `procs` processors and fusion on.
 fn cx(procs: usize) -> ArrayContext {
     ArrayContext::new(
-        diffuse::embedded(diffuse::EmbeddedConfig {
-            procs: Some(procs),
-            jit: None,
-            ..Default::default()
-        })
+        diffuse::embedded_with(
+            diffuse::EmbeddedConfig {
+                procs: Some(procs),
+                ..Default::default()
+            },
+            diffuse::RuntimeConfig {
+                jit: None,
+                ..Default::default()
+            },
+        )
         .expect("the embedded backend starts"),
     )
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diffuse::{EmbeddedBackend, EmbeddedConfig, FusionConfig};
+use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, RuntimeConfig};
 use diffuse_array::{Array, ArrayContext};
 use diffuse_ir::{DType, Privilege, TaskKind};
 use diffuse_jit::{Jit, KernelParam, KernelSignature, KernelStep, MemRef};
@@ -14,27 +14,30 @@ use proptest::prelude::*;
 /// counters and stream log.
 struct Jitted {
     cx: ArrayContext,
-    runtime: Arc<diffuse::Runtime<EmbeddedBackend>>,
+    runtime: Arc<diffuse::Runtime>,
 }
 
 impl Jitted {
     fn start(procs: usize, fusion: FusionConfig, jit: Option<Arc<Jit>>) -> Self {
-        let backend = Arc::new(
-            EmbeddedBackend::new(EmbeddedConfig {
-                procs: Some(procs),
+        let backend = BackendConfig::Embedded(EmbeddedConfig {
+            procs: Some(procs),
+            ..Default::default()
+        });
+        let runtime = diffuse::start(
+            &backend,
+            RuntimeConfig {
                 fusion,
                 jit,
-                ..Default::default()
-            })
-            .expect("the embedded backend starts"),
-        );
-        let runtime = Arc::new(diffuse::Runtime::new(backend, fusion));
+                placement: None,
+            },
+        )
+        .expect("the embedded backend starts");
         let cx = ArrayContext::new(diffuse_ir::Context::new(runtime.clone()));
         Jitted { cx, runtime }
     }
 
     fn compiled_points(&self) -> u64 {
-        self.runtime.backend().compiled_points()
+        self.runtime.stats().compiled_points
     }
 }
 
@@ -194,7 +197,7 @@ fn spmv_fuses_with_vector_operations_and_runs_compiled() {
                     "a task ran unfused, hence natively ({case}): {executed:?}"
                 );
                 // Every point of the fused tasks ran compiled code.
-                let points = fused.runtime.backend().points_executed();
+                let points = fused.runtime.stats().points_executed;
                 assert!(fused.compiled_points() > 0, "{case}");
                 assert_eq!(fused.compiled_points(), points, "{case}");
                 assert_eq!(native.compiled_points(), 0, "{case}");

@@ -1,0 +1,64 @@
+//! `diffuse-backend`: the one boundary between the runtime and every backend.
+//!
+//! The runtime decides; a backend carries decisions out. For every group of tasks it runs,
+//! the runtime hands the backend a [`LaunchPlan`]: the constituent index tasks (with this
+//! run's stores) and a shared [`LaunchTemplate`] holding every decision that does not depend
+//! on which stores are used: how arguments map to store and temporary slots, the compiled
+//! kernel (or the native constituents as fallback) with its parameter bindings, the
+//! processor, memory kind and layout of every point ([`LaunchPlacement`]), and the order in
+//! which reductions fold. Templates are derived once per memoized window shape and replayed:
+//! instantiating one checks the new tasks against it in O(arguments), never O(points).
+//!
+//! A backend implements [`Backend`]: execute plans, move data between the host and stores,
+//! describe its machine ([`MachineShape`], what mappers see) and report [`BackendStats`].
+//! This crate depends on the IR, the JIT (kernel handles only; compiling is the runtime's
+//! business) and the mapper's vocabulary (processor and memory kinds), never on a concrete
+//! backend, so the embedded and the Legion backends build on it independently.
+
+#![warn(missing_docs)]
+// Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
+#![allow(clippy::result_large_err)]
+
+mod placement;
+mod plan;
+mod stats;
+
+pub use placement::{ArgMemory, LaunchPlacement, MachineShape};
+pub use plan::{ArgLayout, CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, Slot};
+pub use stats::BackendStats;
+
+pub use diffuse_mapper::ast::{LayoutConstraint, MemKind};
+pub use diffuse_mapper::machine::{ProcKind, Processor};
+
+use diffuse_ir::{HostData, IrError, Rect, StoreRef};
+
+/// An execution backend: runs launch plans and moves data. Implementations keep tasks'
+/// effects in submission order with respect to each other and to `read` and `write`.
+pub trait Backend: Send + Sync {
+    /// A short name for messages and records (`"embedded"`, `"legion"`).
+    fn name(&self) -> &str;
+
+    /// The processors the backend offers, as mappers see them.
+    fn machine(&self) -> MachineShape;
+
+    /// Runs one plan: every point task on the processor its placement names, then the
+    /// reductions folded in the plan's order. A failing point fails the call with an error
+    /// naming the task and the point.
+    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError>;
+
+    /// Waits until every plan accepted so far has run.
+    fn flush(&self) -> Result<(), IrError>;
+
+    /// Copies `rect` of `store` to the host (row-major), after all work accepted so far.
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError>;
+
+    /// Overwrites `rect` of `store` with row-major `data`, after all work accepted so far.
+    fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
+
+    /// Counters of the work done so far.
+    fn stats(&self) -> BackendStats;
+
+    /// Starts a new peak of store memory at the current level (for measuring a part of a
+    /// run).
+    fn reset_peak_memory(&self);
+}

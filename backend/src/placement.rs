@@ -1,0 +1,82 @@
+//! Where a launch runs: the machine a backend offers and the runtime's placement decisions
+//! for one launch, in the vocabulary of Mapple (processor kinds, memory kinds, layouts).
+
+use diffuse_mapper::ast::{LayoutConstraint, MemKind};
+use diffuse_mapper::machine::{Machine, ProcKind, Processor};
+
+/// The processors of a backend's machine: `nodes` nodes with the same processors each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineShape {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// CPU processors per node.
+    pub cpus_per_node: usize,
+    /// GPUs per node (0 without a usable GPU).
+    pub gpus_per_node: usize,
+    /// OpenMP processors per node (0 when the backend has none).
+    pub omps_per_node: usize,
+}
+
+impl MachineShape {
+    /// Processors of `kind` on each node.
+    pub fn per_node(&self, kind: ProcKind) -> usize {
+        match kind {
+            ProcKind::Cpu => self.cpus_per_node,
+            ProcKind::Gpu => self.gpus_per_node,
+            ProcKind::Omp => self.omps_per_node,
+            ProcKind::Io | ProcKind::Py | ProcKind::ProcSet => 0,
+        }
+    }
+
+    /// All CPU processors of the machine.
+    pub fn cpus(&self) -> usize {
+        self.nodes * self.cpus_per_node
+    }
+
+    /// The machine as a Mapple program sees it (`Machine(CPU)`, `Machine(GPU)`, ...).
+    pub fn mapple_machine(&self) -> Machine {
+        [ProcKind::Cpu, ProcKind::Gpu, ProcKind::Omp]
+            .into_iter()
+            .filter(|&k| self.per_node(k) > 0)
+            .fold(Machine::new(self.nodes), |m, k| {
+                m.with_procs(k, self.per_node(k))
+            })
+    }
+}
+
+/// The memory one store of a launch is placed in, and the layout asked for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgMemory {
+    /// The memory kind.
+    pub memory: MemKind,
+    /// Layout constraints (empty: the backend's default, row-major, packed).
+    pub layout: Vec<LayoutConstraint>,
+}
+
+impl ArgMemory {
+    /// The default memory of a processor kind: framebuffer for GPUs, system memory otherwise.
+    pub fn default_for(kind: ProcKind) -> Self {
+        ArgMemory {
+            memory: match kind {
+                ProcKind::Gpu => MemKind::FbMem,
+                _ => MemKind::SysMem,
+            },
+            layout: Vec::new(),
+        }
+    }
+}
+
+/// The runtime's placement decisions for one launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchPlacement {
+    /// The processor kind the task's `Task` statements (or the default) chose.
+    pub kind: ProcKind,
+    /// The processor of every launch point, points in row-major order.
+    pub processors: Vec<Processor>,
+    /// Memory and layout per store slot of the launch (see [`crate::Slot::Store`]).
+    pub memories: Vec<ArgMemory>,
+    /// True when a mapper chose the processors: the backend must run each point exactly
+    /// there. False for the default blocks, which a backend may run elsewhere when that is
+    /// cheaper (e.g. a tiny launch on the submitting thread).
+    pub pinned: bool,
+}

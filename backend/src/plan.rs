@@ -1,0 +1,369 @@
+//! Launch plans: what the runtime decided for one executed group of tasks.
+//!
+//! A [`LaunchTemplate`] holds the decisions that do not depend on which stores a group
+//! uses, derived once per window shape: how every (constituent, argument) maps onto a store
+//! or temporary slot, the kernel, the placement of every point and the reduction order. A
+//! [`LaunchPlan`] pairs a template with this run's tasks; making one checks the tasks against
+//! the template in O(arguments), so a template is replayed only where it is right.
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse_ir::{
+    IndexTask, Partition, Privilege, ReductionOp, Scalar, Shape, StoreId, StoreRef, TaskArg,
+};
+use diffuse_jit::{CpuKernel, GpuKernel};
+
+use crate::placement::LaunchPlacement;
+
+/// Where one argument's data lives during a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// The `i`-th distinct store of the launch (numbered by first use).
+    Store(usize),
+    /// The `i`-th temporary: point-local, never a store allocation.
+    Temporary(usize),
+}
+
+/// One (constituent, argument) of a launch, in program order.
+#[derive(Clone, Debug)]
+pub struct ArgLayout {
+    /// The constituent it belongs to.
+    pub constituent: usize,
+    /// Its position among the constituent's arguments.
+    pub index: usize,
+    /// Where its data lives.
+    pub slot: Slot,
+    /// The constituent's privilege on it.
+    pub privilege: Privilege,
+    /// The shape of the store the template was made for.
+    pub shape: Shape,
+    /// The partition the template was made for.
+    pub partition: Partition,
+}
+
+/// Where one parameter of a compiled kernel gets its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelParamSource {
+    /// The first argument (index into [`LaunchTemplate::args`]) bound to the parameter: its
+    /// store, partition and slot describe the parameter's sub-store at each point.
+    pub arg: usize,
+    /// True for a temporary (the kernel keeps it in registers or allocates it itself).
+    pub temporary: bool,
+    /// The operator, when the kernel reduces into the parameter (a point-private
+    /// accumulator, folded under `arg`).
+    pub reduction: Option<ReductionOp>,
+}
+
+/// A compiled kernel chosen for a launch, with its parameter bindings.
+#[derive(Clone)]
+pub struct CompiledKernel {
+    /// The kernel for the host CPU.
+    pub cpu: Arc<CpuKernel>,
+    /// The same kernel for the GPU, when the placement asks for GPUs and it could be built.
+    pub gpu: Option<Arc<GpuKernel>>,
+    /// One source per kernel parameter, in parameter order.
+    pub params: Vec<KernelParamSource>,
+}
+
+/// The store-independent decisions for one group of tasks.
+pub struct LaunchTemplate {
+    name: Arc<str>,
+    launch: Shape,
+    kinds: Vec<u32>,
+    args: Vec<ArgLayout>,
+    starts: Vec<usize>,
+    overwrites: Vec<bool>,
+    temporaries: usize,
+    reductions: Vec<usize>,
+    elementwise: bool,
+    placement: LaunchPlacement,
+    kernel: OnceLock<Option<Arc<CompiledKernel>>>,
+}
+
+/// Numbers store ids by first occurrence, while a template is derived (a launch touches a
+/// handful of stores, so a linear search beats hashing).
+#[derive(Default)]
+struct SlotNumbering {
+    ids: Vec<StoreId>,
+}
+
+impl SlotNumbering {
+    /// The number of `id`, assigning the next one on first occurrence.
+    fn number(&mut self, id: StoreId) -> usize {
+        match self.ids.iter().position(|&s| s == id) {
+            Some(i) => i,
+            None => {
+                self.ids.push(id);
+                self.ids.len() - 1
+            }
+        }
+    }
+
+    /// How many ids have been numbered.
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+impl LaunchTemplate {
+    /// The layout of `tasks` (a fusible group in program order, at least one task) with
+    /// `temporaries`, placed by `place(name, stores)` (given the task's name and its number
+    /// of distinct stores); the kernel is decided later ([`LaunchTemplate::decide_kernel`]).
+    pub fn new<E>(
+        tasks: &[IndexTask],
+        temporaries: &[StoreId],
+        place: impl FnOnce(&str, usize) -> Result<LaunchPlacement, E>,
+    ) -> Result<Self, E> {
+        let launch = tasks
+            .first()
+            .map_or_else(|| Shape::splat(0, 1), |t| t.launch_domain());
+        let mut stores = SlotNumbering::default();
+        let mut temps = SlotNumbering::default();
+        let mut args = Vec::new();
+        let mut starts = Vec::with_capacity(tasks.len() + 1);
+        let mut overwrites = Vec::new();
+        let mut reductions = Vec::new();
+        for (c, task) in tasks.iter().enumerate() {
+            starts.push(args.len());
+            for (a, arg) in task.args().iter().enumerate() {
+                let id = arg.store.id();
+                let slot = if temporaries.contains(&id) {
+                    Slot::Temporary(temps.number(id))
+                } else {
+                    let before = stores.len();
+                    let s = stores.number(id);
+                    if s == before {
+                        // The first use decides whether a new buffer needs zero-filling.
+                        overwrites.push(
+                            arg.privilege == Privilege::Write
+                                && arg.partition.covers(arg.store.shape(), launch),
+                        );
+                    }
+                    Slot::Store(s)
+                };
+                if arg.privilege.is_reduction() {
+                    reductions.push(args.len());
+                }
+                args.push(ArgLayout {
+                    constituent: c,
+                    index: a,
+                    slot,
+                    privilege: arg.privilege,
+                    shape: arg.store.shape(),
+                    partition: arg.partition.clone(),
+                });
+            }
+        }
+        starts.push(args.len());
+        let names: Vec<&str> = tasks.iter().map(|t| t.kind().name()).collect();
+        let name = names.join("+");
+        let placement = place(&name, overwrites.len())?;
+        Ok(LaunchTemplate {
+            name: name.into(),
+            launch,
+            kinds: tasks.iter().map(|t| t.kind().id()).collect(),
+            args,
+            starts,
+            overwrites,
+            temporaries: temps.len(),
+            reductions,
+            elementwise: tasks.iter().all(|t| t.kind().is_elementwise()),
+            placement,
+            kernel: OnceLock::new(),
+        })
+    }
+
+    /// The task's name for messages and mappers: the constituents' kind names joined by `+`.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The common launch domain.
+    pub fn launch_domain(&self) -> Shape {
+        self.launch
+    }
+
+    /// Number of constituents.
+    pub fn constituents(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Every (constituent, argument), constituents in program order.
+    pub fn args(&self) -> &[ArgLayout] {
+        &self.args
+    }
+
+    /// The indices into [`LaunchTemplate::args`] of constituent `c`'s arguments.
+    pub fn args_of(&self, c: usize) -> std::ops::Range<usize> {
+        self.starts[c]..self.starts[c + 1]
+    }
+
+    /// Number of distinct stores.
+    pub fn stores(&self) -> usize {
+        self.overwrites.len()
+    }
+
+    /// True when store slot `s` is first used by a covering `Write`: a new buffer for it
+    /// needs no zero-fill.
+    pub fn overwrites(&self, s: usize) -> bool {
+        self.overwrites[s]
+    }
+
+    /// Number of temporaries.
+    pub fn temporaries(&self) -> usize {
+        self.temporaries
+    }
+
+    /// The reducing arguments (indices into [`LaunchTemplate::args`]) in the order their
+    /// point contributions fold: constituent by constituent, argument by argument.
+    pub fn reductions(&self) -> &[usize] {
+        &self.reductions
+    }
+
+    /// True when every constituent is element-wise.
+    pub fn is_elementwise(&self) -> bool {
+        self.elementwise
+    }
+
+    /// Where every point runs.
+    pub fn placement(&self) -> &LaunchPlacement {
+        &self.placement
+    }
+
+    /// The compiled kernel, if one was chosen; `None` runs the native constituents (always
+    /// correct, possibly slower).
+    pub fn kernel(&self) -> Option<&Arc<CompiledKernel>> {
+        self.kernel.get().and_then(Option::as_ref)
+    }
+
+    /// True once the kernel choice is final (compiled, or native for good).
+    pub fn kernel_decided(&self) -> bool {
+        self.kernel.get().is_some()
+    }
+
+    /// Makes the kernel choice final; later calls change nothing.
+    pub fn decide_kernel(&self, kernel: Option<Arc<CompiledKernel>>) {
+        // An earlier decision stands: every replay after it saw the same kernel.
+        let _ = self.kernel.set(kernel);
+    }
+}
+
+impl std::fmt::Debug for LaunchTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LaunchTemplate({} over {}, {} stores, {} temporaries, {})",
+            self.name,
+            self.launch,
+            self.stores(),
+            self.temporaries,
+            if self.kernel().is_some() {
+                "compiled"
+            } else {
+                "native"
+            }
+        )
+    }
+}
+
+/// A template with this run's tasks: what a backend executes.
+pub struct LaunchPlan {
+    template: Arc<LaunchTemplate>,
+    tasks: Vec<IndexTask>,
+    stores: Vec<StoreRef>,
+}
+
+impl LaunchPlan {
+    /// Pairs `tasks` with `template` if they are what it was made for (same kinds, launch
+    /// domain, store shapes, partitions, privileges and slot structure); otherwise gives the
+    /// tasks back. O(arguments).
+    pub fn new(
+        template: Arc<LaunchTemplate>,
+        tasks: Vec<IndexTask>,
+    ) -> Result<Self, Vec<IndexTask>> {
+        match Self::stores_if_fitting(&template, &tasks) {
+            Some(stores) => Ok(LaunchPlan {
+                template,
+                tasks,
+                stores,
+            }),
+            None => Err(tasks),
+        }
+    }
+
+    fn stores_if_fitting(template: &LaunchTemplate, tasks: &[IndexTask]) -> Option<Vec<StoreRef>> {
+        if tasks.len() != template.kinds.len() {
+            return None;
+        }
+        let mut stores: Vec<StoreRef> = Vec::with_capacity(template.stores());
+        let mut temps: Vec<StoreId> = Vec::with_capacity(template.temporaries);
+        for (c, task) in tasks.iter().enumerate() {
+            let layouts = &template.args[template.args_of(c)];
+            if task.kind().id() != template.kinds[c]
+                || task.launch_domain() != template.launch
+                || task.args().len() != layouts.len()
+            {
+                return None;
+            }
+            for (arg, layout) in task.args().iter().zip(layouts) {
+                if arg.privilege != layout.privilege
+                    || arg.partition != layout.partition
+                    || arg.store.shape() != layout.shape
+                {
+                    return None;
+                }
+                let id = arg.store.id();
+                let fits = match layout.slot {
+                    Slot::Store(s) if s == stores.len() => {
+                        stores.push(arg.store.clone());
+                        true
+                    }
+                    Slot::Store(s) => stores.get(s).is_some_and(|x| x.id() == id),
+                    Slot::Temporary(t) if t == temps.len() => {
+                        temps.push(id);
+                        true
+                    }
+                    Slot::Temporary(t) => temps.get(t) == Some(&id),
+                };
+                if !fits {
+                    return None;
+                }
+            }
+        }
+        Some(stores)
+    }
+
+    /// The decisions.
+    pub fn template(&self) -> &LaunchTemplate {
+        &self.template
+    }
+
+    /// The constituent tasks, in program order.
+    pub fn tasks(&self) -> &[IndexTask] {
+        &self.tasks
+    }
+
+    /// The store of slot `s`.
+    pub fn store(&self, s: usize) -> &StoreRef {
+        &self.stores[s]
+    }
+
+    /// The distinct stores, in slot order.
+    pub fn stores(&self) -> &[StoreRef] {
+        &self.stores
+    }
+
+    /// Argument `i` of [`LaunchTemplate::args`] as the task gives it.
+    pub fn arg(&self, i: usize) -> &TaskArg {
+        let layout = &self.template.args[i];
+        &self.tasks[layout.constituent].args()[layout.index]
+    }
+
+    /// Every constituent's scalars, constituents in order (a compiled kernel's scalars).
+    pub fn scalars(&self) -> Vec<Scalar> {
+        self.tasks
+            .iter()
+            .flat_map(|t| t.scalars().iter().copied())
+            .collect()
+    }
+}

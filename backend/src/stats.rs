@@ -1,0 +1,23 @@
+//! What a backend reports about its work.
+
+/// Counters of a backend's work since it started; differences between two readings describe
+/// the part of a run between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackendStats {
+    /// Launch plans executed (a fused task counts once).
+    pub tasks_executed: u64,
+    /// Point tasks executed.
+    pub points_executed: u64,
+    /// Point tasks that ran a JIT-compiled kernel (on the CPU or the GPU).
+    pub compiled_points: u64,
+    /// Of those, the ones that ran on a GPU.
+    pub gpu_points: u64,
+    /// Point tasks of fused element-wise tasks that ran strip by strip (native kernels).
+    pub strip_points: u64,
+    /// Bytes held by stores now.
+    pub store_bytes: u64,
+    /// The most bytes stores held at once since the last peak reset.
+    pub peak_store_bytes: u64,
+    /// Bytes of freed store memory kept for reuse.
+    pub cached_bytes: u64,
+}

@@ -1,0 +1,243 @@
+//! Running one point task with the constituents' native variants, in program order on one
+//! processor. Temporaries live in point-local buffers and never get a store allocation.
+//!
+//! When every constituent is element-wise, a point runs strip by strip: the constituents
+//! take turns on a band of rows small enough that the band of every argument, and the
+//! one-strip temporaries, stay in cache. Without a compiler that is most of what kernel
+//! fusion buys; results are identical either way (the same operations on the same values).
+
+use std::sync::atomic::Ordering;
+
+use diffuse_backend::{LaunchPlan, Slot};
+use diffuse_ir::{KernelError, Point, PointTask, RawView, Shape};
+
+use super::execute::{raw_view, run_point_task, ArgPlacement, Contribution};
+use super::memory::HostBuffer;
+use super::EmbeddedBackend;
+
+/// Runs point `p` of `plan` natively; returns its reduction contributions.
+pub(super) fn run_point(
+    backend: &EmbeddedBackend,
+    plan: &LaunchPlan,
+    p: &Point,
+    buffers: &[&HostBuffer],
+) -> Result<Vec<Contribution>, KernelError> {
+    let t = plan.template();
+    let places: Vec<ArgPlacement> = (0..t.args().len())
+        .map(|i| ArgPlacement::of(plan.arg(i), p))
+        .collect();
+    let point = PointRun {
+        backend,
+        plan,
+        point: *p,
+        buffers,
+    };
+    match strip_plan(plan, &places, backend.strip_bytes) {
+        Some(strips) => {
+            backend.strip_points.fetch_add(1, Ordering::Relaxed);
+            point.run_strips(&places, strips).map(|()| Vec::new())
+        }
+        None => point.run_whole(places),
+    }
+}
+
+/// The fewest elements of the iteration space one strip covers.
+const MIN_STRIP_ELEMENTS: usize = 2048;
+
+/// How a point task of a fused element-wise task is cut into strips of rows.
+#[derive(Clone, Copy, Debug)]
+struct Strips {
+    /// The iteration space: the extent of the first constituent's first output.
+    space: Shape,
+    /// Rows (indices of the outermost dimension) per strip.
+    rows: i64,
+}
+
+/// True when a sub-store of extent `e` spans the iteration space's outermost dimension (and
+/// must be cut with it); false when it is broadcast along it.
+fn spans_rows(e: Shape, space: Shape) -> bool {
+    e.dims() == space.dims() && e[0] == space[0]
+}
+
+/// The strips for one point, each about `strip_bytes` of working set, or `None` to run the
+/// point whole: an unfused task, a constituent that is not element-wise, reduces or writes
+/// outside the iteration space, or a space that is one strip.
+fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) -> Option<Strips> {
+    let t = plan.template();
+    if (t.constituents() < 2 && t.temporaries() == 0) || !t.is_elementwise() {
+        return None;
+    }
+    let out = t.args_of(0).find(|&i| t.args()[i].privilege.mutates())?;
+    let space = places[out].rect.extent();
+    if space.dims() == 0 || space[0] <= 1 || space.volume() <= 0 {
+        return None;
+    }
+    let row_elems = (space.volume() / space[0]) as usize;
+    // The working set of a strip: one band of every distinct store the constituents touch.
+    let mut row_bytes = 0;
+    let mut counted: Vec<Slot> = Vec::new();
+    for (i, (layout, place)) in t.args().iter().zip(places).enumerate() {
+        let e = place.rect.extent();
+        let temporary = matches!(layout.slot, Slot::Temporary(_));
+        let must_span = layout.privilege.mutates() || temporary;
+        let broadcast = e.dims() < space.dims() || e[0] == 1;
+        if layout.privilege.is_reduction()
+            || (must_span && e != space)
+            || !(spans_rows(e, space) || broadcast)
+        {
+            return None;
+        }
+        if !counted.contains(&layout.slot) {
+            counted.push(layout.slot);
+            row_bytes += row_elems * plan.arg(i).store.dtype().size_bytes();
+        }
+    }
+    // At least MIN_STRIP_ELEMENTS per strip (fewer only when `strip_bytes` itself is that
+    // small), so that the constituents' per-call cost stays small next to their loops.
+    let min_elements = MIN_STRIP_ELEMENTS.min(strip_bytes / 8).max(1);
+    let min_rows = min_elements.div_ceil(row_elems.max(1));
+    let rows = (strip_bytes / row_bytes.max(1)).max(min_rows).max(1) as i64;
+    (rows < space[0]).then_some(Strips { space, rows })
+}
+
+/// One point task of a plan, with what its constituents need.
+struct PointRun<'a> {
+    backend: &'a EmbeddedBackend,
+    plan: &'a LaunchPlan,
+    point: Point,
+    buffers: &'a [&'a HostBuffer],
+}
+
+impl PointRun<'_> {
+    /// Runs the constituents over the whole sub-stores; returns the reduction contributions.
+    fn run_whole(&self, places: Vec<ArgPlacement>) -> Result<Vec<Contribution>, KernelError> {
+        let t = self.plan.template();
+        let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
+        scratch.resize_with(t.temporaries(), || None);
+        for c in 0..t.constituents() {
+            let views = self.views(c, &places, &mut scratch, |e| e.volume().max(0) as usize)?;
+            self.run(c, &views)?;
+        }
+        Ok(places
+            .into_iter()
+            .enumerate()
+            .filter(|(_, place)| place.accumulator.is_some())
+            .collect())
+    }
+
+    /// Runs the constituents strip by strip: every spanning sub-store cut to the strip's
+    /// rows, temporaries one strip long and reused.
+    fn run_strips(&self, places: &[ArgPlacement], strips: Strips) -> Result<(), KernelError> {
+        let t = self.plan.template();
+        let strip_len = (strips.rows * (strips.space.volume() / strips.space[0])) as usize;
+        let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
+        scratch.resize_with(t.temporaries(), || None);
+        let mut r0 = 0;
+        while r0 < strips.space[0] {
+            let r1 = (r0 + strips.rows).min(strips.space[0]);
+            let cut: Vec<ArgPlacement> = places
+                .iter()
+                .map(|place| {
+                    let mut rect = place.rect;
+                    if spans_rows(rect.extent(), strips.space) {
+                        rect.hi.as_mut_slice()[0] = rect.lo[0] + r1;
+                        rect.lo.as_mut_slice()[0] += r0;
+                    }
+                    ArgPlacement {
+                        rect,
+                        accumulator: None,
+                    }
+                })
+                .collect();
+            for c in 0..t.constituents() {
+                let views = self.views(c, &cut, &mut scratch, |_| strip_len)?;
+                self.run(c, &views)?;
+            }
+            r0 = r1;
+        }
+        Ok(())
+    }
+
+    /// The views of constituent `c`'s arguments: into store buffers, accumulators, or the
+    /// point's scratch buffers for temporaries (allocated with `scratch_len(extent)` elements
+    /// on first use).
+    fn views(
+        &self,
+        c: usize,
+        places: &[ArgPlacement],
+        scratch: &mut [Option<HostBuffer>],
+        scratch_len: impl Fn(Shape) -> usize,
+    ) -> Result<Vec<RawView>, KernelError> {
+        let t = self.plan.template();
+        t.args_of(c)
+            .map(|i| {
+                let arg = self.plan.arg(i);
+                let place = &places[i];
+                match t.args()[i].slot {
+                    Slot::Store(s) => Ok(raw_view(
+                        place,
+                        arg.privilege,
+                        arg.store.shape(),
+                        self.buffers[s],
+                    )),
+                    Slot::Temporary(k) => {
+                        let buf = scratch[k].get_or_insert_with(|| {
+                            HostBuffer::scratch(
+                                arg.store.dtype(),
+                                scratch_len(place.rect.extent()),
+                                &self.backend.cache,
+                            )
+                        });
+                        let needed = place.rect.extent().volume().max(0) as usize;
+                        if needed > buf.len() {
+                            // Every access to a temporary goes through one partition, so its
+                            // extent never grows within a point; this guards that invariant.
+                            return Err(KernelError {
+                                kind: self.plan.tasks()[c].kind().name().to_string(),
+                                point: self.point,
+                                reason: format!(
+                                    "temporary store {} needs {needed} elements here but its \
+                                     point-local buffer has {}",
+                                    arg.store.id(),
+                                    buf.len()
+                                ),
+                            });
+                        }
+                        Ok(local_view(buf, place, arg))
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn run(&self, c: usize, views: &[RawView]) -> Result<(), KernelError> {
+        let task = &self.plan.tasks()[c];
+        let pt = PointTask::new(
+            task.kind().name(),
+            self.point,
+            task.launch_domain(),
+            views,
+            task.scalars(),
+        );
+        run_point_task(task.kind(), &pt)
+    }
+}
+
+/// The raw view of a temporary's point-local buffer for the sub-store (or strip) `place`.
+fn local_view(buf: &HostBuffer, place: &ArgPlacement, arg: &diffuse_ir::TaskArg) -> RawView {
+    let extent = place.rect.extent();
+    // SAFETY: the buffer belongs to this point task alone, outlives its constituents' runs,
+    // and holds at least `extent.volume()` elements of the store's dtype (checked by the
+    // caller). Temporaries are written (covering) before they are read, so their stale
+    // contents are never observed; they are never reduced.
+    unsafe {
+        RawView::new(
+            buf.as_ptr(),
+            buf.dtype(),
+            place.rect,
+            arg.store.shape(),
+            extent.row_major_strides(),
+            arg.privilege,
+        )
+    }
+}

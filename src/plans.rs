@@ -1,0 +1,296 @@
+//! Launch plans: the runtime's decisions for every group it runs, made once per window
+//! shape and replayed.
+//!
+//! For a group the [`Launcher`] derives a [`LaunchTemplate`] (argument slots, the placement
+//! of every point, the compiled kernel and its parameter bindings) and caches it under the
+//! memo entry of the window it came from and the group's position in it, or under the task
+//! kind for tasks that run unfused. The next isomorphic window instantiates the cached
+//! template with its own stores ([`LaunchPlan::new`], O(arguments)); a template whose shapes
+//! or partitions do not match is derived anew. A kernel still compiling in the background is
+//! asked for again on replays until its choice is final; after that nothing about the kernel
+//! is looked up or hashed.
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse_backend::{
+    CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, MachineShape, ProcKind, Slot,
+};
+use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
+use diffuse_jit::{GpuJit, Jit, KernelParam, KernelSignature, KernelStep, Lookup};
+use hashbrown::HashMap;
+
+use crate::placement::{decide, Placement};
+
+/// Where a template is cached.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum TemplateKey {
+    /// Group `group` of the windows of memo entry `shape`.
+    Group {
+        /// The planner's memo entry.
+        shape: u64,
+        /// The group's position in the window.
+        group: usize,
+    },
+    /// The prefix cut off a window of memo entry `shape` that could not grow.
+    Cut {
+        /// The planner's memo entry.
+        shape: u64,
+    },
+    /// A task of kind `kind` run unfused.
+    Task {
+        /// The task kind's id.
+        kind: u32,
+    },
+}
+
+/// A cached template and, while its kernel is compiling, what to ask the JIT for.
+struct Cached {
+    template: Arc<LaunchTemplate>,
+    pending: Option<Pending>,
+}
+
+/// A kernel requested from a background JIT and not ready yet.
+struct Pending {
+    signature: KernelSignature,
+    params: Vec<KernelParamSource>,
+    gpu: bool,
+}
+
+/// Templates kept per key: a key sees a few shapes at most (e.g. a kind at two sizes).
+const TEMPLATES_PER_KEY: usize = 4;
+/// Keys kept at most; the cache starts over past this (a program that never repeats).
+const MAX_KEYS: usize = 4096;
+
+/// Derives, caches and instantiates launch templates.
+pub(crate) struct Launcher {
+    backend: String,
+    machine: MachineShape,
+    jit: Option<Arc<Jit>>,
+    gpu: OnceLock<Arc<GpuJit>>,
+    placement: Option<Arc<dyn Placement>>,
+    templates: HashMap<TemplateKey, Vec<Cached>>,
+}
+
+impl Launcher {
+    /// A launcher for a backend named `backend` with `machine`.
+    pub(crate) fn new(
+        backend: &str,
+        machine: MachineShape,
+        jit: Option<Arc<Jit>>,
+        placement: Option<Arc<dyn Placement>>,
+    ) -> Self {
+        Launcher {
+            backend: backend.to_string(),
+            machine,
+            jit,
+            gpu: OnceLock::new(),
+            placement,
+            templates: HashMap::new(),
+        }
+    }
+
+    /// The plan for `tasks` (a group in program order) with `temporaries`: a cached
+    /// template under `key` that fits them, or a new one (cached under `key` if given).
+    /// Groups of one task without temporaries run their native kernel; others get a compiled
+    /// kernel when the JIT has one.
+    pub(crate) fn plan(
+        &mut self,
+        key: Option<TemplateKey>,
+        tasks: Vec<IndexTask>,
+        temporaries: &[StoreId],
+    ) -> Result<LaunchPlan, IrError> {
+        let mut tasks = tasks;
+        if let Some(cached) = key.and_then(|k| self.templates.get_mut(&k)) {
+            for entry in cached.iter_mut() {
+                match LaunchPlan::new(Arc::clone(&entry.template), tasks) {
+                    Ok(plan) => {
+                        if entry.pending.is_some() {
+                            resolve(self.jit.as_ref(), &self.gpu, entry);
+                        }
+                        return Ok(plan);
+                    }
+                    Err(back) => tasks = back,
+                }
+            }
+        }
+        let mut entry = self.derive(&tasks, temporaries)?;
+        if entry.pending.is_some() {
+            resolve(self.jit.as_ref(), &self.gpu, &mut entry);
+        }
+        let template = Arc::clone(&entry.template);
+        if let Some(key) = key {
+            if self.templates.len() >= MAX_KEYS {
+                self.templates.clear();
+            }
+            let list = self.templates.entry(key).or_default();
+            if list.len() >= TEMPLATES_PER_KEY {
+                list.remove(0);
+            }
+            list.push(entry);
+        }
+        LaunchPlan::new(template, tasks).map_err(|_| IrError::Backend {
+            backend: self.backend.clone(),
+            message: "a launch template does not fit the tasks it was derived from".into(),
+        })
+    }
+
+    /// A new template for `tasks`: placement decided, kernel requested.
+    fn derive(&self, tasks: &[IndexTask], temporaries: &[StoreId]) -> Result<Cached, IrError> {
+        let names: Vec<&str> = tasks.iter().map(|t| t.kind().name()).collect();
+        let launch = tasks
+            .first()
+            .map_or_else(|| Shape::splat(0, 1), |t| t.launch_domain());
+        let template = Arc::new(LaunchTemplate::new(tasks, temporaries, |name, stores| {
+            decide(
+                self.placement.as_deref(),
+                &self.machine,
+                &self.backend,
+                name,
+                &names,
+                launch,
+                stores,
+            )
+        })?);
+        let fused = tasks.len() > 1 || !temporaries.is_empty();
+        let pending = match &self.jit {
+            Some(_) if fused => {
+                let (signature, params) = signature(&template, tasks);
+                let gpu = template
+                    .placement()
+                    .processors
+                    .iter()
+                    .any(|p| p.kind == ProcKind::Gpu);
+                Some(Pending {
+                    signature,
+                    params,
+                    gpu,
+                })
+            }
+            _ => {
+                template.decide_kernel(None);
+                None
+            }
+        };
+        Ok(Cached { template, pending })
+    }
+}
+
+/// Asks the JIT for a pending kernel; makes the template's choice final once it is ready or
+/// has failed.
+fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut Cached) {
+    let (Some(jit), Some(pending)) = (jit, entry.pending.as_ref()) else {
+        return;
+    };
+    let kernel = match jit.kernel_in(&pending.signature) {
+        Lookup::Compiling => return,
+        Lookup::Failed(_) => None,
+        Lookup::Ready(cpu) => {
+            // A kernel that cannot be built for the GPU was logged by the GPU JIT; its points
+            // run the CPU kernel.
+            let gpu = pending
+                .gpu
+                .then(|| gpu_jit.get_or_init(|| Arc::new(GpuJit::new())))
+                .and_then(|g| g.kernel(&pending.signature).ok());
+            Some(Arc::new(CompiledKernel {
+                cpu,
+                gpu,
+                params: pending.params.clone(),
+            }))
+        }
+    };
+    entry.template.decide_kernel(kernel);
+    entry.pending = None;
+}
+
+/// The kernel signature of a fused launch and where each parameter gets its data: one
+/// parameter per distinct (store, partition), one per temporary, and one per reducing
+/// argument (a point-private accumulator of its own, folded constituent by constituent as
+/// the native path does, so two reductions into one store round exactly as unfused).
+fn signature(
+    template: &LaunchTemplate,
+    tasks: &[IndexTask],
+) -> (KernelSignature, Vec<KernelParamSource>) {
+    let mut index: HashMap<(Slot, Option<Partition>, Option<usize>), usize> = HashMap::new();
+    let mut renamed: Vec<Slot> = Vec::new();
+    let mut params: Vec<KernelParam> = Vec::new();
+    let mut sources: Vec<KernelParamSource> = Vec::new();
+    let mut steps = Vec::with_capacity(tasks.len());
+    for (c, task) in tasks.iter().enumerate() {
+        let mut bindings = Vec::with_capacity(task.args().len());
+        for (i, (arg, layout)) in task
+            .args()
+            .iter()
+            .zip(&template.args()[template.args_of(c)])
+            .enumerate()
+        {
+            let flat = template.args_of(c).start + i;
+            let temporary = matches!(layout.slot, Slot::Temporary(_));
+            // A temporary is reached through one partition (the true-dependence constraint).
+            let key = (
+                layout.slot,
+                (!temporary).then(|| arg.partition.clone()),
+                arg.privilege.is_reduction().then_some(flat),
+            );
+            let next = params.len();
+            let p = *index.entry(key).or_insert(next);
+            if p == next {
+                let store = renamed
+                    .iter()
+                    .position(|&s| s == layout.slot)
+                    .unwrap_or_else(|| {
+                        renamed.push(layout.slot);
+                        renamed.len() - 1
+                    });
+                params.push(KernelParam {
+                    dtype: arg.store.dtype(),
+                    rank: arg.store.shape().dims(),
+                    privilege: arg.privilege,
+                    temporary,
+                    store,
+                    unit_dims: unit_dims(&arg.partition, arg.store.shape()),
+                });
+                sources.push(KernelParamSource {
+                    arg: flat,
+                    temporary,
+                    reduction: match arg.privilege {
+                        diffuse_ir::Privilege::Reduce(op) => Some(op),
+                        _ => None,
+                    },
+                });
+            } else {
+                params[p].privilege = params[p].privilege.then(arg.privilege);
+            }
+            bindings.push((p, arg.privilege));
+        }
+        steps.push(KernelStep {
+            kind: Arc::clone(task.kind()),
+            bindings,
+        });
+    }
+    let signature = KernelSignature {
+        name: template.name().to_string(),
+        steps,
+        params,
+    };
+    (signature, sources)
+}
+
+/// The dimensions in which `partition` gives every point a sub-store of extent at most 1,
+/// from the description alone: a replicated store of extent 1, or tiles (or a view clip, or
+/// the store) one element wide. A point whose sub-store turns out empty in such a dimension
+/// does not fit the compiled kernel and runs natively.
+fn unit_dims(partition: &Partition, store: Shape) -> u8 {
+    let dims = store.dims().min(8);
+    (0..dims).fold(0u8, |mask, d| {
+        let unit = store[d] <= 1
+            || match partition.kind() {
+                PartitionKind::Replicate => false,
+                PartitionKind::Tiling(t) => t.tile[d] <= 1 || t.clip.is_some_and(|c| c[d] <= 1),
+            };
+        if unit {
+            mask | (1 << d)
+        } else {
+            mask
+        }
+    })
+}
