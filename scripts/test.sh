@@ -58,4 +58,5 @@ smoke black-scholes 1e-12 --n 100000 --iters 2 --jit sync --gpu
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt
+cargo bench --quiet -p diffuse-benches --bench launch -- --test >>target/bench-smoke.txt
 echo "test.sh: all green in $(( $(date +%s) - start ))s" >&2

@@ -3,6 +3,8 @@
 //! - `benches/fusion_analysis.rs`: the cost of the fusion analysis per task, fresh and
 //!   memoized, over window sizes and launch-domain sizes (it must not grow with the number of
 //!   launch points: the analysis is scale-free). Run `cargo bench -p diffuse-benches`.
+//! - `benches/launch.rs`: what one memoized launch costs (plan replay and point dispatch) on
+//!   tiny arrays, unfused, fused with native kernels and fused with a compiled kernel.
 //! - `benches/stream.rs`: a STREAM-like triad on one thread and on every core, the memory
 //!   bandwidth that element-wise kernels (fused or not) are measured against.
 //! - `peers/numpy_apps.py` with `scripts/peers.sh`: the applications next to NumPy.
