@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
-use diffuse_ir::{DType, Executor, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
+use diffuse_ir::{DType, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
 
 use crate::{ctx, kind_once, name};
 

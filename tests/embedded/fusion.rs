@@ -57,9 +57,9 @@ use diffuse::{
     MachineShape, Runtime, RuntimeConfig,
 };
 use diffuse_ir::{
-    for_each_row, Context, DType, Executor, HostData, IndexTask, IrError, KernelError, Partition,
-    PointTask, Privilege, ProjComponent, Projection, Rect, ReductionOp, Store, StoreId, StoreRef,
-    TaskKind, Tuple, View,
+    for_each_row, Context, DType, HostData, IndexTask, IrError, KernelError, Partition, PointTask,
+    Privilege, ProjComponent, Projection, Rect, ReductionOp, Store, StoreId, StoreRef, TaskKind,
+    Tuple, View,
 };
 use diffuse_jit::Jit;
 use proptest::prelude::*;
