@@ -68,7 +68,6 @@ pub struct Jit {
     /// Signaled whenever a background compilation finishes.
     finished: Condvar,
     queue: OnceLock<Mutex<Sender<KernelSignature>>>,
-    failing: Mutex<Vec<String>>,
     compiled: AtomicU64,
     failures: AtomicU64,
     hits: AtomicU64,
@@ -104,7 +103,6 @@ impl Jit {
             kernels: Mutex::new(HashMap::new()),
             finished: Condvar::new(),
             queue: OnceLock::new(),
-            failing: Mutex::new(Vec::new()),
             compiled: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             hits: AtomicU64::new(0),
@@ -202,15 +200,6 @@ impl Jit {
         }
     }
 
-    /// Makes every future compilation of a kernel with a constituent whose kind name
-    /// contains `kind_name` fail, to exercise the native fallback.
-    pub fn inject_failure(&self, kind_name: impl Into<String>) {
-        self.failing
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(kind_name.into());
-    }
-
     fn lock_kernels(&self) -> std::sync::MutexGuard<'_, HashMap<KernelSignature, Entry>> {
         self.kernels.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -277,22 +266,6 @@ impl Jit {
         signature: &KernelSignature,
         started: Instant,
     ) -> Result<CpuKernel, JitError> {
-        let injected = self
-            .failing
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|k| {
-                signature
-                    .steps
-                    .iter()
-                    .any(|s| s.kind.name().contains(k.as_str()))
-            });
-        if injected {
-            return Err(JitError::Injected {
-                kernel: signature.name.clone(),
-            });
-        }
         let composed = compose(signature, math::prelude())?;
         let text = composed.text;
         tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");

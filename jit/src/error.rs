@@ -34,10 +34,4 @@ pub enum JitError {
         /// MLIR's diagnostics.
         diagnostics: String,
     },
-    /// A failure injected for testing the fallback path (see `Jit::inject_failure`).
-    #[error("injected compile failure for {kernel}")]
-    Injected {
-        /// The fused task's name.
-        kernel: String,
-    },
 }

@@ -68,8 +68,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use crate::generators::Elementwise;
 use crate::{
     add_assign_kind, add_kind, axpy_kind, binary_kind, copy_kind, kind_once, mul_kind, name,
-    reduce_all_kind, row_sum_kind, scale_by_store_kind, unary_kind, ACCUMULATE, ADD, AXPY, COPY,
-    MUL, SCALE,
+    reduce_all_kind, row_sum_kind, scale_by_store_kind, unary_kind, Arith, ACCUMULATE, ADD, AXPY,
+    COPY, MUL, SCALE,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1518,13 +1518,24 @@ fn stencil_views(grid: &Store, n: i64) -> [View; 5] {
 /// handle goes as soon as the next task consumed it), `work = 0.2 * avg` (MULT), and
 /// `center[:] = work` (COPY).
 fn stencil_iteration(c: &Context, grid: &Store, n: i64, launch: &[i64]) {
+    stencil_iteration_adding_with(c, grid, n, launch, &ew_add_kind());
+}
+
+/// [`stencil_iteration`] with its four additions of kind `add_kind`.
+fn stencil_iteration_adding_with(
+    c: &Context,
+    grid: &Store,
+    n: i64,
+    launch: &[i64],
+    add_kind: &Arc<TaskKind>,
+) {
     let launch = Tuple::shape(launch).unwrap();
     let [center, north, east, west, south] = stencil_views(grid, n);
     let part = |v: &View| v.blocked(launch).unwrap();
     let fresh = || whole(c, &[n, n]);
     let add = |out: &Store, a: &View, b: &View| {
         c.submit(
-            IndexTask::new(&ew_add_kind(), launch)
+            IndexTask::new(add_kind, launch)
                 .arg(out, part(&out.view()), Privilege::Write)
                 .arg(a.store(), part(a), Privilege::Read)
                 .arg(b.store(), part(b), Privilege::Read),
@@ -1597,6 +1608,18 @@ fn run_stencil(
     strip_bytes: Option<usize>,
     jit: Option<Arc<Jit>>,
 ) -> (Vec<f64>, Rig) {
+    run_stencil_adding_with(n, iters, fusion, strip_bytes, jit, &ew_add_kind())
+}
+
+/// [`run_stencil`] with the additions of kind `add_kind`.
+fn run_stencil_adding_with(
+    n: i64,
+    iters: usize,
+    fusion: FusionConfig,
+    strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
+    add_kind: &Arc<TaskKind>,
+) -> (Vec<f64>, Rig) {
     let r = rig(2, fusion, strip_bytes, jit);
     r.runtime.record_streams(true);
     let grid = r
@@ -1604,7 +1627,7 @@ fn run_stencil(
         .store_from_vec(&[n + 2, n + 2], stencil_init(n))
         .unwrap();
     for _ in 0..iters {
-        stencil_iteration(&r.ctx, &grid, n, &[2, 2]);
+        stencil_iteration_adding_with(&r.ctx, &grid, n, &[2, 2], add_kind);
     }
     r.ctx.flush_window().unwrap();
     let out = r.ctx.read::<f64>(&grid.view()).unwrap();
@@ -2197,6 +2220,18 @@ fn stencil_runs_compiled_and_matches_unfused() {
     );
 }
 
+/// Element-wise `out = a + b` whose MLIR generator emits an operation MLIR does not know:
+/// every kernel with it fails to compile.
+fn broken_add_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    const BROKEN_ADD: Arith = Arith {
+        native: |_, a, b| a + b,
+        mlir: "%r = arith.no_such_operation %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+        scaled: false,
+    };
+    binary_kind(&K, "fusion.broken_add", true, BROKEN_ADD)
+}
+
 /// A kernel that fails to compile leaves its fused task on the native path, with the same
 /// results; the failure is counted (and logged) once per signature, however often the fused
 /// task runs and in however many runtimes.
@@ -2205,9 +2240,15 @@ fn a_compile_failure_falls_back_to_native_kernels() {
     let (n, iters) = (12, 4);
     let (off, _) = run_stencil(n, iters, FusionConfig::off(), None, None);
     let jit = Arc::new(Jit::new());
-    jit.inject_failure(ew_add_kind().name());
     for runtime in 0..2 {
-        let (on, r) = run_stencil(n, iters, fused(Some(6)), None, Some(jit.clone()));
+        let (on, r) = run_stencil_adding_with(
+            n,
+            iters,
+            fused(Some(6)),
+            None,
+            Some(jit.clone()),
+            &broken_add_kind(),
+        );
         assert_eq!(
             bits(&on),
             bits(&off),
