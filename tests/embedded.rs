@@ -5,7 +5,7 @@
 //! here is registered once (behind a `OnceLock`) by the helpers below and shared by all tests.
 //! The kinds the fusion tests use have MLIR generators (tests/embedded/generators.rs), so
 //! fused tasks of them run JIT-compiled kernels on backends with a JIT (the default) and
-//! their native variants on backends without one (`EmbeddedConfig::jit: None`).
+//! their native variants in runtimes without one (`RuntimeConfig::jit: None`).
 
 // Helpers return `IrError`, which is large by design (see the IR crate).
 #![allow(clippy::result_large_err)]

@@ -6,8 +6,10 @@
 //! The runtime hands a window to a [`Planner`], which splits it greedily into fusible
 //! [`Group`]s (each the longest fusible prefix of what remains) with their temporaries, and
 //! remembers the decision under the window's canonical form, so that the next isomorphic
-//! window (the next iteration of a solver loop) replays it. The runtime then packages each
-//! group as a [`FusedTask`] for a backend.
+//! window (the next iteration of a solver loop) replays it; [`Plan::shape`] names the memo
+//! entry, under which the runtime keeps the rest of its decisions about the window (launch
+//! templates). [`FusedTask`] is the paper's fused signature of a group: one argument per
+//! (store, partition) with the combined privilege.
 
 #![warn(missing_docs)]
 
