@@ -236,11 +236,6 @@ impl LaunchTemplate {
         self.kernel.get().and_then(Option::as_ref)
     }
 
-    /// True once the kernel choice is final (compiled, or native for good).
-    pub fn kernel_decided(&self) -> bool {
-        self.kernel.get().is_some()
-    }
-
     /// Makes the kernel choice final; later calls change nothing.
     pub fn decide_kernel(&self, kernel: Option<Arc<CompiledKernel>>) {
         // An earlier decision stands: every replay after it saw the same kernel.
