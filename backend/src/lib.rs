@@ -19,8 +19,10 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+pub mod memory;
 mod placement;
 mod plan;
+pub mod point;
 mod stats;
 
 pub use placement::{ArgMemory, LaunchPlacement, MachineShape};

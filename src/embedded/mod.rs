@@ -6,10 +6,7 @@
 //! accumulators that are folded into the store in point order afterwards, so results never
 //! depend on thread timing.
 
-mod compiled;
 mod execute;
-mod memory;
-mod native;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +15,7 @@ use diffuse_backend::{Backend, BackendStats, LaunchPlan, MachineShape};
 use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
 use diffuse_jit::gpu_available;
 
-use memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats};
+use diffuse_backend::memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats};
 
 /// Settings of the embedded backend.
 #[derive(Clone, Debug)]

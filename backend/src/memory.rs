@@ -21,7 +21,7 @@ const ALIGN: usize = 64;
 /// Bytes of store data currently allocated and the high-water mark (element bytes, not
 /// counting alignment padding or cached free buffers).
 #[derive(Default, Debug)]
-pub(crate) struct MemoryStats {
+pub struct MemoryStats {
     current: AtomicUsize,
     peak: AtomicUsize,
 }
@@ -54,7 +54,7 @@ impl MemoryStats {
 
 /// What the first user of a new store buffer needs in it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum FirstUse {
+pub enum FirstUse {
     /// It may read elements before writing them: they must be zero.
     Reads,
     /// It overwrites every element before anyone reads: stale contents are fine.
@@ -62,7 +62,7 @@ pub(crate) enum FirstUse {
 }
 
 /// A bounded cache of freed store buffers, keyed by allocation size.
-pub(crate) struct BufferCache {
+pub struct BufferCache {
     free: Mutex<CacheState>,
     limit: usize,
 }
@@ -81,7 +81,7 @@ unsafe impl Send for CachedBlock {}
 
 impl BufferCache {
     /// A cache holding at most `limit` bytes of freed buffers.
-    pub(crate) fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         BufferCache {
             free: Mutex::new(CacheState::default()),
             limit,
@@ -118,7 +118,7 @@ impl BufferCache {
     }
 
     /// Bytes of freed buffers held for reuse.
-    pub(crate) fn cached_bytes(&self) -> usize {
+    pub fn cached_bytes(&self) -> usize {
         self.state().bytes
     }
 }
@@ -158,7 +158,7 @@ enum Home {
 ///
 /// Interior mutability is deliberate: point tasks write disjoint parts of one buffer from
 /// several threads through raw pointers, under the disjointness the IR's validation proves.
-pub(crate) struct HostBuffer {
+pub struct HostBuffer {
     ptr: NonNull<u8>,
     layout: Layout,
     dtype: DType,
@@ -175,7 +175,7 @@ unsafe impl Sync for HostBuffer {}
 impl HostBuffer {
     /// A store buffer of `len` elements, from the cache when a freed one of the same size is
     /// there. Zero-filled unless `first_use` overwrites it entirely.
-    pub(crate) fn for_store(
+    pub fn for_store(
         dtype: DType,
         len: usize,
         first_use: FirstUse,
@@ -209,7 +209,7 @@ impl HostBuffer {
     /// A point-local buffer of `len` elements for a fused task's temporary, from the cache
     /// when possible. Not zeroed: a temporary is written (covering) before it is read, or
     /// never read at all.
-    pub(crate) fn scratch(dtype: DType, len: usize, cache: &Arc<BufferCache>) -> Self {
+    pub fn scratch(dtype: DType, len: usize, cache: &Arc<BufferCache>) -> Self {
         let layout = buffer_layout(len * dtype.size_bytes());
         HostBuffer {
             ptr: cache.take(layout).unwrap_or_else(|| fresh(layout, false)),
@@ -223,7 +223,7 @@ impl HostBuffer {
     }
 
     /// A private accumulator of `len` elements, each the identity of `op`.
-    pub(crate) fn identity<T: Element>(len: usize, op: diffuse_ir::ReductionOp) -> Self {
+    pub fn identity<T: Element>(len: usize, op: diffuse_ir::ReductionOp) -> Self {
         let layout = buffer_layout(len * T::DTYPE.size_bytes());
         let buf = HostBuffer {
             ptr: fresh(layout, false),
@@ -241,18 +241,23 @@ impl HostBuffer {
     }
 
     /// Base pointer.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
+    pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// Element type.
-    pub(crate) fn dtype(&self) -> DType {
+    pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// Number of elements.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -285,11 +290,7 @@ impl Drop for HostBuffer {
 
 /// Visits the rows of `rect` inside a row-major array with element `strides`: calls
 /// `f(element_offset_of_row_start, row_index, row_len)` in row-major order.
-pub(crate) fn for_each_rect_row(
-    rect: &Rect,
-    strides: &Tuple,
-    mut f: impl FnMut(usize, usize, usize),
-) {
+pub fn for_each_rect_row(rect: &Rect, strides: &Tuple, mut f: impl FnMut(usize, usize, usize)) {
     let extent = rect.extent();
     let dims = extent.dims();
     if rect.is_empty() {

@@ -6,38 +6,31 @@
 //! one-strip temporaries, stay in cache. Without a compiler that is most of what kernel
 //! fusion buys; results are identical either way (the same operations on the same values).
 
-use std::sync::atomic::Ordering;
-
-use diffuse_backend::{LaunchPlan, Slot};
 use diffuse_ir::{KernelError, Point, PointTask, RawView, Shape};
 
-use super::execute::{raw_view, run_point_task, ArgPlacement, Contribution};
-use super::memory::HostBuffer;
-use super::EmbeddedBackend;
+use super::{
+    raw_view, run_point_task, ArgPlacement, Contribution, PointDone, PointPath, PointRunner,
+};
+use crate::memory::HostBuffer;
+use crate::plan::{LaunchPlan, Slot};
 
-/// Runs point `p` of `plan` natively; returns its reduction contributions.
-pub(super) fn run_point(
-    backend: &EmbeddedBackend,
-    plan: &LaunchPlan,
-    p: &Point,
-    buffers: &[&HostBuffer],
-) -> Result<Vec<Contribution>, KernelError> {
+/// Runs point `p` of the runner's plan natively.
+pub(super) fn run_point(runner: &PointRunner<'_>, p: &Point) -> Result<PointDone, KernelError> {
+    let plan = runner.plan;
     let t = plan.template();
     let places: Vec<ArgPlacement> = (0..t.args().len())
         .map(|i| ArgPlacement::of(plan.arg(i), p))
         .collect();
-    let point = PointRun {
-        backend,
-        plan,
-        point: *p,
-        buffers,
-    };
-    match strip_plan(plan, &places, backend.strip_bytes) {
-        Some(strips) => {
-            backend.strip_points.fetch_add(1, Ordering::Relaxed);
-            point.run_strips(&places, strips).map(|()| Vec::new())
-        }
-        None => point.run_whole(places),
+    let point = PointRun { runner, point: *p };
+    match strip_plan(plan, &places, runner.strip_bytes.max(1)) {
+        Some(strips) => point.run_strips(&places, strips).map(|()| PointDone {
+            contributions: Vec::new(),
+            path: PointPath::Strips,
+        }),
+        None => point.run_whole(places).map(|contributions| PointDone {
+            contributions,
+            path: PointPath::Whole,
+        }),
     }
 }
 
@@ -102,16 +95,14 @@ fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) ->
 
 /// One point task of a plan, with what its constituents need.
 struct PointRun<'a> {
-    backend: &'a EmbeddedBackend,
-    plan: &'a LaunchPlan,
+    runner: &'a PointRunner<'a>,
     point: Point,
-    buffers: &'a [&'a HostBuffer],
 }
 
 impl PointRun<'_> {
     /// Runs the constituents over the whole sub-stores; returns the reduction contributions.
     fn run_whole(&self, places: Vec<ArgPlacement>) -> Result<Vec<Contribution>, KernelError> {
-        let t = self.plan.template();
+        let t = self.runner.plan.template();
         let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
         scratch.resize_with(t.temporaries(), || None);
         for c in 0..t.constituents() {
@@ -128,7 +119,7 @@ impl PointRun<'_> {
     /// Runs the constituents strip by strip: every spanning sub-store cut to the strip's
     /// rows, temporaries one strip long and reused.
     fn run_strips(&self, places: &[ArgPlacement], strips: Strips) -> Result<(), KernelError> {
-        let t = self.plan.template();
+        let t = self.runner.plan.template();
         let strip_len = (strips.rows * (strips.space.volume() / strips.space[0])) as usize;
         let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
         scratch.resize_with(t.temporaries(), || None);
@@ -168,24 +159,32 @@ impl PointRun<'_> {
         scratch: &mut [Option<HostBuffer>],
         scratch_len: impl Fn(Shape) -> usize,
     ) -> Result<Vec<RawView>, KernelError> {
-        let t = self.plan.template();
+        let plan = self.runner.plan;
+        let t = plan.template();
         t.args_of(c)
             .map(|i| {
-                let arg = self.plan.arg(i);
+                let arg = plan.arg(i);
                 let place = &places[i];
                 match t.args()[i].slot {
-                    Slot::Store(s) => Ok(raw_view(
-                        place,
-                        arg.privilege,
-                        arg.store.shape(),
-                        self.buffers[s],
-                    )),
+                    Slot::Store(_) => {
+                        let located = match place.accumulator {
+                            Some(_) => (std::ptr::null_mut(), place.rect.extent()),
+                            None => self.runner.locate(i, &place.rect, &self.point)?,
+                        };
+                        Ok(raw_view(
+                            place,
+                            arg.privilege,
+                            arg.store.shape(),
+                            arg.store.dtype(),
+                            located,
+                        ))
+                    }
                     Slot::Temporary(k) => {
                         let buf = scratch[k].get_or_insert_with(|| {
                             HostBuffer::scratch(
                                 arg.store.dtype(),
                                 scratch_len(place.rect.extent()),
-                                &self.backend.cache,
+                                self.runner.scratch,
                             )
                         });
                         let needed = place.rect.extent().volume().max(0) as usize;
@@ -193,7 +192,7 @@ impl PointRun<'_> {
                             // Every access to a temporary goes through one partition, so its
                             // extent never grows within a point; this guards that invariant.
                             return Err(KernelError {
-                                kind: self.plan.tasks()[c].kind().name().to_string(),
+                                kind: plan.tasks()[c].kind().name().to_string(),
                                 point: self.point,
                                 reason: format!(
                                     "temporary store {} needs {needed} elements here but its \
@@ -211,7 +210,7 @@ impl PointRun<'_> {
     }
 
     fn run(&self, c: usize, views: &[RawView]) -> Result<(), KernelError> {
-        let task = &self.plan.tasks()[c];
+        let task = &self.runner.plan.tasks()[c];
         let pt = PointTask::new(
             task.kind().name(),
             self.point,

@@ -5,16 +5,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diffuse_backend::{CompiledKernel, LaunchPlan, Slot};
-use diffuse_ir::{Point, Scalar, Shape};
+use diffuse_ir::{Point, Shape, Tuple};
 use diffuse_jit::MemRef;
 
-use super::execute::{accumulator, store_address, ArgPlacement, Contribution};
-use super::memory::HostBuffer;
+use super::{accumulator, ArgPlacement, Contribution, PointRunner};
+use crate::plan::{CompiledKernel, Slot};
 
 /// Where a point task's compiled kernel ran.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Device {
+pub enum Device {
     /// The host CPU.
     Cpu,
     /// The GPU.
@@ -24,18 +23,17 @@ pub(super) enum Device {
 /// Set once a GPU launch has failed, so the fallback is reported once per process.
 static GPU_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// Runs point `p` of `plan` through `kernel` (on the GPU when `gpu` and the kernel has a GPU
-/// version, else or if that launch fails on the CPU); returns its reduction contributions and
-/// where it ran, or `None` if the point's sub-stores do not fit the kernel (the caller then
-/// runs it natively).
+/// Runs point `p` of the runner's plan through `kernel` (on the GPU when `gpu` and the
+/// kernel has a GPU version, else or if that launch fails on the CPU); returns its reduction
+/// contributions and where it ran, or `None` if the point's sub-stores do not fit the kernel
+/// (the caller then runs it natively).
 pub(super) fn run_point(
+    runner: &PointRunner<'_>,
     kernel: &CompiledKernel,
-    plan: &LaunchPlan,
     p: &Point,
-    buffers: &[&HostBuffer],
-    scalars: &[Scalar],
     gpu: bool,
 ) -> Option<Result<(Vec<Contribution>, Device), String>> {
+    let plan = runner.plan;
     let t = plan.template();
     let places: Vec<ArgPlacement> = kernel
         .params
@@ -46,7 +44,7 @@ pub(super) fn run_point(
             ArgPlacement {
                 accumulator: source
                     .reduction
-                    .map(|op| accumulator(&arg.store, &rect, op)),
+                    .map(|op| accumulator(arg.store.dtype(), &rect, op)),
                 rect,
             }
         })
@@ -55,20 +53,17 @@ pub(super) fn run_point(
         return None;
     }
     let mut sizes: Vec<Shape> = Vec::with_capacity(places.len());
-    let mut strides: Vec<Shape> = Vec::with_capacity(places.len());
+    let mut strides: Vec<Tuple> = Vec::with_capacity(places.len());
     let mut ptrs: Vec<*mut u8> = Vec::with_capacity(places.len());
     for (source, place) in kernel.params.iter().zip(&places) {
         let extent = place.rect.extent();
         sizes.push(extent);
         let (ptr, s) = match (&place.accumulator, t.args()[source.arg].slot) {
             (Some(acc), _) => (acc.as_ptr(), extent.row_major_strides()),
-            (None, Slot::Store(s)) => {
-                let shape = plan.store(s).shape();
-                (
-                    store_address(buffers[s], shape, &place.rect),
-                    shape.row_major_strides(),
-                )
-            }
+            (None, Slot::Store(_)) => match runner.locate(source.arg, &place.rect, p) {
+                Ok(located) => located,
+                Err(e) => return Some(Err(e.reason)),
+            },
             (None, Slot::Temporary(_)) => (std::ptr::null_mut(), extent.row_major_strides()),
         };
         ptrs.push(ptr);
@@ -96,7 +91,7 @@ pub(super) fn run_point(
     if let Some(device_kernel) = kernel.gpu.as_ref().filter(|_| gpu) {
         // SAFETY: as for the CPU call below; the launch copies the sub-stores to the device
         // and back.
-        match unsafe { device_kernel.launch(&memrefs, scalars) } {
+        match unsafe { device_kernel.launch(&memrefs, runner.scalars) } {
             Ok(()) => return Some(Ok((contributions(places), Device::Gpu))),
             Err(e) => {
                 if !GPU_FAILED.swap(true, Ordering::Relaxed) {
@@ -105,12 +100,13 @@ pub(super) fn run_point(
             }
         }
     }
-    // SAFETY: every pointer addresses a sub-store inside its store's buffer (sub-stores are
-    // clipped to the store) or a point-private accumulator of exactly its extent; validation
+    // SAFETY: every pointer addresses a sub-store inside its store's memory (located by the
+    // backend; sub-stores are clipped to the store) or a point-private accumulator of exactly
+    // its extent; validation
     // proved that no two point tasks write the same element and that a written store is
     // reached through one parameter; temporaries are null and never dereferenced (the kernel
     // keeps them in registers or allocates them itself).
-    let outcome = unsafe { kernel.cpu.call(&memrefs, scalars) };
+    let outcome = unsafe { kernel.cpu.call(&memrefs, runner.scalars) };
     Some(outcome.map(|()| (contributions(places), Device::Cpu)))
 }
 

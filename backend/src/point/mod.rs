@@ -1,0 +1,235 @@
+//! Running one point task of a launch plan, for every backend: the plan's compiled kernel
+//! when it has one and the point's sub-stores fit it (see [`compiled`]), else the
+//! constituents' native variants in program order (see [`native`]).
+//!
+//! A backend says where the point's store arguments are ([`PointStores`]: an address and
+//! element strides per argument), whether the point runs on a GPU, and where point-local
+//! buffers come from. `Reduce` arguments get a private, identity-filled accumulator per
+//! point; the backend folds the returned [`Contribution`]s into its stores in an order it
+//! chooses ([`fold`]), so a kernel never races on a reduction target.
+
+mod compiled;
+mod native;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use diffuse_ir::{
+    with_element_type, DType, Element, KernelError, Point, PointTask, Privilege, RawView, Rect,
+    ReductionOp, Scalar, Shape, TaskArg, TaskKind, Tuple,
+};
+
+use crate::memory::{for_each_rect_row, BufferCache, HostBuffer};
+use crate::plan::LaunchPlan;
+
+pub use compiled::Device;
+
+/// Where a point task's store arguments are in memory.
+pub trait PointStores {
+    /// The address of element `rect.lo` of argument `arg`'s store (an index into the
+    /// template's arguments, whose slot is a store) and the store's element strides around
+    /// it (innermost stride 1). `rect` is non-empty and lies inside the argument's sub-store
+    /// at this point.
+    fn locate(&self, arg: usize, rect: &Rect) -> Result<(*mut u8, Tuple), String>;
+}
+
+/// Where a point task's argument lives: inside the store, or in a private accumulator.
+pub struct ArgPlacement {
+    /// The sub-store, in store coordinates.
+    pub rect: Rect,
+    /// The point's private accumulator, for `Reduce` arguments.
+    pub accumulator: Option<HostBuffer>,
+}
+
+impl ArgPlacement {
+    /// The placement of `arg` at point `p`: its sub-store, and an identity-filled accumulator
+    /// when it reduces.
+    fn of(arg: &TaskArg, p: &Point) -> Self {
+        let rect = arg.partition.sub_store(arg.store.shape(), p);
+        ArgPlacement {
+            accumulator: match arg.privilege {
+                Privilege::Reduce(op) => Some(accumulator(arg.store.dtype(), &rect, op)),
+                _ => None,
+            },
+            rect,
+        }
+    }
+}
+
+/// A reduction contribution of one point: the reducing argument (an index into the
+/// template's arguments) and its accumulator over its sub-store.
+pub type Contribution = (usize, ArgPlacement);
+
+/// How a point task ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointPath {
+    /// Through the compiled kernel, on this device.
+    Compiled(Device),
+    /// Natively, strip by strip (a fused element-wise task).
+    Strips,
+    /// Natively, constituent by constituent over whole sub-stores.
+    Whole,
+}
+
+/// What one point task left behind.
+pub struct PointDone {
+    /// Its reduction contributions, arguments in template order.
+    pub contributions: Vec<Contribution>,
+    /// How it ran.
+    pub path: PointPath,
+}
+
+/// One plan's point tasks as a backend runs them.
+pub struct PointRunner<'a> {
+    /// The plan.
+    pub plan: &'a LaunchPlan,
+    /// Where its store arguments are.
+    pub stores: &'a (dyn PointStores + Sync),
+    /// Every constituent's scalars in order, when the plan has a compiled kernel.
+    pub scalars: &'a [Scalar],
+    /// Working-set bytes of one strip of a fused element-wise task run natively.
+    pub strip_bytes: usize,
+    /// Where point-local temporaries come from.
+    pub scratch: &'a Arc<BufferCache>,
+}
+
+impl PointRunner<'_> {
+    /// Runs point `p`; `gpu` when it is placed on a GPU and the process has one (the
+    /// compiled kernel then runs there if it has a GPU version).
+    pub fn run(&self, p: &Point, gpu: bool) -> Result<PointDone, KernelError> {
+        let t = self.plan.template();
+        if let Some(kernel) = t.kernel() {
+            if let Some(outcome) = compiled::run_point(self, kernel, p, gpu) {
+                return outcome
+                    .map(|(contributions, device)| PointDone {
+                        contributions,
+                        path: PointPath::Compiled(device),
+                    })
+                    .map_err(|reason| KernelError {
+                        kind: t.name().to_string(),
+                        point: *p,
+                        reason,
+                    });
+            }
+        }
+        native::run_point(self, p)
+    }
+
+    /// The address and strides of argument `arg` over `rect` (a store slot), as a kernel
+    /// error of constituent `c` at `p` if the backend cannot say.
+    fn locate(&self, arg: usize, rect: &Rect, p: &Point) -> Result<(*mut u8, Tuple), KernelError> {
+        if rect.is_empty() {
+            // Nothing is addressed; any non-null pointer and packed strides do.
+            return Ok((
+                std::ptr::NonNull::dangling().as_ptr(),
+                rect.extent().row_major_strides(),
+            ));
+        }
+        self.stores.locate(arg, rect).map_err(|reason| KernelError {
+            kind: self.plan.tasks()[self.plan.template().args()[arg].constituent]
+                .kind()
+                .name()
+                .to_string(),
+            point: *p,
+            reason,
+        })
+    }
+}
+
+/// Runs one point task of `kind`, turning a panicking kernel into a kernel error.
+fn run_point_task(kind: &TaskKind, pt: &PointTask<'_>) -> Result<(), KernelError> {
+    match catch_unwind(AssertUnwindSafe(|| kind.run_native(pt))) {
+        Ok(result) => result,
+        Err(panic) => Err(pt.error(format!(
+            "native kernel panicked: {}",
+            panic_message(&*panic)
+        ))),
+    }
+}
+
+/// A private accumulator for one point's share of a reduction into `rect` of a store of
+/// `dtype`, filled with the identity.
+fn accumulator(dtype: DType, rect: &Rect, op: ReductionOp) -> HostBuffer {
+    let len = rect.volume().max(0) as usize;
+    with_element_type!(dtype, T => HostBuffer::identity::<T>(len, op))
+}
+
+/// The raw view of one argument at one point: into the store at `located`, or into its
+/// accumulator.
+fn raw_view(
+    place: &ArgPlacement,
+    privilege: Privilege,
+    store_shape: Shape,
+    dtype: DType,
+    located: (*mut u8, Tuple),
+) -> RawView {
+    let extent = place.rect.extent();
+    match &place.accumulator {
+        // SAFETY: the accumulator belongs to this (point, argument) alone and outlives the
+        // point task; it holds `extent.volume()` identity-initialized elements.
+        Some(acc) => unsafe {
+            RawView::new(
+                acc.as_ptr(),
+                acc.dtype(),
+                place.rect,
+                store_shape,
+                extent.row_major_strides(),
+                privilege,
+            )
+        },
+        // SAFETY: the backend located `rect` inside the store's memory with these strides
+        // (`PointStores::locate`). Validation proved that arguments that change a store use
+        // an injective tiling (or a single point) and that no other argument names that
+        // store, so no two point tasks touch a written element.
+        None => unsafe {
+            RawView::new(
+                located.0,
+                dtype,
+                place.rect,
+                store_shape,
+                located.1,
+                privilege,
+            )
+        },
+    }
+}
+
+/// Folds one accumulator over `rect` into store memory whose element `rect.lo` is at `dst`
+/// with element `strides`.
+///
+/// # Safety
+/// Every element of `rect` addressed through `dst` and `strides` must be valid memory of the
+/// accumulator's dtype that no other thread accesses during the call.
+pub unsafe fn fold(dst: *mut u8, strides: &Tuple, rect: &Rect, acc: &HostBuffer, op: ReductionOp) {
+    debug_assert_eq!(acc.len() as i64, rect.volume().max(0));
+    // Offsets below are relative to `rect.lo`.
+    let local = Rect::from_shape(rect.extent());
+    with_element_type!(acc.dtype(), T => {
+        let dst = dst as *mut T;
+        let src = acc.as_ptr() as *const T;
+        for_each_rect_row(&local, strides, |start, row, len| {
+            // SAFETY: the caller's contract; the accumulator has one element per point of
+            // `rect`, rows in row-major order.
+            let (d, s) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(dst.add(start), len),
+                    std::slice::from_raw_parts(src.add(row * len), len),
+                )
+            };
+            for (x, &y) in d.iter_mut().zip(s) {
+                *x = <T as Element>::reduce(op, *x, y);
+            }
+        });
+    })
+}
+
+/// The message of a caught panic, for errors that replace it.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
