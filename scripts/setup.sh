@@ -51,3 +51,6 @@ for component in rustfmt clippy; do
     fi
 done
 echo "setup: ok ($(cargo --version), $(/usr/lib/llvm-22/bin/llvm-config --version))" >&2
+
+# Legion (from the legate wheel on PyPI) for the Legion backend; no root needed.
+"$(dirname "$0")/legion-setup.sh"

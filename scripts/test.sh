@@ -55,6 +55,31 @@ done
 # run asking for the GPU (on a machine without one it warns and stays on the CPU).
 smoke black-scholes 1e-12 --n 100000 --iters 2
 smoke black-scholes 1e-12 --n 100000 --iters 2 --jit sync --gpu
+# Every app on the Legion backend (one process, two CPU processors; Legion's own flags pass
+# through): the same checks as on the embedded backend, fused with compiled kernels and
+# unfused.
+for mode in "--fusion on --jit sync" "--fusion off"; do
+    # shellcheck disable=SC2086 # the mode is two flags
+    set -- $mode
+    smoke stencil 1e-12 --n 257 --iters 3 --backend legion -ll:util 1 "$@"
+    smoke black-scholes 1e-12 --n 100000 --iters 2 --backend legion "$@"
+    smoke jacobi 1e-9 --n 500 --iters 5 --backend legion "$@"
+    smoke cfd 1e-9 --n 41 --iters 3 --backend legion "$@"
+    smoke cg 1e-7 --n 40 --iters 1000 --backend legion "$@"
+    smoke bicgstab 1e-7 --n 40 --iters 1000 --backend legion "$@"
+    smoke cgs 1e-7 --n 40 --iters 1000 --backend legion "$@"
+done
+# Without Legion, --backend legion fails with one line naming what is missing.
+if DIFFUSE_LEGION_DIR=/nonexistent target/release/diffuse-examples stencil --n 8 --iters 1 \
+    --backend legion >target/no-legion.txt 2>&1; then
+    echo "--backend legion ran without a Legion installation" >&2
+    exit 1
+fi
+grep -q "legion-setup.sh" target/no-legion.txt || {
+    cat target/no-legion.txt >&2
+    echo "the missing-Legion error does not say how to install it" >&2
+    exit 1
+}
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt

@@ -18,6 +18,8 @@ use std::sync::Arc;
 pub use diffuse_backend as backend;
 pub use diffuse_backend::{Backend, BackendStats, MachineShape};
 pub use diffuse_ir as ir;
+pub use diffuse_legion as legion;
+pub use diffuse_legion::{LegionBackend, LegionConfig};
 pub use embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use placement::{MapplePlacement, Placement};
 pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};
@@ -27,20 +29,16 @@ pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};
 pub enum BackendConfig {
     /// The in-process worker pool.
     Embedded(EmbeddedConfig),
-    /// The Legion runtime (not built yet: starting it is an error naming what is missing).
-    Legion,
+    /// The Legion runtime of this process (started by the first Legion backend, with its
+    /// flags; shared by later ones).
+    Legion(LegionConfig),
 }
 
 /// Starts the backend `backend` asks for.
 pub fn start_backend(backend: &BackendConfig) -> Result<Arc<dyn Backend>, ir::IrError> {
     match backend {
         BackendConfig::Embedded(config) => Ok(Arc::new(EmbeddedBackend::new(config.clone())?)),
-        BackendConfig::Legion => Err(ir::IrError::Backend {
-            backend: "legion".into(),
-            message: "the Legion backend is not built yet (crate diffuse-legion in \
-                      legion-bridge/ is empty); use --backend embedded"
-                .into(),
-        }),
+        BackendConfig::Legion(config) => Ok(Arc::new(LegionBackend::start(config)?)),
     }
 }
 

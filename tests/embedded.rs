@@ -18,6 +18,8 @@ mod faults;
 mod fusion;
 #[path = "embedded/generators.rs"]
 mod generators;
+#[path = "embedded/legion.rs"]
+mod legion;
 #[path = "embedded/memory.rs"]
 mod memory;
 #[path = "embedded/placement.rs"]

@@ -64,3 +64,32 @@ pub trait Backend: Send + Sync {
     /// run).
     fn reset_peak_memory(&self);
 }
+
+/// Checks a host copy's box and data length against `store` (what [`Backend::read`] and
+/// [`Backend::write`] must reject): `rect` must lie inside the store and, for a write,
+/// `values` must be its volume.
+pub fn check_host_copy(
+    store: &StoreRef,
+    rect: &Rect,
+    values: Option<usize>,
+) -> Result<(), IrError> {
+    if rect.dims() != store.shape().dims() || store.bounds().intersect(rect) != *rect {
+        return Err(IrError::HostData {
+            store: store.id(),
+            what: format!(
+                "box {rect} is not inside the store's bounds {}",
+                store.bounds()
+            ),
+        });
+    }
+    match values {
+        Some(n) if n as i64 != rect.volume() => Err(IrError::HostData {
+            store: store.id(),
+            what: format!(
+                "{n} values written to box {rect} of {} points",
+                rect.volume()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}

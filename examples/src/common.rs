@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, MapplePlacement, RuntimeConfig};
+use diffuse::{
+    BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, RuntimeConfig,
+};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
 use diffuse_jit::{CompileMode, Jit, JitStats};
@@ -49,7 +51,8 @@ impl JitMode {
 pub enum Backend {
     /// The in-process worker pool.
     Embedded,
-    /// The Legion runtime (not built yet: choosing it is an error saying so).
+    /// The Legion runtime (one process; Legion's own flags such as `-ll:cpu 2` or
+    /// `-lg:prof 1` pass through).
     Legion,
 }
 
@@ -110,6 +113,10 @@ pub struct AppArgs {
     /// Print one JSON record on stdout instead of a human-readable summary.
     #[arg(long)]
     pub json: bool,
+    /// Legion's and Realm's own flags from the command line (`-ll:*`, `-lg:*`, `-level`,
+    /// ...), for `--backend legion`.
+    #[arg(skip)]
+    pub legion_flags: Vec<String>,
 }
 
 /// A running diffuse instance: the context libraries use and the runtime's counters.
@@ -187,7 +194,12 @@ impl Runtime {
                 nodes: args.nodes,
                 ..Default::default()
             }),
-            Backend::Legion => BackendConfig::Legion,
+            Backend::Legion => BackendConfig::Legion(LegionConfig {
+                cpus: args.procs,
+                strip_bytes: args.strip_bytes,
+                flags: args.legion_flags.clone(),
+                ..Default::default()
+            }),
         })?;
         let machine = backend.machine();
         let mapple = match (&args.mapper, args.gpu) {

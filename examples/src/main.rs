@@ -43,6 +43,36 @@ enum App {
     Cgs(solvers::SolverArgs),
 }
 
+impl App {
+    /// The flags every application shares.
+    fn args_mut(&mut self) -> &mut common::AppArgs {
+        match self {
+            App::Stencil(a) | App::BlackScholes(a) | App::Jacobi(a) | App::Cfd(a) => a,
+            App::StencilIr(a) => a,
+            App::Cg(a) | App::Bicgstab(a) | App::Cgs(a) => &mut a.common,
+        }
+    }
+}
+
+/// Separates Legion's and Realm's own flags (each with its value, when the next argument
+/// is not a flag) from the application's.
+fn split_legion_flags(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    let mut app = Vec::new();
+    let mut legion = Vec::new();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if diffuse::legion::is_legion_flag(&arg) {
+            legion.push(arg);
+            if let Some(value) = args.next_if(|next| !next.starts_with('-')) {
+                legion.push(value);
+            }
+        } else {
+            app.push(arg);
+        }
+    }
+    (app, legion)
+}
+
 fn main() -> anyhow::Result<()> {
     // Warnings (e.g. a failed window) go to stderr; `RUST_LOG=debug` also shows every window
     // flush and fusion decision.
@@ -53,7 +83,17 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = Cli::parse();
+    let (argv, legion_flags) = split_legion_flags(std::env::args());
+    let mut cli = Cli::parse_from(argv);
+    if !legion_flags.is_empty() {
+        let args = cli.app.args_mut();
+        anyhow::ensure!(
+            matches!(args.backend, common::Backend::Legion),
+            "Legion flags ({}) need --backend legion",
+            legion_flags.join(" ")
+        );
+        args.legion_flags = legion_flags;
+    }
     let (record, json) = match cli.app {
         App::Stencil(args) => (stencil::run(&args)?, args.json),
         App::BlackScholes(args) => (black_scholes::run(&args)?, args.json),

@@ -1,6 +1,45 @@
-//! `diffuse-legion`: executes diffuse's index tasks on the Legion runtime (from the `legate`
-//! wheel): stores as logical regions, tilings as restricted partitions, index tasks as index
-//! launches, with a Mapple-driven mapper.
+//! `diffuse-legion`: executes diffuse's launch plans on the Legion runtime (from the
+//! `legate` wheel, installed by `scripts/legion-setup.sh`).
 //!
-//! Empty until the Legion backend issue lands; the embedded backend in the root crate is the
-//! only backend so far.
+//! Stores are logical regions (one field space per dtype, one index space per shape),
+//! tilings are restricted partitions cached per (index space, partition), `Replicate` is the
+//! whole region, non-identity projections go through one registered projection functor,
+//! reductions use Legion's built-in reduction operators, and every launch plan is one index
+//! launch of diffuse's point task, which runs the plan's point with the same executor as the
+//! embedded backend. A C++ `DefaultMapper` subclass places every point and instance as the
+//! runtime's placement (Mapple) decided. See `ARCHITECTURE.md`.
+//!
+//! Legion is loaded at run time: without it the crate still builds and
+//! [`LegionBackend::start`] fails with a message naming what is missing.
+#![warn(missing_docs)]
+// Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
+#![allow(clippy::result_large_err)]
+
+mod config;
+
+pub use config::{is_legion_flag, LegionConfig};
+
+#[cfg(legion)]
+mod backend;
+#[cfg(legion)]
+mod driver;
+#[cfg(legion)]
+mod ffi;
+#[cfg(legion)]
+mod geometry;
+#[cfg(legion)]
+mod launch;
+#[cfg(legion)]
+mod mapper;
+#[cfg(legion)]
+mod point_task;
+#[cfg(legion)]
+mod process;
+
+#[cfg(legion)]
+pub use backend::{LegionBackend, PointRecord};
+
+#[cfg(not(legion))]
+mod unavailable;
+#[cfg(not(legion))]
+pub use unavailable::{LegionBackend, PointRecord};

@@ -11,7 +11,7 @@ mod execute;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use diffuse_backend::{Backend, BackendStats, LaunchPlan, MachineShape};
+use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape};
 use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
 use diffuse_jit::gpu_available;
 
@@ -136,20 +136,6 @@ impl EmbeddedBackend {
         })
     }
 
-    /// Fails unless `rect` lies inside `store`.
-    fn check_rect(store: &StoreRef, rect: &Rect) -> Result<(), IrError> {
-        if rect.dims() == store.shape().dims() && store.bounds().intersect(rect) == *rect {
-            return Ok(());
-        }
-        Err(IrError::HostData {
-            store: store.id(),
-            what: format!(
-                "box {rect} is not inside the store's bounds {}",
-                store.bounds()
-            ),
-        })
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.order.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -204,7 +190,7 @@ impl Backend for EmbeddedBackend {
     }
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
-        Self::check_rect(store, &rect)?;
+        check_host_copy(store, &rect, None)?;
         let _order = self.lock();
         let buf = self.buffer(store, FirstUse::Reads)?;
         let strides = store.shape().row_major_strides();
@@ -222,17 +208,7 @@ impl Backend for EmbeddedBackend {
     }
 
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
-        Self::check_rect(store, &rect)?;
-        if data.len() as i64 != rect.volume() {
-            return Err(IrError::HostData {
-                store: store.id(),
-                what: format!(
-                    "{} values written to box {rect} of {} points",
-                    data.len(),
-                    rect.volume()
-                ),
-            });
-        }
+        check_host_copy(store, &rect, Some(data.len()))?;
         let _order = self.lock();
         let first_use = if rect == store.bounds() {
             FirstUse::Overwrites

@@ -40,7 +40,7 @@ fn fail_at_kind() -> Arc<TaskKind> {
     faulty_kind(&K, "fail_at", false)
 }
 
-fn panic_at_kind() -> Arc<TaskKind> {
+pub(crate) fn panic_at_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     faulty_kind(&K, "panic_at", true)
 }
@@ -55,7 +55,7 @@ fn wrong_type_kind() -> Arc<TaskKind> {
     )
 }
 
-fn launch_1d(
+pub(crate) fn launch_1d(
     c: &diffuse_ir::Context,
     kind: &Arc<TaskKind>,
     out: &diffuse_ir::Store,

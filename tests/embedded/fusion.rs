@@ -228,9 +228,9 @@ struct FusedRun {
     compiled_points: u64,
 }
 
-/// The embedded backend, recording every fused task it runs.
+/// A backend, recording every fused task it runs.
 struct Observed {
-    backend: Arc<EmbeddedBackend>,
+    backend: Arc<dyn Backend>,
     fused: Mutex<Vec<FusedRun>>,
 }
 
@@ -256,8 +256,10 @@ impl Backend for Observed {
         let temporaries = t.temporaries();
         let reduces = !t.reductions().is_empty();
         let before = self.backend.stats().compiled_points;
-        let result = self.backend.execute(plan);
+        let mut result = self.backend.execute(plan);
         if fused {
+            // Backends that run plans asynchronously (Legion) count points when they ran.
+            result = result.and_then(|()| self.backend.flush());
             self.fused.lock().unwrap().push(FusedRun {
                 temporaries,
                 reduces,
@@ -291,7 +293,7 @@ impl Backend for Observed {
 /// A context over a runtime over an (observed) embedded backend, with both kept for their
 /// counters.
 struct Rig {
-    backend: Arc<EmbeddedBackend>,
+    backend: Arc<dyn Backend>,
     observed: Arc<Observed>,
     runtime: Arc<Runtime>,
     ctx: Context,
@@ -311,7 +313,13 @@ fn rig(
     if let Some(s) = strip_bytes {
         config.strip_bytes = s;
     }
-    let backend = Arc::new(EmbeddedBackend::new(config).expect("embedded backend starts"));
+    let backend: Arc<dyn Backend> =
+        Arc::new(EmbeddedBackend::new(config).expect("embedded backend starts"));
+    rig_over(backend, fusion, jit)
+}
+
+/// A rig over `backend` running fused tasks through `jit` (natively when `None`).
+fn rig_over(backend: Arc<dyn Backend>, fusion: FusionConfig, jit: Option<Arc<Jit>>) -> Rig {
     let observed = Arc::new(Observed {
         backend: backend.clone(),
         fused: Mutex::new(Vec::new()),
@@ -1149,8 +1157,12 @@ fn run_real(
     fusion: FusionConfig,
     strip_bytes: Option<usize>,
     jit: Option<Arc<Jit>>,
+    on: On,
 ) -> Result<Outcome, String> {
-    let r = rig(plan.procs, fusion, strip_bytes, jit);
+    let r = match on {
+        On::Embedded => rig(plan.procs, fusion, strip_bytes, jit),
+        On::Legion => rig_over(crate::legion::backend(strip_bytes), fusion, jit),
+    };
     r.runtime.record_streams(true);
     let c = &r.ctx;
     let mut handles: Vec<Option<Store>> = plan
@@ -1209,7 +1221,7 @@ fn run_real(
 /// Coverage of the fused runs, so that a generator or runtime change cannot silently make
 /// the property vacuous.
 #[derive(Default)]
-struct Coverage {
+pub(crate) struct Coverage {
     cases: Cell<usize>,
     submitted: Cell<u64>,
     executed: Cell<u64>,
@@ -1245,6 +1257,11 @@ fn bump(c: &Cell<usize>, by: usize) {
 }
 
 impl Coverage {
+    /// Fused tasks that ran compiled code.
+    pub(crate) fn compiled_tasks(&self) -> usize {
+        self.compiled_tasks.get()
+    }
+
     /// Fails unless `count` is at least `per_case` times the number of cases.
     fn share(&self, what: &str, count: usize, per_case: f64) {
         let n = self.cases.get();
@@ -1257,12 +1274,33 @@ impl Coverage {
 
 /// Runs `raw` on the sequential model, with fusion off, and with fusion on (fused tasks
 /// through `jit` when given), and checks that all three agree bit for bit.
-fn check_case(raw: &RawCase, cov: &Coverage, jit: Option<&Arc<Jit>>) -> Result<(), TestCaseError> {
+/// Which backend a property runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum On {
+    /// The embedded backend with the case's processor count.
+    Embedded,
+    /// The process's Legion runtime.
+    Legion,
+}
+
+fn check_case(
+    raw: &RawCase,
+    cov: &Coverage,
+    jit: Option<&Arc<Jit>>,
+    on_backend: On,
+) -> Result<(), TestCaseError> {
     let plan = plan(raw);
     let model = run_model(&plan);
-    let off = run_real(&plan, FusionConfig::off(), None, None).map_err(TestCaseError::fail)?;
-    let on = run_real(&plan, fused(plan.window), plan.strip_bytes, jit.cloned())
+    let off = run_real(&plan, FusionConfig::off(), None, None, on_backend)
         .map_err(TestCaseError::fail)?;
+    let on = run_real(
+        &plan,
+        fused(plan.window),
+        plan.strip_bytes,
+        jit.cloned(),
+        on_backend,
+    )
+    .map_err(TestCaseError::fail)?;
 
     // Fusion off executes every task as submitted, fusion on at most as many.
     prop_assert_eq!(off.executed, off.submitted, "fusion off fused something");
@@ -1370,7 +1408,7 @@ fn check_case(raw: &RawCase, cov: &Coverage, jit: Option<&Arc<Jit>>) -> Result<(
 }
 
 /// A case count from the environment variable `var`, or `default`.
-fn cases_from_env(var: &str, default: u32) -> u32 {
+pub(crate) fn cases_from_env(var: &str, default: u32) -> u32 {
     std::env::var(var)
         .ok()
         .and_then(|v| v.trim().parse().ok())
@@ -1380,14 +1418,14 @@ fn cases_from_env(var: &str, default: u32) -> u32 {
 /// Runs `cases` random streams through [`check_case`] (fused tasks through `jit` when
 /// given), prints the coverage, checks that every case ran and that the streams exercise
 /// what fusion is about, and returns the coverage for further checks.
-fn run_property(cases: u32, jit: Option<&Arc<Jit>>) -> Coverage {
+pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Coverage {
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
         ..Config::default()
     });
     let cov = Coverage::default();
-    if let Err(e) = runner.run(&raw_case(), |raw| check_case(&raw, &cov, jit)) {
+    if let Err(e) = runner.run(&raw_case(), |raw| check_case(&raw, &cov, jit, on)) {
         panic!("{e}");
     }
     let n = cov.cases.get();
@@ -1448,7 +1486,11 @@ fn run_property(cases: u32, jit: Option<&Arc<Jit>>) -> Coverage {
 /// The differential property on the native fused path.
 #[test]
 fn fused_streams_match_unfused_and_sequential() {
-    let cov = run_property(cases_from_env("DIFFUSE_FUSION_CASES", 3000), None);
+    let cov = run_property(
+        cases_from_env("DIFFUSE_FUSION_CASES", 3000),
+        None,
+        On::Embedded,
+    );
     // Without a JIT, fused element-wise points run strip by strip when strips are small.
     cov.share("cases with strips", cov.strip_cases.get(), 0.05);
     cov.share(
@@ -1466,7 +1508,11 @@ const JIT_CASES: u32 = 80;
 #[test]
 fn jit_fused_streams_match_unfused_and_sequential() {
     let jit = Arc::new(Jit::new());
-    let cov = run_property(cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES), Some(&jit));
+    let cov = run_property(
+        cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES),
+        Some(&jit),
+        On::Embedded,
+    );
     let stats = jit.stats();
     eprintln!("JIT: {stats:?}");
     // Most fused tasks run compiled code (the others have a point whose sub-stores do not

@@ -1,0 +1,270 @@
+//! [`LegionBackend`]: the [`Backend`] trait over the process's Legion runtime.
+//!
+//! Plans become index launches issued by the driver thread; `flush`, `read` and `write` wait
+//! for the work before them (a fence, or an inline mapping, which Legion orders after every
+//! earlier use of the region). Errors of point tasks are collected here and reported by the
+//! next `flush`, `read` or `write`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use diffuse_backend::memory::BufferCache;
+use diffuse_backend::point::{Device, PointPath};
+use diffuse_backend::{
+    check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape, ProcKind, Processor,
+};
+use diffuse_ir::{HostData, IrError, KernelError, Point, Rect, StoreRef};
+
+use crate::process::{self, LegionProcess};
+use crate::LegionConfig;
+
+/// An error of the Legion backend outside any one kernel.
+pub(crate) fn legion_error(message: impl Into<String>) -> IrError {
+    IrError::Backend {
+        backend: "legion".into(),
+        message: message.into(),
+    }
+}
+
+/// Diffuse's processor kind for the shim's kind number.
+pub(crate) fn proc_kind(kind: i32) -> ProcKind {
+    match kind {
+        1 => ProcKind::Gpu,
+        2 => ProcKind::Omp,
+        _ => ProcKind::Cpu,
+    }
+}
+
+/// Where one point task ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointRecord {
+    /// The task's name (constituents joined by `+`).
+    pub task: String,
+    /// The launch point.
+    pub point: Point,
+    /// The processor Legion ran it on, in diffuse's numbering.
+    pub processor: Processor,
+}
+
+/// Counters of the backend's work, updated by point tasks on Legion's threads.
+#[derive(Default)]
+pub(crate) struct Counters {
+    tasks: AtomicU64,
+    points: AtomicU64,
+    compiled: AtomicU64,
+    gpu: AtomicU64,
+    strips: AtomicU64,
+    store_bytes: AtomicU64,
+    peak_bytes: AtomicU64,
+}
+
+impl Counters {
+    /// Counts one finished point task that ran along `path`.
+    pub(crate) fn point(&self, path: PointPath) {
+        self.points.fetch_add(1, Ordering::Relaxed);
+        match path {
+            PointPath::Compiled(device) => {
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+                if device == Device::Gpu {
+                    self.gpu.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            PointPath::Strips => {
+                self.strips.fetch_add(1, Ordering::Relaxed);
+            }
+            PointPath::Whole => {}
+        }
+    }
+
+    /// Counts `bytes` of new region memory.
+    pub(crate) fn allocate(&self, bytes: u64) {
+        let now = self.store_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak_bytes.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` of region memory given back.
+    pub(crate) fn free(&self, bytes: u64) {
+        self.store_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// What a backend shares with its launches' point tasks.
+pub(crate) struct Shared {
+    /// Counters.
+    pub(crate) counters: Counters,
+    /// Where point-local temporaries come from.
+    pub(crate) scratch: Arc<BufferCache>,
+    /// Working-set bytes of one strip (see `EmbeddedConfig::strip_bytes`).
+    pub(crate) strip_bytes: usize,
+    errors: Mutex<Vec<KernelError>>,
+    records: Mutex<Option<Vec<PointRecord>>>,
+}
+
+impl Shared {
+    /// Keeps a point task's failure for the next flush.
+    pub(crate) fn fail(&self, error: KernelError) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(error);
+    }
+
+    /// True when point tasks should record where they ran.
+    pub(crate) fn recording(&self) -> bool {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Records where a point task ran.
+    pub(crate) fn record(&self, record: PointRecord) {
+        if let Some(records) = self
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            records.push(record);
+        }
+    }
+
+    /// The first failure since the last call, as an error (later ones are dropped: they
+    /// are usually its consequences).
+    fn take_error(&self) -> Result<(), IrError> {
+        let first = {
+            let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+            let first = errors.drain(..).next();
+            first
+        };
+        first.map_or(Ok(()), |e| Err(IrError::Kernel(e)))
+    }
+}
+
+/// The Legion backend: launch plans as Legion index launches, stores as logical regions.
+pub struct LegionBackend {
+    process: &'static LegionProcess,
+    shared: Arc<Shared>,
+}
+
+impl LegionBackend {
+    /// A backend over the process's Legion runtime, started with `config`'s flags if it is
+    /// not running yet.
+    pub fn start(config: &LegionConfig) -> Result<Self, IrError> {
+        let process = process::process(config).map_err(legion_error)?;
+        Ok(LegionBackend {
+            process,
+            shared: Arc::new(Shared {
+                counters: Counters::default(),
+                scratch: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
+                strip_bytes: config.strip_bytes.max(1),
+                errors: Mutex::new(Vec::new()),
+                records: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The Legion flags the process runs with.
+    pub fn flags(&self) -> &[String] {
+        &self.process.flags
+    }
+
+    /// Starts recording the processor every point task runs on (see
+    /// [`LegionBackend::take_point_records`]).
+    pub fn record_points(&self) {
+        *self
+            .shared
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+    }
+
+    /// The points recorded since the last call (after a flush, all of them).
+    pub fn take_point_records(&self) -> Vec<PointRecord> {
+        self.shared
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut crate::driver::Driver, &Arc<Shared>) -> R + Send + 'static,
+    ) -> Result<R, IrError> {
+        let shared = Arc::clone(&self.shared);
+        self.process
+            .call(move |driver| f(driver, &shared))
+            .map_err(legion_error)
+    }
+}
+
+impl Backend for LegionBackend {
+    fn name(&self) -> &str {
+        "legion"
+    }
+
+    fn machine(&self) -> MachineShape {
+        self.process.machine
+    }
+
+    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+        self.shared.counters.tasks.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::clone(&self.shared);
+        self.process
+            .send(Box::new(move |driver| {
+                let name = plan.template().name().to_string();
+                if let Err(e) = driver.execute(plan, &shared) {
+                    shared.fail(KernelError {
+                        kind: name,
+                        point: Point::scalar(),
+                        reason: e.to_string(),
+                    });
+                }
+            }))
+            .map_err(legion_error)?;
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), IrError> {
+        self.call(|driver, _| driver.fence())?;
+        self.shared.take_error()
+    }
+
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
+        check_host_copy(store, &rect, None)?;
+        let store = store.clone();
+        let data = self.call(move |driver, shared| driver.read(&store, shared, rect))??;
+        self.shared.take_error()?;
+        Ok(data)
+    }
+
+    fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
+        check_host_copy(store, &rect, Some(data.len()))?;
+        let store = store.clone();
+        self.call(move |driver, shared| driver.write(&store, shared, rect, data))??;
+        self.shared.take_error()
+    }
+
+    fn stats(&self) -> BackendStats {
+        let c = &self.shared.counters;
+        BackendStats {
+            tasks_executed: c.tasks.load(Ordering::Relaxed),
+            points_executed: c.points.load(Ordering::Relaxed),
+            compiled_points: c.compiled.load(Ordering::Relaxed),
+            gpu_points: c.gpu.load(Ordering::Relaxed),
+            strip_points: c.strips.load(Ordering::Relaxed),
+            store_bytes: c.store_bytes.load(Ordering::Relaxed),
+            peak_store_bytes: c.peak_bytes.load(Ordering::Relaxed),
+            cached_bytes: self.shared.scratch.cached_bytes() as u64,
+        }
+    }
+
+    fn reset_peak_memory(&self) {
+        let c = &self.shared.counters;
+        c.peak_bytes
+            .store(c.store_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,88 @@
+//! Settings of the Legion backend and the Legion flags they become.
+
+/// Settings of the Legion backend. Legion starts once per process: the first backend's
+/// settings decide its flags.
+#[derive(Clone, Debug)]
+pub struct LegionConfig {
+    /// CPU processors (`-ll:cpu`); `None` means one per available core.
+    pub cpus: Option<usize>,
+    /// System memory for instances in MiB (`-ll:csize`); `None` means 60% of physical
+    /// memory.
+    pub sysmem_mib: Option<usize>,
+    /// Legion's and Realm's own flags, passed through as given (`-ll:*`, `-lg:*`, `-level`,
+    /// `-hl:*`, ...); they win over the flags above.
+    pub flags: Vec<String>,
+    /// Most bytes of point-local temporaries kept for reuse.
+    pub buffer_cache_bytes: usize,
+    /// Working-set bytes of one strip when a fused element-wise point runs natively.
+    pub strip_bytes: usize,
+}
+
+impl Default for LegionConfig {
+    fn default() -> Self {
+        LegionConfig {
+            cpus: None,
+            sysmem_mib: None,
+            flags: Vec::new(),
+            buffer_cache_bytes: 1 << 30,
+            strip_bytes: 1 << 20,
+        }
+    }
+}
+
+impl LegionConfig {
+    /// The command line Legion starts with: diffuse's defaults for every flag the user did
+    /// not give, then the user's flags.
+    pub fn flags(&self) -> Vec<String> {
+        let given = |flag: &str| self.flags.iter().any(|f| f == flag);
+        let mut out = Vec::new();
+        let mut default = |flag: &str, value: String| {
+            if !given(flag) {
+                out.push(flag.to_string());
+                out.push(value);
+            }
+        };
+        let cpus = self
+            .cpus
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        default("-ll:cpu", cpus.to_string());
+        default("-ll:util", "1".into());
+        default(
+            "-ll:csize",
+            self.sysmem_mib
+                .unwrap_or_else(default_sysmem_mib)
+                .to_string(),
+        );
+        // One process: no network (the wheel's Realm otherwise tries to bootstrap UCX).
+        default("-ll:networks", "none".into());
+        // The stub libcuda of machines without a GPU makes Realm warn once per start.
+        default("-level", "gpu=6,threads=5".into());
+        out.extend(self.flags.iter().cloned());
+        out
+    }
+}
+
+/// 60% of the machine's physical memory in MiB (1 GiB if it cannot be read).
+fn default_sysmem_mib() -> usize {
+    let total_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<usize>().ok())
+        })
+        .unwrap_or(1 << 20);
+    (total_kib / 1024) * 6 / 10
+}
+
+/// True for a command-line argument that belongs to Legion or Realm (`-ll:cpu`,
+/// `-lg:prof`, `-level`, `-hl:*`, `-dm:*`, `-logfile`), so applications can pass them
+/// through.
+pub fn is_legion_flag(arg: &str) -> bool {
+    [
+        "-ll:", "-lg:", "-hl:", "-dm:", "-cuda:", "-level", "-logfile",
+    ]
+    .iter()
+    .any(|p| arg.starts_with(p))
+}

@@ -1,0 +1,727 @@
+//! The driver thread's state: Legion's top-level context and every Legion object diffuse
+//! made through it (index spaces per shape, one field space per dtype, a region per store,
+//! restricted partitions per index space and partition), and the operations that need the
+//! context: index launches, host copies through inline mappings, fences, shutdown.
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use diffuse_backend::memory::for_each_rect_row;
+use diffuse_backend::{LaunchPlan, Slot};
+use diffuse_ir::{
+    with_element_type, DType, HostData, IrError, Partition, Privilege, ProjComponent, Projection,
+    Rect, ReductionOp, Shape, StoreRef, Tuple,
+};
+use hashbrown::HashMap;
+
+use crate::backend::{legion_error, Shared};
+use crate::ffi;
+use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain};
+use crate::launch::{LaunchEntry, Requirement};
+use crate::process::{self, POINT_TASK_ID};
+
+/// The field every region holds its store's elements in.
+pub(crate) const FIELD: ffi::legion_field_id_t = 1;
+
+/// The Legion region of one store, attached to the store and destroyed with it.
+pub(crate) struct StoreRegion {
+    /// The region (also its own parent in every requirement).
+    pub(crate) region: ffi::legion_logical_region_t,
+    shape: Shape,
+    bytes: u64,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: Legion handles are plain ids, valid on every thread.
+unsafe impl Send for StoreRegion {}
+// SAFETY: as above; nothing mutates a handle.
+unsafe impl Sync for StoreRegion {}
+
+impl Drop for StoreRegion {
+    fn drop(&mut self) {
+        self.shared.counters.free(self.bytes);
+        let (region, shape) = (self.region, self.shape);
+        struct Handle(ffi::legion_logical_region_t);
+        // SAFETY: as for `StoreRegion`.
+        unsafe impl Send for Handle {}
+        let handle = Handle(region);
+        if let Some(p) = process::running() {
+            // A region dies when its last user (a plan, a view, the application) lets go;
+            // destroying it through the driver keeps it ordered after every use.
+            let _ = p.send(Box::new(move |driver: &mut Driver| {
+                let Handle(region) = handle;
+                driver.destroy_region(region, shape)
+            }));
+        }
+    }
+}
+
+/// The index space of one shape, shared by every store of that shape, with its partitions.
+struct IndexSpace {
+    handle: ffi::legion_index_space_t,
+    regions: usize,
+    partitions: HashMap<(Partition, Rect), ffi::legion_index_partition_t>,
+}
+
+/// What the driver thread holds.
+pub(crate) struct Driver {
+    api: &'static ffi::LegionApi,
+    runtime: ffi::legion_runtime_t,
+    ctx: ffi::legion_context_t,
+    field_spaces: HashMap<DType, ffi::legion_field_space_t>,
+    spaces: HashMap<Shape, IndexSpace>,
+    projection: Option<ffi::legion_projection_id_t>,
+    stopped: bool,
+}
+
+impl Driver {
+    /// The driver of the top-level context `ctx`.
+    pub(crate) fn new(
+        api: &'static ffi::LegionApi,
+        runtime: ffi::legion_runtime_t,
+        ctx: ffi::legion_context_t,
+    ) -> Self {
+        Driver {
+            api,
+            runtime,
+            ctx,
+            field_spaces: HashMap::new(),
+            spaces: HashMap::new(),
+            projection: None,
+            stopped: false,
+        }
+    }
+
+    /// True once Legion has shut down.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    fn field_space(&mut self, dtype: DType) -> ffi::legion_field_space_t {
+        let (api, rt, ctx) = (self.api, self.runtime, self.ctx);
+        *self.field_spaces.entry(dtype).or_insert_with(|| {
+            // SAFETY: the driver thread holds the top-level context.
+            unsafe {
+                let fs = api.legion_field_space_create(rt, ctx);
+                let alloc = api.legion_field_allocator_create(rt, ctx, fs);
+                api.legion_field_allocator_allocate_field(alloc, dtype.size_bytes(), FIELD);
+                api.legion_field_allocator_destroy(alloc);
+                fs
+            }
+        })
+    }
+
+    fn index_space(&mut self, shape: Shape) -> &mut IndexSpace {
+        let (api, rt, ctx) = (self.api, self.runtime, self.ctx);
+        self.spaces.entry(shape).or_insert_with(|| IndexSpace {
+            // SAFETY: as above.
+            handle: unsafe { api.legion_index_space_create_domain(rt, ctx, shape_domain(shape)) },
+            regions: 0,
+            partitions: HashMap::new(),
+        })
+    }
+
+    /// The region of `store`, made on first use: zero-filled unless `overwritten` (its first
+    /// user writes every element).
+    pub(crate) fn region(
+        &mut self,
+        store: &StoreRef,
+        shared: &Arc<Shared>,
+        overwritten: bool,
+    ) -> Result<ffi::legion_logical_region_t, IrError> {
+        let mut fresh = false;
+        let region = store
+            .allocation(|| {
+                fresh = true;
+                self.create_region(store, shared)
+            })?
+            .region;
+        if fresh && !overwritten {
+            self.fill_zero(region, store.dtype());
+        }
+        Ok(region)
+    }
+
+    fn create_region(&mut self, store: &StoreRef, shared: &Arc<Shared>) -> StoreRegion {
+        let fs = self.field_space(store.dtype());
+        let space = self.index_space(store.shape());
+        space.regions += 1;
+        let is = space.handle;
+        // SAFETY: as above.
+        let region = unsafe {
+            self.api
+                .legion_logical_region_create(self.runtime, self.ctx, is, fs, false)
+        };
+        let bytes = store.size_bytes() as u64;
+        shared.counters.allocate(bytes);
+        StoreRegion {
+            region,
+            shape: store.shape(),
+            bytes,
+            shared: Arc::clone(shared),
+        }
+    }
+
+    fn fill_zero(&mut self, region: ffi::legion_logical_region_t, dtype: DType) {
+        let zero = [0u8; 8];
+        // SAFETY: as above; the value is `size_bytes` zero bytes, copied by Legion.
+        unsafe {
+            self.api.legion_runtime_fill_field(
+                self.runtime,
+                self.ctx,
+                region,
+                region,
+                FIELD,
+                zero.as_ptr() as *const c_void,
+                dtype.size_bytes(),
+                self.api.legion_predicate_true(),
+            )
+        };
+    }
+
+    /// Destroys a dead store's region, and its shape's index space (with its partitions)
+    /// when no region of that shape is left.
+    fn destroy_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape) {
+        if self.stopped {
+            return;
+        }
+        // SAFETY: as above; the region's store is gone, so nothing issues work on it.
+        unsafe {
+            self.api
+                .legion_logical_region_destroy(self.runtime, self.ctx, region)
+        };
+        let Some(space) = self.spaces.get_mut(&shape) else {
+            return;
+        };
+        space.regions -= 1;
+        if space.regions == 0 {
+            let handle = space.handle;
+            self.spaces.remove(&shape);
+            // SAFETY: as above; destroying an index space destroys its partitions.
+            unsafe {
+                self.api
+                    .legion_index_space_destroy(self.runtime, self.ctx, handle)
+            };
+        }
+    }
+
+    /// The index partition of stores of `shape` by the tiling `partition`, over the colors
+    /// `colors`: a partition by restriction for a tiling of the whole store, by explicit
+    /// tiles for a tiling of a view (clipped to it).
+    fn partition(
+        &mut self,
+        shape: Shape,
+        partition: &Partition,
+        colors: Rect,
+    ) -> ffi::legion_index_partition_t {
+        let (api, rt, ctx) = (self.api, self.runtime, self.ctx);
+        let space = self.index_space(shape);
+        let parent = space.handle;
+        *space
+            .partitions
+            .entry((partition.clone(), colors))
+            .or_insert_with(|| {
+                let Some(tiling) = partition.as_tiling() else {
+                    unreachable!("replicated arguments use the whole region");
+                };
+                // SAFETY: as above.
+                unsafe {
+                    let color_space =
+                        api.legion_index_space_create_domain(rt, ctx, domain(&colors));
+                    if tiling.clip.is_none() {
+                        let dims = shape.dims();
+                        let mut transform = ffi::legion_domain_transform_t {
+                            m: dims as i32,
+                            n: dims as i32,
+                            ..Default::default()
+                        };
+                        for k in 0..dims {
+                            transform.matrix[k * dims + k] = tiling.tile[k];
+                        }
+                        // Color 0's tile; color c is it shifted by c * tile.
+                        let extent = tiling.tile_rect(&Tuple::splat(dims, 0));
+                        api.legion_index_partition_create_by_restriction(
+                            rt,
+                            ctx,
+                            parent,
+                            color_space,
+                            transform,
+                            domain(&extent),
+                            ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND,
+                            u32::MAX,
+                        )
+                    } else {
+                        let mut points = Vec::new();
+                        let mut boxes = Vec::new();
+                        for color in colors.points() {
+                            points.push(domain_point(&color));
+                            boxes.push(domain(
+                                &tiling
+                                    .tile_rect(&color)
+                                    .intersect(&partition.reachable_bounds(shape)),
+                            ));
+                        }
+                        api.legion_index_partition_create_by_domain(
+                            rt,
+                            ctx,
+                            parent,
+                            points.as_mut_ptr(),
+                            boxes.as_mut_ptr(),
+                            points.len(),
+                            color_space,
+                            true,
+                            ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND,
+                            u32::MAX,
+                        )
+                    }
+                }
+            })
+    }
+
+    /// The projection functor that maps launch points to tile colors through the
+    /// projection encoded in a requirement's projection arguments.
+    fn projection_functor(&mut self) -> ffi::legion_projection_id_t {
+        if let Some(id) = self.projection {
+            return id;
+        }
+        let name = CString::new("diffuse").unwrap_or_default();
+        // SAFETY: as above.
+        let id = unsafe {
+            let id = self.api.legion_runtime_generate_library_projection_ids(
+                self.runtime,
+                name.as_ptr(),
+                1,
+            );
+            self.api
+                .diffuse_legion_register_projection(self.runtime, id);
+            id
+        };
+        self.projection = Some(id);
+        id
+    }
+
+    /// Issues `plan` as one index launch (nothing for an empty launch domain).
+    pub(crate) fn execute(
+        &mut self,
+        plan: LaunchPlan,
+        shared: &Arc<Shared>,
+    ) -> Result<(), IrError> {
+        let t = plan.template();
+        let launch = t.launch_domain();
+        let points = launch.volume().max(0) as usize;
+        if points == 0 {
+            return Ok(());
+        }
+        let mut regions = Vec::with_capacity(plan.stores().len());
+        for (s, store) in plan.stores().iter().enumerate() {
+            regions.push(self.region(store, shared, t.overwrites(s))?);
+        }
+        let (requirements, arg_requirement) = requirements(&plan);
+        let launch_rect = Rect::from_shape(launch);
+        let mut targets = Vec::with_capacity(requirements.len());
+        for req in &requirements {
+            let store = plan.store(req.slot);
+            let region = regions[req.slot];
+            let target = match req
+                .partition
+                .as_tiling()
+                .filter(|_| store.shape().dims() > 0)
+            {
+                None => Target::Whole,
+                Some(tiling) => {
+                    let colors = color_box(&tiling.projection, launch);
+                    let ip = self.partition(store.shape(), &req.partition, colors);
+                    // SAFETY: as above.
+                    let lp = unsafe {
+                        self.api
+                            .legion_logical_partition_create(self.runtime, region, ip)
+                    };
+                    let identity = is_identity(&tiling.projection, launch.dims());
+                    let projection = (!identity)
+                        .then(|| (self.projection_functor(), encode(&tiling.projection)));
+                    Target::Tiles(lp, projection)
+                }
+            };
+            targets.push((region, target));
+        }
+        let key = LaunchEntry::register(
+            plan,
+            requirements.clone(),
+            arg_requirement,
+            Arc::clone(shared),
+            points,
+        );
+        let mut arg = key.to_ne_bytes();
+        // SAFETY: as above; every handle passed was made by this driver and is alive, the
+        // global argument is copied by Legion when the launcher is made.
+        unsafe {
+            let api = self.api;
+            let args = api.legion_argument_map_create();
+            let launcher = api.legion_index_launcher_create(
+                POINT_TASK_ID,
+                domain(&launch_rect),
+                ffi::legion_untyped_buffer_t {
+                    args: arg.as_mut_ptr() as *mut c_void,
+                    arglen: arg.len(),
+                },
+                args,
+                api.legion_predicate_true(),
+                false,
+                0,
+                0,
+            );
+            for (idx, (req, (region, target))) in requirements.iter().zip(&targets).enumerate() {
+                let added = match (target, req.privilege) {
+                    (Target::Whole, Privilege::Reduce(op)) => api
+                        .legion_index_launcher_add_region_requirement_logical_region_reduction(
+                            launcher,
+                            *region,
+                            0,
+                            redop(op, req.dtype),
+                            ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
+                            *region,
+                            0,
+                            false,
+                        ),
+                    (Target::Whole, p) => api
+                        .legion_index_launcher_add_region_requirement_logical_region(
+                            launcher,
+                            *region,
+                            0,
+                            privilege_mode(p),
+                            ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
+                            *region,
+                            0,
+                            false,
+                        ),
+                    (Target::Tiles(lp, proj), Privilege::Reduce(op)) => api
+                        .legion_index_launcher_add_region_requirement_logical_partition_reduction(
+                            launcher,
+                            *lp,
+                            proj.as_ref().map_or(0, |p| p.0),
+                            redop(op, req.dtype),
+                            ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
+                            *region,
+                            0,
+                            false,
+                        ),
+                    (Target::Tiles(lp, proj), p) => api
+                        .legion_index_launcher_add_region_requirement_logical_partition(
+                            launcher,
+                            *lp,
+                            proj.as_ref().map_or(0, |p| p.0),
+                            privilege_mode(p),
+                            ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
+                            *region,
+                            0,
+                            false,
+                        ),
+                };
+                debug_assert_eq!(added as usize, idx);
+                if let Target::Tiles(_, Some((_, encoded))) = target {
+                    api.legion_index_launcher_set_projection_args(
+                        launcher,
+                        added,
+                        encoded.as_ptr() as *const c_void,
+                        encoded.len() * 8,
+                        false,
+                    );
+                }
+                api.legion_index_launcher_add_field(launcher, added, FIELD, true);
+            }
+            let futures = api.legion_index_launcher_execute(self.runtime, self.ctx, launcher);
+            api.legion_future_map_destroy(futures);
+            api.legion_index_launcher_destroy(launcher);
+            api.legion_argument_map_destroy(args);
+        }
+        Ok(())
+    }
+
+    /// Waits until every operation issued so far has finished.
+    pub(crate) fn fence(&mut self) {
+        // SAFETY: as above.
+        unsafe {
+            let f = self
+                .api
+                .legion_runtime_issue_execution_fence(self.runtime, self.ctx);
+            self.api.legion_future_get_void_result(f);
+            self.api.legion_future_destroy(f);
+        }
+    }
+
+    /// Maps `store` inline with `privilege`, hands `f` the address of element `rect.lo`
+    /// and the element strides, and unmaps.
+    fn with_mapping<R>(
+        &mut self,
+        store: &StoreRef,
+        shared: &Arc<Shared>,
+        rect: &Rect,
+        writes_all: bool,
+        privilege: ffi::legion_privilege_mode_t,
+        f: impl FnOnce(*mut u8, &Tuple) -> R,
+    ) -> Result<R, IrError> {
+        let region = self.region(store, shared, writes_all)?;
+        let api = self.api;
+        // SAFETY: as above; the mapping is released before returning.
+        unsafe {
+            let launcher = api.legion_inline_launcher_create_logical_region(
+                region,
+                privilege,
+                ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
+                region,
+                0,
+                false,
+                0,
+                0,
+            );
+            api.legion_inline_launcher_add_field(launcher, FIELD, true);
+            let mapped = api.legion_inline_launcher_execute(self.runtime, self.ctx, launcher);
+            api.legion_physical_region_wait_until_valid(mapped);
+            let located = if rect.is_empty() {
+                Ok((std::ptr::null_mut(), [0; diffuse_ir::MAX_DIMS]))
+            } else {
+                raw_rect_ptr(api, mapped, FIELD, rect)
+            };
+            let result = located.map(|(ptr, bytes)| {
+                let strides = element_strides(&bytes, rect.dims(), store.dtype().size_bytes());
+                f(ptr, &strides)
+            });
+            api.legion_runtime_unmap_region(self.runtime, self.ctx, mapped);
+            api.legion_physical_region_destroy(mapped);
+            api.legion_inline_launcher_destroy(launcher);
+            result.map_err(|message| {
+                legion_error(format!(
+                    "mapping store {} on the host: {message}",
+                    store.id()
+                ))
+            })
+        }
+    }
+
+    /// Copies `rect` of `store` to the host, row-major.
+    pub(crate) fn read(
+        &mut self,
+        store: &StoreRef,
+        shared: &Arc<Shared>,
+        rect: Rect,
+    ) -> Result<HostData, IrError> {
+        self.with_mapping(
+            store,
+            shared,
+            &rect,
+            false,
+            ffi::legion_privilege_mode_t_LEGION_READ_ONLY,
+            |ptr, strides| {
+                with_element_type!(store.dtype(), T => {
+                    let mut out: Vec<T> = Vec::with_capacity(rect.volume().max(0) as usize);
+                    visit_rows(&rect, strides, |offset, len| {
+                        // SAFETY: the mapped instance holds `rect` at `ptr` with `strides`.
+                        let row = unsafe { std::slice::from_raw_parts((ptr as *const T).offset(offset), len) };
+                        out.extend_from_slice(row);
+                    });
+                    HostData::from_vec(out)
+                })
+            },
+        )
+    }
+
+    /// Overwrites `rect` of `store` with row-major `data` (already checked to fit).
+    pub(crate) fn write(
+        &mut self,
+        store: &StoreRef,
+        shared: &Arc<Shared>,
+        rect: Rect,
+        data: HostData,
+    ) -> Result<(), IrError> {
+        let whole = rect == store.bounds();
+        let privilege = if whole {
+            ffi::legion_privilege_mode_t_LEGION_WRITE_DISCARD
+        } else {
+            ffi::legion_privilege_mode_t_LEGION_READ_WRITE
+        };
+        with_element_type!(store.dtype(), T => {
+            let values: Vec<T> = data.into_vec::<T>().map_err(|d| IrError::HostData {
+                store: store.id(),
+                what: format!("{} data written to a {} store", d.dtype(), store.dtype()),
+            })?;
+            self.with_mapping(store, shared, &rect, whole, privilege, |ptr, strides| {
+                let mut consumed = 0usize;
+                visit_rows(&rect, strides, |offset, len| {
+                    // SAFETY: as in `read`; the mapping is exclusive to this thread.
+                    let row = unsafe { std::slice::from_raw_parts_mut((ptr as *mut T).offset(offset), len) };
+                    row.copy_from_slice(&values[consumed..consumed + len]);
+                    consumed += len;
+                });
+            })
+        })
+    }
+
+    /// Finishes outstanding work, ends the top-level task and waits for Legion to stop.
+    pub(crate) fn shutdown(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.fence();
+        // SAFETY: as above; nothing uses the context afterwards (`stopped`).
+        unsafe {
+            self.api
+                .diffuse_legion_finish_implicit_task(self.runtime, self.ctx);
+            self.api.legion_runtime_wait_for_shutdown();
+        }
+        self.stopped = true;
+    }
+}
+
+/// Where a requirement points: the whole region, or a logical partition with the
+/// projection functor and encoded projection (none for the identity).
+enum Target {
+    Whole,
+    Tiles(
+        ffi::legion_logical_partition_t,
+        Option<(ffi::legion_projection_id_t, Vec<i64>)>,
+    ),
+}
+
+/// One requirement per distinct (store slot, partition) of the plan, privileges joined in
+/// program order, and each template argument's requirement.
+fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
+    let t = plan.template();
+    let mut reqs: Vec<Requirement> = Vec::new();
+    let mut of_arg = Vec::with_capacity(t.args().len());
+    for (i, layout) in t.args().iter().enumerate() {
+        let Slot::Store(slot) = layout.slot else {
+            of_arg.push(None);
+            continue;
+        };
+        let store = plan.store(slot);
+        let partition = if store.shape().dims() == 0 {
+            Partition::replicate()
+        } else {
+            plan.arg(i).partition.clone()
+        };
+        match reqs
+            .iter()
+            .position(|r| r.slot == slot && r.partition == partition)
+        {
+            Some(r) => {
+                reqs[r].privilege = reqs[r].privilege.then(layout.privilege);
+                of_arg.push(Some(r));
+            }
+            None => {
+                reqs.push(Requirement {
+                    slot,
+                    partition,
+                    privilege: layout.privilege,
+                    dtype: store.dtype(),
+                });
+                of_arg.push(Some(reqs.len() - 1));
+            }
+        }
+    }
+    (reqs, of_arg)
+}
+
+fn privilege_mode(p: Privilege) -> ffi::legion_privilege_mode_t {
+    match p {
+        Privilege::Read => ffi::legion_privilege_mode_t_LEGION_READ_ONLY,
+        Privilege::Write => ffi::legion_privilege_mode_t_LEGION_WRITE_DISCARD,
+        Privilege::ReadWrite | Privilege::Reduce(_) => {
+            ffi::legion_privilege_mode_t_LEGION_READ_WRITE
+        }
+    }
+}
+
+/// Legion's built-in reduction operator for `op` on `dtype` (`or`/`and` for bools).
+fn redop(op: ReductionOp, dtype: DType) -> ffi::legion_reduction_op_id_t {
+    use ffi::*;
+    let id = match (dtype, op) {
+        (DType::F64, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_FLOAT64,
+        (DType::F64, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_FLOAT64,
+        (DType::F64, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_FLOAT64,
+        (DType::F64, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_FLOAT64,
+        (DType::F32, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_FLOAT32,
+        (DType::F32, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_FLOAT32,
+        (DType::F32, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_FLOAT32,
+        (DType::F32, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_FLOAT32,
+        (DType::I64, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_INT64,
+        (DType::I64, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_INT64,
+        (DType::I64, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_INT64,
+        (DType::I64, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_INT64,
+        (DType::I32, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_INT32,
+        (DType::I32, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_INT32,
+        (DType::I32, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_INT32,
+        (DType::I32, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_INT32,
+        (DType::Bool, ReductionOp::Sum | ReductionOp::Max) => {
+            legion_builtin_redop_t_LEGION_REDOP_OR_BOOL
+        }
+        (DType::Bool, ReductionOp::Prod | ReductionOp::Min) => {
+            legion_builtin_redop_t_LEGION_REDOP_AND_BOOL
+        }
+    };
+    id as ffi::legion_reduction_op_id_t
+}
+
+/// The colors a projection reaches over `launch`: per store dimension, the launch
+/// dimension's range or the constant.
+fn color_box(projection: &Projection, launch: Shape) -> Rect {
+    let comps = projection.components();
+    let mut lo = Tuple::splat(comps.len(), 0);
+    let mut hi = Tuple::splat(comps.len(), 0);
+    for (k, c) in comps.iter().enumerate() {
+        let (l, h) = match *c {
+            ProjComponent::Dim(d) => (0, launch[d]),
+            ProjComponent::Const(v) => (v, v + 1),
+        };
+        lo.as_mut_slice()[k] = l;
+        hi.as_mut_slice()[k] = h;
+    }
+    Rect { lo, hi }
+}
+
+/// True when the projection maps every point of a `launch_dims`-d launch to itself.
+fn is_identity(projection: &Projection, launch_dims: usize) -> bool {
+    let comps = projection.components();
+    launch_dims > 0
+        && comps.len() == launch_dims
+        && comps
+            .iter()
+            .enumerate()
+            .all(|(k, c)| *c == ProjComponent::Dim(k))
+}
+
+/// A projection as projection arguments for the shim's functor: the component count, then
+/// per component `(0, launch dim)` or `(1, constant)`.
+fn encode(projection: &Projection) -> Vec<i64> {
+    let comps = projection.components();
+    let mut out = Vec::with_capacity(1 + 2 * comps.len());
+    out.push(comps.len() as i64);
+    for c in comps {
+        match *c {
+            ProjComponent::Dim(d) => out.extend([0, d as i64]),
+            ProjComponent::Const(v) => out.extend([1, v]),
+        }
+    }
+    out
+}
+
+/// Calls `f(element_offset, len)` for every row of `rect` (relative to `rect.lo`) in an
+/// instance with element `strides`, rows in row-major order; element by element when the
+/// innermost stride is not 1.
+fn visit_rows(rect: &Rect, strides: &Tuple, mut f: impl FnMut(isize, usize)) {
+    let dims = rect.dims();
+    if dims == 0 {
+        if !rect.is_empty() {
+            f(0, 1);
+        }
+        return;
+    }
+    let local = Rect::from_shape(rect.extent());
+    if strides[dims - 1] == 1 {
+        for_each_rect_row(&local, strides, |start, _, len| f(start as isize, len));
+    } else {
+        for p in local.points() {
+            let offset: i64 = (0..dims).map(|d| p[d] * strides[d]).sum();
+            f(offset as isize, 1);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Launches in flight: what a point task and the mapper need to know about the launch plan
+//! they serve, found through the key carried in the launch's global task arguments.
+//!
+//! An entry lives from the index launch until its last point task finished.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use diffuse_backend::LaunchPlan;
+use diffuse_ir::{DType, Partition, Privilege, Scalar};
+use hashbrown::HashMap;
+
+use crate::backend::Shared;
+
+/// One region requirement of a launch: a store slot accessed through one partition.
+#[derive(Clone, Debug)]
+pub(crate) struct Requirement {
+    /// The store slot of the plan.
+    pub(crate) slot: usize,
+    /// The partition it is accessed through.
+    pub(crate) partition: Partition,
+    /// The union of the constituents' privileges on it.
+    pub(crate) privilege: Privilege,
+    /// The store's element type.
+    pub(crate) dtype: DType,
+}
+
+/// A launch plan while Legion runs its points.
+pub(crate) struct LaunchEntry {
+    /// The plan.
+    pub(crate) plan: LaunchPlan,
+    /// Its region requirements, in launcher order.
+    pub(crate) requirements: Vec<Requirement>,
+    /// For every template argument, its requirement (`None` for temporaries).
+    pub(crate) arg_requirement: Vec<Option<usize>>,
+    /// The compiled kernel's scalars (empty without a kernel).
+    pub(crate) scalars: Vec<Scalar>,
+    /// The backend that launched it.
+    pub(crate) shared: Arc<Shared>,
+    /// Point tasks not yet finished.
+    remaining: AtomicUsize,
+}
+
+fn table() -> &'static Mutex<HashMap<u64, Arc<LaunchEntry>>> {
+    static TABLE: OnceLock<Mutex<HashMap<u64, Arc<LaunchEntry>>>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock() -> std::sync::MutexGuard<'static, HashMap<u64, Arc<LaunchEntry>>> {
+    table().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl LaunchEntry {
+    /// Registers a launch of `points` point tasks under a fresh key, returned.
+    pub(crate) fn register(
+        plan: LaunchPlan,
+        requirements: Vec<Requirement>,
+        arg_requirement: Vec<Option<usize>>,
+        shared: Arc<Shared>,
+        points: usize,
+    ) -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let key = NEXT.fetch_add(1, Ordering::Relaxed);
+        let scalars = plan
+            .template()
+            .kernel()
+            .map(|_| plan.scalars())
+            .unwrap_or_default();
+        let entry = LaunchEntry {
+            plan,
+            requirements,
+            arg_requirement,
+            scalars,
+            shared,
+            remaining: AtomicUsize::new(points),
+        };
+        lock().insert(key, Arc::new(entry));
+        key
+    }
+
+    /// The launch registered under the key in `args` (a launch's global task arguments).
+    pub(crate) fn find(args: &[u8]) -> Option<Arc<LaunchEntry>> {
+        let key = u64::from_ne_bytes(args.get(..8)?.try_into().ok()?);
+        lock().get(&key).cloned()
+    }
+
+    /// Notes that one point task of the launch under the key in `args` finished; the entry
+    /// goes when the last one has.
+    pub(crate) fn point_finished(&self, args: &[u8]) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(key) = args.get(..8).and_then(|k| k.try_into().ok()) {
+                lock().remove(&u64::from_ne_bytes(key));
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The Rust half of diffuse's Legion mapper: the C++ `DefaultMapper` subclass in
+//! `shim/diffuse_legion_shim.cc` asks these functions, for every diffuse launch, where each
+//! point runs and which memory and layout each region requirement gets. The answers are
+//! the runtime's placement decisions (Mapple's, or the default blocks) carried in the
+//! launch plan, so the embedded and the Legion backend place points identically.
+
+use std::collections::HashSet;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Mutex, OnceLock};
+
+use diffuse_backend::{LayoutConstraint, MemKind, ProcKind};
+
+use crate::ffi;
+use crate::launch::LaunchEntry;
+use crate::process::POINT_TASK_ID;
+
+/// Installs the diffuse mapper on every processor (before Legion starts).
+pub(crate) fn register(api: &ffi::LegionApi) {
+    let callbacks = ffi::diffuse_mapper_callbacks_t {
+        point_processor: Some(point_processor),
+        region_choice: Some(region_choice),
+        notice: Some(notice),
+    };
+    // SAFETY: called once before `legion_runtime_start`; the shim copies the callbacks.
+    unsafe { api.diffuse_legion_register_mapper(&callbacks, POINT_TASK_ID) };
+}
+
+/// The launch a mapper call is about, from the task's global arguments.
+unsafe fn entry(args: *const c_void, arglen: usize) -> Option<std::sync::Arc<LaunchEntry>> {
+    if args.is_null() {
+        return None;
+    }
+    LaunchEntry::find(std::slice::from_raw_parts(args as *const u8, arglen))
+}
+
+unsafe extern "C" fn point_processor(
+    args: *const c_void,
+    arglen: usize,
+    point: *const i64,
+    dims: i32,
+    out: *mut ffi::diffuse_proc_choice_t,
+) -> i32 {
+    let answer = std::panic::catch_unwind(|| {
+        let entry = entry(args, arglen)?;
+        let t = entry.plan.template();
+        let launch = t.launch_domain();
+        let coords = std::slice::from_raw_parts(point, dims.max(0) as usize);
+        // Points are numbered row-major over the launch domain (a 0-d launch has one).
+        let mut index = 0i64;
+        for d in 0..launch.dims() {
+            index = index * launch[d] + coords.get(d).copied().unwrap_or(0);
+        }
+        let proc = t.placement().processors.get(usize::try_from(index).ok()?)?;
+        Some(ffi::diffuse_proc_choice_t {
+            kind: match proc.kind {
+                ProcKind::Gpu => ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU as i32,
+                _ => ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU as i32,
+            },
+            node: proc.node as u32,
+            index: proc.index as u32,
+        })
+    });
+    match answer {
+        Ok(Some(choice)) => {
+            *out = choice;
+            0
+        }
+        _ => 1,
+    }
+}
+
+unsafe extern "C" fn region_choice(
+    args: *const c_void,
+    arglen: usize,
+    req: u32,
+    out: *mut ffi::diffuse_region_choice_t,
+) -> i32 {
+    let answer = std::panic::catch_unwind(|| {
+        let entry = entry(args, arglen)?;
+        let slot = entry.requirements.get(req as usize)?.slot;
+        let memory = entry.plan.template().placement().memories.get(slot)?;
+        let mut choice = ffi::diffuse_region_choice_t {
+            memory: mem_kind(memory.memory) as i32,
+            ..Default::default()
+        };
+        for constraint in &memory.layout {
+            match constraint {
+                LayoutConstraint::FOrder => {
+                    notice_once(
+                        "Mapple asked for F_order; diffuse's kernels need the last dimension \
+                         contiguous, so instances stay in C order",
+                    );
+                }
+                LayoutConstraint::Align { bytes, .. } => {
+                    choice.alignment = u32::try_from(*bytes).unwrap_or(0);
+                }
+                // One field per region: SOA and AOS are the same instance; C order is the
+                // default; Exact and Compact are what Legion does for these dense regions.
+                LayoutConstraint::Soa
+                | LayoutConstraint::Aos
+                | LayoutConstraint::COrder
+                | LayoutConstraint::Exact
+                | LayoutConstraint::Compact => {}
+            }
+        }
+        Some(choice)
+    });
+    match answer {
+        Ok(Some(choice)) => {
+            *out = choice;
+            0
+        }
+        _ => 1,
+    }
+}
+
+/// The shim's memory kind for a Mapple memory kind (RDMA and virtual instances have no
+/// counterpart here: system memory, with a notice).
+fn mem_kind(kind: MemKind) -> ffi::diffuse_mem_kind_t {
+    match kind {
+        MemKind::SysMem => ffi::diffuse_mem_kind_t_DIFFUSE_MEM_SYSMEM,
+        MemKind::FbMem => ffi::diffuse_mem_kind_t_DIFFUSE_MEM_FBMEM,
+        MemKind::ZcMem => ffi::diffuse_mem_kind_t_DIFFUSE_MEM_ZCMEM,
+        MemKind::SockMem => ffi::diffuse_mem_kind_t_DIFFUSE_MEM_SOCKMEM,
+        MemKind::RdMem | MemKind::Virtual => {
+            notice_once(&format!(
+                "Mapple asked for {kind:?} memory, which diffuse's Legion mapper cannot place \
+                 point-task instances in; using SYSMEM"
+            ));
+            ffi::diffuse_mem_kind_t_DIFFUSE_MEM_SYSMEM
+        }
+    }
+}
+
+/// Logs a mapper fallback once per distinct message.
+fn notice_once(message: &str) {
+    static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
+    if seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(message.to_string())
+    {
+        tracing::warn!("legion mapper: {message}");
+    }
+}
+
+unsafe extern "C" fn notice(message: *const c_char) {
+    if message.is_null() {
+        return;
+    }
+    let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+    let _ = std::panic::catch_unwind(|| notice_once(&text));
+}

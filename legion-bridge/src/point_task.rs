@@ -1,0 +1,245 @@
+//! The one Legion task variant diffuse registers: it runs one point of a launch plan with
+//! the same point executor as the embedded backend ([`diffuse_backend::point`]), on the
+//! instances Legion mapped, and folds its reduction contributions into Legion's reduction
+//! instances. A failing or panicking point becomes an error reported at the next flush; it
+//! never unwinds into Legion.
+
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use diffuse_backend::point::{self, PointRunner, PointStores};
+use diffuse_backend::{Processor, Slot};
+use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
+
+use crate::backend::{proc_kind, PointRecord};
+use crate::driver::FIELD;
+use crate::ffi;
+use crate::geometry::{element_strides, point_of, raw_rect_ptr};
+use crate::launch::LaunchEntry;
+use crate::process::{self, POINT_TASK_ID};
+
+/// Registers the point task's CPU variant (before Legion starts).
+pub(crate) fn register(api: &ffi::LegionApi) -> Result<(), String> {
+    let name = CString::new("diffuse_point").map_err(|e| e.to_string())?;
+    let variant = CString::new("cpu").map_err(|e| e.to_string())?;
+    // SAFETY: called once, before `legion_runtime_start`; the constraint sets are copied
+    // by Legion and destroyed here.
+    unsafe {
+        let execution = api.legion_execution_constraint_set_create();
+        api.legion_execution_constraint_set_add_processor_constraint(
+            execution,
+            ffi::realm_processor_kind_t_LOC_PROC,
+        );
+        let layout = api.legion_task_layout_constraint_set_create();
+        let options = ffi::legion_task_config_options_t {
+            leaf: true,
+            inner: false,
+            idempotent: false,
+            replicable: false,
+        };
+        api.legion_runtime_preregister_task_variant_fnptr(
+            POINT_TASK_ID,
+            u32::MAX,
+            name.as_ptr(),
+            variant.as_ptr(),
+            execution,
+            layout,
+            options,
+            Some(point_task),
+            std::ptr::null(),
+            0,
+        );
+        api.legion_execution_constraint_set_destroy(execution);
+        api.legion_task_layout_constraint_set_destroy(layout);
+    }
+    Ok(())
+}
+
+/// Legion's entry point for every point task.
+unsafe extern "C" fn point_task(
+    data: *const c_void,
+    datalen: usize,
+    _userdata: *const c_void,
+    _userlen: usize,
+    proc_id: ffi::realm_id_t,
+) {
+    let api = process::api();
+    let mut task = ffi::legion_task_t::default();
+    let mut regions: *const ffi::legion_physical_region_t = std::ptr::null();
+    let mut num_regions = 0u32;
+    let mut ctx = ffi::legion_context_t::default();
+    let mut runtime = ffi::legion_runtime_t::default();
+    api.legion_task_preamble(
+        data,
+        datalen,
+        proc_id,
+        &mut task,
+        &mut regions,
+        &mut num_regions,
+        &mut ctx,
+        &mut runtime,
+    );
+    let args = {
+        let ptr = api.legion_task_get_args(task) as *const u8;
+        let len = api.legion_task_get_arglen(task);
+        if ptr.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(ptr, len)
+        }
+    };
+    let regions = if regions.is_null() {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts(regions, num_regions as usize)
+    };
+    match LaunchEntry::find(args) {
+        Some(entry) => {
+            let dims = entry.plan.template().launch_domain().dims();
+            let p = point_of(&api.legion_task_get_index_point(task), dims);
+            let outcome = catch_unwind(AssertUnwindSafe(|| run(api, &entry, &p, regions)))
+                .unwrap_or_else(|panic| {
+                    Err(KernelError {
+                        kind: entry.plan.template().name().to_string(),
+                        point: p,
+                        reason: format!("panicked: {}", point::panic_message(&*panic)),
+                    })
+                });
+            match outcome {
+                Ok(()) => {
+                    if entry.shared.recording() {
+                        let here = api.legion_runtime_get_executing_processor(runtime, ctx);
+                        let mut who = ffi::diffuse_proc_choice_t::default();
+                        if api.diffuse_legion_processor_identity(here, &mut who) == 0 {
+                            entry.shared.record(PointRecord {
+                                task: entry.plan.template().name().to_string(),
+                                point: p,
+                                processor: Processor {
+                                    kind: proc_kind(who.kind),
+                                    node: who.node as usize,
+                                    index: who.index as usize,
+                                },
+                            });
+                        }
+                    }
+                }
+                Err(e) => entry.shared.fail(e),
+            }
+            entry.point_finished(args);
+        }
+        None => eprintln!("diffuse: a Legion point task ran for an unknown launch"),
+    }
+    api.legion_task_postamble(runtime, ctx, std::ptr::null(), 0);
+}
+
+/// Where one store argument's sub-store is in its mapped instance.
+struct Located {
+    /// The sub-store at this point.
+    rect: Rect,
+    /// Address of `rect.lo`.
+    ptr: *mut u8,
+    /// Element strides of the instance.
+    strides: Tuple,
+    /// Element size in bytes.
+    size: usize,
+}
+
+/// The store arguments of one point, located in Legion's instances.
+struct Instances {
+    args: Vec<Option<Located>>,
+}
+
+// SAFETY: the instances are mapped for the point task's whole duration and accessed only
+// by it (and Legion's guarantees on requirements exclude conflicting writers).
+unsafe impl Sync for Instances {}
+
+impl PointStores for Instances {
+    fn locate(&self, arg: usize, rect: &Rect) -> Result<(*mut u8, Tuple), String> {
+        let Some(Some(at)) = self.args.get(arg) else {
+            return Err(format!("argument {arg} has no mapped instance"));
+        };
+        let offset: i64 = (0..rect.dims())
+            .map(|d| (rect.lo[d] - at.rect.lo[d]) * at.strides[d])
+            .sum();
+        // SAFETY: `rect` lies inside the located sub-store (the executor's contract), so
+        // the offset stays inside the instance.
+        let ptr = unsafe { at.ptr.offset(offset as isize * at.size as isize) };
+        Ok((ptr, at.strides))
+    }
+}
+
+/// Runs point `p` of `entry`'s plan on the mapped `regions`.
+fn run(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError> {
+    let plan = &entry.plan;
+    let t = plan.template();
+    let fail = |reason: String| KernelError {
+        kind: t.name().to_string(),
+        point: *p,
+        reason,
+    };
+    let mut args = Vec::with_capacity(t.args().len());
+    for (i, layout) in t.args().iter().enumerate() {
+        let (Slot::Store(_), Some(r)) = (layout.slot, entry.arg_requirement[i]) else {
+            args.push(None);
+            continue;
+        };
+        let arg = plan.arg(i);
+        let rect = arg.partition.sub_store(arg.store.shape(), p);
+        if rect.is_empty() {
+            args.push(None);
+            continue;
+        }
+        let region = *regions
+            .get(r)
+            .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
+        // SAFETY: requirement `r` names this argument's store with field FIELD, and the
+        // sub-store is inside the point's subregion.
+        let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &rect) }
+            .map_err(|m| fail(format!("store {}: {m}", arg.store.id())))?;
+        let size = arg.store.dtype().size_bytes();
+        let strides = element_strides(&bytes, rect.dims(), size);
+        if rect.dims() > 0 && strides[rect.dims() - 1] != 1 && rect.extent()[rect.dims() - 1] > 1 {
+            return Err(fail(format!(
+                "the instance of store {} is not in C order (strides {strides}); diffuse's \
+                 kernels need the last dimension contiguous",
+                arg.store.id()
+            )));
+        }
+        args.push(Some(Located {
+            rect,
+            ptr,
+            strides,
+            size,
+        }));
+    }
+    let instances = Instances { args };
+    let shared = &entry.shared;
+    let runner = PointRunner {
+        plan,
+        stores: &instances,
+        scalars: &entry.scalars,
+        strip_bytes: shared.strip_bytes,
+        scratch: &shared.scratch,
+    };
+    let done = runner.run(p, false)?;
+    shared.counters.point(done.path);
+    for (a, place) in &done.contributions {
+        let (Privilege::Reduce(op), Some(acc)) = (t.args()[*a].privilege, &place.accumulator)
+        else {
+            continue;
+        };
+        if place.rect.is_empty() {
+            continue;
+        }
+        let (dst, strides) = instances.locate(*a, &place.rect).map_err(fail)?;
+        // SAFETY: the reduction instance is this point's own (Legion folds instances of
+        // different points itself) and holds the sub-store at `dst` with `strides`.
+        unsafe { point::fold(dst, &strides, &place.rect, acc, op) };
+    }
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! The one Legion runtime of this process: loading the libraries, starting Realm and Legion,
+//! and the driver thread that owns Legion's top-level context.
+//!
+//! Legion starts once per process and cannot restart, so every [`crate::LegionBackend`] of a
+//! process shares it. Every call that needs the top-level context runs on the driver thread
+//! (an implicit top-level task, so no Legion processor waits for the application); backends
+//! send it [`Command`]s. At process exit the driver drains its work, ends the top-level task
+//! and waits for Legion to shut down (bounded, so exit never hangs).
+
+use std::ffi::{c_char, c_int, CString};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use diffuse_backend::MachineShape;
+
+use crate::driver::Driver;
+use crate::ffi;
+use crate::mapper;
+use crate::point_task;
+use crate::LegionConfig;
+
+/// Work for the driver thread.
+pub(crate) type Command = Box<dyn FnOnce(&mut Driver) + Send>;
+
+/// Legion's task id of diffuse's point task (one variant runs every launch plan's points).
+pub(crate) const POINT_TASK_ID: ffi::legion_task_id_t = 7_310;
+/// Legion's task id of the implicit top-level task (the driver thread).
+const TOP_TASK_ID: ffi::legion_task_id_t = 7_311;
+
+/// The loaded Legion API, for every thread (point tasks and mapper callbacks included).
+static API: OnceLock<ffi::LegionApi> = OnceLock::new();
+
+/// The started runtime, or why it could not start.
+static PROCESS: OnceLock<Result<LegionProcess, String>> = OnceLock::new();
+
+/// The API; only called once [`process`] succeeded (point tasks, mapper callbacks and
+/// drivers exist only then).
+pub(crate) fn api() -> &'static ffi::LegionApi {
+    API.get()
+        .expect("Legion's API is loaded before any Legion callback can run")
+}
+
+/// The process's Legion runtime as backends see it.
+pub(crate) struct LegionProcess {
+    commands: Mutex<Sender<Command>>,
+    /// The machine Legion offers.
+    pub(crate) machine: MachineShape,
+    /// The flags Legion started with.
+    pub(crate) flags: Vec<String>,
+}
+
+impl LegionProcess {
+    /// Queues `command` for the driver thread.
+    pub(crate) fn send(&self, command: Command) -> Result<(), String> {
+        self.commands
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(command)
+            .map_err(|_| "the Legion driver thread has stopped".to_string())
+    }
+
+    /// Runs `f` on the driver thread and waits for its answer.
+    pub(crate) fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Driver) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        let (tx, rx) = sync_channel(1);
+        self.send(Box::new(move |driver| {
+            let _ = tx.send(f(driver));
+        }))?;
+        rx.recv()
+            .map_err(|_| "the Legion driver thread stopped before answering".to_string())
+    }
+}
+
+/// The process's Legion runtime, started with `config` on first use. Later calls get the
+/// same runtime (Legion cannot restart); their flags are ignored with a warning if they
+/// differ.
+pub(crate) fn process(config: &LegionConfig) -> Result<&'static LegionProcess, String> {
+    let started = PROCESS.get_or_init(|| start(config));
+    let process = started.as_ref().map_err(Clone::clone)?;
+    let flags = config.flags();
+    if flags != process.flags {
+        tracing::warn!(
+            "Legion already runs in this process with flags {:?}; ignoring {:?}",
+            process.flags,
+            flags
+        );
+    }
+    Ok(process)
+}
+
+/// The process's runtime if it started.
+pub(crate) fn running() -> Option<&'static LegionProcess> {
+    PROCESS.get()?.as_ref().ok()
+}
+
+/// Where the Legion installation and the shim library are.
+struct Installation {
+    dir: PathBuf,
+    shim: PathBuf,
+}
+
+fn installation() -> Result<Installation, String> {
+    let dir = std::env::var_os("DIFFUSE_LEGION_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("DIFFUSE_LEGION_DIR_BUILT")));
+    let shim = PathBuf::from(env!("DIFFUSE_LEGION_SHIM"));
+    for needed in [
+        dir.join("site/legate/lib64/liblegion-legate.so"),
+        dir.join("site/libucx/lib/libucp.so.0"),
+        shim.clone(),
+    ] {
+        if !needed.exists() {
+            return Err(format!(
+                "{} is missing (run scripts/legion-setup.sh, then rebuild diffuse-legion)",
+                needed.display()
+            ));
+        }
+    }
+    Ok(Installation { dir, shim })
+}
+
+/// Opens `path` with its symbols visible to libraries loaded later (Realm finds libcuda and
+/// UCX this way instead of through a search path), for the life of the process.
+fn preload(path: &Path) -> Result<(), String> {
+    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+    // SAFETY: these are the wheel's (or the stub's) shared libraries; their initializers
+    // only register symbols.
+    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
+        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+    // Realm keeps pointers into it until the process ends.
+    std::mem::forget(lib);
+    Ok(())
+}
+
+fn load(install: &Installation) -> Result<ffi::LegionApi, String> {
+    let stub = install.dir.join("stub/libcuda.so.1");
+    if stub.exists() {
+        preload(&stub)?;
+    }
+    preload(&install.dir.join("site/libucx/lib/libucp.so.0"))?;
+    preload(&install.dir.join("site/legate/lib64/liblegion-legate.so"))?;
+    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+    // SAFETY: the shim is diffuse's own library, built against this Legion.
+    let shim = unsafe { Library::open(Some(&install.shim), RTLD_NOW | RTLD_GLOBAL) }
+        .map_err(|e| format!("cannot load {}: {e}", install.shim.display()))?;
+    // SAFETY: the bindings were generated from the headers this shim and Legion were built
+    // from; every symbol is looked up now.
+    unsafe { ffi::LegionApi::from_library(shim) }.map_err(|e| {
+        format!(
+            "Legion's C API is incomplete in {}: {e}",
+            install.dir.display()
+        )
+    })
+}
+
+/// Loads Legion, starts it with the driver thread as top-level task, and waits until it
+/// runs (or fails).
+fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
+    let install = installation()?;
+    let api = load(&install)?;
+    let api = API.get_or_init(|| api);
+    let flags = config.flags();
+    point_task::register(api)?;
+    mapper::register(api);
+    let (commands, receiver) = channel::<Command>();
+    let (ready_tx, ready_rx) = sync_channel::<Result<MachineShape, String>>(1);
+    let argv_flags = flags.clone();
+    std::thread::Builder::new()
+        .name("diffuse-legion-driver".into())
+        .spawn(move || drive(api, argv_flags, receiver, ready_tx))
+        .map_err(|e| format!("cannot start the Legion driver thread: {e}"))?;
+    let machine = ready_rx
+        .recv_timeout(Duration::from_secs(120))
+        .map_err(|_| "Legion did not start within 120 s".to_string())??;
+    register_exit_hook();
+    Ok(LegionProcess {
+        commands: Mutex::new(commands),
+        machine,
+        flags,
+    })
+}
+
+/// The driver thread: starts Legion, becomes the top-level task, then runs commands until
+/// the process exits.
+fn drive(
+    api: &'static ffi::LegionApi,
+    flags: Vec<String>,
+    commands: Receiver<Command>,
+    ready: std::sync::mpsc::SyncSender<Result<MachineShape, String>>,
+) {
+    let args: Vec<CString> = std::iter::once("diffuse".to_string())
+        .chain(flags)
+        .filter_map(|a| CString::new(a).ok())
+        .collect();
+    // Legion keeps argv for the life of the process.
+    let argv: &'static mut [*mut c_char] = Box::leak(
+        args.into_iter()
+            .map(|a| a.into_raw())
+            .chain(std::iter::once(std::ptr::null_mut()))
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let argc = (argv.len() - 1) as c_int;
+    // SAFETY: argv is a null-terminated array of C strings that lives forever; the task
+    // variants and the mapper were registered before this call, as Legion requires.
+    let code = unsafe { api.legion_runtime_start(argc, argv.as_mut_ptr(), true) };
+    if code != 0 {
+        let _ = ready.send(Err(format!("legion_runtime_start failed with code {code}")));
+        return;
+    }
+    // SAFETY: the runtime has started; this thread is not a Legion thread.
+    let runtime = unsafe { api.legion_runtime_get_runtime() };
+    let name = CString::new("diffuse").unwrap_or_default();
+    // SAFETY: as above.
+    let ctx =
+        unsafe { api.diffuse_legion_begin_implicit_task(runtime, TOP_TASK_ID, name.as_ptr()) };
+    let machine = machine_shape(api);
+    let mut driver = Driver::new(api, runtime, ctx);
+    let _ = ready.send(Ok(machine));
+    while let Ok(command) = commands.recv() {
+        command(&mut driver);
+        if driver.stopped() {
+            break;
+        }
+    }
+}
+
+fn machine_shape(api: &ffi::LegionApi) -> MachineShape {
+    let (mut nodes, mut cpus, mut gpus, mut omps) = (0u32, 0u32, 0u32, 0u32);
+    // SAFETY: plain out-parameters; the runtime is running.
+    unsafe { api.diffuse_legion_machine_shape(&mut nodes, &mut cpus, &mut gpus, &mut omps) };
+    MachineShape {
+        nodes: nodes.max(1) as usize,
+        cpus_per_node: cpus.max(1) as usize,
+        gpus_per_node: gpus as usize,
+        omps_per_node: omps as usize,
+    }
+}
+
+extern "C" {
+    fn atexit(callback: extern "C" fn()) -> c_int;
+}
+
+/// Shuts Legion down when the process exits normally.
+fn register_exit_hook() {
+    // SAFETY: `shutdown_at_exit` is a plain function that never unwinds.
+    unsafe { atexit(shutdown_at_exit) };
+}
+
+/// How long exit waits for Legion to finish outstanding work and shut down.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(30);
+
+extern "C" fn shutdown_at_exit() {
+    let Some(Ok(process)) = PROCESS.get() else {
+        return;
+    };
+    let (tx, rx) = sync_channel(1);
+    let sent = process.send(Box::new(move |driver: &mut Driver| {
+        driver.shutdown();
+        let _ = tx.send(());
+    }));
+    if sent.is_ok() && rx.recv_timeout(SHUTDOWN_LIMIT).is_err() {
+        eprintln!("diffuse: Legion did not shut down within {SHUTDOWN_LIMIT:?}; exiting anyway");
+    }
+}

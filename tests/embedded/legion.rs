@@ -1,0 +1,196 @@
+//! The Legion backend against the same specification as the embedded one: the differential
+//! property over random task streams (fused = unfused = the sequential model, bitwise),
+//! placement by a Mapple mapper checked point by point against the mapper's own log, and
+//! faults inside Legion tasks surfacing as errors at the flush.
+//!
+//! Legion starts once per process (it cannot restart), so every test here shares one
+//! runtime of two CPU processors, started by the first.
+
+use std::sync::Arc;
+
+use diffuse::backend::{ProcKind, Processor};
+use diffuse::{
+    Backend, FusionConfig, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime,
+    RuntimeConfig,
+};
+use diffuse_ir::{Context, DType, IndexTask, Privilege, Tuple};
+use diffuse_jit::Jit;
+
+use crate::faults::{launch_1d, panic_at_kind};
+use crate::fusion::{cases_from_env, run_property, On};
+use crate::{add_kind, name};
+
+/// A new Legion backend on the process's runtime (two CPU processors).
+fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
+    let mut config = LegionConfig {
+        cpus: Some(2),
+        sysmem_mib: Some(2048),
+        ..Default::default()
+    };
+    if let Some(s) = strip_bytes {
+        config.strip_bytes = s;
+    }
+    Arc::new(LegionBackend::start(&config).expect("the Legion backend starts"))
+}
+
+/// A Legion backend for the differential property.
+pub(crate) fn backend(strip_bytes: Option<usize>) -> Arc<dyn Backend> {
+    legion(strip_bytes)
+}
+
+#[test]
+fn fused_streams_match_unfused_and_sequential_on_legion() {
+    run_property(
+        cases_from_env("DIFFUSE_LEGION_CASES", 120),
+        None,
+        On::Legion,
+    );
+}
+
+#[test]
+fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
+    let jit = Arc::new(Jit::new());
+    let cov = run_property(
+        cases_from_env("DIFFUSE_LEGION_JIT_CASES", 20),
+        Some(&jit),
+        On::Legion,
+    );
+    assert!(
+        cov.compiled_tasks() > 0,
+        "no fused task ran compiled code on Legion"
+    );
+}
+
+/// `c = a + b` over 8 launch points on 1-d stores of 40 elements, on `ctx`.
+fn add_over_eight(ctx: &Context) -> Vec<f64> {
+    let n = 40;
+    let a = ctx
+        .store_from_vec(&[n], (0..n).map(|i| i as f64).collect())
+        .unwrap();
+    let b = ctx
+        .store_from_vec(&[n], (0..n).map(|i| (i * i) as f64).collect())
+        .unwrap();
+    let c = ctx.create_store(&[n], DType::F64).unwrap();
+    let launch = Tuple::shape(&[8]).unwrap();
+    ctx.submit(
+        IndexTask::new(&add_kind(), launch)
+            .arg(&c, c.view().blocked(launch).unwrap(), Privilege::Write)
+            .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
+            .arg(&b, b.view().blocked(launch).unwrap(), Privilege::Read),
+    )
+    .unwrap();
+    ctx.read::<f64>(&c.view()).unwrap()
+}
+
+/// The processors a mapper log's `SLICE_TASK` lines name, point by point.
+fn logged_processors(log: &[String]) -> Vec<Processor> {
+    log.iter()
+        .skip_while(|l| !l.starts_with("SLICE_TASK"))
+        .skip(1)
+        .take_while(|l| l.contains("-> node"))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let node = words[words.len() - 3].parse().unwrap();
+            let index = words[words.len() - 1].parse().unwrap();
+            Processor {
+                kind: ProcKind::Cpu,
+                node,
+                index,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn points_run_on_the_processors_the_mapper_names() {
+    let backend = legion(None);
+    let machine = backend.machine();
+    assert_eq!(
+        machine.cpus(),
+        2,
+        "the tests' Legion runs two CPU processors"
+    );
+    let task = diffuse::placement::mapple_name(&name("add"));
+    // Against the default blocks (points 0-3 on processor 0): odd points on processor 0.
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def swapped(Task task) {{ return m[0, (task.ipoint[0] + 1) % 2]; }}\n\
+         IndexTaskMap {task} swapped;\n"
+    );
+    let placement = Arc::new(
+        MapplePlacement::new("swap.mapple", &source, machine.mapple_machine(), true).unwrap(),
+    );
+    backend.record_points();
+    let runtime = Arc::new(Runtime::new(
+        backend.clone(),
+        RuntimeConfig {
+            fusion: FusionConfig::off(),
+            placement: Some(placement.clone() as Arc<dyn Placement>),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let got = add_over_eight(&ctx);
+    let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+    assert_eq!(got, want);
+    let mut ran: Vec<_> = backend
+        .take_point_records()
+        .into_iter()
+        .filter(|r| r.task == name("add"))
+        .collect();
+    ran.sort_by_key(|r| r.point[0]);
+    let logged = logged_processors(&placement.take_log());
+    assert_eq!(logged.len(), 8, "the mapper logged every point");
+    assert_eq!(ran.len(), 8, "every point ran once: {ran:?}");
+    for (i, r) in ran.iter().enumerate() {
+        assert_eq!(r.point[0], i as i64);
+        assert_eq!(
+            r.processor, logged[i],
+            "point {i} ran on {:?}, the mapper chose {:?}",
+            r.processor, logged[i]
+        );
+        assert_eq!(r.processor.index, (i + 1) % 2);
+    }
+}
+
+#[test]
+fn a_panic_inside_a_legion_task_is_an_error_at_the_flush() {
+    let backend = legion(None);
+    let runtime = Arc::new(Runtime::new(backend, RuntimeConfig::default()));
+    let ctx = Context::new(runtime);
+    let out = ctx.create_store(&[8], DType::F64).unwrap();
+    let err = launch_1d(&ctx, &panic_at_kind(), &out, 4, 0b0100).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("panic_at"), "{message}");
+    assert!(message.contains("(2)"), "{message}");
+    assert!(message.contains("injected panic 2"), "{message}");
+    // The runtime keeps working: the next launch without a fault succeeds.
+    launch_1d(&ctx, &panic_at_kind(), &out, 4, 0).unwrap();
+    let values = ctx.read::<f64>(&out.view()).unwrap();
+    assert_eq!(values, vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]);
+}
+
+#[test]
+fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
+    let backend = legion(None);
+    let machine = backend.machine();
+    assert_eq!(
+        machine.gpus_per_node, 0,
+        "this test is about machines without GPUs"
+    );
+    let source = "Region * * CPU FBMEM;\n";
+    let placement = Arc::new(
+        MapplePlacement::new("fb.mapple", source, machine.mapple_machine(), false).unwrap(),
+    );
+    let runtime = Arc::new(Runtime::new(
+        backend,
+        RuntimeConfig {
+            placement: Some(placement as Arc<dyn Placement>),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let got = add_over_eight(&ctx);
+    let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+    assert_eq!(got, want);
+}
