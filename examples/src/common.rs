@@ -430,6 +430,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         backend: Backend::Embedded,
         procs: Some(procs),
         json: false,
+        legion_flags: Vec::new(),
     }
 }
 

@@ -15,9 +15,11 @@ pub(crate) fn legion_dims(dims: usize) -> usize {
 
 /// The Legion domain of the half-open box `rect` (a 0-d box is `[0, 0]`).
 pub(crate) fn domain(rect: &Rect) -> ffi::legion_domain_t {
-    let mut d = ffi::legion_domain_t::default();
     let dims = legion_dims(rect.dims());
-    d.dim = dims as i32;
+    let mut d = ffi::legion_domain_t {
+        dim: dims as i32,
+        ..Default::default()
+    };
     for k in 0..dims {
         let (lo, hi) = if rect.dims() == 0 {
             (0, 0)
@@ -37,8 +39,10 @@ pub(crate) fn shape_domain(shape: Shape) -> ffi::legion_domain_t {
 
 /// The Legion domain point of `p` (a 0-d point is `(0)`).
 pub(crate) fn domain_point(p: &Point) -> ffi::legion_domain_point_t {
-    let mut d = ffi::legion_domain_point_t::default();
-    d.dim = legion_dims(p.dims()) as i32;
+    let mut d = ffi::legion_domain_point_t {
+        dim: legion_dims(p.dims()) as i32,
+        ..Default::default()
+    };
     for (k, &x) in p.as_slice().iter().enumerate() {
         d.point_data[k] = x;
     }

@@ -358,6 +358,15 @@ fn random_data(len: usize, seed: u64) -> Vec<f64> {
     crate::random_data_in(len, seed, 2.0)
 }
 
+/// True when `a` and `b` agree to 1e-9 relative to their magnitude (at least 1), NaN with
+/// NaN: equality up to the reassociation of floating-point reductions.
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(&x, &y)| {
+            (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0)
+        })
+}
+
 /// Bit patterns, every NaN mapped to one pattern (bitwise equality up to NaN payloads).
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter()
@@ -668,6 +677,15 @@ struct Plan {
     window: Option<usize>,
     strip_bytes: Option<usize>,
     procs: usize,
+}
+
+impl Plan {
+    /// True when some task reduces (its result depends on the order contributions fold in).
+    fn reduces(&self) -> bool {
+        self.steps.iter().any(|step| {
+            matches!(step, Step::Task(t) if matches!(t.op, Op::AddReduce | Op::SumAll | Op::RowSum))
+        })
+    }
 }
 
 const LAUNCH_1D: [[i64; 1]; 3] = [[1], [2], [3]];
@@ -1291,6 +1309,17 @@ fn check_case(
 ) -> Result<(), TestCaseError> {
     let plan = plan(raw);
     let model = run_model(&plan);
+    // Bitwise, except where Legion folds reductions: its built-in reduction operators fold
+    // the points' contributions in an order of its own, so sums may differ in the last bits
+    // (and so may everything computed from them).
+    let reassociated = on_backend == On::Legion && plan.reduces();
+    let same = |a: &[f64], b: &[f64]| {
+        if reassociated {
+            close(a, b)
+        } else {
+            bits(a) == bits(b)
+        }
+    };
     let off = run_real(&plan, FusionConfig::off(), None, None, on_backend)
         .map_err(TestCaseError::fail)?;
     let on = run_real(
@@ -1333,8 +1362,14 @@ fn check_case(
         .zip(&on.reads)
         .enumerate()
     {
-        prop_assert_eq!(bits(o), bits(m), "read {} with fusion off vs model", k);
-        prop_assert_eq!(bits(f), bits(o), "read {} with fusion on vs off", k);
+        prop_assert!(
+            same(o, m),
+            "read {}: fusion off {:?} vs model {:?}",
+            k,
+            o,
+            m
+        );
+        prop_assert!(same(f, o), "read {}: fusion on {:?} vs off {:?}", k, f, o);
     }
     for (s, ((m, o), f)) in model
         .finals
@@ -1347,23 +1382,25 @@ fn check_case(
             prop_assert!(m.is_none() && o.is_none() && f.is_none(), "store {}", s);
             continue;
         };
-        prop_assert_eq!(
-            bits(o),
-            bits(m),
-            "store {} (shape {:?}): fusion off vs sequential model",
+        prop_assert!(
+            same(o, m),
+            "store {} (shape {:?}): fusion off {:?} vs sequential model {:?}",
             s,
-            &plan.stores[s].shape
+            &plan.stores[s].shape,
+            o,
+            m
         );
-        prop_assert_eq!(
-            bits(f),
-            bits(o),
-            "store {} (shape {:?}): fusion on (window {:?}, strip_bytes {:?}, JIT {}) vs off; \
-             executed {:?}",
+        prop_assert!(
+            same(f, o),
+            "store {} (shape {:?}): fusion on (window {:?}, strip_bytes {:?}, JIT {}) {:?} vs \
+             off {:?}; executed {:?}",
             s,
             &plan.stores[s].shape,
             plan.window,
             plan.strip_bytes,
             if jit.is_some() { "on" } else { "off" },
+            f,
+            o,
             on.log.iter().map(|r| &r.executed).collect::<Vec<_>>()
         );
     }
