@@ -7,6 +7,9 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "legion.h"
@@ -18,14 +21,16 @@ using namespace Legion::Mapping;
 
 namespace {
 
-// The processors of each kind on each node, ordered by id: diffuse's numbering.
+// ---------------------------------------------------------------------------------------
+// The machine in diffuse's numbering: per kind and node, the processors ordered by id.
+
 struct ProcessorTable {
   std::map<Processor::Kind, std::vector<std::vector<Processor>>> by_kind;
   unsigned nodes = 0;
 
   explicit ProcessorTable(Machine machine) {
-    Machine::ProcessorQuery query(machine);
-    for (Processor p : query) nodes = std::max(nodes, unsigned(p.address_space()) + 1);
+    Machine::ProcessorQuery all(machine);
+    for (Processor p : all) nodes = std::max(nodes, unsigned(p.address_space()) + 1);
     for (Processor::Kind kind :
          {Processor::LOC_PROC, Processor::TOC_PROC, Processor::OMP_PROC}) {
       std::vector<std::vector<Processor>> per_node(nodes);
@@ -33,7 +38,7 @@ struct ProcessorTable {
       of_kind.only_kind(kind);
       for (Processor p : of_kind) per_node[p.address_space()].push_back(p);
       for (auto& procs : per_node) std::sort(procs.begin(), procs.end());
-      by_kind[kind] = per_node;
+      by_kind[kind] = std::move(per_node);
     }
   }
 
@@ -45,31 +50,29 @@ struct ProcessorTable {
     }
   }
 
-  // The Legion processor of a diffuse choice, or NO_PROC if the machine has none such.
+  // The Legion processor of a diffuse choice, or NO_PROC if the machine has no such one.
   Processor find(const diffuse_proc_choice_t& choice) const {
     auto it = by_kind.find(legion_kind(choice.kind));
     if (it == by_kind.end() || choice.node >= it->second.size()) return Processor::NO_PROC;
     const auto& procs = it->second[choice.node];
-    if (procs.empty()) return Processor::NO_PROC;
-    return procs[choice.index % procs.size()];
+    return choice.index < procs.size() ? procs[choice.index] : Processor::NO_PROC;
   }
 
   bool identify(Processor p, diffuse_proc_choice_t* out) const {
-    for (const auto& [kind, per_node] : by_kind) {
-      if (p.address_space() >= per_node.size()) continue;
-      const auto& procs = per_node[p.address_space()];
-      auto at = std::find(procs.begin(), procs.end(), p);
-      if (at == procs.end()) continue;
-      out->kind = kind == Processor::TOC_PROC   ? DIFFUSE_PROC_GPU
-                  : kind == Processor::OMP_PROC ? DIFFUSE_PROC_OMP
-                                                : DIFFUSE_PROC_CPU;
-      out->node = p.address_space();
-      out->index = unsigned(at - procs.begin());
-      return true;
-    }
-    return false;
+    auto it = by_kind.find(p.kind());
+    if (it == by_kind.end() || p.address_space() >= it->second.size()) return false;
+    const auto& procs = it->second[p.address_space()];
+    auto at = std::lower_bound(procs.begin(), procs.end(), p);
+    if (at == procs.end() || *at != p) return false;
+    out->kind = p.kind() == Processor::TOC_PROC   ? DIFFUSE_PROC_GPU
+                : p.kind() == Processor::OMP_PROC ? DIFFUSE_PROC_OMP
+                                                  : DIFFUSE_PROC_CPU;
+    out->node = p.address_space();
+    out->index = uint32_t(at - procs.begin());
+    return true;
   }
 
+  // Processors of `kind` on node 0 (diffuse assumes every node alike).
   uint32_t count(Processor::Kind kind) const {
     auto it = by_kind.find(kind);
     if (it == by_kind.end() || it->second.empty()) return 0;
@@ -77,13 +80,27 @@ struct ProcessorTable {
   }
 };
 
+// Built on first use, which is after the runtime started (Machine::get_machine needs it).
 const ProcessorTable& table() {
-  static ProcessorTable t(Machine::get_machine());
+  static const ProcessorTable t(Machine::get_machine());
   return t;
 }
 
+// ---------------------------------------------------------------------------------------
+// What diffuse registered (written once, before Legion starts; read-only afterwards).
+
 diffuse_mapper_callbacks_t callbacks{};
 TaskID point_task_id = 0;
+
+bool is_point_task(const Task& task) { return task.task_id == point_task_id; }
+
+const char* proc_kind_name(int32_t kind) {
+  switch (kind) {
+    case DIFFUSE_PROC_GPU: return "GPU";
+    case DIFFUSE_PROC_OMP: return "OMP";
+    default: return "CPU";
+  }
+}
 
 Memory::Kind legion_memory(int32_t kind) {
   switch (kind) {
@@ -94,12 +111,23 @@ Memory::Kind legion_memory(int32_t kind) {
   }
 }
 
-const char* memory_name(int32_t kind) {
+const char* memory_name(Memory::Kind kind) {
   switch (kind) {
-    case DIFFUSE_MEM_FBMEM: return "FBMEM";
-    case DIFFUSE_MEM_ZCMEM: return "ZCMEM";
-    case DIFFUSE_MEM_SOCKMEM: return "SOCKMEM";
-    default: return "SYSMEM";
+    case Memory::SYSTEM_MEM: return "SYSMEM";
+    case Memory::GPU_FB_MEM: return "FBMEM";
+    case Memory::Z_COPY_MEM: return "ZCMEM";
+    case Memory::SOCKET_MEM: return "SOCKMEM";
+    case Memory::REGDMA_MEM: return "REGDMA_MEM";
+    default: return "another Legion memory kind";
+  }
+}
+
+const char* processor_name(Processor::Kind kind) {
+  switch (kind) {
+    case Processor::LOC_PROC: return "a CPU";
+    case Processor::TOC_PROC: return "a GPU";
+    case Processor::OMP_PROC: return "an OpenMP processor";
+    default: return "a Legion processor";
   }
 }
 
@@ -107,130 +135,307 @@ void notice(const std::string& message) {
   if (callbacks.notice != nullptr) callbacks.notice(message.c_str());
 }
 
-// A DefaultMapper that asks diffuse about its point tasks. Calls are serialized and not
-// reentrant, so the task being mapped can be remembered across the DefaultMapper's policy
-// calls (which do not receive it).
+// The processor diffuse names for `point` of `task`: NO_PROC (after a notice when diffuse
+// named one this machine lacks) when the DefaultMapper should decide.
+Processor point_target(const Task& task, const DomainPoint& point) {
+  if (callbacks.point_processor == nullptr) return Processor::NO_PROC;
+  int64_t coords[LEGION_MAX_DIM] = {};
+  int dims = std::max(0, std::min(point.get_dim(), int(LEGION_MAX_DIM)));
+  for (int d = 0; d < dims; d++) coords[d] = point[d];
+  diffuse_proc_choice_t choice{};
+  if (callbacks.point_processor(task.args, task.arglen, coords, dims, &choice) != 0)
+    return Processor::NO_PROC;
+  Processor target = table().find(choice);
+  if (!target.exists()) {
+    notice(std::string("a point was placed on ") + proc_kind_name(choice.kind) + " " +
+           std::to_string(choice.index) + " of node " + std::to_string(choice.node) +
+           ", which this Legion machine does not have; the DefaultMapper placed the launch");
+  }
+  return target;
+}
+
+// The dimension ordering diffuse's kernels address (Legion lists the fastest first):
+// C order puts the last dimension fastest, Fortran order the first; the field is slowest.
+std::vector<DimensionKind> dimension_order(int dims, bool fortran) {
+  std::vector<DimensionKind> order;
+  for (int i = 0; i < dims; i++) {
+    int d = fortran ? i : dims - 1 - i;
+    order.push_back(DimensionKind(LEGION_DIM_X + d));
+  }
+  order.push_back(LEGION_DIM_F);
+  return order;
+}
+
+// ---------------------------------------------------------------------------------------
+// The mapper.
+
 class DiffuseMapper : public DefaultMapper {
  public:
   DiffuseMapper(MapperRuntime* rt, Machine machine, Processor local)
       : DefaultMapper(rt, machine, local, "diffuse") {}
 
-  MapperSyncModel get_mapper_sync_model() const override {
-    return SERIALIZED_NON_REENTRANT_MAPPER_MODEL;
+  // A point task launched on its own (not in an index launch) starts where diffuse says.
+  void select_task_options(MapperContext ctx, const Task& task,
+                           TaskOptions& output) override {
+    DefaultMapper::select_task_options(ctx, task, output);
+    if (!is_point_task(task) || task.is_index_space) return;
+    Processor target = point_target(task, task.index_point);
+    if (target.exists()) output.initial_proc = target;
   }
 
+  // One slice per launch point, on the processor diffuse names for it. If diffuse has no
+  // answer for some point, the DefaultMapper slices the whole launch.
   void slice_task(MapperContext ctx, const Task& task, const SliceTaskInput& input,
                   SliceTaskOutput& output) override {
-    if (task.task_id != point_task_id || callbacks.point_processor == nullptr) {
+    if (!is_point_task(task) || callbacks.point_processor == nullptr) {
       DefaultMapper::slice_task(ctx, task, input, output);
       return;
     }
+    std::vector<TaskSlice> slices;
     for (Domain::DomainPointIterator it(input.domain); it; it++) {
-      const DomainPoint& p = it.p;
-      int64_t coords[LEGION_MAX_DIM];
-      for (int d = 0; d < p.get_dim(); d++) coords[d] = p[d];
-      diffuse_proc_choice_t choice{};
-      Processor target = Processor::NO_PROC;
-      if (callbacks.point_processor(task.args, task.arglen, coords, p.get_dim(), &choice) == 0) {
-        target = table().find(choice);
-        if (!target.exists()) {
-          notice("a point was placed on a processor this Legion machine does not have; "
-                 "the DefaultMapper chose instead");
-        }
+      Processor target = point_target(task, it.p);
+      if (!target.exists()) {
+        DefaultMapper::slice_task(ctx, task, input, output);
+        return;
       }
-      if (!target.exists()) target = local_proc;
-      output.slices.push_back(TaskSlice(Domain(p, p), target, false, false));
+      slices.push_back(TaskSlice(Domain(it.p, it.p), target, false /*recurse*/,
+                                 false /*stealable*/));
     }
+    output.slices = std::move(slices);
   }
 
+  // A point runs on exactly the processor its slice (or select_task_options) sent it to.
   void default_policy_select_target_processors(MapperContext ctx, const Task& task,
                                                std::vector<Processor>& target_procs) override {
-    if (task.task_id == point_task_id) {
-      target_procs.clear();
-      target_procs.push_back(task.target_proc);
+    if (!is_point_task(task)) {
+      DefaultMapper::default_policy_select_target_processors(ctx, task, target_procs);
       return;
     }
-    DefaultMapper::default_policy_select_target_processors(ctx, task, target_procs);
+    target_procs.assign(1, task.target_proc);
+  }
+
+  // The DefaultMapper's cached mappings are keyed by the regions only, not by the launch,
+  // whose memory and layout choices may differ: diffuse's point tasks are mapped afresh.
+  CachedMappingPolicy default_policy_select_task_cache_policy(MapperContext ctx,
+                                                             const Task& task) override {
+    if (is_point_task(task) && callbacks.region_choice != nullptr)
+      return DEFAULT_CACHE_POLICY_DISABLE;
+    return DefaultMapper::default_policy_select_task_cache_policy(ctx, task);
   }
 
   void map_task(MapperContext ctx, const Task& task, const MapTaskInput& input,
                 MapTaskOutput& output) override {
-    mapping_ = task.task_id == point_task_id ? &task : nullptr;
-    DefaultMapper::map_task(ctx, task, input, output);
-    mapping_ = nullptr;
-  }
-
-  Memory default_policy_select_target_memory(MapperContext ctx, Processor target_proc,
-                                             const RegionRequirement& req,
-                                             MemoryConstraint mc) override {
-    diffuse_region_choice_t choice{};
-    if (ask(req, &choice)) {
-      Machine::MemoryQuery query(machine);
-      query.has_affinity_to(target_proc);
-      query.only_kind(legion_memory(choice.memory));
-      if (query.count() > 0) return query.first();
-      Memory fallback = DefaultMapper::default_policy_select_target_memory(ctx, target_proc, req, mc);
-      notice(std::string("Mapple placed a region in ") + memory_name(choice.memory) +
-             ", which the processor running it cannot reach here; using the DefaultMapper's "
-             "memory instead");
-      return fallback;
+    if (!is_point_task(task) || callbacks.region_choice == nullptr) {
+      DefaultMapper::map_task(ctx, task, input, output);
+      return;
     }
-    return DefaultMapper::default_policy_select_target_memory(ctx, target_proc, req, mc);
-  }
-
-  void default_policy_select_constraints(MapperContext ctx, LayoutConstraintSet& constraints,
-                                         Memory target_memory,
-                                         const RegionRequirement& req) override {
-    DefaultMapper::default_policy_select_constraints(ctx, constraints, target_memory, req);
-    diffuse_region_choice_t choice{};
-    bool asked = ask(req, &choice);
-    // diffuse's kernels address the last dimension contiguously: C order, field last.
-    int dims = req.region.get_index_space().get_dim();
-    std::vector<DimensionKind> order;
-    if (asked && choice.fortran) {
-      for (int d = 0; d < dims; d++) order.push_back(DimensionKind(LEGION_DIM_X + d));
-    } else {
-      for (int d = dims - 1; d >= 0; d--) order.push_back(DimensionKind(LEGION_DIM_X + d));
+    Mapping mapping{&task, std::vector<Choice>(task.regions.size())};
+    for (unsigned i = 0; i < task.regions.size(); i++) {
+      Choice& c = mapping.choices[i];
+      c.valid = callbacks.region_choice(task.args, task.arglen, i, &c.choice) == 0;
     }
-    order.push_back(LEGION_DIM_F);
-    constraints.ordering_constraint = OrderingConstraint(order, false);
-    if (asked && choice.alignment > 0) {
-      for (FieldID fid : req.privilege_fields) {
-        constraints.add_constraint(AlignmentConstraint(fid, LEGION_GE_EK, choice.alignment));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      mappings_[ctx] = mapping;
+    }
+    struct Forget {
+      DiffuseMapper* self;
+      MapperContext ctx;
+      ~Forget() {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->mappings_.erase(ctx);
+      }
+    } forget{this, ctx};
+
+    // The DefaultMapper reuses any valid instance in the target memory whatever its
+    // layout; keep only those with the layout diffuse asked for.
+    MapTaskInput filtered = input;
+    for (unsigned i = 0; i < task.regions.size() && i < filtered.valid_instances.size(); i++) {
+      const Choice& c = mapping.choices[i];
+      if (task.regions[i].privilege == LEGION_REDUCE) continue;
+      LayoutConstraintSet wanted;
+      add_layout(wanted, task.regions[i], c.valid ? &c.choice : nullptr, {});
+      auto& valid = filtered.valid_instances[i];
+      valid.erase(std::remove_if(valid.begin(), valid.end(),
+                                 [&](const PhysicalInstance& inst) {
+                                   return !inst.entails(wanted);
+                                 }),
+                  valid.end());
+    }
+    DefaultMapper::map_task(ctx, task, filtered, output);
+
+    // Mapple's GarbageCollect: the instance goes as soon as it holds no valid data.
+    for (unsigned i = 0; i < task.regions.size() && i < output.chosen_instances.size(); i++) {
+      const Choice& c = mapping.choices[i];
+      if (!c.valid || c.choice.collect == 0) continue;
+      for (const PhysicalInstance& inst : output.chosen_instances[i]) {
+        if (inst.is_virtual_instance() || inst.is_external_instance()) continue;
+        runtime->set_garbage_collection_priority(ctx, inst, LEGION_GC_EAGER_PRIORITY);
       }
     }
   }
 
-  int default_policy_select_garbage_collection_priority(MapperContext ctx, MappingKind kind,
-                                                        Memory memory,
-                                                        const PhysicalInstance& instance,
-                                                        bool meets_fill_constraints,
-                                                        bool reduction) override {
-    if (collect_next_) return LEGION_GC_FIRST_PRIORITY;
-    return DefaultMapper::default_policy_select_garbage_collection_priority(
-        ctx, kind, memory, instance, meets_fill_constraints, reduction);
+  // The memory of the kind diffuse names, with affinity to the point's processor.
+  Memory default_policy_select_target_memory(MapperContext ctx, Processor target_proc,
+                                             const RegionRequirement& req,
+                                             MemoryConstraint mc) override {
+    diffuse_region_choice_t choice{};
+    if (!choice_for(ctx, req, &choice))
+      return DefaultMapper::default_policy_select_target_memory(ctx, target_proc, req, mc);
+    Memory::Kind wanted = legion_memory(choice.memory);
+    Memory best = Memory::NO_MEMORY;
+    if (!mc.is_valid() || mc.get_kind() == wanted) {
+      Machine::MemoryQuery query(machine);
+      query.has_affinity_to(target_proc);
+      query.only_kind(wanted);
+      unsigned best_bandwidth = 0;
+      std::vector<Machine::ProcessorMemoryAffinity> affinity;
+      for (Memory m : query) {
+        affinity.clear();
+        machine.get_proc_mem_affinity(affinity, target_proc, m, false);
+        unsigned bandwidth = affinity.empty() ? 0 : affinity[0].bandwidth;
+        if (!best.exists() || bandwidth > best_bandwidth) {
+          best = m;
+          best_bandwidth = bandwidth;
+        }
+      }
+    }
+    if (best.exists()) return best;
+    Memory fallback = DefaultMapper::default_policy_select_target_memory(ctx, target_proc, req, mc);
+    notice(std::string("Mapple placed a region in ") + memory_name(wanted) + " for " +
+           processor_name(target_proc.kind()) + ", which has no such memory here" +
+           (mc.is_valid() && mc.get_kind() != wanted ? " (the task variant requires another)"
+                                                     : "") +
+           "; the DefaultMapper chose " + memory_name(fallback.kind()) + " instead");
+    return fallback;
+  }
+
+  // The DefaultMapper caches one layout per (memory kind, field space), or per (memory
+  // kind, reduction operator); diffuse's layouts also depend on the region's dimensions
+  // and on the launch's choice, so the cache here is keyed by all of them.
+  LayoutConstraintID default_policy_select_layout_constraints(
+      MapperContext ctx, Memory target_memory, const RegionRequirement& req,
+      MappingKind mapping_kind, bool needs_field_constraint_check,
+      bool& force_new_instances) override {
+    const bool reduce = req.privilege == LEGION_REDUCE;
+    force_new_instances = reduce && !default_policy_select_reduction_instance_reuse(ctx);
+    diffuse_region_choice_t choice{};
+    bool asked = choice_for(ctx, req, &choice);
+    bool fortran = asked && choice.fortran != 0;
+    uint32_t alignment = asked ? choice.alignment : 0;
+    LayoutKey key{target_memory.kind(),
+                  reduce ? 0u : unsigned(req.region.get_field_space().get_id()),
+                  reduce ? unsigned(req.redop) : 0u,
+                  req.region.get_index_space().get_dim(),
+                  fortran,
+                  alignment,
+                  {}};
+    // The alignment constraint names fields: those of a reduction instance are the
+    // requirement's; a normal instance has all the field space's.
+    if (alignment > 0 && reduce)
+      key.fields.assign(req.privilege_fields.begin(), req.privilege_fields.end());
+    if (!needs_field_constraint_check) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto found = layouts_.find(key);
+      if (found != layouts_.end()) return found->second;
+    }
+    LayoutConstraintSet constraints;
+    default_policy_select_constraints(ctx, constraints, target_memory, req);
+    LayoutConstraintID id = runtime->register_layout(ctx, constraints);
+    std::lock_guard<std::mutex> lock(mutex_);
+    layouts_[key] = id;
+    return id;
+  }
+
+  // C order (last dimension fastest, then the field) unless diffuse asks for Fortran
+  // order, and the alignment diffuse asks for. Instances that are not for a point task
+  // (inline mappings of diffuse's host copies) get C order too, so both share instances.
+  void default_policy_select_constraints(MapperContext ctx, LayoutConstraintSet& constraints,
+                                         Memory target_memory,
+                                         const RegionRequirement& req) override {
+    bool had_ordering = !constraints.ordering_constraint.ordering.empty();
+    DefaultMapper::default_policy_select_constraints(ctx, constraints, target_memory, req);
+    diffuse_region_choice_t choice{};
+    bool asked = choice_for(ctx, req, &choice);
+    std::vector<FieldID> fields = constraints.field_constraint.get_field_set();
+    if (fields.empty()) fields.assign(req.privilege_fields.begin(), req.privilege_fields.end());
+    // An ordering the caller set (a task variant's layout constraint) stays; the
+    // DefaultMapper's own (first dimension fastest) gives way to diffuse's.
+    if (!had_ordering) constraints.ordering_constraint = OrderingConstraint();
+    add_layout(constraints, req, asked ? &choice : nullptr, fields);
   }
 
  private:
-  // diffuse's choice for `req` of the point task being mapped; false when there is none.
-  bool ask(const RegionRequirement& req, diffuse_region_choice_t* out) {
-    collect_next_ = false;
-    if (mapping_ == nullptr || callbacks.region_choice == nullptr) return false;
-    for (unsigned i = 0; i < mapping_->regions.size(); i++) {
-      if (&mapping_->regions[i] != &req) continue;
-      if (callbacks.region_choice(mapping_->args, mapping_->arglen, i, out) != 0) return false;
-      collect_next_ = out->collect != 0;
+  struct Choice {
+    bool valid = false;
+    diffuse_region_choice_t choice{};
+  };
+  // The point task a map_task call (its context) is mapping and diffuse's choices for it.
+  struct Mapping {
+    const Task* task = nullptr;
+    std::vector<Choice> choices;
+  };
+  struct LayoutKey {
+    Memory::Kind memory;
+    unsigned field_space;
+    unsigned redop;
+    int dims;
+    bool fortran;
+    uint32_t alignment;
+    std::vector<FieldID> fields;
+    bool operator<(const LayoutKey& o) const {
+      return std::tie(memory, field_space, redop, dims, fortran, alignment, fields) <
+             std::tie(o.memory, o.field_space, o.redop, o.dims, o.fortran, o.alignment,
+                      o.fields);
+    }
+  };
+
+  // Adds diffuse's ordering (unless one is set) and alignment to `constraints`. `fields`:
+  // the fields the alignment applies to (none: every privilege field of `req`).
+  static void add_layout(LayoutConstraintSet& constraints, const RegionRequirement& req,
+                         const diffuse_region_choice_t* choice,
+                         const std::vector<FieldID>& fields) {
+    if (constraints.ordering_constraint.ordering.empty()) {
+      int dims = req.region.get_index_space().get_dim();
+      bool fortran = choice != nullptr && choice->fortran != 0;
+      constraints.ordering_constraint = OrderingConstraint(dimension_order(dims, fortran), false);
+    }
+    if (choice != nullptr && choice->alignment > 0) {
+      std::vector<FieldID> aligned = fields;
+      if (aligned.empty()) aligned.assign(req.privilege_fields.begin(), req.privilege_fields.end());
+      for (FieldID fid : aligned)
+        constraints.add_constraint(AlignmentConstraint(fid, LEGION_GE_EK, choice->alignment));
+    }
+  }
+
+  // diffuse's choice for `req` when this mapper call maps a point task and `req` is one of
+  // its region requirements (the DefaultMapper passes task.regions[i] itself).
+  bool choice_for(MapperContext ctx, const RegionRequirement& req,
+                  diffuse_region_choice_t* out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = mappings_.find(ctx);
+    if (found == mappings_.end()) return false;
+    const Mapping& m = found->second;
+    for (unsigned i = 0; i < m.task->regions.size(); i++) {
+      if (&m.task->regions[i] != &req) continue;
+      if (!m.choices[i].valid) return false;
+      *out = m.choices[i].choice;
       return true;
     }
     return false;
   }
 
-  const Task* mapping_ = nullptr;
-  bool collect_next_ = false;
+  // Mapper calls may interleave when one waits on the runtime (the DefaultMapper's
+  // serialized re-entrant model), so per-call state is keyed by the call's context. The
+  // lock is never held across a runtime call.
+  std::mutex mutex_;
+  std::map<MapperContext, Mapping> mappings_;
+  std::map<LayoutKey, LayoutConstraintID> layouts_;
 };
 
-// Maps launch points to tile colors through the projection in the requirement's arguments
-// (the encoding is in the header).
+// ---------------------------------------------------------------------------------------
+// The projection functor (its encoding is in the header).
+
 class EncodedProjection : public ProjectionFunctor {
  public:
   explicit EncodedProjection(Runtime* rt) : ProjectionFunctor(rt) {}
@@ -238,18 +443,14 @@ class EncodedProjection : public ProjectionFunctor {
   bool is_functional() const override { return true; }
   unsigned get_depth() const override { return 0; }
 
+  // Without projection arguments: the identity (color = point).
   LogicalRegion project(LogicalPartition upper, const DomainPoint& point,
-                        const Domain& launch, const void* args, size_t size) override {
-    return runtime->get_logical_subregion_by_color(upper, color(point, args, size));
+                        const Domain& launch) override {
+    return runtime->get_logical_subregion_by_color(upper, point);
   }
 
-  LogicalRegion project(const Mappable* mappable, unsigned index, LogicalPartition upper,
-                        const DomainPoint& point) override {
-    const Task* task = mappable->as_task();
-    size_t size = 0;
-    const void* args = task != nullptr && index < task->regions.size()
-                           ? task->regions[index].get_projection_args(&size)
-                           : nullptr;
+  LogicalRegion project(LogicalPartition upper, const DomainPoint& point,
+                        const Domain& launch, const void* args, size_t size) override {
     return runtime->get_logical_subregion_by_color(upper, color(point, args, size));
   }
 
@@ -279,46 +480,72 @@ void install_mappers(Machine machine, Runtime* runtime, const std::set<Processor
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------
+// The C interface. Nothing throws across it: Legion reports errors by aborting, and the
+// only other exception here would be std::bad_alloc.
+
 extern "C" {
 
 void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* cb,
                                     legion_task_id_t point_task) {
-  callbacks = *cb;
-  point_task_id = point_task;
-  Runtime::add_registration_callback(install_mappers);
+  try {
+    callbacks = *cb;
+    point_task_id = point_task;
+    Runtime::add_registration_callback(install_mappers);
+  } catch (...) {
+  }
 }
 
 void diffuse_legion_register_projection(legion_runtime_t runtime, legion_projection_id_t id) {
-  Runtime* rt = CObjectWrapper::unwrap(runtime);
-  rt->register_projection_functor(id, new EncodedProjection(rt), true);
+  try {
+    Runtime* rt = CObjectWrapper::unwrap(runtime);
+    rt->register_projection_functor(id, new EncodedProjection(rt), true /*silence_warnings*/);
+  } catch (...) {
+  }
 }
 
 legion_context_t diffuse_legion_begin_implicit_task(legion_runtime_t runtime,
                                                     legion_task_id_t task_id,
                                                     const char* name) {
-  Runtime* rt = CObjectWrapper::unwrap(runtime);
-  Context ctx = rt->begin_implicit_task(task_id, 0, Processor::LOC_PROC, name, false);
-  return CObjectWrapper::wrap(new CContext(ctx));
+  try {
+    Runtime* rt = CObjectWrapper::unwrap(runtime);
+    Context ctx = rt->begin_implicit_task(task_id, 0 /*default mapper*/, Processor::LOC_PROC,
+                                          name, false /*not control replicable*/);
+    return CObjectWrapper::wrap(new CContext(ctx));
+  } catch (...) {
+    return legion_context_t{nullptr};
+  }
 }
 
 void diffuse_legion_finish_implicit_task(legion_runtime_t runtime, legion_context_t ctx) {
-  Runtime* rt = CObjectWrapper::unwrap(runtime);
-  CContext* cctx = CObjectWrapper::unwrap(ctx);
-  rt->finish_implicit_task(cctx->context());
-  delete cctx;
+  try {
+    Runtime* rt = CObjectWrapper::unwrap(runtime);
+    CContext* cctx = CObjectWrapper::unwrap(ctx);
+    rt->finish_implicit_task(cctx->context());
+    delete cctx;
+  } catch (...) {
+  }
 }
 
 void diffuse_legion_machine_shape(uint32_t* nodes, uint32_t* cpus_per_node,
                                   uint32_t* gpus_per_node, uint32_t* omps_per_node) {
-  const ProcessorTable& t = table();
-  *nodes = t.nodes;
-  *cpus_per_node = t.count(Processor::LOC_PROC);
-  *gpus_per_node = t.count(Processor::TOC_PROC);
-  *omps_per_node = t.count(Processor::OMP_PROC);
+  try {
+    const ProcessorTable& t = table();
+    *nodes = t.nodes;
+    *cpus_per_node = t.count(Processor::LOC_PROC);
+    *gpus_per_node = t.count(Processor::TOC_PROC);
+    *omps_per_node = t.count(Processor::OMP_PROC);
+  } catch (...) {
+    *nodes = *cpus_per_node = *gpus_per_node = *omps_per_node = 0;
+  }
 }
 
 int32_t diffuse_legion_processor_identity(legion_processor_t proc, diffuse_proc_choice_t* out) {
-  return table().identify(CObjectWrapper::unwrap(proc), out) ? 0 : 1;
+  try {
+    return table().identify(CObjectWrapper::unwrap(proc), out) ? 0 : 1;
+  } catch (...) {
+    return 1;
+  }
 }
 
 }  // extern "C"

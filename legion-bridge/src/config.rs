@@ -12,6 +12,9 @@ pub struct LegionConfig {
     /// Legion's and Realm's own flags, passed through as given (`-ll:*`, `-lg:*`, `-level`,
     /// `-hl:*`, ...); they win over the flags above.
     pub flags: Vec<String>,
+    /// Most bytes of dead stores' regions kept for reuse by later stores of the same shape
+    /// and dtype (process-wide: the first backend's setting holds).
+    pub region_cache_bytes: u64,
     /// Most bytes of point-local temporaries kept for reuse.
     pub buffer_cache_bytes: usize,
     /// Working-set bytes of one strip when a fused element-wise point runs natively.
@@ -24,6 +27,7 @@ impl Default for LegionConfig {
             cpus: None,
             sysmem_mib: None,
             flags: Vec::new(),
+            region_cache_bytes: 4 << 30,
             buffer_cache_bytes: 1 << 30,
             strip_bytes: 1 << 20,
         }

@@ -28,6 +28,7 @@ pub(crate) struct StoreRegion {
     /// The region (also its own parent in every requirement).
     pub(crate) region: ffi::legion_logical_region_t,
     shape: Shape,
+    dtype: DType,
     bytes: u64,
     shared: Arc<Shared>,
 }
@@ -40,7 +41,7 @@ unsafe impl Sync for StoreRegion {}
 impl Drop for StoreRegion {
     fn drop(&mut self) {
         self.shared.counters.free(self.bytes);
-        let (region, shape) = (self.region, self.shape);
+        let (region, shape, dtype) = (self.region, self.shape, self.dtype);
         struct Handle(ffi::legion_logical_region_t);
         // SAFETY: as for `StoreRegion`.
         unsafe impl Send for Handle {}
@@ -50,7 +51,7 @@ impl Drop for StoreRegion {
             // destroying it through the driver keeps it ordered after every use.
             let _ = p.send(Box::new(move |driver: &mut Driver| {
                 let Handle(region) = handle;
-                driver.destroy_region(region, shape)
+                driver.release_region(region, shape, dtype)
             }));
         }
     }
@@ -71,6 +72,12 @@ pub(crate) struct Driver {
     field_spaces: HashMap<DType, ffi::legion_field_space_t>,
     spaces: HashMap<Shape, IndexSpace>,
     projection: Option<ffi::legion_projection_id_t>,
+    /// Regions of dead stores kept for reuse, by shape and dtype.
+    free: HashMap<(Shape, DType), Vec<ffi::legion_logical_region_t>>,
+    /// Bytes of the free regions.
+    free_bytes: u64,
+    /// Most bytes of free regions kept.
+    region_cache_bytes: u64,
     stopped: bool,
 }
 
@@ -80,6 +87,7 @@ impl Driver {
         api: &'static ffi::LegionApi,
         runtime: ffi::legion_runtime_t,
         ctx: ffi::legion_context_t,
+        region_cache_bytes: u64,
     ) -> Self {
         Driver {
             api,
@@ -88,6 +96,9 @@ impl Driver {
             field_spaces: HashMap::new(),
             spaces: HashMap::new(),
             projection: None,
+            free: HashMap::new(),
+            free_bytes: 0,
+            region_cache_bytes,
             stopped: false,
         }
     }
@@ -121,8 +132,8 @@ impl Driver {
         })
     }
 
-    /// The region of `store`, made on first use: zero-filled unless `overwritten` (its first
-    /// user writes every element).
+    /// The region of `store`, made (or taken from the free regions) on first use:
+    /// zero-filled unless `overwritten` (its first user writes every element).
     pub(crate) fn region(
         &mut self,
         store: &StoreRef,
@@ -143,20 +154,31 @@ impl Driver {
     }
 
     fn create_region(&mut self, store: &StoreRef, shared: &Arc<Shared>) -> StoreRegion {
-        let fs = self.field_space(store.dtype());
-        let space = self.index_space(store.shape());
-        space.regions += 1;
-        let is = space.handle;
-        // SAFETY: as above.
-        let region = unsafe {
-            self.api
-                .legion_logical_region_create(self.runtime, self.ctx, is, fs, false)
+        let key = (store.shape(), store.dtype());
+        let recycled = self.free.get_mut(&key).and_then(Vec::pop);
+        let region = match recycled {
+            Some(region) => {
+                self.free_bytes -= store.size_bytes() as u64;
+                region
+            }
+            None => {
+                let fs = self.field_space(store.dtype());
+                let space = self.index_space(store.shape());
+                space.regions += 1;
+                let is = space.handle;
+                // SAFETY: as above.
+                unsafe {
+                    self.api
+                        .legion_logical_region_create(self.runtime, self.ctx, is, fs, false)
+                }
+            }
         };
         let bytes = store.size_bytes() as u64;
         shared.counters.allocate(bytes);
         StoreRegion {
             region,
             shape: store.shape(),
+            dtype: store.dtype(),
             bytes,
             shared: Arc::clone(shared),
         }
@@ -179,12 +201,26 @@ impl Driver {
         };
     }
 
-    /// Destroys a dead store's region, and its shape's index space (with its partitions)
-    /// when no region of that shape is left.
-    fn destroy_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape) {
+    /// Takes back a dead store's region: kept for the next store of its shape and dtype
+    /// while the free regions hold at most `region_cache_bytes` (array programs make and drop
+    /// the same temporaries every iteration, and a region keeps its instances, so reusing it
+    /// saves Legion's deletion analysis and a new allocation), destroyed otherwise.
+    fn release_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape, dtype: DType) {
         if self.stopped {
             return;
         }
+        let bytes = (shape.volume().max(0) as u64) * dtype.size_bytes() as u64;
+        if self.free_bytes + bytes <= self.region_cache_bytes {
+            self.free_bytes += bytes;
+            self.free.entry((shape, dtype)).or_default().push(region);
+        } else {
+            self.destroy_region(region, shape);
+        }
+    }
+
+    /// Destroys a region, and its shape's index space (with its partitions) when no region
+    /// of that shape is left.
+    fn destroy_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape) {
         // SAFETY: as above; the region's store is gone, so nothing issues work on it.
         unsafe {
             self.api

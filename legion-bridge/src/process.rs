@@ -169,9 +169,10 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
     let (commands, receiver) = channel::<Command>();
     let (ready_tx, ready_rx) = sync_channel::<Result<MachineShape, String>>(1);
     let argv_flags = flags.clone();
+    let region_cache_bytes = config.region_cache_bytes;
     std::thread::Builder::new()
         .name("diffuse-legion-driver".into())
-        .spawn(move || drive(api, argv_flags, receiver, ready_tx))
+        .spawn(move || drive(api, argv_flags, region_cache_bytes, receiver, ready_tx))
         .map_err(|e| format!("cannot start the Legion driver thread: {e}"))?;
     let machine = ready_rx
         .recv_timeout(Duration::from_secs(120))
@@ -189,6 +190,7 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
 fn drive(
     api: &'static ffi::LegionApi,
     flags: Vec<String>,
+    region_cache_bytes: u64,
     commands: Receiver<Command>,
     ready: std::sync::mpsc::SyncSender<Result<MachineShape, String>>,
 ) {
@@ -219,7 +221,7 @@ fn drive(
     let ctx =
         unsafe { api.diffuse_legion_begin_implicit_task(runtime, TOP_TASK_ID, name.as_ptr()) };
     let machine = machine_shape(api);
-    let mut driver = Driver::new(api, runtime, ctx);
+    let mut driver = Driver::new(api, runtime, ctx, region_cache_bytes);
     let _ = ready.send(Ok(machine));
     while let Ok(command) = commands.recv() {
         command(&mut driver);
