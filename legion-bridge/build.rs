@@ -84,6 +84,7 @@ const LEGION_FUNCTIONS: &[&str] = &[
     "legion_future_destroy",
     "legion_future_get_void_result",
     "legion_future_map_destroy",
+    "legion_future_map_wait_all_results",
     "legion_index_launcher_add_field",
     "legion_index_launcher_add_region_requirement_logical_partition",
     "legion_index_launcher_add_region_requirement_logical_partition_reduction",

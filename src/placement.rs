@@ -55,6 +55,12 @@ pub trait Placement: Send + Sync + fmt::Debug {
         ArgMemory::default_for(kind)
     }
 
+    /// How many launches of the task may be in flight at once (`None`: no limit, the
+    /// default).
+    fn in_flight_limit(&self, _task: &str, _constituents: &[&str]) -> Option<u64> {
+        None
+    }
+
     /// Records the decisions for one launch (for a logging mode); the default does nothing.
     fn record(&self, _task: &str, _points: &[Point], _processors: &[Processor]) {}
 }
@@ -91,6 +97,7 @@ pub(crate) fn decide(
             processors,
             memories: vec![ArgMemory::default_for(ProcKind::Cpu); stores],
             pinned: false,
+            in_flight_limit: None,
         });
     };
     let kind = placement.processor_kind(task, constituents);
@@ -122,7 +129,8 @@ pub(crate) fn decide(
                 let mut memory = placement.memory(task, constituents, s, kind);
                 if memory.memory == MemKind::FbMem && machine.gpus_per_node == 0 {
                     tracing::warn!(
-                        "the mapper places store {s} of {task} in FBMEM, but the machine has no                          GPU: it stays in SYSMEM"
+                        "the mapper places store {s} of {task} in FBMEM, but the machine has no \
+                         GPU: it stays in SYSMEM"
                     );
                     memory.memory = MemKind::SysMem;
                 }
@@ -130,6 +138,7 @@ pub(crate) fn decide(
             })
             .collect(),
         pinned: true,
+        in_flight_limit: placement.in_flight_limit(task, constituents),
     })
 }
 
@@ -264,7 +273,13 @@ impl Placement for MapplePlacement {
                 .layout(&name, region, kind)
                 .map(<[_]>::to_vec)
                 .unwrap_or_default(),
+            collect: self.mapper.garbage_collect(&name, region),
         }
+    }
+
+    fn in_flight_limit(&self, task: &str, constituents: &[&str]) -> Option<u64> {
+        self.mapper
+            .backpressure(&self.mapped_name(task, constituents))
     }
 
     fn record(&self, task: &str, points: &[Point], processors: &[Processor]) {

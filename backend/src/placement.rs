@@ -51,6 +51,9 @@ pub struct ArgMemory {
     pub memory: MemKind,
     /// Layout constraints (empty: the backend's default, row-major, packed).
     pub layout: Vec<LayoutConstraint>,
+    /// Mapple's `GarbageCollect`: the instance may be collected as soon as the task is done
+    /// instead of being kept for later tasks.
+    pub collect: bool,
 }
 
 impl ArgMemory {
@@ -62,6 +65,7 @@ impl ArgMemory {
                 _ => MemKind::SysMem,
             },
             layout: Vec::new(),
+            collect: false,
         }
     }
 }
@@ -79,4 +83,7 @@ pub struct LaunchPlacement {
     /// there. False for the default blocks, which a backend may run elsewhere when that is
     /// cheaper (e.g. a tiny launch on the submitting thread).
     pub pinned: bool,
+    /// Mapple's `Backpressure`/`InstanceLimit`: at most this many launches of the task in
+    /// flight at once (a backend that runs launches one by one meets any limit).
+    pub in_flight_limit: Option<u64>,
 }

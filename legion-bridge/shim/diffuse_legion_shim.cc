@@ -350,6 +350,20 @@ class DiffuseMapper : public DefaultMapper {
   // C order (last dimension fastest, then the field) unless diffuse asks for Fortran
   // order, and the alignment diffuse asks for. Instances that are not for a point task
   // (inline mappings of diffuse's host copies) get C order too, so both share instances.
+  // One instance per store and memory: every requirement (except a reduction's, which needs
+  // a fresh instance of its own) maps to an instance of the whole region, so tasks that see
+  // a store through different (aliased) partitions share one copy of it and Legion never
+  // copies between overlapping instances.
+  LogicalRegion default_policy_select_instance_region(MapperContext ctx, Memory target_memory,
+                                                      const RegionRequirement& req,
+                                                      const LayoutConstraintSet& constraints,
+                                                      bool force_new_instances,
+                                                      bool meets_constraints) override {
+    if (req.privilege != LEGION_REDUCE && req.parent.exists()) return req.parent;
+    return DefaultMapper::default_policy_select_instance_region(
+        ctx, target_memory, req, constraints, force_new_instances, meets_constraints);
+  }
+
   void default_policy_select_constraints(MapperContext ctx, LayoutConstraintSet& constraints,
                                          Memory target_memory,
                                          const RegionRequirement& req) override {

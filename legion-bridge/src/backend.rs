@@ -56,6 +56,7 @@ pub(crate) struct Counters {
     strips: AtomicU64,
     store_bytes: AtomicU64,
     peak_bytes: AtomicU64,
+    held_back: AtomicU64,
 }
 
 impl Counters {
@@ -74,6 +75,11 @@ impl Counters {
             }
             PointPath::Whole => {}
         }
+    }
+
+    /// Counts a launch that waited for an earlier one of its task (Mapple's `Backpressure`).
+    pub(crate) fn held_back(&self) {
+        self.held_back.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts `bytes` of new region memory.
@@ -167,6 +173,12 @@ impl LegionBackend {
     /// The Legion flags the process runs with.
     pub fn flags(&self) -> &[String] {
         &self.process.flags
+    }
+
+    /// Launches that waited for earlier launches of their task because of a Mapple
+    /// `Backpressure`/`InstanceLimit` statement.
+    pub fn held_back_launches(&self) -> u64 {
+        self.shared.counters.held_back.load(Ordering::Relaxed)
     }
 
     /// Starts recording the processor every point task runs on (see

@@ -3,6 +3,7 @@
 //! restricted partitions per index space and partition), and the operations that need the
 //! context: index launches, host copies through inline mappings, fences, shutdown.
 
+use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
@@ -72,6 +73,8 @@ pub(crate) struct Driver {
     field_spaces: HashMap<DType, ffi::legion_field_space_t>,
     spaces: HashMap<Shape, IndexSpace>,
     projection: Option<ffi::legion_projection_id_t>,
+    /// The launches still in flight of each task with a `Backpressure` limit, oldest first.
+    in_flight: HashMap<Arc<str>, VecDeque<ffi::legion_future_map_t>>,
     /// Regions of dead stores kept for reuse, by shape and dtype.
     free: HashMap<(Shape, DType), Vec<ffi::legion_logical_region_t>>,
     /// Bytes of the free regions.
@@ -96,6 +99,7 @@ impl Driver {
             field_spaces: HashMap::new(),
             spaces: HashMap::new(),
             projection: None,
+            in_flight: HashMap::new(),
             free: HashMap::new(),
             free_bytes: 0,
             region_cache_bytes,
@@ -353,6 +357,10 @@ impl Driver {
             regions.push(self.region(store, shared, t.overwrites(s))?);
         }
         let (requirements, arg_requirement) = requirements(&plan);
+        // Mapple's Backpressure: before this launch goes, at most `limit - 1` others of the
+        // task may still run (waited for below, once this one is issued).
+        let limit = t.placement().in_flight_limit.map(|l| l.max(1));
+        let name = t.name().clone();
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
         for req in &requirements {
@@ -466,7 +474,20 @@ impl Driver {
                 api.legion_index_launcher_add_field(launcher, added, FIELD, true);
             }
             let futures = api.legion_index_launcher_execute(self.runtime, self.ctx, launcher);
-            api.legion_future_map_destroy(futures);
+            match limit {
+                Some(limit) => {
+                    let queue = self.in_flight.entry(name).or_default();
+                    queue.push_back(futures);
+                    while queue.len() as u64 > limit {
+                        if let Some(oldest) = queue.pop_front() {
+                            shared.counters.held_back();
+                            api.legion_future_map_wait_all_results(oldest);
+                            api.legion_future_map_destroy(oldest);
+                        }
+                    }
+                }
+                None => api.legion_future_map_destroy(futures),
+            }
             api.legion_index_launcher_destroy(launcher);
             api.legion_argument_map_destroy(args);
         }
@@ -600,6 +621,11 @@ impl Driver {
         self.fence();
         // SAFETY: as above; nothing uses the context afterwards (`stopped`).
         unsafe {
+            for (_, queue) in self.in_flight.drain() {
+                for futures in queue {
+                    self.api.legion_future_map_destroy(futures);
+                }
+            }
             self.api
                 .diffuse_legion_finish_implicit_task(self.runtime, self.ctx);
             self.api.legion_runtime_wait_for_shutdown();

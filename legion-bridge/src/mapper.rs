@@ -81,6 +81,7 @@ unsafe extern "C" fn region_choice(
         let memory = entry.plan.template().placement().memories.get(slot)?;
         let mut choice = ffi::diffuse_region_choice_t {
             memory: mem_kind(memory.memory) as i32,
+            collect: i32::from(memory.collect),
             ..Default::default()
         };
         for constraint in &memory.layout {

@@ -194,3 +194,38 @@ fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn backpressure_and_garbage_collection_statements_act_on_legion() {
+    let backend = legion(None);
+    let task = diffuse::placement::mapple_name(&name("add"));
+    let source = format!("Backpressure {task} 1;\nGarbageCollect {task} *;\n");
+    let placement = Arc::new(
+        MapplePlacement::new(
+            "limit.mapple",
+            &source,
+            backend.machine().mapple_machine(),
+            false,
+        )
+        .unwrap(),
+    );
+    let runtime = Arc::new(Runtime::new(
+        backend.clone(),
+        RuntimeConfig {
+            fusion: FusionConfig::off(),
+            placement: Some(placement as Arc<dyn Placement>),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let before = backend.held_back_launches();
+    for _ in 0..3 {
+        let got = add_over_eight(&ctx);
+        let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+        assert_eq!(got, want);
+    }
+    assert!(
+        backend.held_back_launches() >= before + 2,
+        "with Backpressure 1 every launch after the first waits for the one before"
+    );
+}
