@@ -2,15 +2,25 @@
 
 Each app mirrors the Rust version in examples/src (same sizes, same warm-up + timed
 iterations) and prints one JSON record with the fields the comparison needs.
-Usage: numpy_apps.py APP --n N --iters K
+Usage: numpy_apps.py APP --n N --iters K [--module numpy|cupynumeric]
+
+With `--module cupynumeric` the same program runs on cuPyNumeric (Legate, on Legion); it has
+no `erf`, so Black-Scholes is NumPy-only here. Timings wait for the last iteration's results
+(cuPyNumeric runs asynchronously).
 """
 
 import argparse
+import importlib
 import json
+import sys
 import time
 
-import numpy as np
-from scipy.special import erf
+if "--module" in sys.argv and sys.argv[sys.argv.index("--module") + 1] == "cupynumeric":
+    np = importlib.import_module("cupynumeric")
+    erf = None
+else:
+    import numpy as np
+    from scipy.special import erf
 
 
 def stencil(n, iters):
@@ -28,6 +38,7 @@ def stencil(n, iters):
         average = center + north + east + west + south
         work = 0.2 * average
         center[:] = work
+        return center
 
     return step
 
@@ -67,6 +78,7 @@ def jacobi(n, iters):
 
     def step():
         state["x"] = (b - r @ state["x"]) / d
+        return state["x"]
 
     return step
 
@@ -79,16 +91,26 @@ def main():
     parser.add_argument("app", choices=sorted(APPS))
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--module", choices=["numpy", "cupynumeric"], default="numpy")
     args = parser.parse_args()
+    if args.app == "black-scholes" and erf is None:
+        sys.exit("black-scholes needs erf, which cupynumeric does not have")
     step = APPS[args.app](args.n, args.iters)
+
+    def wait(result):
+        # One element of the result, as a Python float: waits for the work behind it.
+        first = result[0] if isinstance(result, tuple) else result
+        return float(first[(0,) * first.ndim])
+
     start = time.perf_counter()
-    step()
+    wait(step())
     warmup = time.perf_counter() - start
     start = time.perf_counter()
     for _ in range(args.iters):
-        step()
+        result = step()
+    wait(result)
     per_iter = (time.perf_counter() - start) / max(args.iters, 1)
-    print(json.dumps({"app": args.app, "peer": "numpy", "n": args.n, "iters": args.iters,
+    print(json.dumps({"app": args.app, "peer": args.module, "n": args.n, "iters": args.iters,
                       "seconds_per_iter": per_iter, "warmup_seconds": warmup}))
 
 

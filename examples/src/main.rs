@@ -104,5 +104,8 @@ fn main() -> anyhow::Result<()> {
         App::Bicgstab(args) => (solvers::run::<solvers::BiCgStab>(&args)?, args.common.json),
         App::Cgs(args) => (solvers::run::<solvers::Cgs>(&args)?, args.common.json),
     };
-    common::report(&record, json)
+    common::report(&record, json)?;
+    // Legion (if a run started it) finishes and stops before the process exits.
+    diffuse::legion::shutdown();
+    Ok(())
 }

@@ -38,8 +38,10 @@ mod process;
 
 #[cfg(legion)]
 pub use backend::{LegionBackend, PointRecord};
+#[cfg(legion)]
+pub use process::shutdown;
 
 #[cfg(not(legion))]
 mod unavailable;
 #[cfg(not(legion))]
-pub use unavailable::{LegionBackend, PointRecord};
+pub use unavailable::{shutdown, LegionBackend, PointRecord};

@@ -257,6 +257,14 @@ fn register_exit_hook() {
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(30);
 
 extern "C" fn shutdown_at_exit() {
+    shutdown();
+}
+
+/// Finishes the work of every Legion backend of the process and shuts Legion down (waiting
+/// at most 30 s); nothing if Legion never started or already stopped. Legion cannot start
+/// again afterwards. Programs should call it before `main` returns: at process exit (where
+/// it also runs) some of Legion's tools, such as its profiler, can no longer finish cleanly.
+pub fn shutdown() {
     let Some(Ok(process)) = PROCESS.get() else {
         return;
     };

@@ -16,6 +16,9 @@ pub struct PointRecord {
     pub processor: Processor,
 }
 
+/// Nothing to shut down in a build without Legion.
+pub fn shutdown() {}
+
 /// The Legion backend of a build that found no Legion: it cannot start (no value exists).
 pub struct LegionBackend {
     never: std::convert::Infallible,
