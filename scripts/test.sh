@@ -69,6 +69,26 @@ for mode in "--fusion on --jit sync" "--fusion off"; do
     smoke bicgstab 1e-7 --n 40 --iters 1000 --backend legion "$@"
     smoke cgs 1e-7 --n 40 --iters 1000 --backend legion "$@"
 done
+# The Legion runs give the embedded backend's answers: the element-wise apps bitwise, the
+# solvers the same iteration count and residual (to 1e-6 relative: Legion's reduction
+# operators fold the points' partial dot products in their own order).
+for case in "stencil --n 257 --iters 3" "black-scholes --n 100000 --iters 2" \
+    "cfd --n 41 --iters 3" "cg --n 40 --iters 1000" "bicgstab --n 40 --iters 1000"; do
+    # shellcheck disable=SC2086 # the case is an app and its flags
+    set -- $case
+    target/release/diffuse-examples "$@" --procs 2 --jit sync --json >target/same-embedded.json
+    target/release/diffuse-examples "$@" --procs 2 --jit sync --backend legion --json >target/same-legion.json
+    python3 - target/same-embedded.json target/same-legion.json <<'PY'
+import json, sys
+e, l = (json.load(open(f)) for f in sys.argv[1:3])
+assert l["backend"] == "legion" and e["backend"] == "embedded", (e["backend"], l["backend"])
+if e["iterations"] is None:
+    assert e["check"] == l["check"], f"{e['app']}: check {e['check']} (embedded) vs {l['check']} (legion)"
+else:
+    assert e["iterations"] == l["iterations"], f"{e['app']}: {e['iterations']} vs {l['iterations']} iterations"
+    assert abs(e["residual"] - l["residual"]) <= 1e-6 * e["residual"], (e["residual"], l["residual"])
+PY
+done
 # Without Legion, --backend legion fails with one line naming what is missing.
 if DIFFUSE_LEGION_DIR=/nonexistent target/release/diffuse-examples stencil --n 8 --iters 1 \
     --backend legion >target/no-legion.txt 2>&1; then
