@@ -8,7 +8,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 mkdir -p target
 status=0
-cargo test --workspace >target/test-output.txt 2>&1 || status=$?
+# The Python extension links against the interpreter that loads it: it is tested through
+# pytest below, not as a Rust test binary.
+cargo test --workspace --exclude diffuse-python >target/test-output.txt 2>&1 || status=$?
 grep -E "^test result" target/test-output.txt | grep -v " 0 passed; 0 failed" >&2 || true
 if [ "$status" -ne 0 ]; then
     tail -n 80 target/test-output.txt >&2
@@ -100,6 +102,10 @@ grep -q "legion-setup.sh" target/no-legion.txt || {
     echo "the missing-Legion error does not say how to install it" >&2
     exit 1
 }
+# The Python package: build the wheel, install it into target/python-venv, and run its tests
+# (differential against NumPy with hypothesis).
+python=$(scripts/python-setup.sh)
+(cd python && "$(dirname "$python")/pytest" -q)
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt

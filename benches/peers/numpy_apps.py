@@ -2,10 +2,11 @@
 
 Each app mirrors the Rust version in examples/src (same sizes, same warm-up + timed
 iterations) and prints one JSON record with the fields the comparison needs.
-Usage: numpy_apps.py APP --n N --iters K [--module numpy|cupynumeric]
+Usage: numpy_apps.py APP --n N --iters K [--module numpy|diffuse|cupynumeric]
 
-With `--module cupynumeric` the same program runs on cuPyNumeric (Legate, on Legion); it has
-no `erf`, so Black-Scholes is NumPy-only here. Timings wait for the last iteration's results
+With `--module diffuse` the same program runs on diffuse's Python package (the import lines
+are the only difference); with `--module cupynumeric` on cuPyNumeric (Legate, on Legion),
+which has no `erf`, so Black-Scholes does not run there. Timings wait for the last iteration's results
 (cuPyNumeric runs asynchronously).
 """
 
@@ -15,9 +16,13 @@ import json
 import sys
 import time
 
-if "--module" in sys.argv and sys.argv[sys.argv.index("--module") + 1] == "cupynumeric":
+MODULE = sys.argv[sys.argv.index("--module") + 1] if "--module" in sys.argv else "numpy"
+if MODULE == "cupynumeric":
     np = importlib.import_module("cupynumeric")
     erf = None
+elif MODULE == "diffuse":
+    import diffuse.numpy as np
+    from diffuse.special import erf
 else:
     import numpy as np
     from scipy.special import erf
@@ -91,7 +96,7 @@ def main():
     parser.add_argument("app", choices=sorted(APPS))
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--module", choices=["numpy", "cupynumeric"], default="numpy")
+    parser.add_argument("--module", choices=["numpy", "diffuse", "cupynumeric"], default="numpy")
     args = parser.parse_args()
     if args.app == "black-scholes" and erf is None:
         sys.exit("black-scholes needs erf, which cupynumeric does not have")

@@ -1,0 +1,23 @@
+"""``diffuse.numpy.linalg``: ``norm`` natively, everything else from NumPy."""
+
+import numpy as _np
+
+from . import numpy as _dnp
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """The 2-norm of a vector or the Frobenius norm of a matrix (a lazy 0-d array);
+    other norms run on NumPy."""
+    if ord is None and axis is None and not keepdims:
+        x = _dnp.asarray(x)
+        if x.dtype == _np.float64:
+            return _dnp.sqrt(_dnp.sum(x * x))
+    return _dnp._fallback("linalg.norm", _np.linalg.norm, x, ord=ord, axis=axis,
+                          keepdims=keepdims)
+
+
+def __getattr__(name):
+    attr = getattr(_np.linalg, name)
+    if callable(attr) and not isinstance(attr, type):
+        return lambda *args, **kwargs: _dnp._fallback(f"linalg.{name}", attr, *args, **kwargs)
+    return attr

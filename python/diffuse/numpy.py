@@ -1,0 +1,684 @@
+"""NumPy on diffuse: ``import diffuse.numpy as np``.
+
+Arrays are diffuse arrays: operations become index tasks that diffuse buffers, fuses and runs
+on its backend; results stay lazy until Python needs a value (``float(x)``, ``print``,
+``numpy.asarray(x)``). What diffuse implements natively is listed in ``NATIVE`` (and in
+``docs/python.md``); anything else NumPy has runs on NumPy eagerly (convert, run, convert
+back), with a one-time warning naming the function, so unmodified programs still run.
+"""
+
+import builtins
+import math
+import numbers
+import warnings
+
+import numpy as _np
+
+from . import _native
+
+__all__ = ["ndarray", "array", "asarray", "NATIVE"]
+
+# dtypes diffuse arrays hold, by NumPy name.
+_DTYPES = ("float64", "float32", "int64", "int32", "bool")
+
+_UNARY = {
+    "negative": "negative", "absolute": "absolute", "abs": "absolute", "exp": "exp",
+    "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh",
+    "logical_not": "logical_not",
+}
+_BINARY = (
+    "add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum", "less",
+    "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
+    "logical_or",
+)
+_COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal",
+                "logical_and", "logical_or"}
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+#: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
+NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
+    "divide", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
+    "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
+    "sum", "mean", "min", "max", "amin", "amax", "dot", "matmul", "allclose",
+})
+
+_warned = set()
+
+
+def _warn_fallback(name):
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(
+            f"diffuse.numpy: {name} is not native to diffuse; it runs on NumPy "
+            "(the arrays are copied to NumPy and back)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
+def _dtype_name(dtype):
+    name = _np.dtype(dtype).name
+    if name not in _DTYPES:
+        return None
+    return name
+
+
+class ndarray:
+    """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
+
+    __slots__ = ("_a",)
+    # NumPy defers binary operators with a NumPy array on the left to us.
+    __array_priority__ = 1000
+
+    def __init__(self, native):
+        self._a = native
+
+    # -- description ------------------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self._a.shape)
+
+    @property
+    def ndim(self):
+        return len(self._a.shape)
+
+    @property
+    def size(self):
+        return math.prod(self._a.shape)
+
+    @property
+    def dtype(self):
+        return _np.dtype(self._a.dtype)
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def T(self):
+        if self.ndim < 2:
+            return self
+        return _fallback("transpose", _np.transpose, self)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # -- host values ------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        out = _np.frombuffer(self._a.to_bytes(), dtype=self.dtype).reshape(self.shape).copy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def item(self, *args):
+        if args:
+            return _np.asarray(self).item(*args)
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self._a.item()
+
+    def tolist(self):
+        return _np.asarray(self).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. "
+                "Use a.any() or a.all()"
+            )
+        return bool(self.item())
+
+    def __repr__(self):
+        return repr(_np.asarray(self)).replace("array(", "array(", 1)
+
+    def __str__(self):
+        return str(_np.asarray(self))
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # -- conversion -------------------------------------------------------------------
+    def astype(self, dtype, copy=True):
+        name = _dtype_name(dtype)
+        if name is None:
+            return _np.asarray(self).astype(dtype)
+        if name == self._a.dtype and not copy:
+            return self
+        return ndarray(self._a.astype(name))
+
+    def copy(self):
+        return ndarray(self._a.unary("copy"))
+
+    # -- indexing ---------------------------------------------------------------------
+    def _basic_bounds(self, key):
+        """(bounds, dropped dims) for a basic index of step-1 slices, integers and
+        Ellipsis; None when the key needs NumPy."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
+            fill = self.ndim - (len(key) - 1)
+            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(
+                f"too many indices for array: array is {self.ndim}-dimensional, "
+                f"but {len(key)} were indexed"
+            )
+        key = key + (slice(None),) * (self.ndim - len(key))
+        bounds, dropped = [], []
+        for d, (k, n) in enumerate(zip(key, self.shape)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step != 1:
+                    return None
+                bounds.append((start, builtins.max(start, stop)))
+            elif isinstance(k, numbers.Integral) and not isinstance(k, bool):
+                i = int(k)
+                if not -n <= i < n:
+                    raise IndexError(
+                        f"index {i} is out of bounds for axis {d} with size {n}"
+                    )
+                i %= n
+                bounds.append((i, i + 1))
+                dropped.append(d)
+            else:
+                return None
+        return bounds, dropped
+
+    def __getitem__(self, key):
+        basic = self._basic_bounds(key)
+        if basic is None:
+            _warn_fallback("indexing with steps, arrays or newaxis")
+            return _to_diffuse(_np.asarray(self)[_to_numpy(key)])
+        bounds, dropped = basic
+        view = self._a.slice(bounds)
+        if not dropped:
+            return ndarray(view)
+        if len(dropped) == self.ndim:
+            # A single element is a NumPy scalar, as in NumPy.
+            return self.dtype.type(view.item())
+        return _fallback("indexing with integers", lambda a: a.reshape(
+            [n for d, n in enumerate(a.shape) if d not in dropped]), ndarray(view))
+
+    def __setitem__(self, key, value):
+        basic = self._basic_bounds(key)
+        if basic is None:
+            _warn_fallback("assignment through steps, arrays or newaxis")
+            host = _np.asarray(self)
+            host[_to_numpy(key)] = _to_numpy(value)
+            self._a.assign(_native.from_bytes(host.tobytes(), list(self.shape), self._a.dtype))
+            return
+        target = self._a.slice(basic[0])
+        if isinstance(value, (numbers.Number, _np.generic)):
+            target.assign_scalar(_scalar_for(value, self._a.dtype))
+            return
+        src = asarray(value)
+        if src.dtype != self.dtype:
+            src = src.astype(self.dtype)
+        shape = tuple(hi - lo for lo, hi in basic[0])
+        dst_shape = tuple(n for d, n in enumerate(shape) if d not in basic[1])
+        if _broadcast_shapes(src.shape, dst_shape) != dst_shape:
+            raise ValueError(
+                f"could not broadcast input array from shape {src.shape} into shape "
+                f"{dst_shape}"
+            )
+        if basic[1] and src.ndim > 0:
+            # Integer indices drop dimensions the view keeps (as 1): line them up on NumPy.
+            _warn_fallback("assignment of an array through integer indices")
+            host = _np.asarray(self)
+            host[_to_numpy(key)] = _np.asarray(src)
+            self._a.assign(_native.from_bytes(host.tobytes(), list(self.shape), self._a.dtype))
+            return
+        target.assign(src._a)
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if shape == self.shape:
+            return self
+        return _fallback("reshape", lambda a: a.reshape(shape, order=order), self)
+
+    # -- arithmetic -------------------------------------------------------------------
+    def __add__(self, o): return _binary("add", self, o)
+    def __radd__(self, o): return _binary("add", self, o, True)
+    def __sub__(self, o): return _binary("subtract", self, o)
+    def __rsub__(self, o): return _binary("subtract", self, o, True)
+    def __mul__(self, o): return _binary("multiply", self, o)
+    def __rmul__(self, o): return _binary("multiply", self, o, True)
+    def __truediv__(self, o): return _binary("true_divide", self, o)
+    def __rtruediv__(self, o): return _binary("true_divide", self, o, True)
+    def __pow__(self, o): return _binary("power", self, o)
+    def __rpow__(self, o): return _binary("power", self, o, True)
+    def __lt__(self, o): return _binary("less", self, o)
+    def __le__(self, o): return _binary("less_equal", self, o)
+    def __gt__(self, o): return _binary("greater", self, o)
+    def __ge__(self, o): return _binary("greater_equal", self, o)
+    def __eq__(self, o): return _binary("equal", self, o)
+    def __ne__(self, o): return _binary("not_equal", self, o)
+    def __floordiv__(self, o): return _fallback("floor_divide", _np.floor_divide, self, o)
+    def __rfloordiv__(self, o): return _fallback("floor_divide", _np.floor_divide, o, self)
+    def __mod__(self, o): return _fallback("remainder", _np.remainder, self, o)
+    def __rmod__(self, o): return _fallback("remainder", _np.remainder, o, self)
+    def __and__(self, o): return _fallback("bitwise_and", _np.bitwise_and, self, o)
+    def __rand__(self, o): return _fallback("bitwise_and", _np.bitwise_and, o, self)
+    def __or__(self, o): return _fallback("bitwise_or", _np.bitwise_or, self, o)
+    def __ror__(self, o): return _fallback("bitwise_or", _np.bitwise_or, o, self)
+    def __xor__(self, o): return _fallback("bitwise_xor", _np.bitwise_xor, self, o)
+    def __rxor__(self, o): return _fallback("bitwise_xor", _np.bitwise_xor, o, self)
+    def __invert__(self): return _fallback("invert", _np.invert, self)
+    def __neg__(self): return _unary("negative", self)
+    def __pos__(self): return self.copy()
+    def __abs__(self): return _unary("absolute", self)
+    def __matmul__(self, o): return matmul(self, o)
+    def __rmatmul__(self, o): return matmul(o, self)
+
+    def _inplace(self, op, o):
+        result = _binary(op, self, o)
+        if result.dtype != self.dtype:
+            if not _np.can_cast(result.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(
+                    f"Cannot cast ufunc '{op}' output from dtype('{result.dtype}') to "
+                    f"dtype('{self.dtype}') with casting rule 'same_kind'"
+                )
+            result = result.astype(self.dtype)
+        self[...] = result
+        return self
+
+    def __iadd__(self, o): return self._inplace("add", o)
+    def __isub__(self, o): return self._inplace("subtract", o)
+    def __imul__(self, o): return self._inplace("multiply", o)
+    def __itruediv__(self, o): return self._inplace("true_divide", o)
+    def __ipow__(self, o): return self._inplace("power", o)
+
+    __hash__ = None
+
+    # -- reductions and methods -------------------------------------------------------
+    def sum(self, axis=None, dtype=None, keepdims=False):
+        return sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return mean(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return amin(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return amax(self, axis=axis, keepdims=keepdims)
+
+    def dot(self, other):
+        return dot(self, other)
+
+    def __getattr__(self, name):
+        attr = None if name.startswith("__") else getattr(_np.ndarray, name, None)
+        if attr is None:
+            raise AttributeError(f"'ndarray' object has no attribute '{name}'")
+        return lambda *args, **kwargs: _fallback(
+            f"ndarray.{name}", lambda a, *r, **k: getattr(a, name)(*r, **k), self, *args,
+            **kwargs)
+
+
+# -- conversions ---------------------------------------------------------------------------
+def _to_numpy(x):
+    if isinstance(x, ndarray):
+        return _np.asarray(x)
+    if isinstance(x, (list, tuple)) and any(isinstance(v, ndarray) for v in x):
+        return type(x)(_to_numpy(v) for v in x)
+    return x
+
+
+def _to_diffuse(x):
+    if isinstance(x, _np.ndarray) and _dtype_name(x.dtype) is not None:
+        return asarray(x)
+    if isinstance(x, tuple):
+        return tuple(_to_diffuse(v) for v in x)
+    if isinstance(x, list):
+        return [_to_diffuse(v) for v in x]
+    return x
+
+
+def _fallback(name, func, *args, **kwargs):
+    _warn_fallback(name)
+    args = [_to_numpy(a) for a in args]
+    kwargs = {k: _to_numpy(v) for k, v in kwargs.items()}
+    return _to_diffuse(func(*args, **kwargs))
+
+
+def array(obj, dtype=None, copy=True):
+    """A new diffuse array from a list, a NumPy array, a scalar or a diffuse array."""
+    if isinstance(obj, ndarray):
+        out = obj.astype(dtype) if dtype is not None else obj
+        return out.copy() if copy and out is obj else out
+    host = _np.asarray(obj, dtype=dtype)
+    name = _dtype_name(host.dtype)
+    if name is None:
+        if host.dtype.kind == "f":
+            host, name = host.astype(_np.float64), "float64"
+        elif host.dtype.kind in "iu":
+            host, name = host.astype(_np.int64), "int64"
+        else:
+            raise TypeError(f"diffuse arrays cannot hold dtype {host.dtype}")
+    host = _np.ascontiguousarray(host)
+    return ndarray(_native.from_bytes(host.tobytes(), list(host.shape), name))
+
+
+def asarray(obj, dtype=None):
+    """``obj`` as a diffuse array (itself when it already is one of that dtype)."""
+    return array(obj, dtype=dtype, copy=False)
+
+
+def _scalar_for(value, dtype):
+    if dtype == "bool":
+        return bool(value)
+    if dtype.startswith("int"):
+        return int(value)
+    return float(value)
+
+
+def _is_scalar(x):
+    return isinstance(x, (numbers.Number, _np.generic)) and not isinstance(x, _np.ndarray)
+
+
+def _broadcast_shapes(*shapes):
+    try:
+        return _np.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = " ".join(str(tuple(s)).replace(" ", "") for s in shapes)
+        raise ValueError(
+            f"operands could not be broadcast together with shapes {listed}"
+        ) from None
+
+
+def _binary(op, x, y, reflected=False):
+    """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
+    if isinstance(y, _np.ndarray) and y.ndim > 0:
+        y = asarray(y)
+    if isinstance(y, ndarray):
+        a, b = (y, x) if reflected else (x, y)
+        _broadcast_shapes(a.shape, b.shape)
+        dtype = _np.result_type(a.dtype, b.dtype)
+        compute = dtype
+        if op == "true_divide" and dtype.kind != "f":
+            compute = _np.dtype(_np.float64)
+        name = _dtype_name(compute)
+        try:
+            if name is None:
+                raise TypeError(name)
+            a = a if a.dtype == compute else a.astype(compute)
+            b = b if b.dtype == compute else b.astype(compute)
+            return ndarray(a._a.binary(op, b._a))
+        except TypeError:
+            return _fallback(op, getattr(_np, op), a, b)
+    if _is_scalar(y) or isinstance(y, _np.ndarray):
+        value = y.item() if isinstance(y, (_np.generic, _np.ndarray)) else y
+        dtype = _np.result_type(x.dtype, y if isinstance(y, (_np.generic, _np.ndarray)) else value)
+        if op == "true_divide" and dtype.kind != "f":
+            dtype = _np.dtype(_np.float64)
+        name = _dtype_name(dtype)
+        if name is None:
+            return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
+        xx = x if x.dtype == dtype else x.astype(dtype)
+        try:
+            if reflected and op not in _COMMUTATIVE:
+                left = ndarray(_native.full_([], _scalar_for(value, name), name))
+                return ndarray(left._a.binary(op, xx._a))
+            return ndarray(xx._a.binary_scalar(op, _scalar_for(value, name)))
+        except TypeError:
+            return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
+    return NotImplemented
+
+
+def _unary(op, x):
+    if not isinstance(x, ndarray):
+        return getattr(_np, op)(x)
+    try:
+        compute = x
+        if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf") and x.dtype.kind != "f":
+            compute = x.astype("float64")
+        return ndarray(compute._a.unary(op))
+    except TypeError:
+        return _fallback(op, getattr(_np, op), x)
+
+
+def _make_unary(op):
+    def f(x, /):
+        return _unary(op, x)
+    f.__name__ = op
+    f.__doc__ = f"NumPy's ``{op}``, element-wise on diffuse."
+    return f
+
+
+def _make_binary(op):
+    def f(x1, x2, /):
+        if isinstance(x1, ndarray):
+            return _binary(op, x1, x2)
+        if isinstance(x2, ndarray):
+            return _binary(op, x2, x1, True)
+        return getattr(_np, op)(x1, x2)
+    f.__name__ = op
+    f.__doc__ = f"NumPy's ``{op}``, element-wise on diffuse with broadcasting."
+    return f
+
+
+for _name, _op in _UNARY.items():
+    globals()[_name] = _make_unary(_op)
+for _op in _BINARY:
+    globals()[_op] = _make_binary(_op)
+divide = globals()["true_divide"]
+
+
+def square(x, /):
+    """``x * x``."""
+    return multiply(x, x)  # noqa: F821 (defined above)
+
+
+def where(condition, x, y):
+    """``x`` where ``condition`` holds, else ``y`` (broadcasting)."""
+    c = asarray(condition)
+    if c.dtype != _np.bool_:
+        c = c.astype("bool")
+    dtype = _np.result_type(*(v.dtype if isinstance(v, ndarray) else v for v in (x, y)))
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("where", _np.where, condition, x, y)
+    xs = [asarray(v).astype(name) if not _is_scalar(v) else
+          ndarray(_native.full_([], _scalar_for(v, name), name)) for v in (x, y)]
+    _broadcast_shapes(c.shape, xs[0].shape, xs[1].shape)
+    return ndarray(_native.where_(c._a, xs[0]._a, xs[1]._a))
+
+
+def clip(a, a_min, a_max):
+    """``minimum(maximum(a, a_min), a_max)``."""
+    out = asarray(a)
+    if a_min is not None:
+        out = maximum(out, a_min)  # noqa: F821
+    if a_max is not None:
+        out = minimum(out, a_max)  # noqa: F821
+    return out
+
+
+# -- creation ------------------------------------------------------------------------------
+def _shape_tuple(shape):
+    return (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+
+
+def zeros(shape, dtype=float):
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("zeros", _np.zeros, shape, dtype)
+    return ndarray(_native.zeros_(list(_shape_tuple(shape)), name))
+
+
+def full(shape, fill_value, dtype=None):
+    dtype = _np.result_type(fill_value) if dtype is None else _np.dtype(dtype)
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("full", _np.full, shape, fill_value, dtype)
+    return ndarray(_native.full_(list(_shape_tuple(shape)), _scalar_for(fill_value, name), name))
+
+
+def ones(shape, dtype=float):
+    return full(shape, 1, dtype)
+
+
+def empty(shape, dtype=float):
+    return zeros(shape, dtype)
+
+
+def zeros_like(a, dtype=None):
+    return zeros(_np.shape(a), dtype or a.dtype)
+
+
+def ones_like(a, dtype=None):
+    return ones(_np.shape(a), dtype or a.dtype)
+
+
+def empty_like(a, dtype=None):
+    return zeros_like(a, dtype)
+
+
+def full_like(a, fill_value, dtype=None):
+    return full(_np.shape(a), fill_value, dtype or a.dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        dtype = _np.result_type(start, stop, step)
+        dtype = _np.int64 if dtype.kind in "iu" else _np.float64
+    name = _dtype_name(dtype)
+    if name is None or step == 0:
+        return _fallback("arange", _np.arange, start, stop, step, dtype)
+    return ndarray(_native.arange_(float(start), float(stop), float(step), name))
+
+
+def linspace(start, stop, num=50, dtype=None):
+    name = _dtype_name(dtype or _np.float64)
+    if name is None:
+        return _fallback("linspace", _np.linspace, start, stop, num, dtype=dtype)
+    return ndarray(_native.linspace_(float(start), float(stop), int(num), name))
+
+
+# -- reductions ----------------------------------------------------------------------------
+def _reduce(name, method, a, axis, keepdims, dtype=None):
+    a = asarray(a)
+    if axis is None and not keepdims and dtype is None and a.size > 0:
+        source = a if a.dtype.kind == "f" or name in ("min", "max") else a.astype("int64") \
+            if a.dtype.kind in "bi" else a
+        if name == "mean" and source.dtype.kind != "f":
+            source = source.astype("float64")
+        try:
+            return ndarray(getattr(source._a, method)())
+        except TypeError:
+            pass
+    return _fallback(name, getattr(_np, name), a, axis=axis, keepdims=keepdims,
+                     **({"dtype": dtype} if dtype is not None else {}))
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """The sum (a lazy 0-d array for a whole-array sum)."""
+    return _reduce("sum", "sum", a, axis, keepdims, dtype)
+
+
+def mean(a, axis=None, keepdims=False):
+    """The mean (a lazy 0-d array for a whole-array mean)."""
+    return _reduce("mean", "mean", a, axis, keepdims)
+
+
+def amin(a, axis=None, keepdims=False):
+    """The smallest element."""
+    return _reduce("min", "min", a, axis, keepdims)
+
+
+def amax(a, axis=None, keepdims=False):
+    """The largest element."""
+    return _reduce("max", "max", a, axis, keepdims)
+
+
+min = amin  # noqa: A001
+max = amax  # noqa: A001
+
+
+def dot(a, b):
+    """Dot product: vector . vector (lazy 0-d), matrix @ vector, matrix @ matrix."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 1 and b.ndim == 1 and a.dtype == b.dtype == _np.float64:
+        if a.shape != b.shape:
+            raise ValueError(
+                f"shapes {a.shape} and {b.shape} not aligned: {a.shape[0]} (dim 0) != "
+                f"{b.shape[0]} (dim 0)"
+            )
+        return ndarray(a._a.dot(b._a))
+    return matmul(a, b)
+
+
+def matmul(a, b):
+    """``a @ b``."""
+    a, b = asarray(a), asarray(b)
+    if a.dtype == b.dtype == _np.float64 and a.ndim == 2 and b.ndim in (1, 2):
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(
+                "matmul: Input operand 1 has a mismatch in its core dimension 0, with "
+                f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b.shape[0]} is different "
+                f"from {a.shape[1]})"
+            )
+        return ndarray(a._a.matvec(b._a) if b.ndim == 1 else a._a.matmul(b._a))
+    return _fallback("matmul", _np.matmul, a, b)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08):
+    """True when every ``|a - b| <= atol + rtol * |b|``."""
+    a, b = asarray(a), asarray(b)
+    diff = absolute(subtract(a, b))  # noqa: F821
+    limit = add(multiply(absolute(b), rtol), atol)  # noqa: F821
+    within = less_equal(diff, limit).astype("int64")  # noqa: F821
+    return within.size == 0 or amin(within).item() == 1
+
+
+def flush():
+    """Runs everything submitted so far."""
+    _native.flush()
+
+
+newaxis = None
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+float64, float32, int64, int32, bool_ = _np.float64, _np.float32, _np.int64, _np.int32, _np.bool_
+
+
+def __getattr__(name):
+    """Anything NumPy has that diffuse does not: NumPy's, on converted arguments
+    (``random`` and ``linalg`` are diffuse's own submodules)."""
+    if name in ("random", "linalg"):
+        import importlib
+
+        return importlib.import_module(f"diffuse.{name}")
+    attr = getattr(_np, name)
+    if callable(attr) and not isinstance(attr, type):
+        def fallback(*args, **kwargs):
+            return _fallback(name, attr, *args, **kwargs)
+        fallback.__name__ = name
+        return fallback
+    return attr

@@ -1,0 +1,447 @@
+//! `diffuse._native`: the diffuse array and sparse libraries as a Python extension module.
+//!
+//! This layer is deliberately thin: arrays ([`NativeArray`]) and CSR matrices
+//! ([`NativeCsr`]) with the operations the Rust libraries implement, data in and out as raw
+//! bytes, and errors as Python exceptions. NumPy's semantics (dtype promotion, broadcasting
+//! messages, indexing, fallbacks) live in the Python package `diffuse.numpy` above it.
+//!
+//! One runtime serves the process, started on first use from the environment:
+//! `DIFFUSE_BACKEND` (`embedded`, default, or `legion`), `DIFFUSE_PROCS` (processors, default
+//! one per core) and `DIFFUSE_FUSION` (`on`, default, or `off`).
+
+use std::sync::OnceLock;
+
+use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, RuntimeConfig};
+use diffuse_array::{
+    arange, full, linspace, random, zeros, Array, ArrayContext, ArrayError, BinaryOp, Distribution,
+    Operand, SliceArg, UnaryOp,
+};
+use diffuse_ir::{with_element_type, Context, DType, Scalar};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+/// The process's array context, or why it could not start.
+fn context() -> PyResult<&'static ArrayContext> {
+    static CX: OnceLock<Result<ArrayContext, String>> = OnceLock::new();
+    CX.get_or_init(start)
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(e.clone()))
+}
+
+fn start() -> Result<ArrayContext, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let procs = match env("DIFFUSE_PROCS") {
+        Some(p) => Some(
+            p.parse::<usize>()
+                .map_err(|_| format!("DIFFUSE_PROCS={p} is not a processor count"))?,
+        ),
+        None => None,
+    };
+    let backend = match env("DIFFUSE_BACKEND").as_deref() {
+        None | Some("embedded") => BackendConfig::Embedded(EmbeddedConfig {
+            procs,
+            ..Default::default()
+        }),
+        Some("legion") => BackendConfig::Legion(LegionConfig {
+            cpus: procs,
+            ..Default::default()
+        }),
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_BACKEND={other}: the backends are `embedded` and `legion`"
+            ))
+        }
+    };
+    let fusion = match env("DIFFUSE_FUSION").as_deref() {
+        None | Some("on") => FusionConfig::default(),
+        Some("off") => FusionConfig::off(),
+        Some(other) => return Err(format!("DIFFUSE_FUSION={other}: expected `on` or `off`")),
+    };
+    let runtime = diffuse::start(
+        &backend,
+        RuntimeConfig {
+            fusion,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(ArrayContext::new(Context::new(runtime)))
+}
+
+/// A library error as the Python exception NumPy would raise for it.
+fn py_err(e: ArrayError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        ArrayError::UnsupportedDType { .. } => PyTypeError::new_err(message),
+        _ if message.contains("out of memory") => PyMemoryError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The dtype named like NumPy's (`float64`, `float32`, `int64`, `int32`, `bool`).
+fn dtype_of(name: &str) -> PyResult<DType> {
+    Ok(match name {
+        "float64" => DType::F64,
+        "float32" => DType::F32,
+        "int64" => DType::I64,
+        "int32" => DType::I32,
+        "bool" => DType::Bool,
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "diffuse arrays hold float64, float32, int64, int32 or bool, not {other}"
+            )))
+        }
+    })
+}
+
+/// NumPy's name of `dtype`.
+fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F64 => "float64",
+        DType::F32 => "float32",
+        DType::I64 => "int64",
+        DType::I32 => "int32",
+        DType::Bool => "bool",
+    }
+}
+
+fn unary_op(name: &str) -> PyResult<UnaryOp> {
+    Ok(match name {
+        "copy" => UnaryOp::Copy,
+        "negative" => UnaryOp::Neg,
+        "absolute" => UnaryOp::Abs,
+        "exp" => UnaryOp::Exp,
+        "log" => UnaryOp::Log,
+        "sqrt" => UnaryOp::Sqrt,
+        "erf" => UnaryOp::Erf,
+        "sin" => UnaryOp::Sin,
+        "cos" => UnaryOp::Cos,
+        "tanh" => UnaryOp::Tanh,
+        "logical_not" => UnaryOp::Not,
+        other => return Err(PyValueError::new_err(format!("no native unary op {other}"))),
+    })
+}
+
+fn binary_op(name: &str) -> PyResult<BinaryOp> {
+    Ok(match name {
+        "add" => BinaryOp::Add,
+        "subtract" => BinaryOp::Sub,
+        "multiply" => BinaryOp::Mul,
+        "true_divide" => BinaryOp::Div,
+        "power" => BinaryOp::Pow,
+        "maximum" => BinaryOp::Maximum,
+        "minimum" => BinaryOp::Minimum,
+        "less" => BinaryOp::Less,
+        "less_equal" => BinaryOp::LessEqual,
+        "greater" => BinaryOp::Greater,
+        "greater_equal" => BinaryOp::GreaterEqual,
+        "equal" => BinaryOp::Equal,
+        "not_equal" => BinaryOp::NotEqual,
+        "logical_and" => BinaryOp::And,
+        "logical_or" => BinaryOp::Or,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "no native binary op {other}"
+            )))
+        }
+    })
+}
+
+/// A Python number as a scalar of `dtype`.
+fn scalar_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Scalar> {
+    Ok(match dtype {
+        DType::F64 => Scalar::F64(value.extract::<f64>()?),
+        DType::F32 => Scalar::F32(value.extract::<f64>()? as f32),
+        DType::I64 => Scalar::I64(value.extract::<i64>()?),
+        DType::I32 => Scalar::I32(value.extract::<i64>()? as i32),
+        DType::Bool => Scalar::Bool(value.extract::<bool>()?),
+    })
+}
+
+fn shape_of(shape: Vec<i64>) -> PyResult<Vec<i64>> {
+    if let Some(bad) = shape.iter().find(|&&d| d < 0) {
+        return Err(PyValueError::new_err(format!(
+            "negative dimensions are not allowed ({bad})"
+        )));
+    }
+    Ok(shape)
+}
+
+/// A diffuse array (any view of a store).
+#[pyclass(module = "diffuse._native", frozen)]
+pub struct NativeArray {
+    inner: Array,
+}
+
+fn wrap(inner: Array) -> NativeArray {
+    NativeArray { inner }
+}
+
+#[pymethods]
+impl NativeArray {
+    /// The shape, as a tuple.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape().as_slice().iter().copied())
+    }
+
+    /// NumPy's name of the dtype.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        dtype_name(self.inner.dtype())
+    }
+
+    /// The elements, row-major, as raw native-endian bytes (waits for the work before).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        with_element_type!(self.inner.dtype(), T => {
+            let values = py.detach(|| self.inner.to_vec::<T>()).map_err(py_err)?;
+            // SAFETY: the element types are plain old data (bool is one byte, 0 or 1); the
+            // slice covers exactly the vector's initialized elements.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    values.as_ptr() as *const u8,
+                    values.len() * std::mem::size_of::<T>(),
+                )
+            };
+            Ok(PyBytes::new(py, bytes))
+        })
+    }
+
+    /// The single element as a Python number.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let a = &self.inner;
+        Ok(match a.dtype() {
+            DType::F64 => py
+                .detach(|| a.item::<f64>())
+                .map_err(py_err)?
+                .into_pyobject(py)?
+                .into_any(),
+            DType::F32 => (py.detach(|| a.item::<f32>()).map_err(py_err)? as f64)
+                .into_pyobject(py)?
+                .into_any(),
+            DType::I64 => py
+                .detach(|| a.item::<i64>())
+                .map_err(py_err)?
+                .into_pyobject(py)?
+                .into_any(),
+            DType::I32 => (py.detach(|| a.item::<i32>()).map_err(py_err)? as i64)
+                .into_pyobject(py)?
+                .into_any(),
+            DType::Bool => py
+                .detach(|| a.item::<bool>())
+                .map_err(py_err)?
+                .into_pyobject(py)?
+                .to_owned()
+                .into_any(),
+        })
+    }
+
+    /// `op(self)` element-wise.
+    fn unary(&self, op: &str) -> PyResult<NativeArray> {
+        diffuse_array::unary(unary_op(op)?, &self.inner)
+            .map(wrap)
+            .map_err(py_err)
+    }
+
+    /// `op(self, other)` element-wise, broadcasting.
+    fn binary(&self, op: &str, other: &NativeArray) -> PyResult<NativeArray> {
+        diffuse_array::binary(binary_op(op)?, &self.inner, &other.inner)
+            .map(wrap)
+            .map_err(py_err)
+    }
+
+    /// `op(self, value)` element-wise, the scalar in the array's dtype.
+    fn binary_scalar(&self, op: &str, value: &Bound<'_, PyAny>) -> PyResult<NativeArray> {
+        let scalar = scalar_of(value, self.inner.dtype())?;
+        diffuse_array::binary(binary_op(op)?, &self.inner, Operand::Scalar(scalar))
+            .map(wrap)
+            .map_err(py_err)
+    }
+
+    /// A copy converted to `dtype`.
+    fn astype(&self, dtype: &str) -> PyResult<NativeArray> {
+        self.inner
+            .astype(dtype_of(dtype)?)
+            .map(wrap)
+            .map_err(py_err)
+    }
+
+    /// The view `[start, stop)` per dimension (aliases this array).
+    fn slice(&self, bounds: Vec<(i64, i64)>) -> PyResult<NativeArray> {
+        let spec: Vec<SliceArg> = bounds
+            .into_iter()
+            .map(|(start, stop)| SliceArg {
+                start: Some(start),
+                stop: Some(stop),
+            })
+            .collect();
+        self.inner.slice(&spec).map(wrap).map_err(py_err)
+    }
+
+    /// Writes `src` (broadcast) into this array's elements.
+    fn assign(&self, src: &NativeArray) -> PyResult<()> {
+        self.inner.assign(&src.inner).map_err(py_err)
+    }
+
+    /// Writes a scalar into every element.
+    fn assign_scalar(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let scalar = scalar_of(value, self.inner.dtype())?;
+        self.inner.assign(Operand::Scalar(scalar)).map_err(py_err)
+    }
+
+    /// The sum of all elements, as a 0-d array (lazy).
+    fn sum(&self) -> PyResult<NativeArray> {
+        self.inner.sum().map(wrap).map_err(py_err)
+    }
+
+    /// The largest element, as a 0-d array.
+    fn max(&self) -> PyResult<NativeArray> {
+        self.inner.max().map(wrap).map_err(py_err)
+    }
+
+    /// The smallest element, as a 0-d array.
+    fn min(&self) -> PyResult<NativeArray> {
+        self.inner.min().map(wrap).map_err(py_err)
+    }
+
+    /// The mean of all elements, as a 0-d array.
+    fn mean(&self) -> PyResult<NativeArray> {
+        self.inner.mean().map(wrap).map_err(py_err)
+    }
+
+    /// The dot product of two vectors, as a 0-d array.
+    fn dot(&self, other: &NativeArray) -> PyResult<NativeArray> {
+        self.inner.dot(&other.inner).map(wrap).map_err(py_err)
+    }
+
+    /// Matrix-vector product.
+    fn matvec(&self, x: &NativeArray) -> PyResult<NativeArray> {
+        self.inner.matvec(&x.inner).map(wrap).map_err(py_err)
+    }
+
+    /// Matrix-matrix product.
+    fn matmul(&self, b: &NativeArray) -> PyResult<NativeArray> {
+        self.inner.matmul(&b.inner).map(wrap).map_err(py_err)
+    }
+}
+
+/// An array of `shape` and `dtype` from row-major native-endian bytes.
+#[pyfunction]
+fn from_bytes(data: &[u8], shape: Vec<i64>, dtype: &str) -> PyResult<NativeArray> {
+    let cx = context()?;
+    let shape = shape_of(shape)?;
+    let dtype = dtype_of(dtype)?;
+    let count: i64 = shape.iter().product();
+    let size = dtype.size_bytes();
+    if data.len() as i64 != count * size as i64 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes cannot fill an array of shape {shape:?} and dtype {}",
+            data.len(),
+            dtype_name(dtype)
+        )));
+    }
+    if dtype == DType::Bool && data.iter().any(|&b| b > 1) {
+        return Err(PyValueError::new_err("bool data must be bytes 0 or 1"));
+    }
+    with_element_type!(dtype, T => {
+        let mut values: Vec<T> = Vec::with_capacity(count as usize);
+        // SAFETY: `data` holds exactly `count` elements of T's size (checked above), T is
+        // plain old data and every bool byte is 0 or 1; the copy fills the capacity.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), values.as_mut_ptr() as *mut u8, data.len());
+            values.set_len(count as usize);
+        }
+        Array::from_vec(cx, &shape, values).map(wrap).map_err(py_err)
+    })
+}
+
+/// Zeros of `shape` and `dtype`.
+#[pyfunction]
+fn zeros_(shape: Vec<i64>, dtype: &str) -> PyResult<NativeArray> {
+    zeros(context()?, &shape_of(shape)?, dtype_of(dtype)?)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `value` everywhere, in `dtype`.
+#[pyfunction]
+fn full_(shape: Vec<i64>, value: &Bound<'_, PyAny>, dtype: &str) -> PyResult<NativeArray> {
+    let scalar = scalar_of(value, dtype_of(dtype)?)?;
+    full(context()?, &shape_of(shape)?, scalar)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `start, start + step, ...` below `stop`.
+#[pyfunction]
+fn arange_(start: f64, stop: f64, step: f64, dtype: &str) -> PyResult<NativeArray> {
+    arange(context()?, start, stop, step, dtype_of(dtype)?)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `num` evenly spaced values from `start` to `stop` inclusive.
+#[pyfunction]
+fn linspace_(start: f64, stop: f64, num: i64, dtype: &str) -> PyResult<NativeArray> {
+    linspace(context()?, start, stop, num, dtype_of(dtype)?)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// Random values: `uniform` on `[a, b)` or `normal` with mean `a` and deviation `b`.
+#[pyfunction]
+fn random_(
+    shape: Vec<i64>,
+    kind: &str,
+    a: f64,
+    b: f64,
+    seed: u64,
+    dtype: &str,
+) -> PyResult<NativeArray> {
+    let dist = match kind {
+        "uniform" => Distribution::Uniform { low: a, high: b },
+        "normal" => Distribution::Normal { mean: a, std: b },
+        other => return Err(PyValueError::new_err(format!("no distribution {other}"))),
+    };
+    random(context()?, &shape_of(shape)?, dist, seed, dtype_of(dtype)?)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `where(cond, a, b)` element-wise, broadcasting.
+#[pyfunction]
+fn where_(cond: &NativeArray, a: &NativeArray, b: &NativeArray) -> PyResult<NativeArray> {
+    diffuse_array::where_(&cond.inner, &a.inner, &b.inner)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// Executes everything submitted so far (the window flushes).
+#[pyfunction]
+fn flush(py: Python<'_>) -> PyResult<()> {
+    let cx = context()?;
+    py.detach(|| cx.flush()).map_err(py_err)
+}
+
+/// Index tasks submitted so far in this process.
+#[pyfunction]
+fn tasks_submitted() -> PyResult<u64> {
+    Ok(context()?.ir().tasks_submitted())
+}
+
+/// The module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeArray>()?;
+    m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros_, m)?)?;
+    m.add_function(wrap_pyfunction!(full_, m)?)?;
+    m.add_function(wrap_pyfunction!(arange_, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace_, m)?)?;
+    m.add_function(wrap_pyfunction!(random_, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(flush, m)?)?;
+    m.add_function(wrap_pyfunction!(tasks_submitted, m)?)?;
+    Ok(())
+}

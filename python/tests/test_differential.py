@@ -1,0 +1,158 @@
+"""diffuse.numpy against NumPy on random programs: random expression trees over random
+views, dtypes and broadcasting, then reductions; results must equal NumPy's (integers and
+bools exactly, floats to the JIT's documented tolerance)."""
+
+import numpy
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import diffuse.numpy as dnp
+
+DTYPES = ["float64", "float32", "int64", "int32", "bool"]
+BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "less", "greater_equal",
+          "equal", "not_equal"]
+FLOAT_UNARY = ["exp", "sqrt", "absolute", "negative", "sin", "tanh"]
+
+
+def close(got, want, single=False):
+    """Equal (floats: to 1e-12 relative, or 1e-5 when float32 arithmetic was involved,
+    since diffuse's and NumPy's float32 transcendental functions may differ in the last
+    bit)."""
+    got, want = numpy.asarray(got), numpy.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if want.dtype.kind == "f":
+        rtol = 1e-5 if single or want.dtype == numpy.float32 else 1e-12
+        numpy.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
+    else:
+        numpy.testing.assert_array_equal(got, want)
+
+
+@st.composite
+def operand(draw, shape):
+    """A NumPy array of `shape` (or a shape that broadcasts to it), maybe a view of a
+    larger one, and the same data as a diffuse array."""
+    dtype = draw(st.sampled_from(DTYPES))
+    if draw(st.booleans()) and len(shape) > 0:
+        # Broadcast: drop leading dims or set some to 1.
+        shape = tuple(1 if draw(st.booleans()) else n for n in shape[draw(st.integers(0, len(shape) - 1)):])
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = numpy.random.default_rng(seed)
+    pad = draw(st.integers(0, 2))
+    big = tuple(n + 2 * pad for n in shape)
+    if dtype == "bool":
+        data = rng.random(big) < 0.5
+    elif dtype.startswith("int"):
+        data = rng.integers(-50, 50, big).astype(dtype)
+    else:
+        data = rng.uniform(-3, 3, big).astype(dtype)
+    window = tuple(slice(pad, pad + n) for n in shape)
+    return data[window], dnp.asarray(data)[window]
+
+
+@st.composite
+def expression(draw, shape, depth=0, singles=None):
+    """(numpy value, diffuse value) of a random expression of `shape`; appends to
+    `singles` when float32 arithmetic is involved."""
+    if depth >= 3 or draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 4)) == 0:
+            value = draw(st.sampled_from([2, -1.5, 0.5, True, 3]))
+            return value, value
+        leaf = draw(operand(shape))
+        if leaf[0].dtype == numpy.float32:
+            singles.append(True)
+        return leaf
+    kind = draw(st.sampled_from(["binary", "unary", "where"]))
+    a_np, a_d = draw(expression(shape, depth + 1, singles))
+    if kind == "unary":
+        if numpy.ndim(a_np) == 0:
+            return a_np, a_d
+        op = draw(st.sampled_from(FLOAT_UNARY))
+        a_np = numpy.asarray(a_np, dtype=numpy.result_type(a_np, numpy.float32))
+        if a_np.dtype == numpy.float32:
+            singles.append(True)
+        a_d = a_d.astype(a_np.dtype) if isinstance(a_d, dnp.ndarray) else a_d
+        if op == "sqrt":
+            return numpy.sqrt(numpy.absolute(a_np)), dnp.sqrt(dnp.absolute(a_d))
+        return getattr(numpy, op)(a_np), getattr(dnp, op)(a_d)
+    b_np, b_d = draw(expression(shape, depth + 1, singles))
+    if kind == "where":
+        c_np, c_d = draw(operand(shape))
+        return numpy.where(c_np > 0, a_np, b_np), dnp.where(c_d > 0, a_d, b_d)
+    op = draw(st.sampled_from(BINARY))
+    if numpy.ndim(a_np) == 0 and numpy.ndim(b_np) == 0:
+        return a_np, a_d
+    if op == "subtract" and numpy.result_type(a_np, b_np) == numpy.bool_:
+        op = "not_equal"
+    return getattr(numpy, op)(a_np, b_np), getattr(dnp, op)(a_d, b_d)
+
+
+SHAPES = st.sampled_from([(7,), (1,), (4, 5), (3, 1), (2, 3, 4)])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_expressions_match_numpy(data):
+    shape = data.draw(SHAPES)
+    singles = []
+    with numpy.errstate(all="ignore"):
+        want, got = data.draw(expression(shape, singles=singles))
+    if numpy.ndim(want) == 0:
+        return
+    close(got, want, single=bool(singles))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_reductions_with_axes_match_numpy(data):
+    shape = data.draw(st.sampled_from([(6,), (4, 5), (2, 3, 4)]))
+    a_np, a_d = data.draw(operand(shape))
+    if a_np.shape != shape:
+        return
+    axis = data.draw(st.sampled_from([None] + list(range(len(shape)))))
+    keepdims = data.draw(st.booleans())
+    for name in ["sum", "max", "min", "mean"]:
+        want = getattr(numpy, name)(a_np, axis=axis, keepdims=keepdims)
+        got = getattr(dnp, name)(a_d, axis=axis, keepdims=keepdims)
+        close(got, want)
+
+
+def test_broadcast_errors_read_like_numpy():
+    with pytest.raises(ValueError, match=r"operands could not be broadcast together with shapes \(3,4\) \(5,\)"):
+        dnp.ones((3, 4)) + dnp.ones(5)
+
+
+def test_scalars_stay_lazy_until_needed():
+    x = dnp.arange(10.0)
+    before = dnp._native.tasks_submitted()
+    s = (x * x).sum()
+    assert isinstance(s, dnp.ndarray) and s.shape == ()
+    assert dnp._native.tasks_submitted() > before
+    assert float(s) == 285.0
+
+
+def test_interop_with_numpy():
+    x = dnp.array([[1.0, 2.0], [3.0, 4.0]])
+    assert numpy.asarray(x).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert len(x) == 2 and x.ndim == 2 and x.size == 4 and x.dtype == numpy.float64
+    assert [float(v.sum()) for v in x] == [3.0, 7.0]
+    assert "array([[1., 2.]," in repr(x)
+    assert x[1, 0] == 3.0
+    assert numpy.ones(2) + dnp.ones(2) is not NotImplemented
+
+
+def test_fallback_warns_once_and_is_correct():
+    x = dnp.arange(6.0)
+    with pytest.warns(RuntimeWarning, match="cumsum"):
+        got = dnp.cumsum(x)
+    numpy.testing.assert_array_equal(numpy.asarray(got), numpy.cumsum(numpy.arange(6.0)))
+
+
+def test_views_alias_their_base():
+    g = dnp.zeros((4, 4))
+    inner = g[1:3, 1:3]
+    inner[...] = 5.0
+    assert float(g.sum()) == 20.0
+    inner += 1
+    assert numpy.asarray(g)[1, 1] == 6.0
