@@ -56,11 +56,23 @@ def _warn_fallback(name):
         )
 
 
+# NumPy dtype objects of the dtypes diffuse holds, and diffuse's name for anything that
+# names one of them (dtype objects, scalar types, strings): the hot path of every operation.
+_DT = {name: _np.dtype(name) for name in _DTYPES}
+_NAME_OF = {}
+for _n, _d in _DT.items():
+    _NAME_OF[_d] = _NAME_OF[_d.type] = _NAME_OF[_n] = _n
+_NAME_OF[float] = "float64"
+_NAME_OF[int] = "int64"
+_NAME_OF[bool] = "bool"
+
+
 def _dtype_name(dtype):
-    name = _np.dtype(dtype).name
-    if name not in _DTYPES:
-        return None
-    return name
+    try:
+        return _NAME_OF[dtype]
+    except (KeyError, TypeError):
+        name = _np.dtype(dtype).name
+        return name if name in _DTYPES else None
 
 
 class ndarray:
@@ -88,7 +100,7 @@ class ndarray:
 
     @property
     def dtype(self):
-        return _np.dtype(self._a.dtype)
+        return _DT[self._a.dtype]
 
     @property
     def itemsize(self):
@@ -410,6 +422,16 @@ def _broadcast_shapes(*shapes):
 
 def _binary(op, x, y, reflected=False):
     """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
+    # Fast paths: the common cases need no promotion or broadcasting checks.
+    xd = x._a.dtype
+    if type(y) is float and xd == "float64" and (not reflected or op in _COMMUTATIVE):
+        return ndarray(x._a.binary_scalar(op, y))
+    if type(y) is ndarray and y._a.dtype == xd and xd in ("float64", "float32") \
+            and op != "true_divide" or (type(y) is ndarray and op == "true_divide"
+                                        and y._a.dtype == xd == "float64"):
+        if tuple(x._a.shape) == tuple(y._a.shape):
+            a, b = (y, x) if reflected else (x, y)
+            return ndarray(a._a.binary(op, b._a))
     if isinstance(y, _np.ndarray) and y.ndim > 0:
         y = asarray(y)
     if isinstance(y, ndarray):
