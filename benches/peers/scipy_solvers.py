@@ -5,17 +5,27 @@ The system is the 2-D Poisson matrix of an n x n grid (5-point, 4 on the diagona
 it; rows numbered row-major like diffuse_sparse::generators::poisson_2d) or a Matrix
 Market file, and b all ones, x0 = 0, no preconditioner. Prints one JSON record.
 Usage: scipy_solvers.py cg|bicgstab|cgs (--n N | --matrix FILE) [--rtol R] [--maxiter K]
+                         [--module scipy|diffuse]
+With `--module diffuse` the same program runs on diffuse's Python package (the import lines
+are the only difference).
 """
 
 import argparse
 import json
+import sys
 import time
 
-import numpy as np
 import scipy
 import scipy.io
-import scipy.sparse as sp
-import scipy.sparse.linalg as sla
+
+if "--module" in sys.argv and sys.argv[sys.argv.index("--module") + 1] == "diffuse":
+    import diffuse.numpy as np
+    import diffuse.sparse as sp
+    import diffuse.sparse.linalg as sla
+else:
+    import numpy as np
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
 
 
 def poisson_2d(n):
@@ -33,6 +43,7 @@ def main():
     parser.add_argument("--matrix")
     parser.add_argument("--rtol", type=float, default=1e-8)
     parser.add_argument("--maxiter", type=int, default=10000)
+    parser.add_argument("--module", choices=["scipy", "diffuse"], default="scipy")
     args = parser.parse_args()
 
     if args.matrix:
@@ -54,7 +65,7 @@ def main():
     residual = np.linalg.norm(b - a @ x) / np.linalg.norm(b)
     print(json.dumps({
         "app": args.method,
-        "peer": "scipy " + scipy.__version__,
+        "peer": "scipy " + scipy.__version__ if args.module == "scipy" else "diffuse",
         "rows": rows,
         "nnz": int(a.nnz),
         "info": int(info),

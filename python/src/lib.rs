@@ -17,6 +17,7 @@ use diffuse_array::{
     Operand, SliceArg, UnaryOp,
 };
 use diffuse_ir::{with_element_type, Context, DType, Scalar};
+use diffuse_sparse::{CsrMatrix, HostCsr, IndexWidth, Triplets};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -430,10 +431,88 @@ fn tasks_submitted() -> PyResult<u64> {
     Ok(context()?.ir().tasks_submitted())
 }
 
+/// A CSR sparse matrix of float64 values on the runtime.
+#[pyclass(module = "diffuse._native", frozen)]
+pub struct NativeCsr {
+    inner: CsrMatrix,
+    nnz: usize,
+}
+
+#[pymethods]
+impl NativeCsr {
+    /// The `rows x cols` matrix of CSR arrays: row `i`'s entries are
+    /// `data[indptr[i]..indptr[i + 1]]` in columns `indices[...]`.
+    #[new]
+    fn new(
+        data: Vec<f64>,
+        indices: Vec<i64>,
+        indptr: Vec<i64>,
+        shape: (i64, i64),
+    ) -> PyResult<Self> {
+        let (rows, cols) = shape;
+        let bad = |what: String| PyValueError::new_err(what);
+        if indptr.len() as i64 != rows + 1 {
+            return Err(bad(format!(
+                "indptr has {} entries; a matrix of {rows} rows needs {}",
+                indptr.len(),
+                rows + 1
+            )));
+        }
+        if data.len() != indices.len() || indptr.last().copied() != Some(data.len() as i64) {
+            return Err(bad(format!(
+                "data ({}), indices ({}) and indptr[-1] ({:?}) disagree on the number of entries",
+                data.len(),
+                indices.len(),
+                indptr.last()
+            )));
+        }
+        let mut triplets = Triplets::new(rows, cols).map_err(|e| bad(e.to_string()))?;
+        for row in 0..rows as usize {
+            let (lo, hi) = (indptr[row], indptr[row + 1]);
+            if lo > hi || lo < 0 || hi as usize > data.len() {
+                return Err(bad(format!("indptr is not non-decreasing at row {row}")));
+            }
+            for k in lo as usize..hi as usize {
+                triplets
+                    .push(row as i64, indices[k], data[k])
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+        }
+        let host = HostCsr::from_triplets(&triplets, IndexWidth::smallest_for(cols))
+            .map_err(|e| bad(e.to_string()))?;
+        let inner = CsrMatrix::from_host(context()?, &host).map_err(|e| bad(e.to_string()))?;
+        Ok(NativeCsr {
+            inner,
+            nnz: host.nnz(),
+        })
+    }
+
+    /// `(rows, cols)`.
+    #[getter]
+    fn shape(&self) -> (i64, i64) {
+        self.inner.shape()
+    }
+
+    /// Stored entries.
+    #[getter]
+    fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// `A @ x` for a float64 vector `x` (one index task; lazy).
+    fn matvec(&self, x: &NativeArray) -> PyResult<NativeArray> {
+        self.inner
+            .spmv(&x.inner)
+            .map(wrap)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeArray>()?;
+    m.add_class::<NativeCsr>()?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(zeros_, m)?)?;
     m.add_function(wrap_pyfunction!(full_, m)?)?;

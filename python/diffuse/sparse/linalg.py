@@ -1,0 +1,142 @@
+"""SciPy's Krylov solvers on diffuse: ``cg``, ``bicgstab`` and ``cgs`` with SciPy's
+signatures and results ``(x, info)``. They follow SciPy's algorithms step for step, so
+iteration counts agree with SciPy's up to rounding; scalars (dot products, step lengths)
+stay lazy 0-d arrays, so each iteration's vector updates fuse, and only the convergence
+checks SciPy also makes read a value back."""
+
+import numpy as _np
+
+from .. import numpy as _dnp
+from . import csr_matrix, issparse
+
+__all__ = ["cg", "bicgstab", "cgs"]
+
+# SciPy's breakdown tolerances.
+_RHOTOL = _np.finfo(_np.float64).eps ** 2
+
+
+def _setup(A, b, x0, rtol, atol, maxiter, M):
+    if not isinstance(A, csr_matrix):
+        if not issparse(A):
+            raise TypeError("A must be a sparse matrix (diffuse.sparse or scipy.sparse)")
+        A = csr_matrix(A)
+    n = A.shape[0]
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"expected square matrix, but got shape={A.shape}")
+    b = _dnp.asarray(b, dtype="float64")
+    if b.shape not in ((n,), (n, 1)):
+        raise ValueError(f"shapes of A {A.shape} and b {b.shape} are incompatible")
+    if b.ndim == 2:
+        b = _dnp.asarray(_np.asarray(b).ravel())
+    if M is not None:
+        raise NotImplementedError("diffuse.sparse.linalg solvers take no preconditioner M yet")
+    x = _dnp.zeros(n) if x0 is None else _dnp.array(x0, dtype="float64")
+    bnrm2 = float(_dnp.linalg.norm(b))
+    limit = max(float(atol), float(rtol) * bnrm2)
+    return A, b, x, bnrm2, limit, (n * 10 if maxiter is None else int(maxiter))
+
+
+def _norm(v):
+    return float(_dnp.linalg.norm(v))
+
+
+def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
+    """Conjugate gradients for a symmetric positive definite ``A`` (SciPy's ``cg``)."""
+    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if bnrm2 == 0:
+        return b, 0
+    r = b - A @ x if x0 is not None else b.copy()
+    rho_prev = p = None
+    for iteration in range(maxiter):
+        if _norm(r) < limit:
+            return x, 0
+        rho = _dnp.dot(r, r)
+        if iteration > 0:
+            p = p * (rho / rho_prev) + r
+        else:
+            p = r.copy()
+        q = A @ p
+        alpha = rho / _dnp.dot(p, q)
+        x += alpha * p
+        r -= alpha * q
+        rho_prev = rho
+        if callback:
+            callback(x)
+    return x, maxiter
+
+
+def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
+    """BiCGSTAB (SciPy's ``bicgstab``)."""
+    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if bnrm2 == 0:
+        return b, 0
+    r = b - A @ x if x0 is not None else b.copy()
+    rtilde = r.copy()
+    rho_prev = omega = alpha = p = v = None
+    for iteration in range(maxiter):
+        if _norm(r) < limit:
+            return x, 0
+        rho = _dnp.dot(rtilde, r)
+        if abs(float(rho)) < _RHOTOL:
+            return x, -10
+        if iteration > 0:
+            if abs(float(omega)) < _RHOTOL:
+                return x, -11
+            beta = (rho / rho_prev) * (alpha / omega)
+            p = (p - omega * v) * beta + r
+        else:
+            p = r.copy()
+        v = A @ p
+        rv = _dnp.dot(rtilde, v)
+        if float(rv) == 0:
+            return x, -11
+        alpha = rho / rv
+        r -= alpha * v
+        if _norm(r) < limit:
+            x += alpha * p
+            return x, 0
+        t = A @ r
+        omega = _dnp.dot(t, r) / _dnp.dot(t, t)
+        x += alpha * p
+        x += omega * r
+        r -= omega * t
+        rho_prev = rho
+        if callback:
+            callback(x)
+    return x, maxiter
+
+
+def cgs(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
+    """Conjugate gradients squared (SciPy's ``cgs``)."""
+    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if bnrm2 == 0:
+        return b, 0
+    r = b - A @ x if x0 is not None else b.copy()
+    rtilde = r.copy()
+    rho_prev = p = u = q = None
+    for iteration in range(maxiter):
+        if _norm(r) < limit:
+            return x, 0
+        rho = _dnp.dot(rtilde, r)
+        if abs(float(rho)) < _RHOTOL:
+            return x, -10
+        if iteration > 0:
+            beta = rho / rho_prev
+            u = r + beta * q
+            p = (p * beta + q) * beta + u
+        else:
+            p = r.copy()
+            u = r.copy()
+        vhat = A @ p
+        rv = _dnp.dot(rtilde, vhat)
+        if float(rv) == 0:
+            return x, -11
+        alpha = rho / rv
+        q = u - alpha * vhat
+        uhat = u + q
+        x += alpha * uhat
+        r -= alpha * (A @ uhat)
+        rho_prev = rho
+        if callback:
+            callback(x)
+    return x, maxiter

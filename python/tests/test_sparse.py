@@ -1,0 +1,66 @@
+"""diffuse.sparse against SciPy: construction, products with vectors, and the Krylov
+solvers (same algorithms: same answers, iteration counts equal up to rounding)."""
+
+import numpy
+import pytest
+import scipy.sparse
+import scipy.sparse.linalg
+
+import diffuse.numpy as dnp
+import diffuse.sparse as dsp
+import diffuse.sparse.linalg as dsla
+
+
+def poisson(n):
+    ones = numpy.ones(n)
+    t = scipy.sparse.diags([-ones[:-1], 2 * ones, -ones[:-1]], [-1, 0, 1])
+    eye = scipy.sparse.identity(n)
+    return (scipy.sparse.kron(eye, t) + scipy.sparse.kron(t, eye)).tocsr()
+
+
+def test_construction_and_products_match_scipy():
+    rng = numpy.random.default_rng(3)
+    dense = numpy.where(rng.random((30, 20)) < 0.2, rng.uniform(-1, 1, (30, 20)), 0.0)
+    host = scipy.sparse.csr_matrix(dense)
+    x = rng.uniform(-1, 1, 20)
+    for m in (dsp.csr_matrix(dense), dsp.csr_matrix(host),
+              dsp.csr_matrix((host.data, host.indices, host.indptr), shape=host.shape)):
+        assert m.shape == (30, 20) and m.nnz == host.nnz
+        numpy.testing.assert_allclose(numpy.asarray(m @ x), host @ x, rtol=1e-14, atol=1e-14)
+        numpy.testing.assert_allclose(numpy.asarray(m @ dnp.asarray(x)), host @ x, rtol=1e-14,
+                                      atol=1e-14)
+    numpy.testing.assert_allclose(numpy.asarray(dsp.csr_matrix(dense).T @ numpy.ones(30)),
+                                  host.T @ numpy.ones(30), rtol=1e-14, atol=1e-14)
+
+
+def test_bad_input_is_a_clear_error():
+    m = dsp.csr_matrix(numpy.eye(4))
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        m @ numpy.ones(3)
+    with pytest.raises(ValueError):
+        dsp.csr_matrix((numpy.ones(2), numpy.array([0, 1]), numpy.array([0, 1, 5])),
+                       shape=(2, 2))
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "cgs"])
+def test_solvers_match_scipy(method):
+    a = poisson(30)
+    b = numpy.ones(a.shape[0])
+    counts = {}
+
+    def counter(key):
+        counts[key] = 0
+
+        def count(_x):
+            counts[key] += 1
+        return count
+
+    want, info_want = getattr(scipy.sparse.linalg, method)(a, b, rtol=1e-8, atol=0.0,
+                                                           callback=counter("scipy"))
+    got, info = getattr(dsla, method)(dsp.csr_matrix(a), b, rtol=1e-8, atol=0.0,
+                                      callback=counter("diffuse"))
+    assert info == info_want == 0
+    assert abs(counts["diffuse"] - counts["scipy"]) <= max(3, counts["scipy"] // 20), counts
+    numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-6, atol=1e-8)
+    residual = numpy.linalg.norm(b - a @ numpy.asarray(got)) / numpy.linalg.norm(b)
+    assert residual < 1e-8
