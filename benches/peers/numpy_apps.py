@@ -115,8 +115,10 @@ def main():
         result = step()
     wait(result)
     per_iter = (time.perf_counter() - start) / max(args.iters, 1)
+    first = result[0] if isinstance(result, tuple) else result
     print(json.dumps({"app": args.app, "peer": args.module, "n": args.n, "iters": args.iters,
-                      "seconds_per_iter": per_iter, "warmup_seconds": warmup}))
+                      "seconds_per_iter": per_iter, "warmup_seconds": warmup,
+                      "checksum": float(first.sum())}))
 
 
 if __name__ == "__main__":

@@ -185,6 +185,12 @@ class ndarray:
         Ellipsis; None when the key needs NumPy."""
         if not isinstance(key, tuple):
             key = (key,)
+        if not builtins.all(
+            k is Ellipsis or isinstance(k, slice)
+            or (isinstance(k, numbers.Integral) and not isinstance(k, bool))
+            for k in key
+        ):
+            return None  # newaxis, arrays, lists, booleans: NumPy's indexing
         if builtins.sum(1 for k in key if k is Ellipsis) > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
         if Ellipsis in key:
