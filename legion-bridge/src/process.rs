@@ -9,7 +9,7 @@
 
 use std::ffi::{c_char, c_int, CString};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -268,12 +268,24 @@ pub fn shutdown() {
     let Some(Ok(process)) = PROCESS.get() else {
         return;
     };
+    // Once only: a later call (the exit hook after an explicit shutdown) would otherwise race
+    // with the driver thread leaving its loop.
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
     let (tx, rx) = sync_channel(1);
     let sent = process.send(Box::new(move |driver: &mut Driver| {
         driver.shutdown();
         let _ = tx.send(());
     }));
-    if sent.is_ok() && rx.recv_timeout(SHUTDOWN_LIMIT).is_err() {
-        eprintln!("diffuse: Legion did not shut down within {SHUTDOWN_LIMIT:?}; exiting anyway");
+    if sent.is_err() {
+        return;
+    }
+    match rx.recv_timeout(SHUTDOWN_LIMIT) {
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => {}
+        Err(RecvTimeoutError::Timeout) => {
+            eprintln!("diffuse: Legion did not shut down within {SHUTDOWN_LIMIT:?}; exiting anyway")
+        }
     }
 }
