@@ -430,8 +430,8 @@ def _binary(op, x, y, reflected=False):
     """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
     # Fast paths: the common cases need no promotion or broadcasting checks.
     xd = x._a.dtype
-    if type(y) is float and xd == "float64" and (not reflected or op in _COMMUTATIVE):
-        return ndarray(x._a.binary_scalar(op, y))
+    if type(y) is float and xd == "float64":
+        return ndarray(x._a.binary_scalar(op, y, reflected and op not in _COMMUTATIVE))
     if type(y) is ndarray and y._a.dtype == xd and xd in ("float64", "float32") \
             and op != "true_divide" or (type(y) is ndarray and op == "true_divide"
                                         and y._a.dtype == xd == "float64"):
@@ -466,10 +466,8 @@ def _binary(op, x, y, reflected=False):
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
         xx = x if x.dtype == dtype else x.astype(dtype)
         try:
-            if reflected and op not in _COMMUTATIVE:
-                left = ndarray(_native.full_([], _scalar_for(value, name), name))
-                return ndarray(left._a.binary(op, xx._a))
-            return ndarray(xx._a.binary_scalar(op, _scalar_for(value, name)))
+            reflect = reflected and op not in _COMMUTATIVE
+            return ndarray(xx._a.binary_scalar(op, _scalar_for(value, name), reflect))
         except TypeError:
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
     return NotImplemented

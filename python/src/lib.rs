@@ -252,12 +252,23 @@ impl NativeArray {
             .map_err(py_err)
     }
 
-    /// `op(self, value)` element-wise, the scalar in the array's dtype.
-    fn binary_scalar(&self, op: &str, value: &Bound<'_, PyAny>) -> PyResult<NativeArray> {
-        let scalar = scalar_of(value, self.inner.dtype())?;
-        diffuse_array::binary(binary_op(op)?, &self.inner, Operand::Scalar(scalar))
-            .map(wrap)
-            .map_err(py_err)
+    /// `op(self, value)` element-wise (`op(value, self)` when `reflected`), the scalar in
+    /// the array's dtype.
+    #[pyo3(signature = (op, value, reflected = false))]
+    fn binary_scalar(
+        &self,
+        op: &str,
+        value: &Bound<'_, PyAny>,
+        reflected: bool,
+    ) -> PyResult<NativeArray> {
+        let scalar = Operand::Scalar(scalar_of(value, self.inner.dtype())?);
+        let op = binary_op(op)?;
+        let result = if reflected {
+            diffuse_array::binary(op, scalar, &self.inner)
+        } else {
+            diffuse_array::binary(op, &self.inner, scalar)
+        };
+        result.map(wrap).map_err(py_err)
     }
 
     /// A copy converted to `dtype`.
