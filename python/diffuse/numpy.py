@@ -39,7 +39,8 @@ _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_
 NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "divide", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
-    "sum", "mean", "min", "max", "amin", "amax", "dot", "matmul", "allclose",
+    "sum", "mean", "min", "max", "amin", "amax", "any", "all", "count_nonzero", "dot",
+    "matmul", "allclose",
 })
 
 _warned = set()
@@ -346,6 +347,12 @@ class ndarray:
     def dot(self, other):
         return dot(self, other)
 
+    def any(self, axis=None, keepdims=False):
+        return any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return all(self, axis=axis, keepdims=keepdims)
+
     def __getattr__(self, name):
         attr = None if name.startswith("__") else getattr(_np.ndarray, name, None)
         if attr is None:
@@ -359,7 +366,7 @@ class ndarray:
 def _to_numpy(x):
     if isinstance(x, ndarray):
         return _np.asarray(x)
-    if isinstance(x, (list, tuple)) and any(isinstance(v, ndarray) for v in x):
+    if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, ndarray) for v in x):
         return type(x)(_to_numpy(v) for v in x)
     return x
 
@@ -643,6 +650,35 @@ def amax(a, axis=None, keepdims=False):
 
 min = amin  # noqa: A001
 max = amax  # noqa: A001
+
+
+def _nonzero_ints(a):
+    """1 where ``a`` is nonzero (true), else 0, as int64."""
+    return not_equal(a, 0).astype("int64")  # noqa: F821 (defined above)
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """True if some element is nonzero (a lazy 0-d bool array for the whole array)."""
+    a = asarray(a)
+    if axis is None and not keepdims and a.size > 0:
+        return ndarray(_nonzero_ints(a)._a.max()).astype("bool")
+    return _fallback("any", _np.any, a, axis=axis, keepdims=keepdims)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """True if every element is nonzero (a lazy 0-d bool array for the whole array)."""
+    a = asarray(a)
+    if axis is None and not keepdims and a.size > 0:
+        return ndarray(_nonzero_ints(a)._a.min()).astype("bool")
+    return _fallback("all", _np.all, a, axis=axis, keepdims=keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """The number of nonzero elements (an int, as NumPy gives, for the whole array)."""
+    a = asarray(a)
+    if axis is None and not keepdims:
+        return 0 if a.size == 0 else int(ndarray(_nonzero_ints(a)._a.sum()).item())
+    return _fallback("count_nonzero", _np.count_nonzero, a, axis=axis, keepdims=keepdims)
 
 
 def dot(a, b):

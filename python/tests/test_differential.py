@@ -16,14 +16,14 @@ FLOAT_UNARY = ["exp", "sqrt", "absolute", "negative", "sin", "tanh"]
 
 
 def close(got, want, single=False):
-    """Equal (floats: to 1e-12 relative, or 1e-5 when float32 arithmetic was involved,
-    since diffuse's and NumPy's float32 transcendental functions may differ in the last
-    bit)."""
+    """Equal (floats: to 1e-12 relative, or 1e-4 when float32 arithmetic was involved:
+    diffuse's and NumPy's float32 transcendental functions differ by a few ulps, which a
+    nested exponential multiplies by its argument)."""
     got, want = numpy.asarray(got), numpy.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     if want.dtype.kind == "f":
-        rtol = 1e-5 if single or want.dtype == numpy.float32 else 1e-12
+        rtol = 1e-4 if single or want.dtype == numpy.float32 else 1e-12
         numpy.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, equal_nan=True)
     else:
         numpy.testing.assert_array_equal(got, want)
@@ -112,10 +112,17 @@ def test_reductions_with_axes_match_numpy(data):
         return
     axis = data.draw(st.sampled_from([None] + list(range(len(shape)))))
     keepdims = data.draw(st.booleans())
-    for name in ["sum", "max", "min", "mean"]:
+    for name in ["sum", "max", "min", "mean", "any", "all"]:
         want = getattr(numpy, name)(a_np, axis=axis, keepdims=keepdims)
         got = getattr(dnp, name)(a_d, axis=axis, keepdims=keepdims)
         close(got, want)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_count_nonzero_matches_numpy(data):
+    a_np, a_d = data.draw(operand((4, 5)))
+    assert dnp.count_nonzero(a_d) == numpy.count_nonzero(a_np)
 
 
 def test_broadcast_errors_read_like_numpy():
