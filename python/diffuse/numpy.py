@@ -440,11 +440,10 @@ def _binary(op, x, y, reflected=False):
     if type(y) is float and xd == "float64":
         return ndarray(x._a.binary_scalar(op, y, reflected and op not in _COMMUTATIVE))
     if type(y) is ndarray and y._a.dtype == xd and xd in ("float64", "float32") \
-            and op != "true_divide" or (type(y) is ndarray and op == "true_divide"
-                                        and y._a.dtype == xd == "float64"):
-        if tuple(x._a.shape) == tuple(y._a.shape):
-            a, b = (y, x) if reflected else (x, y)
-            return ndarray(a._a.binary(op, b._a))
+            and x._a.shape == y._a.shape:
+        # Same float dtype and shape: no promotion (true_divide stays in the dtype).
+        a, b = (y, x) if reflected else (x, y)
+        return ndarray(a._a.binary(op, b._a))
     if isinstance(y, _np.ndarray) and y.ndim > 0:
         y = asarray(y)
     if isinstance(y, ndarray):
