@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <tuple>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -347,9 +346,6 @@ class DiffuseMapper : public DefaultMapper {
     return id;
   }
 
-  // C order (last dimension fastest, then the field) unless diffuse asks for Fortran
-  // order, and the alignment diffuse asks for. Instances that are not for a point task
-  // (inline mappings of diffuse's host copies) get C order too, so both share instances.
   // One instance per store and memory: every requirement (except a reduction's, which needs
   // a fresh instance of its own) maps to an instance of the whole region, so tasks that see
   // a store through different (aliased) partitions share one copy of it and Legion never
@@ -364,6 +360,9 @@ class DiffuseMapper : public DefaultMapper {
         ctx, target_memory, req, constraints, force_new_instances, meets_constraints);
   }
 
+  // C order (last dimension fastest, then the field) unless diffuse asks for Fortran
+  // order, and the alignment diffuse asks for. Instances that are not for a point task
+  // (inline mappings of diffuse's host copies) get C order too, so both share instances.
   void default_policy_select_constraints(MapperContext ctx, LayoutConstraintSet& constraints,
                                          Memory target_memory,
                                          const RegionRequirement& req) override {
