@@ -157,7 +157,7 @@ class ndarray:
         return bool(self.item())
 
     def __repr__(self):
-        return repr(_np.asarray(self)).replace("array(", "array(", 1)
+        return repr(_np.asarray(self))
 
     def __str__(self):
         return str(_np.asarray(self))
@@ -620,7 +620,7 @@ def _reduce(name, method, a, axis, keepdims, dtype=None):
         if name == "mean" and source.dtype.kind != "f":
             source = source.astype("float64")
         try:
-            return ndarray(getattr(source._a, method)())
+            return ndarray(source._a.reduce(method))
         except TypeError:
             pass
     return _fallback(name, getattr(_np, name), a, axis=axis, keepdims=keepdims,
@@ -660,7 +660,7 @@ def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
     """True if some element is nonzero (a lazy 0-d bool array for the whole array)."""
     a = asarray(a)
     if axis is None and not keepdims and a.size > 0:
-        return ndarray(_nonzero_ints(a)._a.max()).astype("bool")
+        return ndarray(_nonzero_ints(a)._a.reduce("max")).astype("bool")
     return _fallback("any", _np.any, a, axis=axis, keepdims=keepdims)
 
 
@@ -668,7 +668,7 @@ def all(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
     """True if every element is nonzero (a lazy 0-d bool array for the whole array)."""
     a = asarray(a)
     if axis is None and not keepdims and a.size > 0:
-        return ndarray(_nonzero_ints(a)._a.min()).astype("bool")
+        return ndarray(_nonzero_ints(a)._a.reduce("min")).astype("bool")
     return _fallback("all", _np.all, a, axis=axis, keepdims=keepdims)
 
 
@@ -676,7 +676,7 @@ def count_nonzero(a, axis=None, keepdims=False):
     """The number of nonzero elements (an int, as NumPy gives, for the whole array)."""
     a = asarray(a)
     if axis is None and not keepdims:
-        return 0 if a.size == 0 else int(ndarray(_nonzero_ints(a)._a.sum()).item())
+        return 0 if a.size == 0 else int(ndarray(_nonzero_ints(a)._a.reduce("sum")).item())
     return _fallback("count_nonzero", _np.count_nonzero, a, axis=axis, keepdims=keepdims)
 
 

@@ -302,24 +302,23 @@ impl NativeArray {
         self.inner.assign(Operand::Scalar(scalar)).map_err(py_err)
     }
 
-    /// The sum of all elements, as a 0-d array (lazy).
-    fn sum(&self) -> PyResult<NativeArray> {
-        self.inner.sum().map(wrap).map_err(py_err)
-    }
-
-    /// The largest element, as a 0-d array.
-    fn max(&self) -> PyResult<NativeArray> {
-        self.inner.max().map(wrap).map_err(py_err)
-    }
-
-    /// The smallest element, as a 0-d array.
-    fn min(&self) -> PyResult<NativeArray> {
-        self.inner.min().map(wrap).map_err(py_err)
-    }
-
-    /// The mean of all elements, as a 0-d array.
-    fn mean(&self) -> PyResult<NativeArray> {
-        self.inner.mean().map(wrap).map_err(py_err)
+    /// The whole-array reduction `op` (`sum`, `max`, `min` or `mean`), as a lazy 0-d
+    /// array.
+    fn reduce(&self, op: &str) -> PyResult<NativeArray> {
+        let a = &self.inner;
+        match op {
+            "sum" => a.sum(),
+            "max" => a.max(),
+            "min" => a.min(),
+            "mean" => a.mean(),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "no native reduction {other}"
+                )))
+            }
+        }
+        .map(wrap)
+        .map_err(py_err)
     }
 
     /// The dot product of two vectors, as a 0-d array.

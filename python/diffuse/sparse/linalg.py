@@ -16,6 +16,8 @@ _RHOTOL = _np.finfo(_np.float64).eps ** 2
 
 
 def _setup(A, b, x0, rtol, atol, maxiter, M):
+    """The checked system, the start ``x`` and its residual ``r``, the residual norm to
+    reach and the iteration cap; ``r`` is None when ``b`` is zero (the answer is ``b``)."""
     if not isinstance(A, csr_matrix):
         if not issparse(A):
             raise TypeError("A must be a sparse matrix (diffuse.sparse or scipy.sparse)")
@@ -33,7 +35,13 @@ def _setup(A, b, x0, rtol, atol, maxiter, M):
     x = _dnp.zeros(n) if x0 is None else _dnp.array(x0, dtype="float64")
     bnrm2 = float(_dnp.linalg.norm(b))
     limit = max(float(atol), float(rtol) * bnrm2)
-    return A, b, x, bnrm2, limit, (n * 10 if maxiter is None else int(maxiter))
+    r = None if bnrm2 == 0 else b - A @ x if x0 is not None else b.copy()
+    return A, b, x, r, limit, (n * 10 if maxiter is None else int(maxiter))
+
+
+def _breaks_down(rho):
+    """SciPy's breakdown test for ``rho = rtilde . r``."""
+    return abs(float(rho)) < _RHOTOL
 
 
 def _norm(v):
@@ -42,10 +50,9 @@ def _norm(v):
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients for a symmetric positive definite ``A`` (SciPy's ``cg``)."""
-    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if bnrm2 == 0:
+    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if r is None:
         return b, 0
-    r = b - A @ x if x0 is not None else b.copy()
     rho_prev = p = None
     for iteration in range(maxiter):
         if _norm(r) < limit:
@@ -67,17 +74,16 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """BiCGSTAB (SciPy's ``bicgstab``)."""
-    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if bnrm2 == 0:
+    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if r is None:
         return b, 0
-    r = b - A @ x if x0 is not None else b.copy()
     rtilde = r.copy()
     rho_prev = omega = alpha = p = v = None
     for iteration in range(maxiter):
         if _norm(r) < limit:
             return x, 0
         rho = _dnp.dot(rtilde, r)
-        if abs(float(rho)) < _RHOTOL:
+        if _breaks_down(rho):
             return x, -10
         if iteration > 0:
             if abs(float(omega)) < _RHOTOL:
@@ -108,17 +114,16 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
 
 def cgs(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients squared (SciPy's ``cgs``)."""
-    A, b, x, bnrm2, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if bnrm2 == 0:
+    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    if r is None:
         return b, 0
-    r = b - A @ x if x0 is not None else b.copy()
     rtilde = r.copy()
     rho_prev = p = u = q = None
     for iteration in range(maxiter):
         if _norm(r) < limit:
             return x, 0
         rho = _dnp.dot(rtilde, r)
-        if abs(float(rho)) < _RHOTOL:
+        if _breaks_down(rho):
             return x, -10
         if iteration > 0:
             beta = rho / rho_prev
