@@ -14,7 +14,7 @@ import warnings
 
 import numpy as _np
 
-from . import _native
+from . import _layout, _native
 
 __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
@@ -40,7 +40,8 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "divide", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
     "sum", "mean", "min", "max", "amin", "amax", "any", "all", "count_nonzero", "dot",
-    "matmul", "allclose",
+    "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
+    "expand_dims",
 })
 
 _warned = set()
@@ -113,9 +114,7 @@ class ndarray:
 
     @property
     def T(self):
-        if self.ndim < 2:
-            return self
-        return _fallback("transpose", _np.transpose, self)
+        return self.transpose()
 
     def __len__(self):
         if self.ndim == 0:
@@ -180,10 +179,13 @@ class ndarray:
     def copy(self):
         return ndarray(self._a.unary("copy"))
 
+    def fill(self, value):
+        self[...] = value
+
     # -- indexing ---------------------------------------------------------------------
     def _basic_bounds(self, key):
-        """(bounds, dropped dims) for a basic index of step-1 slices, integers and
-        Ellipsis; None when the key needs NumPy."""
+        """(bounds, dropped dims) when the index selects a box (step-1 slices, integers,
+        Ellipsis); None otherwise."""
         if not isinstance(key, tuple):
             key = (key,)
         if not builtins.all(
@@ -224,58 +226,144 @@ class ndarray:
                 return None
         return bounds, dropped
 
+    def _as_strided(self):
+        """``(store, store id, store shape, shape, offset, strides)``: the array as a
+        strided view of its whole store (see ``diffuse._layout``)."""
+        store_shape, point, sid = self._a.layout()
+        strides = _layout.c_strides(store_shape)
+        offset = builtins.sum(p * s for p, s in zip(point, strides))
+        whole = self._a if list(point) == [0] * len(point) and self._a.shape == store_shape \
+            else self._a.window([0] * len(store_shape), list(store_shape))
+        return whole, sid, store_shape, list(self._a.shape), offset, strides
+
     def __getitem__(self, key):
         basic = self._basic_bounds(key)
-        if basic is None:
-            _warn_fallback("indexing with steps, arrays or newaxis")
+        if basic is not None and not basic[1]:
+            return ndarray(self._a.slice(basic[0]))
+        return self._view(key)
+
+    def _view(self, key):
+        """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
+        store, sid, store_shape, shape, offset, strides = self._as_strided()
+        got = _layout.index(shape, offset, strides, key)
+        if got is None:
+            _warn_fallback("indexing with arrays, lists or booleans")
             return _to_diffuse(_np.asarray(self)[_to_numpy(key)])
-        bounds, dropped = basic
-        view = self._a.slice(bounds)
-        if not dropped:
-            return ndarray(view)
-        if len(dropped) == self.ndim:
+        vshape, voffset, vstrides, _ = got
+        keys = key if isinstance(key, tuple) else (key,)
+        if not vshape and not builtins.any(k is None or k is Ellipsis for k in keys):
             # A single element is a NumPy scalar, as in NumPy.
-            return self.dtype.type(view.item())
-        return _fallback("indexing with integers", lambda a: a.reshape(
-            [n for d, n in enumerate(a.shape) if d not in dropped]), ndarray(view))
+            return self.dtype.type(store.gather_strided([], voffset, []).item())
+        return _make_view(store, sid, store_shape, vshape, voffset, vstrides)
 
     def __setitem__(self, key, value):
         basic = self._basic_bounds(key)
         if basic is None:
-            _warn_fallback("assignment through steps, arrays or newaxis")
-            host = _np.asarray(self)
-            host[_to_numpy(key)] = _to_numpy(value)
-            self._a.assign(_native.from_bytes(host.tobytes(), list(self.shape), self._a.dtype))
+            self._write(key, value)
             return
-        target = self._a.slice(basic[0])
+        bounds, dropped = basic
+        target = self._a.slice(bounds)
         if isinstance(value, (numbers.Number, _np.generic)):
             target.assign_scalar(_scalar_for(value, self._a.dtype))
-            return
-        src = asarray(value)
-        if src.dtype != self.dtype:
-            src = src.astype(self.dtype)
-        shape = tuple(hi - lo for lo, hi in basic[0])
-        dst_shape = tuple(n for d, n in enumerate(shape) if d not in basic[1])
-        if _broadcast_shapes(src.shape, dst_shape) != dst_shape:
-            raise ValueError(
-                f"could not broadcast input array from shape {src.shape} into shape "
-                f"{dst_shape}"
-            )
-        if basic[1] and src.ndim > 0:
-            # Integer indices drop dimensions the view keeps (as 1): line them up on NumPy.
-            _warn_fallback("assignment of an array through integer indices")
+        else:
+            src = asarray(value)
+            if src.dtype != self.dtype:
+                src = src.astype(self.dtype)
+            shape = tuple(hi - lo for lo, hi in bounds)
+            dst_shape = tuple(n for d, n in enumerate(shape) if d not in dropped)
+            try:
+                fits = _np.broadcast_shapes(src.shape, dst_shape) == dst_shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ValueError(
+                    f"could not broadcast input array from shape {src.shape} into shape "
+                    f"{dst_shape}"
+                )
+            if dropped and src.ndim > 0:
+                # Integer indices drop dimensions the box keeps (as 1): line the values up.
+                kept = iter((1,) * (len(dst_shape) - src.ndim) + src.shape)
+                src = src.reshape([1 if d in dropped else next(kept) for d in range(len(shape))])
+            target.assign(src._a)
+        _layout.written(self._a.store_id)
+
+    def _write(self, key, value):
+        """``self[key] = value`` for any index: into a box, through a strided view, or (for
+        advanced indices) on NumPy and back."""
+        store, sid, store_shape, shape, offset, strides = self._as_strided()
+        got = _layout.index(shape, offset, strides, key)
+        if got is None:
+            _warn_fallback("assignment through arrays, lists or booleans")
             host = _np.asarray(self)
-            host[_to_numpy(key)] = _np.asarray(src)
-            self._a.assign(_native.from_bytes(host.tobytes(), list(self.shape), self._a.dtype))
+            host[_to_numpy(key)] = _to_numpy(value)
+            self[...] = host
             return
-        target.assign(src._a)
+        vshape, voffset, vstrides, _ = got
+        target = _make_view(store, sid, store_shape, vshape, voffset, vstrides)
+        if type(target) is ndarray and 0 not in vshape:
+            target[...] = value
+            return
+        values = zeros(vshape, self.dtype)
+        values[...] = value  # NumPy's broadcasting and casting checks
+        if 0 not in vshape:
+            store.scatter_strided(vshape, voffset, vstrides, values._a)
+            _layout.written(sid)
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        if shape == self.shape:
+        if order != "C":
+            return _fallback(f"reshape with order={order!r}",
+                             lambda a: a.reshape(shape, order=order), self)
+        target = _layout.new_shape(shape, self.size)
+        if target == list(self.shape):
             return self
-        return _fallback("reshape", lambda a: a.reshape(shape, order=order), self)
+        store, sid, store_shape, old, offset, strides = self._as_strided()
+        new = _layout.reshape_strides(old, strides, target)
+        if new is None:  # not expressible as a view: NumPy copies too
+            return self.copy().reshape(target)
+        return _make_view(store, sid, store_shape, target, offset, new)
+
+    def ravel(self, order="C"):
+        # NumPy's ravel is a view only of C-contiguous data, unlike reshape.
+        _, _, _, shape, _, strides = self._as_strided()
+        contiguous = builtins.all(
+            n == 1 or s == c for n, s, c in zip(shape, strides, _layout.c_strides(shape)))
+        return (self if contiguous else self.copy()).reshape(-1, order=order)
+
+    def flatten(self, order="C"):
+        return self.copy().reshape(-1, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        ndim = self.ndim
+        axes = range(ndim)[::-1] if not axes else \
+            [_layout.normalize_axis(a, ndim) for a in axes]
+        if sorted(axes) != list(range(ndim)):
+            raise ValueError("axes don't match array")
+        if list(axes) == list(range(ndim)):
+            return self
+        store, sid, store_shape, shape, offset, strides = self._as_strided()
+        return _make_view(store, sid, store_shape, [shape[a] for a in axes], offset,
+                          [strides[a] for a in axes])
+
+    def swapaxes(self, axis1, axis2):
+        order = list(range(self.ndim))
+        a, b = (_layout.normalize_axis(x, self.ndim) for x in (axis1, axis2))
+        order[a], order[b] = order[b], order[a]
+        return self.transpose(order)
+
+    def squeeze(self, axis=None):
+        if axis is None:
+            drop = {d for d, n in enumerate(self.shape) if n == 1}
+        else:
+            axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+            drop = {_layout.normalize_axis(a, self.ndim) for a in axes}
+            if builtins.any(self.shape[d] != 1 for d in drop):
+                raise ValueError("cannot select an axis to squeeze out which has size not "
+                                 "equal to one")
+        return self.reshape([n for d, n in enumerate(self.shape) if d not in drop])
 
     # -- arithmetic -------------------------------------------------------------------
     def __add__(self, o): return _binary("add", self, o)
@@ -357,9 +445,88 @@ class ndarray:
         attr = None if name.startswith("__") else getattr(_np.ndarray, name, None)
         if attr is None:
             raise AttributeError(f"'ndarray' object has no attribute '{name}'")
-        return lambda *args, **kwargs: _fallback(
-            f"ndarray.{name}", lambda a, *r, **k: getattr(a, name)(*r, **k), self, *args,
-            **kwargs)
+
+        def method(*args, **kwargs):
+            _warn_fallback(f"ndarray.{name}")
+            host = _np.asarray(self)
+            before = host.copy()
+            result = getattr(host, name)(*[_to_numpy(a) for a in args],
+                                         **{k: _to_numpy(v) for k, v in kwargs.items()})
+            if not _np.array_equal(host, before, equal_nan=host.dtype.kind == "f"):
+                self[...] = host  # the method changed the array in place (fill, sort, ...)
+            return _to_diffuse(result)
+        return method
+
+
+class _StridedView(ndarray):
+    """A view NumPy expresses with strides but a box cannot (steps, transposes, newaxis,
+    reshapes): its elements are gathered from the store when an operation needs them, and
+    gathered again after the store is written; writes scatter into the store."""
+
+    __slots__ = ("_store", "_sid", "_store_shape", "_vshape", "_offset", "_strides",
+                 "_version", "_seen", "_values")
+
+    def __init__(self, store, sid, store_shape, shape, offset, strides):
+        self._store, self._sid, self._store_shape = store, sid, store_shape
+        self._vshape, self._offset, self._strides = tuple(shape), offset, list(strides)
+        self._version = _layout.watch(sid)
+        self._seen, self._values = -1, None
+
+    @property
+    def _a(self):
+        if self._seen != self._version.count:
+            self._values = self._gather()
+            self._seen = self._version.count
+        return self._values
+
+    def _gather(self):
+        return self._store.gather_strided(list(self._vshape), self._offset, self._strides)
+
+    @property
+    def shape(self):
+        return self._vshape
+
+    @property
+    def ndim(self):
+        return len(self._vshape)
+
+    @property
+    def size(self):
+        return math.prod(self._vshape)
+
+    @property
+    def dtype(self):
+        return _DT[self._store.dtype]
+
+    def _as_strided(self):
+        return (self._store, self._sid, self._store_shape, list(self._vshape), self._offset,
+                list(self._strides))
+
+    def __getitem__(self, key):
+        return self._view(key)
+
+    def __setitem__(self, key, value):
+        self._write(key, value)
+
+    def copy(self):
+        return ndarray(self._gather())
+
+
+def _make_view(store, sid, store_shape, shape, offset, strides):
+    """The array of ``shape`` over ``store`` at ``offset`` with ``strides``: a box of the
+    store when one is (fast, fuses), else a strided view; an empty array when empty."""
+    if 0 in shape:
+        return ndarray(_native.zeros_(list(shape), store.dtype))
+    if len(shape) == len(store_shape):
+        c = _layout.c_strides(store_shape)
+        if builtins.all(n == 1 or s == cs for n, s, cs in zip(shape, strides, c)):
+            point, rest = [], offset
+            for cs in c:
+                point.append(rest // cs)
+                rest %= cs
+            if builtins.all(p + n <= m for p, n, m in zip(point, shape, store_shape)):
+                return ndarray(store.window(point, list(shape)))
+    return _StridedView(store, sid, store_shape, shape, offset, strides)
 
 
 # -- conversions ---------------------------------------------------------------------------
@@ -546,6 +713,44 @@ def clip(a, a_min, a_max):
     if a_max is not None:
         out = minimum(out, a_max)  # noqa: F821
     return out
+
+
+# -- views -------------------------------------------------------------------------------
+def reshape(a, shape, order="C"):
+    """``a.reshape(shape)``: a view when NumPy gives one, else a copy."""
+    return asarray(a).reshape(shape, order=order)
+
+
+def ravel(a, order="C"):
+    """``a`` as 1-d: a view when NumPy gives one, else a copy."""
+    return asarray(a).ravel(order=order)
+
+
+def transpose(a, axes=None):
+    """The view of ``a`` with its axes permuted (reversed by default)."""
+    return asarray(a).transpose(axes)
+
+
+def swapaxes(a, axis1, axis2):
+    """The view of ``a`` with two axes exchanged."""
+    return asarray(a).swapaxes(axis1, axis2)
+
+
+def squeeze(a, axis=None):
+    """The view of ``a`` without (the given) unit axes."""
+    return asarray(a).squeeze(axis)
+
+
+def expand_dims(a, axis):
+    """The view of ``a`` with unit axes inserted at ``axis`` (an int or a tuple)."""
+    a = asarray(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    where = {_layout.normalize_axis(x, ndim) for x in axes}
+    if len(where) != len(axes):
+        raise ValueError("repeated axis")
+    dims = iter(a.shape)
+    return a.reshape([1 if d in where else next(dims) for d in range(ndim)])
 
 
 # -- creation ------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, RuntimeConfig};
 use diffuse_array::{
     arange, full, linspace, random, zeros, Array, ArrayContext, ArrayError, BinaryOp, Distribution,
-    Operand, SliceArg, UnaryOp,
+    Operand, SliceArg, StridedView, UnaryOp,
 };
-use diffuse_ir::{with_element_type, Context, DType, Scalar};
+use diffuse_ir::{with_element_type, Context, DType, Scalar, Tuple, View};
 use diffuse_sparse::{CsrMatrix, HostCsr, IndexWidth, Triplets};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -289,6 +289,75 @@ impl NativeArray {
             })
             .collect();
         self.inner.slice(&spec).map(wrap).map_err(py_err)
+    }
+
+    /// Where the array lies in its store: `(store shape, offset of the view, store id)`.
+    /// Views of one store share the id.
+    fn layout<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyTuple>, u64)> {
+        let store = self.inner.store();
+        Ok((
+            PyTuple::new(py, store.shape().as_slice().iter().copied())?,
+            PyTuple::new(py, self.inner.view().offset().as_slice().iter().copied())?,
+            store.id().0,
+        ))
+    }
+
+    /// The id of the store the array is a view of.
+    #[getter]
+    fn store_id(&self) -> u64 {
+        self.inner.store().id().0
+    }
+
+    /// The box `[offset, offset + shape)` of this array's store, in store coordinates
+    /// (aliases this array's store).
+    fn window(&self, offset: Vec<i64>, shape: Vec<i64>) -> PyResult<NativeArray> {
+        let store = self.inner.store();
+        let bad = |e: diffuse_ir::IrError| PyValueError::new_err(e.to_string());
+        let view = View::new(
+            store,
+            Tuple::new(&offset).map_err(bad)?,
+            Tuple::shape(&shape).map_err(bad)?,
+        )
+        .map_err(bad)?;
+        Ok(wrap(Array::from_view(self.inner.context(), view)))
+    }
+
+    /// A new array of the store elements `offset + sum(strides[d] * i[d])` (row-major
+    /// positions in this array's whole store) for `i` in `shape`.
+    fn gather_strided(
+        &self,
+        shape: Vec<i64>,
+        offset: i64,
+        strides: Vec<i64>,
+    ) -> PyResult<NativeArray> {
+        let view = StridedView {
+            shape,
+            offset,
+            strides,
+        };
+        self.inner.gather_strided(&view).map(wrap).map_err(py_err)
+    }
+
+    /// Writes `values` (of `shape`) into the store elements a `gather_strided` with the same
+    /// arguments reads.
+    fn scatter_strided(
+        &self,
+        shape: Vec<i64>,
+        offset: i64,
+        strides: Vec<i64>,
+        values: &NativeArray,
+    ) -> PyResult<()> {
+        let view = StridedView {
+            shape,
+            offset,
+            strides,
+        };
+        self.inner
+            .scatter_strided(&view, &values.inner)
+            .map_err(py_err)
     }
 
     /// Writes `src` (broadcast) into this array's elements.

@@ -51,5 +51,6 @@ pub use ops::elementwise::{
     binary, elementwise_kind, unary, where_, BinaryOp, ElementwiseKind, ElementwiseOp, Operand,
     UnaryOp,
 };
+pub use ops::gather::StridedView;
 pub use partitioner::{blocks_fit, Partitioner};
 pub use slice::SliceArg;

@@ -7,6 +7,7 @@
 //! - `expr_prop`: random expression trees and assignments over random views (the core
 //!   property).
 //! - `reduce_prop`: reductions and matrix products over random views and shapes.
+//! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
 //! - `errors`: bad inputs and their errors.
@@ -30,6 +31,8 @@ mod mlir_kernels;
 mod model;
 #[path = "array/reduce_prop.rs"]
 mod reduce_prop;
+#[path = "array/strided_prop.rs"]
+mod strided_prop;
 
 use std::sync::OnceLock;
 

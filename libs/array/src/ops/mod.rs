@@ -1,6 +1,7 @@
 //! Array operations, one module per family.
 
 pub(crate) mod elementwise;
+pub(crate) mod gather;
 mod linalg;
 mod methods;
 mod operators;

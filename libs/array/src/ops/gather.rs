@@ -1,0 +1,276 @@
+//! Strided views: NumPy's general view model over a store, read by copying and written by
+//! scattering.
+//!
+//! An [`Array`] is a box (a step-1 window) of a store, which is what partitions can express
+//! and what fuses. NumPy's other views (steps, negative steps, transposes, `newaxis`,
+//! reshapes of contiguous data) select elements `offset + Σ strides[d] * i[d]` of the store in
+//! row-major order. [`Array::gather_strided`] copies such a selection into a new array (one
+//! task, launched over the result's blocks, reading the whole store), and
+//! [`Array::scatter_strided`] writes an array of values back into it (one single-point task
+//! updating the whole store in place). A front end keeps the strided description and
+//! gathers when it needs the values, so writes through the base array stay visible.
+
+use std::sync::Arc;
+
+use diffuse_ir::{
+    DType, Element, IndexTask, KernelError, Partition, PointTask, Privilege, Shape, TaskKind,
+    Tuple, MAX_DIMS,
+};
+
+use crate::array::Array;
+use crate::element::with_any;
+use crate::error::{ArrayError, ArrayResult};
+use crate::kernels::for_each_out_row;
+use crate::kinds::kind;
+use crate::ops::elementwise::{unary, UnaryOp};
+
+/// A selection of a store's elements in NumPy's strided model: element `i` of the selection
+/// is element `offset + Σ strides[d] * i[d]` of the store, counted in row-major order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StridedView {
+    /// The selection's extent in each dimension.
+    pub shape: Vec<i64>,
+    /// Row-major index, in the store, of the selection's first element.
+    pub offset: i64,
+    /// Row-major index distance, in the store, between neighbours along each dimension
+    /// (negative for reversed dimensions, 0 for inserted unit dimensions).
+    pub strides: Vec<i64>,
+}
+
+impl StridedView {
+    /// Number of selected elements.
+    pub fn volume(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    /// Checks that the selection has a stride per dimension and lies inside a store of
+    /// `volume` elements.
+    fn check(&self, op: &'static str, volume: i64) -> Result<(), ArrayError> {
+        let bad = |reason: String| ArrayError::BadArgument { op, reason };
+        if self.shape.len() != self.strides.len() || self.shape.len() > MAX_DIMS {
+            return Err(bad(format!(
+                "shape {:?} and strides {:?} must have one entry per dimension (at most {MAX_DIMS})",
+                self.shape, self.strides
+            )));
+        }
+        if let Some(&e) = self.shape.iter().find(|&&e| e < 0) {
+            return Err(bad(format!(
+                "shape {:?} has a negative extent {e}",
+                self.shape
+            )));
+        }
+        if self.volume() == 0 {
+            return Ok(());
+        }
+        // The extreme indices reached; i128 cannot overflow for six i64 products.
+        let (mut lo, mut hi) = (i128::from(self.offset), i128::from(self.offset));
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            let reach = i128::from(s) * i128::from(n - 1);
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+        if lo < 0 || hi >= i128::from(volume) {
+            return Err(bad(format!(
+                "the selection (shape {:?}, offset {}, strides {:?}) reaches elements {lo}..={hi} \
+                 of a store of {volume}",
+                self.shape, self.offset, self.strides
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The row-major index `flat` of a store with row-major `strides`, as a point.
+fn unflatten(mut flat: i64, strides: &Tuple, idx: &mut [i64]) {
+    for (slot, &s) in idx.iter_mut().zip(strides.as_slice()) {
+        *slot = flat / s;
+        flat %= s;
+    }
+}
+
+/// Reads the task's selection parameters: the offset (scalar 0) and one stride per
+/// dimension of a rank-`rank` selection (scalars 1..).
+fn selection(task: &PointTask<'_>, rank: usize) -> Result<(i64, [i64; MAX_DIMS]), KernelError> {
+    let mut strides = [0i64; MAX_DIMS];
+    for (d, s) in strides.iter_mut().enumerate().take(rank) {
+        *s = task.scalar::<i64>(1 + d)?;
+    }
+    Ok((task.scalar::<i64>(0)?, strides))
+}
+
+/// A native kernel copying the selection (scalars) of argument 0, a whole store, into this
+/// point's block of argument 1.
+fn gather_kernel<T: Element>(
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let store_strides = task.store_shape(0)?.row_major_strides();
+        let sub = task.sub_store(1)?;
+        let rank = sub.dims();
+        let (offset, strides) = selection(task, rank)?;
+        let base = task.read::<T>(0)?;
+        let mut out = task.write::<T>(1)?;
+        let mut idx = [0i64; MAX_DIMS];
+        let idx = &mut idx[..store_strides.dims()];
+        let inner = if rank == 0 { 0 } else { strides[rank - 1] };
+        let mut missing = false;
+        for_each_out_row(&mut out, |row, lead| {
+            let mut flat = offset;
+            for (d, &l) in lead.iter().enumerate() {
+                flat += (sub.lo[d] + l) * strides[d];
+            }
+            if rank > 0 {
+                flat += sub.lo[rank - 1] * inner;
+            }
+            for x in row.iter_mut() {
+                unflatten(flat, &store_strides, idx);
+                match base.get(idx) {
+                    Some(v) => *x = v,
+                    None => missing = true,
+                }
+                flat += inner;
+            }
+        });
+        if missing {
+            return Err(task.error("the selection leaves the store"));
+        }
+        Ok(())
+    }
+}
+
+/// A native kernel writing argument 0 (the values, whole) into the selection (scalars) of
+/// argument 1 (a whole store), in row-major order of the values.
+fn scatter_kernel<T: Element>(
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let store_strides = task.store_shape(1)?.row_major_strides();
+        let shape = task.store_shape(0)?;
+        let rank = shape.dims();
+        let (offset, strides) = selection(task, rank)?;
+        let values = task.read::<T>(0)?;
+        let mut base = task.write::<T>(1)?;
+        let mut idx = [0i64; MAX_DIMS];
+        let idx = &mut idx[..store_strides.dims()];
+        let inner = if rank == 0 { 0 } else { strides[rank - 1] };
+        let mut lead = [0i64; MAX_DIMS];
+        for r in 0..values.rows() {
+            let mut flat = offset;
+            for d in 0..rank.saturating_sub(1) {
+                flat += lead[d] * strides[d];
+            }
+            for &v in values.row(r) {
+                unflatten(flat, &store_strides, idx);
+                if !base.set(idx, v) {
+                    return Err(task.error("the selection leaves the store"));
+                }
+                flat += inner;
+            }
+            for d in (0..rank.saturating_sub(1)).rev() {
+                lead[d] += 1;
+                if lead[d] < shape[d] {
+                    break;
+                }
+                lead[d] = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind of `op` (`gather` or `scatter`) for `dtype` and a rank-`rank` selection.
+fn strided_kind(op: &'static str, dtype: DType, rank: usize) -> Result<Arc<TaskKind>, ArrayError> {
+    kind(format!("array.{op}.{dtype}.r{rank}"), move |b| {
+        let (first, second) = if op == "gather" {
+            (Privilege::Read, Privilege::Write)
+        } else {
+            (Privilege::Read, Privilege::ReadWrite)
+        };
+        let mut b = b.arg("from", dtype, first).arg("to", dtype, second);
+        for _ in 0..=rank {
+            b = b.scalar(DType::I64);
+        }
+        if op == "gather" {
+            with_any!(dtype, T => b.register(gather_kernel::<T>()))
+        } else {
+            with_any!(dtype, T => b.register(scatter_kernel::<T>()))
+        }
+    })
+}
+
+/// Appends the selection's offset and strides as the task's scalars.
+fn with_selection(mut task: IndexTask, view: &StridedView) -> IndexTask {
+    task = task.scalar(view.offset);
+    for &s in &view.strides {
+        task = task.scalar(s);
+    }
+    task
+}
+
+impl Array {
+    /// A new array holding the elements of this array's store that `view` selects (offsets
+    /// and strides count in the whole store, not in this array's window).
+    pub fn gather_strided(&self, view: &StridedView) -> ArrayResult {
+        let store = self.store();
+        view.check("gather_strided", store.shape().volume())?;
+        let shape: Shape = Tuple::shape(&view.shape)?;
+        let out = Array::fresh(self.context(), shape, self.dtype())?;
+        if out.is_empty() {
+            return Ok(out);
+        }
+        let kind = strided_kind("gather", self.dtype(), shape.dims())?;
+        let cx = self.context();
+        let launch = cx.launch_for(shape);
+        let task = IndexTask::new(&kind, launch)
+            .arg(store, Partition::replicate(), Privilege::Read)
+            .arg(
+                out.store(),
+                out.partition_for(shape, launch)?,
+                Privilege::Write,
+            );
+        cx.submit(with_selection(task, view))?;
+        Ok(out)
+    }
+
+    /// Writes `values` (of `view`'s shape and this array's dtype) into the elements of this
+    /// array's store that `view` selects, in row-major order of `values` (where two selected
+    /// positions coincide, the later value stays).
+    pub fn scatter_strided(&self, view: &StridedView, values: &Array) -> Result<(), ArrayError> {
+        const OP: &str = "scatter_strided";
+        let store = self.store();
+        view.check(OP, store.shape().volume())?;
+        self.context().check_same(values.context(), OP)?;
+        if values.dtype() != self.dtype() {
+            return Err(ArrayError::DTypeMismatch {
+                op: OP,
+                lhs: self.dtype(),
+                rhs: values.dtype(),
+            });
+        }
+        let shape: Shape = Tuple::shape(&view.shape)?;
+        if values.shape() != shape {
+            return Err(ArrayError::ShapeMismatch {
+                op: OP,
+                lhs: Box::new(shape),
+                rhs: Box::new(values.shape()),
+            });
+        }
+        if values.is_empty() {
+            return Ok(());
+        }
+        // The kernel walks the values as one whole store, and reads them while it updates
+        // the store: values in a window, or in the same store, are copied first.
+        let values = if values.shares_store(self) || !values.view().is_whole_store() {
+            unary(UnaryOp::Copy, values)?
+        } else {
+            values.clone()
+        };
+        let kind = strided_kind("scatter", self.dtype(), shape.dims())?;
+        let task = IndexTask::new(&kind, Tuple::shape(&[1])?)
+            .arg(values.store(), Partition::replicate(), Privilege::Read)
+            .arg(store, Partition::replicate(), Privilege::ReadWrite);
+        self.context().submit(with_selection(task, view))?;
+        Ok(())
+    }
+}
