@@ -1,6 +1,8 @@
 """diffuse.sparse against SciPy: construction, products with vectors, and the Krylov
 solvers (same algorithms: same answers, iteration counts equal up to rounding)."""
 
+import warnings
+
 import numpy
 import pytest
 import scipy.sparse
@@ -64,3 +66,35 @@ def test_solvers_match_scipy(method):
     numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-6, atol=1e-8)
     residual = numpy.linalg.norm(b - a @ numpy.asarray(got)) / numpy.linalg.norm(b)
     assert residual < 1e-8
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "cgs"])
+@pytest.mark.parametrize("kind", ["sparse", "dense", "operator"])
+def test_preconditioned_solvers_match_scipy(method, kind):
+    a = poisson(20)
+    b = numpy.linspace(1.0, 2.0, a.shape[0])
+    jacobi = scipy.sparse.diags(1.0 / a.diagonal()).tocsr()
+    m = {"sparse": jacobi, "dense": jacobi.toarray(),
+         "operator": scipy.sparse.linalg.aslinearoperator(jacobi)}[kind]
+    counts = {"scipy": 0, "diffuse": 0}
+
+    def count(key):
+        def f(_x):
+            counts[key] += 1
+        return f
+
+    want, info_want = getattr(scipy.sparse.linalg, method)(a, b, rtol=1e-9, M=m,
+                                                           callback=count("scipy"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the operator runs on the host
+        got, info = getattr(dsla, method)(dsp.csr_matrix(a), b, rtol=1e-9, M=m,
+                                          callback=count("diffuse"))
+    assert info == info_want == 0
+    assert abs(counts["diffuse"] - counts["scipy"]) <= 2, counts
+    numpy.testing.assert_allclose(numpy.asarray(got), want, rtol=1e-7, atol=1e-9)
+
+
+def test_preconditioner_shape_is_checked():
+    a = dsp.csr_matrix(poisson(4))
+    with pytest.raises(ValueError, match="preconditioner"):
+        dsla.cg(a, numpy.ones(16), M=numpy.eye(3))

@@ -30,13 +30,40 @@ def _setup(A, b, x0, rtol, atol, maxiter, M):
         raise ValueError(f"shapes of A {A.shape} and b {b.shape} are incompatible")
     if b.ndim == 2:
         b = _dnp.asarray(_np.asarray(b).ravel())
-    if M is not None:
-        raise NotImplementedError("diffuse.sparse.linalg solvers take no preconditioner M yet")
+    psolve = _preconditioner(M, n)
     x = _dnp.zeros(n) if x0 is None else _dnp.array(x0, dtype="float64")
     bnrm2 = float(_dnp.linalg.norm(b))
     limit = max(float(atol), float(rtol) * bnrm2)
     r = None if bnrm2 == 0 else b - A @ x if x0 is not None else b.copy()
-    return A, b, x, r, limit, (n * 10 if maxiter is None else int(maxiter))
+    return A, b, x, r, limit, (n * 10 if maxiter is None else int(maxiter)), psolve
+
+
+def _preconditioner(M, n):
+    """``v -> M v`` for SciPy's ``M``: the identity for None; a lazy index task for a
+    sparse or dense matrix; on the host (with a one-time warning) for a LinearOperator or
+    a callable."""
+    if M is None:
+        return lambda v: v
+    if issparse(M) or isinstance(M, csr_matrix):
+        M = M if isinstance(M, csr_matrix) else csr_matrix(M)
+    elif isinstance(M, (_np.ndarray, _dnp.ndarray)):
+        M = _dnp.asarray(M, dtype="float64")
+    elif hasattr(M, "matvec") or callable(M):
+        apply = M.matvec if hasattr(M, "matvec") else M
+        if getattr(M, "shape", (n, n)) != (n, n):
+            raise ValueError(f"matrix and preconditioner have different shapes: "
+                             f"{(n, n)} and {M.shape}")
+
+        def host(v):
+            _dnp._warn_fallback("a LinearOperator preconditioner")
+            return _dnp.asarray(_np.asarray(apply(_np.asarray(v)), dtype=_np.float64).ravel())
+        return host
+    else:
+        raise TypeError(f"M must be a matrix, a LinearOperator or a callable, not {type(M)}")
+    if M.shape != (n, n):
+        raise ValueError(f"matrix and preconditioner have different shapes: {(n, n)} and "
+                         f"{M.shape}")
+    return lambda v: M @ v
 
 
 def _breaks_down(rho):
@@ -50,18 +77,19 @@ def _norm(v):
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients for a symmetric positive definite ``A`` (SciPy's ``cg``)."""
-    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
     if r is None:
         return b, 0
     rho_prev = p = None
     for iteration in range(maxiter):
         if _norm(r) < limit:
             return x, 0
-        rho = _dnp.dot(r, r)
+        z = psolve(r)
+        rho = _dnp.dot(r, z)
         if iteration > 0:
-            p = p * (rho / rho_prev) + r
+            p = p * (rho / rho_prev) + z
         else:
-            p = r.copy()
+            p = z.copy()
         q = A @ p
         alpha = rho / _dnp.dot(p, q)
         x += alpha * p
@@ -74,7 +102,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """BiCGSTAB (SciPy's ``bicgstab``)."""
-    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
     if r is None:
         return b, 0
     rtilde = r.copy()
@@ -92,19 +120,21 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
             p = (p - omega * v) * beta + r
         else:
             p = r.copy()
-        v = A @ p
+        phat = psolve(p)
+        v = A @ phat
         rv = _dnp.dot(rtilde, v)
         if float(rv) == 0:
             return x, -11
         alpha = rho / rv
         r -= alpha * v
         if _norm(r) < limit:
-            x += alpha * p
+            x += alpha * phat
             return x, 0
-        t = A @ r
+        shat = psolve(r)
+        t = A @ shat
         omega = _dnp.dot(t, r) / _dnp.dot(t, t)
-        x += alpha * p
-        x += omega * r
+        x += alpha * phat
+        x += omega * shat
         r -= omega * t
         rho_prev = rho
         if callback:
@@ -114,7 +144,7 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
 
 def cgs(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients squared (SciPy's ``cgs``)."""
-    A, b, x, r, limit, maxiter = _setup(A, b, x0, rtol, atol, maxiter, M)
+    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
     if r is None:
         return b, 0
     rtilde = r.copy()
@@ -132,15 +162,15 @@ def cgs(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=No
         else:
             p = r.copy()
             u = r.copy()
-        vhat = A @ p
+        vhat = A @ psolve(p)
         rv = _dnp.dot(rtilde, vhat)
         if float(rv) == 0:
             return x, -11
         alpha = rho / rv
         q = u - alpha * vhat
-        uhat = u + q
+        uhat = psolve(u + q)
         x += alpha * uhat
-        r -= alpha * (A @ uhat)
+        r = b - A @ x  # SciPy recomputes the residual rather than updating it
         rho_prev = rho
         if callback:
             callback(x)
