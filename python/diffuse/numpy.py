@@ -39,7 +39,8 @@ _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_
 NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "divide", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
-    "sum", "mean", "min", "max", "amin", "amax", "any", "all", "count_nonzero", "dot",
+    "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
+    "count_nonzero", "dot",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -423,8 +424,17 @@ class ndarray:
     def sum(self, axis=None, dtype=None, keepdims=False):
         return sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def mean(self, axis=None, keepdims=False):
-        return mean(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, dtype=None, keepdims=False):
+        return prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return argmin(self, axis=axis, keepdims=keepdims)
 
     def min(self, axis=None, keepdims=False):
         return amin(self, axis=axis, keepdims=keepdims)
@@ -817,43 +827,106 @@ def linspace(start, stop, num=50, dtype=None):
 
 
 # -- reductions ----------------------------------------------------------------------------
-def _reduce(name, method, a, axis, keepdims, dtype=None):
+def _axes(axis, ndim):
+    """The sorted axes ``axis`` (None, an int or a tuple) names, checked as NumPy checks."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    normal = [_layout.normalize_axis(a, ndim) for a in axes]
+    if len(set(normal)) != len(normal):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(normal))
+
+
+def _along(a, method, axes, keepdims, native):
+    """``method`` (``reduce`` or ``arg``) of the native array of ``a`` along ``axes``
+    (highest first, so the lower ones keep their numbers), or over the whole array."""
+    if len(axes) == a.ndim and not keepdims:
+        return ndarray(getattr(a._a, method)(native))
+    out = a._a
+    for ax in reversed(axes):
+        out = getattr(out, method)(native, ax, keepdims)
+    return ndarray(out)
+
+
+# NumPy's result dtypes: sums and products of bools and small ints are int64, means of
+# integers float64; max and min keep the dtype.
+def _accumulating(a, name):
+    if name in ("sum", "prod") and a.dtype.kind in "bi" and a.dtype != _np.int64:
+        return a.astype("int64")
+    if name == "mean" and a.dtype.kind != "f":
+        return a.astype("float64")
+    if name in ("max", "min") and a.dtype.kind == "b":
+        return a.astype("int64")
+    return a
+
+
+def _reduce(name, a, axis, keepdims, dtype=None):
     a = asarray(a)
-    if axis is None and not keepdims and dtype is None and a.size > 0:
-        source = a if a.dtype.kind == "f" or name in ("min", "max") else a.astype("int64") \
-            if a.dtype.kind in "bi" else a
-        if name == "mean" and source.dtype.kind != "f":
-            source = source.astype("float64")
-        try:
-            return ndarray(source._a.reduce(method))
-        except TypeError:
-            pass
-    return _fallback(name, getattr(_np, name), a, axis=axis, keepdims=keepdims,
-                     **({"dtype": dtype} if dtype is not None else {}))
+    axes = _axes(axis, a.ndim)
+    source = a
+    if dtype is not None:
+        dname = _dtype_name(dtype)
+        if dname is None:
+            return _fallback(name, getattr(_np, name), a, axis=axis, keepdims=keepdims,
+                             dtype=dtype)
+        source = a.astype(dname)
+    source = _accumulating(source, name)
+    if not axes:  # axis=() reduces nothing
+        return source.copy()
+    out = _along(source, "reduce", axes, keepdims, name)
+    return out.astype("bool") if a.dtype.kind == "b" and name in ("max", "min") else out
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 (NumPy's name)
     """The sum (a lazy 0-d array for a whole-array sum)."""
-    return _reduce("sum", "sum", a, axis, keepdims, dtype)
+    return _reduce("sum", a, axis, keepdims, dtype)
 
 
-def mean(a, axis=None, keepdims=False):
+def prod(a, axis=None, dtype=None, keepdims=False):
+    """The product (a lazy 0-d array for a whole-array product)."""
+    return _reduce("prod", a, axis, keepdims, dtype)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
     """The mean (a lazy 0-d array for a whole-array mean)."""
-    return _reduce("mean", "mean", a, axis, keepdims)
+    a = asarray(a)
+    if a.size == 0:
+        return _fallback("mean of an empty array", _np.mean, a, axis=axis, keepdims=keepdims)
+    return _reduce("mean", a, axis, keepdims, dtype)
 
 
 def amin(a, axis=None, keepdims=False):
-    """The smallest element."""
-    return _reduce("min", "min", a, axis, keepdims)
+    """The smallest element (along ``axis``)."""
+    return _reduce("min", a, axis, keepdims)
 
 
 def amax(a, axis=None, keepdims=False):
-    """The largest element."""
-    return _reduce("max", "max", a, axis, keepdims)
+    """The largest element (along ``axis``)."""
+    return _reduce("max", a, axis, keepdims)
 
 
 min = amin  # noqa: A001
 max = amax  # noqa: A001
+
+
+def _arg(name, a, axis, keepdims):
+    a = asarray(a)
+    source = a.astype("int64") if a.dtype.kind == "b" else a
+    if axis is None:
+        out = ndarray(source._a.arg(name))
+        return out.reshape((1,) * a.ndim) if keepdims else out
+    return _along(source, "arg", (_layout.normalize_axis(axis, a.ndim),), keepdims, name)
+
+
+def argmax(a, axis=None, keepdims=False):
+    """Index of the first largest element (flat, or along ``axis``); a lazy array."""
+    return _arg("argmax", a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    """Index of the first smallest element (flat, or along ``axis``); a lazy array."""
+    return _arg("argmin", a, axis, keepdims)
 
 
 def _nonzero_ints(a):
@@ -862,27 +935,26 @@ def _nonzero_ints(a):
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """True if some element is nonzero (a lazy 0-d bool array for the whole array)."""
+    """True where some element is nonzero (a lazy 0-d bool array for the whole array)."""
     a = asarray(a)
-    if axis is None and not keepdims and a.size > 0:
-        return ndarray(_nonzero_ints(a)._a.reduce("max")).astype("bool")
-    return _fallback("any", _np.any, a, axis=axis, keepdims=keepdims)
+    if a.size == 0:
+        return _fallback("any of an empty array", _np.any, a, axis=axis, keepdims=keepdims)
+    return _reduce("max", _nonzero_ints(a), axis, keepdims).astype("bool")
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """True if every element is nonzero (a lazy 0-d bool array for the whole array)."""
+    """True where every element is nonzero (a lazy 0-d bool array for the whole array)."""
     a = asarray(a)
-    if axis is None and not keepdims and a.size > 0:
-        return ndarray(_nonzero_ints(a)._a.reduce("min")).astype("bool")
-    return _fallback("all", _np.all, a, axis=axis, keepdims=keepdims)
+    if a.size == 0:
+        return _fallback("all of an empty array", _np.all, a, axis=axis, keepdims=keepdims)
+    return _reduce("min", _nonzero_ints(a), axis, keepdims).astype("bool")
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    """The number of nonzero elements (an int, as NumPy gives, for the whole array)."""
+    """The number of nonzero elements (an int for the whole array, as NumPy gives)."""
     a = asarray(a)
-    if axis is None and not keepdims:
-        return 0 if a.size == 0 else int(ndarray(_nonzero_ints(a)._a.reduce("sum")).item())
-    return _fallback("count_nonzero", _np.count_nonzero, a, axis=axis, keepdims=keepdims)
+    counts = _reduce("sum", _nonzero_ints(a), axis, keepdims)
+    return int(counts.item()) if axis is None and not keepdims else counts
 
 
 def dot(a, b):

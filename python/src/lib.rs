@@ -13,10 +13,10 @@ use std::sync::OnceLock;
 
 use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, RuntimeConfig};
 use diffuse_array::{
-    arange, full, linspace, random, zeros, Array, ArrayContext, ArrayError, BinaryOp, Distribution,
-    Operand, SliceArg, StridedView, UnaryOp,
+    arange, full, linspace, random, zeros, ArgOp, Array, ArrayContext, ArrayError, BinaryOp,
+    Distribution, Operand, SliceArg, StridedView, UnaryOp,
 };
-use diffuse_ir::{with_element_type, Context, DType, Scalar, Tuple, View};
+use diffuse_ir::{with_element_type, Context, DType, ReductionOp, Scalar, Tuple, View};
 use diffuse_sparse::{CsrMatrix, HostCsr, IndexWidth, Triplets};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -371,20 +371,51 @@ impl NativeArray {
         self.inner.assign(Operand::Scalar(scalar)).map_err(py_err)
     }
 
-    /// The whole-array reduction `op` (`sum`, `max`, `min` or `mean`), as a lazy 0-d
-    /// array.
-    fn reduce(&self, op: &str) -> PyResult<NativeArray> {
+    /// The reduction `op` (`sum`, `prod`, `max`, `min` or `mean`) of the whole array (a
+    /// lazy 0-d array) or along `axis` (`keepdims` as NumPy's).
+    #[pyo3(signature = (op, axis = None, keepdims = false))]
+    fn reduce(&self, op: &str, axis: Option<usize>, keepdims: bool) -> PyResult<NativeArray> {
         let a = &self.inner;
-        match op {
-            "sum" => a.sum(),
-            "max" => a.max(),
-            "min" => a.min(),
-            "mean" => a.mean(),
-            other => {
+        let along = |op| match axis {
+            Some(axis) => a.reduce_along(op, axis, keepdims),
+            None => match op {
+                ReductionOp::Sum => a.sum(),
+                ReductionOp::Prod => a.prod(),
+                ReductionOp::Max => a.max(),
+                ReductionOp::Min => a.min(),
+            },
+        };
+        match (op, axis) {
+            ("sum", _) => along(ReductionOp::Sum),
+            ("prod", _) => along(ReductionOp::Prod),
+            ("max", _) => along(ReductionOp::Max),
+            ("min", _) => along(ReductionOp::Min),
+            ("mean", Some(axis)) => a.mean_along(axis, keepdims),
+            ("mean", None) => a.mean(),
+            (other, _) => {
                 return Err(PyValueError::new_err(format!(
                     "no native reduction {other}"
                 )))
             }
+        }
+        .map(wrap)
+        .map_err(py_err)
+    }
+
+    /// `argmax`/`argmin` (`op`) of the whole array (the row-major index, a lazy 0-d int64
+    /// array) or along `axis`.
+    #[pyo3(signature = (op, axis = None, keepdims = false))]
+    fn arg(&self, op: &str, axis: Option<usize>, keepdims: bool) -> PyResult<NativeArray> {
+        let op = match op {
+            "argmax" => ArgOp::Max,
+            "argmin" => ArgOp::Min,
+            other => return Err(PyValueError::new_err(format!("no arg reduction {other}"))),
+        };
+        let a = &self.inner;
+        match (axis, op) {
+            (Some(axis), _) => a.arg_along(op, axis, keepdims),
+            (None, ArgOp::Max) => a.argmax(),
+            (None, ArgOp::Min) => a.argmin(),
         }
         .map(wrap)
         .map_err(py_err)

@@ -47,6 +47,7 @@ pub use diffuse_ir::DType;
 pub use element::{Convert, Float, Num};
 pub use error::{ArrayError, ArrayResult};
 pub use kernels::Slot;
+pub use ops::along::ArgOp;
 pub use ops::elementwise::{
     binary, elementwise_kind, unary, where_, BinaryOp, ElementwiseKind, ElementwiseOp, Operand,
     UnaryOp,

@@ -7,6 +7,7 @@
 //! - `expr_prop`: random expression trees and assignments over random views (the core
 //!   property).
 //! - `reduce_prop`: reductions and matrix products over random views and shapes.
+//! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
@@ -15,6 +16,8 @@
 //! - `mlir_kernels`: every kind's MLIR kernel, compiled and run with the MLIR tools, gives
 //!   the native kernel's results.
 
+#[path = "array/along_prop.rs"]
+mod along_prop;
 #[path = "array/basics.rs"]
 mod basics;
 #[path = "array/creation_prop.rs"]

@@ -1,5 +1,6 @@
 //! Array operations, one module per family.
 
+pub(crate) mod along;
 pub(crate) mod elementwise;
 pub(crate) mod gather;
 mod linalg;

@@ -22,9 +22,19 @@ use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp}
 /// precision than with one running total.
 const LANES: usize = 8;
 
+/// How `op` combines two values (wrapping integers, NaN-propagating `max` and `min`).
+pub(crate) fn combiner<T: Num>(op: ReductionOp) -> impl Fn(T, T) -> T + Copy {
+    move |a: T, b: T| match op {
+        ReductionOp::Sum => a.add(b),
+        ReductionOp::Prod => a.mul(b),
+        ReductionOp::Max => a.maximum(b),
+        ReductionOp::Min => a.minimum(b),
+    }
+}
+
 /// Folds `xs` into `acc` with `combine`, `LANES` values at a time.
 #[inline]
-fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl Fn(T, T) -> T) -> T {
+pub(crate) fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl Fn(T, T) -> T) -> T {
     let mut lanes = [identity; LANES];
     let chunks = xs.chunks_exact(LANES);
     let rest = chunks.remainder();
@@ -68,12 +78,7 @@ fn reduce_kernel<T: Num>(
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
     move |task| {
         let identity = T::reduction_identity(op);
-        let combine = move |a: T, b: T| match op {
-            ReductionOp::Sum => a.add(b),
-            ReductionOp::Prod => a.mul(b),
-            ReductionOp::Max => a.maximum(b),
-            ReductionOp::Min => a.minimum(b),
-        };
+        let combine = combiner::<T>(op);
         let x = task.read::<T>(0)?;
         let y = if product {
             Some(task.read::<T>(1)?)
@@ -139,7 +144,7 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
     match op {
         // A fresh store holds 0, the identity of a sum.
         ReductionOp::Sum => {}
-        _ if x.is_empty() => {
+        ReductionOp::Max | ReductionOp::Min if x.is_empty() => {
             return Err(ArrayError::EmptyReduction {
                 op: name,
                 shape: Box::new(x.shape()),
@@ -190,6 +195,11 @@ impl Array {
     /// The sum of all elements, as a 0-d array (0 for an empty array).
     pub fn sum(&self) -> ArrayResult {
         reduce(ReductionOp::Sum, self, None)
+    }
+
+    /// The product of all elements, as a 0-d array (1 for an empty array).
+    pub fn prod(&self) -> ArrayResult {
+        reduce(ReductionOp::Prod, self, None)
     }
 
     /// The largest element (NaN if any is NaN), as a 0-d array; an error for an empty array.
