@@ -24,21 +24,35 @@ _DTYPES = ("float64", "float32", "int64", "int32", "bool")
 _UNARY = {
     "negative": "negative", "absolute": "absolute", "abs": "absolute", "exp": "exp",
     "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh",
-    "logical_not": "logical_not",
+    "logical_not": "logical_not", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "rint": "rint", "tan": "tan", "arcsin": "arcsin", "arccos": "arccos", "arctan": "arctan",
+    "sinh": "sinh", "cosh": "cosh", "log2": "log2", "log10": "log10", "log1p": "log1p",
+    "expm1": "expm1", "sign": "sign", "isnan": "isnan", "isinf": "isinf",
+    "isfinite": "isfinite", "invert": "invert", "bitwise_not": "invert",
 }
+# Unary operations computed in float64 for integer and bool operands, as NumPy does.
+_FLOAT_UNARY = {"exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "rint", "tan", "arcsin",
+                "arccos", "arctan", "sinh", "cosh", "log2", "log10", "log1p", "expm1"}
+# Rounding leaves integers as they are; the float tests have constant answers on them.
+_INT_IDENTITY = {"floor", "ceil", "trunc"}
+_INT_CONSTANT = {"isnan": False, "isinf": False, "isfinite": True}
 _BINARY = (
     "add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum", "less",
     "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or",
+    "logical_or", "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "left_shift", "right_shift", "arctan2",
 )
 _COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal",
-                "logical_and", "logical_or"}
+                "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"}
+# Binary operations computed in float64 for integer and bool operands, as NumPy does.
+_FLOAT_BINARY = {"true_divide", "arctan2"}
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 
 #: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
 NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
-    "divide", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
+    "divide", "mod", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
+    "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
     "count_nonzero", "dot",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
@@ -355,6 +369,18 @@ class ndarray:
         order[a], order[b] = order[b], order[a]
         return self.transpose(order)
 
+    def diagonal(self, offset=0):
+        """The view of the diagonal ``offset`` of a 2-d array."""
+        if self.ndim != 2:
+            return _fallback("diagonal of an array that is not 2-d",
+                             lambda a: a.diagonal(offset), self)
+        rows, cols = self.shape
+        first = (0, offset) if offset >= 0 else (-offset, 0)
+        n = builtins.max(0, builtins.min(rows - first[0], cols - first[1]))
+        store, sid, store_shape, _, start, strides = self._as_strided()
+        start += first[0] * strides[0] + first[1] * strides[1]
+        return _make_view(store, sid, store_shape, [n], start, [strides[0] + strides[1]])
+
     def squeeze(self, axis=None):
         if axis is None:
             drop = {d for d, n in enumerate(self.shape) if n == 1}
@@ -383,17 +409,21 @@ class ndarray:
     def __ge__(self, o): return _binary("greater_equal", self, o)
     def __eq__(self, o): return _binary("equal", self, o)
     def __ne__(self, o): return _binary("not_equal", self, o)
-    def __floordiv__(self, o): return _fallback("floor_divide", _np.floor_divide, self, o)
-    def __rfloordiv__(self, o): return _fallback("floor_divide", _np.floor_divide, o, self)
-    def __mod__(self, o): return _fallback("remainder", _np.remainder, self, o)
-    def __rmod__(self, o): return _fallback("remainder", _np.remainder, o, self)
-    def __and__(self, o): return _fallback("bitwise_and", _np.bitwise_and, self, o)
-    def __rand__(self, o): return _fallback("bitwise_and", _np.bitwise_and, o, self)
-    def __or__(self, o): return _fallback("bitwise_or", _np.bitwise_or, self, o)
-    def __ror__(self, o): return _fallback("bitwise_or", _np.bitwise_or, o, self)
-    def __xor__(self, o): return _fallback("bitwise_xor", _np.bitwise_xor, self, o)
-    def __rxor__(self, o): return _fallback("bitwise_xor", _np.bitwise_xor, o, self)
-    def __invert__(self): return _fallback("invert", _np.invert, self)
+    def __floordiv__(self, o): return _binary("floor_divide", self, o)
+    def __rfloordiv__(self, o): return _binary("floor_divide", self, o, True)
+    def __mod__(self, o): return _binary("remainder", self, o)
+    def __rmod__(self, o): return _binary("remainder", self, o, True)
+    def __and__(self, o): return _binary("bitwise_and", self, o)
+    def __rand__(self, o): return _binary("bitwise_and", self, o, True)
+    def __or__(self, o): return _binary("bitwise_or", self, o)
+    def __ror__(self, o): return _binary("bitwise_or", self, o, True)
+    def __xor__(self, o): return _binary("bitwise_xor", self, o)
+    def __rxor__(self, o): return _binary("bitwise_xor", self, o, True)
+    def __lshift__(self, o): return _binary("left_shift", self, o)
+    def __rlshift__(self, o): return _binary("left_shift", self, o, True)
+    def __rshift__(self, o): return _binary("right_shift", self, o)
+    def __rrshift__(self, o): return _binary("right_shift", self, o, True)
+    def __invert__(self): return _unary("invert", self)
     def __neg__(self): return _unary("negative", self)
     def __pos__(self): return self.copy()
     def __abs__(self): return _unary("absolute", self)
@@ -417,6 +447,13 @@ class ndarray:
     def __imul__(self, o): return self._inplace("multiply", o)
     def __itruediv__(self, o): return self._inplace("true_divide", o)
     def __ipow__(self, o): return self._inplace("power", o)
+    def __ifloordiv__(self, o): return self._inplace("floor_divide", o)
+    def __imod__(self, o): return self._inplace("remainder", o)
+    def __iand__(self, o): return self._inplace("bitwise_and", o)
+    def __ior__(self, o): return self._inplace("bitwise_or", o)
+    def __ixor__(self, o): return self._inplace("bitwise_xor", o)
+    def __ilshift__(self, o): return self._inplace("left_shift", o)
+    def __irshift__(self, o): return self._inplace("right_shift", o)
 
     __hash__ = None
 
@@ -628,7 +665,7 @@ def _binary(op, x, y, reflected=False):
         _broadcast_shapes(a.shape, b.shape)
         dtype = _np.result_type(a.dtype, b.dtype)
         compute = dtype
-        if op == "true_divide" and dtype.kind != "f":
+        if op in _FLOAT_BINARY and dtype.kind != "f":
             compute = _np.dtype(_np.float64)
         name = _dtype_name(compute)
         try:
@@ -642,12 +679,14 @@ def _binary(op, x, y, reflected=False):
     if _is_scalar(y) or isinstance(y, _np.ndarray):
         value = y.item() if isinstance(y, (_np.generic, _np.ndarray)) else y
         dtype = _np.result_type(x.dtype, y if isinstance(y, (_np.generic, _np.ndarray)) else value)
-        if op == "true_divide" and dtype.kind != "f":
+        if op in _FLOAT_BINARY and dtype.kind != "f":
             dtype = _np.dtype(_np.float64)
         name = _dtype_name(dtype)
         if name is None:
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
         xx = x if x.dtype == dtype else x.astype(dtype)
+        if op == "power" and dtype.kind == "i" and not reflected:
+            return _int_power(xx, int(value))
         try:
             reflect = reflected and op not in _COMMUTATIVE
             return ndarray(xx._a.binary_scalar(op, _scalar_for(value, name), reflect))
@@ -656,12 +695,32 @@ def _binary(op, x, y, reflected=False):
     return NotImplemented
 
 
+def _int_power(x, exponent):
+    """``x ** exponent`` for an integer array: repeated squaring with wrapping products,
+    which is what NumPy computes."""
+    if exponent < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result, square = None, x
+    while True:
+        if exponent & 1:
+            result = square if result is None else result * square
+        exponent >>= 1
+        if not exponent:
+            return full(x.shape, 1, dtype=x.dtype) if result is None else result
+        square = square * square
+
+
 def _unary(op, x):
     if not isinstance(x, ndarray):
         return getattr(_np, op)(x)
+    kind = x.dtype.kind
+    if kind == "i" and op in _INT_IDENTITY:
+        return x.copy()
+    if kind in "ib" and op in _INT_CONSTANT:
+        return full(x.shape, _INT_CONSTANT[op], dtype="bool")
     try:
         compute = x
-        if op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf") and x.dtype.kind != "f":
+        if op in _FLOAT_UNARY and kind != "f":
             compute = x.astype("float64")
         return ndarray(compute._a.unary(op))
     except TypeError:
@@ -693,6 +752,7 @@ for _name, _op in _UNARY.items():
 for _op in _BINARY:
     globals()[_op] = _make_binary(_op)
 divide = globals()["true_divide"]
+mod = globals()["remainder"]
 
 
 def square(x, /):
@@ -805,6 +865,32 @@ def empty_like(a, dtype=None):
 
 def full_like(a, fill_value, dtype=None):
     return full(_np.shape(a), fill_value, dtype or a.dtype)
+
+
+def eye(N, M=None, k=0, dtype=float):
+    """Ones on the diagonal ``k`` of an ``N x M`` array of zeros."""
+    out = zeros((N, N if M is None else M), dtype)
+    out.diagonal(k)[...] = 1
+    return out
+
+
+def identity(n, dtype=float):
+    """The ``n x n`` identity."""
+    return eye(n, dtype=dtype)
+
+
+def diag(v, k=0):
+    """A square array with ``v`` on its diagonal ``k`` (1-d ``v``), or the diagonal ``k``
+    of a 2-d ``v`` (a copy)."""
+    v = asarray(v)
+    if v.ndim == 1:
+        n = v.shape[0] + builtins.abs(k)
+        out = zeros((n, n), v.dtype)
+        out.diagonal(k)[...] = v
+        return out
+    if v.ndim == 2:
+        return v.diagonal(k).copy()
+    raise ValueError("Input must be 1- or 2-d.")
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -971,15 +1057,20 @@ def dot(a, b):
 
 
 def matmul(a, b):
-    """``a @ b``."""
+    """``a @ b`` for float64 vectors and matrices (vector @ vector is a lazy 0-d array)."""
     a, b = asarray(a), asarray(b)
-    if a.dtype == b.dtype == _np.float64 and a.ndim == 2 and b.ndim in (1, 2):
-        if a.shape[1] != b.shape[0]:
+    if a.dtype == b.dtype == _np.float64 and 1 <= a.ndim <= 2 and 1 <= b.ndim <= 2:
+        k_a, k_b = a.shape[-1], b.shape[0]
+        if k_a != k_b:
             raise ValueError(
                 "matmul: Input operand 1 has a mismatch in its core dimension 0, with "
-                f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {b.shape[0]} is different "
-                f"from {a.shape[1]})"
+                f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {k_b} is different "
+                f"from {k_a})"
             )
+        if a.ndim == 1 and b.ndim == 1:
+            return ndarray(a._a.dot(b._a))
+        if a.ndim == 1:  # vector @ matrix is the transposed matrix times the vector
+            return ndarray(b.T._a.matvec(a._a))
         return ndarray(a._a.matvec(b._a) if b.ndim == 1 else a._a.matmul(b._a))
     return _fallback("matmul", _np.matmul, a, b)
 

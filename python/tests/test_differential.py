@@ -11,8 +11,12 @@ import diffuse.numpy as dnp
 
 DTYPES = ["float64", "float32", "int64", "int32", "bool"]
 BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "less", "greater_equal",
-          "equal", "not_equal"]
-FLOAT_UNARY = ["exp", "sqrt", "absolute", "negative", "sin", "tanh"]
+          "equal", "not_equal", "floor_divide", "remainder", "bitwise_and", "bitwise_or",
+          "bitwise_xor", "left_shift", "right_shift", "arctan2"]
+# Defined on integers and bools only.
+BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}
+FLOAT_UNARY = ["exp", "sqrt", "absolute", "negative", "sin", "tanh", "floor", "ceil", "rint",
+               "tan", "arctan", "log1p", "expm1", "sign", "cosh", "isnan", "isfinite"]
 
 
 def close(got, want, single=False):
@@ -83,7 +87,10 @@ def expression(draw, shape, depth=0, singles=None):
     op = draw(st.sampled_from(BINARY))
     if numpy.ndim(a_np) == 0 and numpy.ndim(b_np) == 0:
         return a_np, a_d
-    if op == "subtract" and numpy.result_type(a_np, b_np) == numpy.bool_:
+    kind = numpy.result_type(a_np, b_np).kind
+    if op in BITWISE and kind == "f" or op in ("left_shift", "right_shift") and kind == "b":
+        op = "maximum"
+    if op in ("subtract", "floor_divide", "remainder") and kind == "b":
         op = "not_equal"
     return getattr(numpy, op)(a_np, b_np), getattr(dnp, op)(a_d, b_d)
 

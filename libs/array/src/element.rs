@@ -76,6 +76,94 @@ pub trait Float: Num {
     fn cos(self) -> Self;
     /// Hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// The largest integer not above the value.
+    fn floor(self) -> Self;
+    /// C's `fmod`: the remainder of truncated division, with the dividend's sign.
+    fn fmod(self, o: Self) -> Self;
+    /// The magnitude of `self` with the sign of `o`.
+    fn copysign(self, o: Self) -> Self;
+}
+
+/// NumPy's float `divmod(a, b)`: `(floor_divide, remainder)`. The remainder has the
+/// divisor's sign (zero gets it too) and the quotient is the floor of the exact quotient,
+/// rounded back up where `fmod`'s remainder made it fall short; for `b == 0` both are what
+/// IEEE division and `fmod` give.
+pub fn float_divmod<T: Float>(a: T, b: T) -> (T, T) {
+    let (zero, one, half) = (T::from_f64(0.0), T::from_f64(1.0), T::from_f64(0.5));
+    let rem = a.fmod(b);
+    if b == zero {
+        return (a.div(b), rem);
+    }
+    let mut div = a.sub(rem).div(b);
+    let rem = if rem != zero {
+        if (b < zero) != (rem < zero) {
+            div = div.sub(one);
+            rem.add(b)
+        } else {
+            rem
+        }
+    } else {
+        zero.copysign(b)
+    };
+    let quotient = if div != zero {
+        let floor = div.floor();
+        if div.sub(floor) > half {
+            floor.add(one)
+        } else {
+            floor
+        }
+    } else {
+        zero.copysign(a.div(b))
+    };
+    (quotient, rem)
+}
+
+/// NumPy's integer `floor_divide`: floored, 0 for a zero divisor, wrapping for the most
+/// negative value divided by -1.
+pub fn int_floor_divide(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let (q, r) = (a.wrapping_div(b), a.wrapping_rem(b));
+    if r != 0 && (r < 0) != (b < 0) {
+        q.wrapping_sub(1)
+    } else {
+        q
+    }
+}
+
+/// NumPy's integer `remainder`: with the divisor's sign, 0 for a zero divisor.
+pub fn int_remainder(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let r = a.wrapping_rem(b);
+    if r != 0 && (r < 0) != (b < 0) {
+        r.wrapping_add(b)
+    } else {
+        r
+    }
+}
+
+/// NumPy's `left_shift` for a `bits`-wide integer: counts outside `0..bits` give 0.
+pub fn shift_left(a: i64, count: i64, bits: i64) -> i64 {
+    if (0..bits).contains(&count) {
+        a.wrapping_shl(count as u32)
+    } else {
+        0
+    }
+}
+
+/// NumPy's `right_shift` (arithmetic) for a `bits`-wide integer: counts outside `0..bits`
+/// give the sign fill, 0 or -1.
+pub fn shift_right(a: i64, count: i64, bits: i64) -> i64 {
+    if (0..bits).contains(&count) {
+        a >> count
+    } else if a < 0 {
+        -1
+    } else {
+        0
+    }
 }
 
 macro_rules! float_impls {
@@ -152,6 +240,15 @@ macro_rules! float_impls {
             }
             fn tanh(self) -> Self {
                 <$t>::tanh(self)
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn fmod(self, o: Self) -> Self {
+                self % o
+            }
+            fn copysign(self, o: Self) -> Self {
+                <$t>::copysign(self, o)
             }
         }
     };
@@ -265,6 +362,23 @@ macro_rules! with_float {
     };
 }
 
+/// Like [`with_float`] for the integer types.
+macro_rules! with_int {
+    ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
+        match $dtype {
+            diffuse_ir::DType::I64 => {
+                type $t = i64;
+                $body
+            }
+            diffuse_ir::DType::I32 => {
+                type $t = i32;
+                $body
+            }
+            _ => $otherwise,
+        }
+    };
+}
+
 /// Like [`with_float`] for the numeric types (floats and integers).
 macro_rules! with_numeric {
     ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
@@ -283,4 +397,4 @@ macro_rules! with_numeric {
 }
 
 pub(crate) use diffuse_ir::with_element_type as with_any;
-pub(crate) use {with_float, with_numeric};
+pub(crate) use {with_float, with_int, with_numeric};

@@ -207,15 +207,7 @@ fn typed_arith(e: &mut Emitter, ops: (&str, &str), dtype: DType, a: &str, b: &st
 /// Compares `a` and `b` of `dtype` with the float predicate `preds.0` or the signed-integer
 /// one `preds.1`, and returns the outcome as a bool byte.
 fn compare(e: &mut Emitter, preds: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
-    let (op, pred) = if is_float(dtype) {
-        ("cmpf", preds.0)
-    } else {
-        ("cmpi", preds.1)
-    };
-    let bit = e.value(format_args!(
-        "arith.{op} {pred}, {a}, {b} : {}",
-        element_type(dtype)
-    ));
+    let bit = compare_bit(e, preds, dtype, a, b);
     bool_byte(e, &bit)
 }
 
@@ -268,6 +260,55 @@ pub(super) fn unary_op(e: &mut Emitter, op: UnaryOp, dtype: DType, x: &str) -> O
         UnaryOp::Sin if float => math(e, "sin"),
         UnaryOp::Cos if float => math(e, "cos"),
         UnaryOp::Tanh if float => math(e, "tanh"),
+        UnaryOp::Floor if float => math(e, "floor"),
+        UnaryOp::Ceil if float => math(e, "ceil"),
+        UnaryOp::Trunc if float => math(e, "trunc"),
+        UnaryOp::Rint if float => math(e, "roundeven"),
+        UnaryOp::Tan if float => math(e, "tan"),
+        UnaryOp::Arcsin if float => math(e, "asin"),
+        UnaryOp::Arccos if float => math(e, "acos"),
+        UnaryOp::Arctan if float => math(e, "atan"),
+        UnaryOp::Sinh if float => math(e, "sinh"),
+        UnaryOp::Cosh if float => math(e, "cosh"),
+        UnaryOp::Log2 if float => math(e, "log2"),
+        UnaryOp::Log10 if float => math(e, "log10"),
+        UnaryOp::Log1p if float => math(e, "log1p"),
+        UnaryOp::Expm1 if float => math(e, "expm1"),
+        UnaryOp::Sign if dtype != DType::Bool => {
+            let zero = e.zero(dtype);
+            let (one, minus_one) = if float {
+                (e.float(1.0, dtype), e.float(-1.0, dtype))
+            } else {
+                (e.constant(1, ty), e.constant(-1, ty))
+            };
+            let above = compare_bit(e, ("ogt", "sgt"), dtype, x, &zero);
+            let below = compare_bit(e, ("olt", "slt"), dtype, x, &zero);
+            // Floats: 0 for either zero, NaN stays; integers: the one left is 0.
+            let rest = if float {
+                let is_zero = compare_bit(e, ("oeq", "eq"), dtype, x, &zero);
+                select(e, &is_zero, &zero, x, dtype)
+            } else {
+                zero
+            };
+            let low = select(e, &below, &minus_one, &rest, dtype);
+            select(e, &above, &one, &low, dtype)
+        }
+        UnaryOp::IsNan if float => {
+            let bit = e.value(format_args!("arith.cmpf uno, {x}, {x} : {ty}"));
+            bool_byte(e, &bit)
+        }
+        UnaryOp::IsInf | UnaryOp::IsFinite if float => {
+            let magnitude = math(e, "absf");
+            let inf = e.float(f64::INFINITY, dtype);
+            let pred = if op == UnaryOp::IsInf { "oeq" } else { "olt" };
+            let bit = e.value(format_args!("arith.cmpf {pred}, {magnitude}, {inf} : {ty}"));
+            bool_byte(e, &bit)
+        }
+        UnaryOp::Invert if dtype == DType::Bool => return unary_op(e, UnaryOp::Not, dtype, x),
+        UnaryOp::Invert if !float => {
+            let ones = e.constant(-1, ty);
+            arith(e, "xori", dtype, x, &ones)
+        }
         _ => return None,
     })
 }
@@ -304,8 +345,139 @@ pub(super) fn binary_op(
         BinaryOp::NotEqual => compare(e, ("une", "ne"), dtype, a, b),
         BinaryOp::And if !numeric => arith(e, "andi", dtype, a, b),
         BinaryOp::Or if !numeric => arith(e, "ori", dtype, a, b),
+        BinaryOp::BitAnd if !float => arith(e, "andi", dtype, a, b),
+        BinaryOp::BitOr if !float => arith(e, "ori", dtype, a, b),
+        BinaryOp::BitXor if !float => arith(e, "xori", dtype, a, b),
+        BinaryOp::FloorDivide if float => float_divmod(e, dtype, a, b).0,
+        BinaryOp::Remainder if float => float_divmod(e, dtype, a, b).1,
+        BinaryOp::FloorDivide if numeric => int_divmod(e, dtype, a, b).0,
+        BinaryOp::Remainder if numeric => int_divmod(e, dtype, a, b).1,
+        BinaryOp::LeftShift if numeric && !float => shift(e, true, dtype, a, b),
+        BinaryOp::RightShift if numeric && !float => shift(e, false, dtype, a, b),
+        BinaryOp::Arctan2 if float => e.value(format_args!(
+            "math.atan2 {a}, {b} : {}",
+            element_type(dtype)
+        )),
         _ => return None,
     })
+}
+
+/// Compares `a` and `b` of `dtype` with the float predicate `preds.0` or the signed-integer
+/// one `preds.1`; returns the `i1`.
+fn compare_bit(e: &mut Emitter, preds: (&str, &str), dtype: DType, a: &str, b: &str) -> String {
+    let (op, pred) = if is_float(dtype) {
+        ("cmpf", preds.0)
+    } else {
+        ("cmpi", preds.1)
+    };
+    e.value(format_args!(
+        "arith.{op} {pred}, {a}, {b} : {}",
+        element_type(dtype)
+    ))
+}
+
+/// NumPy's float `divmod(a, b)` as the native `float_divmod` computes it, step for step:
+/// `(floor_divide, remainder)`.
+fn float_divmod(e: &mut Emitter, dtype: DType, a: &str, b: &str) -> (String, String) {
+    let ty = element_type(dtype);
+    let zero = e.zero(dtype);
+    let one = e.float(1.0, dtype);
+    let half = e.float(0.5, dtype);
+    let rem = arith(e, "remf", dtype, a, b);
+    let quotient = arith(e, "divf", dtype, a, b);
+    let b_zero = e.value(format_args!("arith.cmpf oeq, {b}, {zero} : {ty}"));
+    let a_less_rem = arith(e, "subf", dtype, a, &rem);
+    let div = arith(e, "divf", dtype, &a_less_rem, b);
+    let rem_nonzero = e.value(format_args!("arith.cmpf une, {rem}, {zero} : {ty}"));
+    let b_negative = e.value(format_args!("arith.cmpf olt, {b}, {zero} : {ty}"));
+    let rem_negative = e.value(format_args!("arith.cmpf olt, {rem}, {zero} : {ty}"));
+    let signs_differ = e.value(format_args!("arith.xori {b_negative}, {rem_negative} : i1"));
+    let adjust = e.value(format_args!(
+        "arith.andi {rem_nonzero}, {signs_differ} : i1"
+    ));
+    let rem_plus_b = arith(e, "addf", dtype, &rem, b);
+    let div_less_one = arith(e, "subf", dtype, &div, &one);
+    let rem = select(e, &adjust, &rem_plus_b, &rem, dtype);
+    let div = select(e, &adjust, &div_less_one, &div, dtype);
+    let signed_zero = zero_signed_as(e, dtype, b);
+    let rem = select(e, &rem_nonzero, &rem, &signed_zero, dtype);
+    let floor = e.value(format_args!("math.floor {div} : {ty}"));
+    let fraction = arith(e, "subf", dtype, &div, &floor);
+    let round_up = e.value(format_args!("arith.cmpf ogt, {fraction}, {half} : {ty}"));
+    let floor_plus_one = arith(e, "addf", dtype, &floor, &one);
+    let floor = select(e, &round_up, &floor_plus_one, &floor, dtype);
+    let div_nonzero = e.value(format_args!("arith.cmpf une, {div}, {zero} : {ty}"));
+    let quotient_zero = zero_signed_as(e, dtype, &quotient);
+    let floor_div = select(e, &div_nonzero, &floor, &quotient_zero, dtype);
+    // For b == 0 the remainder above is still fmod's NaN, as NumPy gives.
+    (select(e, &b_zero, &quotient, &floor_div, dtype), rem)
+}
+
+/// `copysign(0, x)` for a float `x` of `dtype`: -0.0 when the sign bit of `x` is set.
+fn zero_signed_as(e: &mut Emitter, dtype: DType, x: &str) -> String {
+    let (ty, int) = (
+        element_type(dtype),
+        if dtype == DType::F32 { "i32" } else { "i64" },
+    );
+    let bits = e.value(format_args!("arith.bitcast {x} : {ty} to {int}"));
+    let int_zero = e.constant(0, int);
+    let negative = e.value(format_args!("arith.cmpi slt, {bits}, {int_zero} : {int}"));
+    let (plus, minus) = (e.zero(dtype), e.float(-0.0, dtype));
+    select(e, &negative, &minus, &plus, dtype)
+}
+
+/// NumPy's integer `(floor_divide, remainder)`: 0 for a zero divisor, and the most negative
+/// value divided by -1 wraps (the hardware division never sees either case).
+fn int_divmod(e: &mut Emitter, dtype: DType, a: &str, b: &str) -> (String, String) {
+    let ty = element_type(dtype);
+    let bits = if dtype == DType::I32 { 32 } else { 64 };
+    let zero = e.zero(dtype);
+    let one = e.constant(1, ty);
+    let minus_one = e.constant(-1, ty);
+    let min = e.constant(i64::MIN >> (64 - bits), ty);
+    let b_zero = e.value(format_args!("arith.cmpi eq, {b}, {zero} : {ty}"));
+    let b_minus_one = e.value(format_args!("arith.cmpi eq, {b}, {minus_one} : {ty}"));
+    let a_min = e.value(format_args!("arith.cmpi eq, {a}, {min} : {ty}"));
+    let overflow = e.value(format_args!("arith.andi {a_min}, {b_minus_one} : i1"));
+    let unsafe_divisor = e.value(format_args!("arith.ori {b_zero}, {overflow} : i1"));
+    let divisor = select(e, &unsafe_divisor, &one, b, dtype);
+    let q = arith(e, "divsi", dtype, a, &divisor);
+    let r = arith(e, "remsi", dtype, a, &divisor);
+    let r_nonzero = e.value(format_args!("arith.cmpi ne, {r}, {zero} : {ty}"));
+    let r_negative = e.value(format_args!("arith.cmpi slt, {r}, {zero} : {ty}"));
+    let d_negative = e.value(format_args!("arith.cmpi slt, {divisor}, {zero} : {ty}"));
+    let signs_differ = e.value(format_args!("arith.xori {r_negative}, {d_negative} : i1"));
+    let adjust = e.value(format_args!("arith.andi {r_nonzero}, {signs_differ} : i1"));
+    let q_less_one = arith(e, "subi", dtype, &q, &one);
+    let r_plus_d = arith(e, "addi", dtype, &r, &divisor);
+    let q = select(e, &adjust, &q_less_one, &q, dtype);
+    let r = select(e, &adjust, &r_plus_d, &r, dtype);
+    (
+        select(e, &b_zero, &zero, &q, dtype),
+        select(e, &b_zero, &zero, &r, dtype),
+    )
+}
+
+/// NumPy's `left_shift` (`left`) or arithmetic `right_shift` of `a` by `count`: counts
+/// outside `0..bits` give 0, or the sign fill for a right shift.
+fn shift(e: &mut Emitter, left: bool, dtype: DType, a: &str, count: &str) -> String {
+    let ty = element_type(dtype);
+    let bits = if dtype == DType::I32 { 32 } else { 64 };
+    let zero = e.zero(dtype);
+    let width = e.constant(bits, ty);
+    let from_zero = e.value(format_args!("arith.cmpi sge, {count}, {zero} : {ty}"));
+    let below_width = e.value(format_args!("arith.cmpi slt, {count}, {width} : {ty}"));
+    let in_range = e.value(format_args!("arith.andi {from_zero}, {below_width} : i1"));
+    let safe = select(e, &in_range, count, &zero, dtype);
+    let (op, outside) = if left {
+        ("shli", zero.clone())
+    } else {
+        let negative = e.value(format_args!("arith.cmpi slt, {a}, {zero} : {ty}"));
+        let minus_one = e.constant(-1, ty);
+        ("shrsi", select(e, &negative, &minus_one, &zero, dtype))
+    };
+    let shifted = arith(e, op, dtype, a, &safe);
+    select(e, &in_range, &shifted, &outside, dtype)
 }
 
 /// The native float `maximum` (`pred` `oge`) or `minimum` (`ole`): NaN if either operand is

@@ -17,7 +17,8 @@ use crate::array::Array;
 use crate::broadcast::broadcast_shapes;
 use crate::context::ArrayContext;
 use crate::element::{
-    cast, is_float, is_numeric, scalar_as, with_any, with_float, with_numeric, Float, Num,
+    cast, float_divmod, int_floor_divide, int_remainder, is_float, is_numeric, scalar_as,
+    shift_left, shift_right, with_any, with_float, with_int, with_numeric, Convert, Float, Num,
 };
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::{for_each_out_row, output_arg, sources, Broadcast, Row, Slot};
@@ -49,6 +50,44 @@ pub enum UnaryOp {
     Tanh,
     /// Logical not (bool).
     Not,
+    /// The largest integer not above `x` (floats).
+    Floor,
+    /// The smallest integer not below `x` (floats).
+    Ceil,
+    /// `x` rounded toward zero (floats).
+    Trunc,
+    /// `x` rounded to the nearest integer, ties to even (floats).
+    Rint,
+    /// `tan x`.
+    Tan,
+    /// `asin x`.
+    Arcsin,
+    /// `acos x`.
+    Arccos,
+    /// `atan x`.
+    Arctan,
+    /// `sinh x`.
+    Sinh,
+    /// `cosh x`.
+    Cosh,
+    /// `log2 x`.
+    Log2,
+    /// `log10 x`.
+    Log10,
+    /// `ln(1 + x)`, accurate near 0.
+    Log1p,
+    /// `e^x - 1`, accurate near 0.
+    Expm1,
+    /// -1, 0 or 1 by the sign of `x` (numeric; NaN stays NaN, -0.0 gives 0.0).
+    Sign,
+    /// True for NaN (floats; bool result).
+    IsNan,
+    /// True for an infinity (floats; bool result).
+    IsInf,
+    /// True for a finite value (floats; bool result).
+    IsFinite,
+    /// Bitwise not (integers); logical not (bool).
+    Invert,
 }
 
 impl UnaryOp {
@@ -66,6 +105,25 @@ impl UnaryOp {
             UnaryOp::Cos => "cos",
             UnaryOp::Tanh => "tanh",
             UnaryOp::Not => "logical_not",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Trunc => "trunc",
+            UnaryOp::Rint => "rint",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Arcsin => "arcsin",
+            UnaryOp::Arccos => "arccos",
+            UnaryOp::Arctan => "arctan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log10 => "log10",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Sign => "sign",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsInf => "isinf",
+            UnaryOp::IsFinite => "isfinite",
+            UnaryOp::Invert => "invert",
         }
     }
 
@@ -84,8 +142,14 @@ impl UnaryOp {
         };
         match self {
             UnaryOp::Copy => Ok(dtype),
-            UnaryOp::Neg | UnaryOp::Abs => needs(is_numeric(dtype), "a numeric dtype"),
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign => {
+                needs(is_numeric(dtype), "a numeric dtype")
+            }
             UnaryOp::Not => needs(dtype == DType::Bool, "bool"),
+            UnaryOp::Invert => needs(!is_float(dtype), "an integer or bool dtype"),
+            UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => {
+                needs(is_float(dtype), "a float dtype").map(|_| DType::Bool)
+            }
             _ => needs(is_float(dtype), "a float dtype; convert with astype"),
         }
     }
@@ -124,6 +188,24 @@ pub enum BinaryOp {
     And,
     /// `a || b` (bool).
     Or,
+    /// `floor(a / b)` (numeric): integer division by 0 gives 0, floats follow NumPy's
+    /// `divmod`.
+    FloorDivide,
+    /// `a - floor(a / b) * b`, with the divisor's sign (numeric): integer remainder by 0
+    /// gives 0, floats follow NumPy's `divmod`.
+    Remainder,
+    /// `a & b` (integers, bool).
+    BitAnd,
+    /// `a | b` (integers, bool).
+    BitOr,
+    /// `a ^ b` (integers, bool).
+    BitXor,
+    /// `a << b` (integers): counts outside `0..bits` give 0.
+    LeftShift,
+    /// `a >> b`, arithmetic (integers): counts outside `0..bits` give 0 or -1 by the sign.
+    RightShift,
+    /// `atan2(a, b)` (floats).
+    Arctan2,
 }
 
 impl BinaryOp {
@@ -145,6 +227,14 @@ impl BinaryOp {
             BinaryOp::NotEqual => "not_equal",
             BinaryOp::And => "logical_and",
             BinaryOp::Or => "logical_or",
+            BinaryOp::FloorDivide => "floor_divide",
+            BinaryOp::Remainder => "remainder",
+            BinaryOp::BitAnd => "bitwise_and",
+            BinaryOp::BitOr => "bitwise_or",
+            BinaryOp::BitXor => "bitwise_xor",
+            BinaryOp::LeftShift => "left_shift",
+            BinaryOp::RightShift => "right_shift",
+            BinaryOp::Arctan2 => "arctan2",
         }
     }
 
@@ -172,9 +262,17 @@ impl BinaryOp {
             | BinaryOp::Less
             | BinaryOp::LessEqual
             | BinaryOp::Greater
-            | BinaryOp::GreaterEqual => (is_numeric(dtype), "a numeric dtype"),
-            BinaryOp::Div | BinaryOp::Pow => {
+            | BinaryOp::GreaterEqual
+            | BinaryOp::FloorDivide
+            | BinaryOp::Remainder => (is_numeric(dtype), "a numeric dtype"),
+            BinaryOp::Div | BinaryOp::Pow | BinaryOp::Arctan2 => {
                 (is_float(dtype), "a float dtype; convert with astype")
+            }
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => {
+                (!is_float(dtype), "an integer or bool dtype")
+            }
+            BinaryOp::LeftShift | BinaryOp::RightShift => {
+                (is_numeric(dtype) && !is_float(dtype), "an integer dtype")
             }
             BinaryOp::Equal | BinaryOp::NotEqual => (true, ""),
             BinaryOp::And | BinaryOp::Or => (dtype == DType::Bool, "bool"),
@@ -474,6 +572,16 @@ fn unary_kind(
     description.register(move |b| {
         let b = declare_args(b, &slots, dtype, out);
         let unsupported = || undefined(op.name(), dtype);
+        macro_rules! float_fn {
+            ($f:expr) => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else unsupported())
+            };
+        }
+        macro_rules! float_test {
+            ($f:expr) => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)), else unsupported())
+            };
+        }
         match op {
             UnaryOp::Copy => with_any!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x| x))),
             UnaryOp::Neg => {
@@ -504,11 +612,50 @@ fn unary_kind(
             UnaryOp::Tanh => {
                 with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, Float::tanh)), else unsupported())
             }
+            UnaryOp::Floor => float_fn!(T::floor),
+            UnaryOp::Ceil => float_fn!(T::ceil),
+            UnaryOp::Trunc => float_fn!(T::trunc),
+            UnaryOp::Rint => float_fn!(T::round_ties_even),
+            UnaryOp::Tan => float_fn!(T::tan),
+            UnaryOp::Arcsin => float_fn!(T::asin),
+            UnaryOp::Arccos => float_fn!(T::acos),
+            UnaryOp::Arctan => float_fn!(T::atan),
+            UnaryOp::Sinh => float_fn!(T::sinh),
+            UnaryOp::Cosh => float_fn!(T::cosh),
+            UnaryOp::Log2 => float_fn!(T::log2),
+            UnaryOp::Log10 => float_fn!(T::log10),
+            UnaryOp::Log1p => float_fn!(T::ln_1p),
+            UnaryOp::Expm1 => float_fn!(T::exp_m1),
+            UnaryOp::Sign => {
+                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| {
+                    let zero = T::from_i64(0);
+                    if x > zero {
+                        T::from_i64(1)
+                    } else if x < zero {
+                        T::from_i64(-1)
+                    } else if x == zero {
+                        zero
+                    } else {
+                        x
+                    }
+                })), else unsupported())
+            }
+            UnaryOp::IsNan => float_test!(T::is_nan),
+            UnaryOp::IsInf => float_test!(T::is_infinite),
+            UnaryOp::IsFinite => float_test!(T::is_finite),
+            UnaryOp::Invert if dtype == DType::Bool => {
+                b.register(unary_kernel::<bool, bool>(slots, |x| !x))
+            }
+            UnaryOp::Invert => {
+                with_int!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| !x)), else unsupported())
+            }
         }
     })
 }
 
 /// Registers (once) and returns the kind for `op` on `dtype` with operand pattern `slots`.
+// One closure body serves `i32` and `i64`: widening to `i64` is a no-op for the latter.
+#[allow(clippy::useless_conversion)]
 fn binary_kind(
     op: BinaryOp,
     dtype: DType,
@@ -528,6 +675,11 @@ fn binary_kind(
         macro_rules! numeric {
             ($f:expr) => {
                 with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else unsupported())
+            };
+        }
+        macro_rules! int {
+            ($f:expr) => {
+                with_int!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else unsupported())
             };
         }
         match op {
@@ -554,6 +706,21 @@ fn binary_kind(
             }
             BinaryOp::And => b.register(binary_kernel::<bool, bool>(slots, |x, y| x && y)),
             BinaryOp::Or => b.register(binary_kernel::<bool, bool>(slots, |x, y| x || y)),
+            BinaryOp::FloorDivide => with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).0)),
+                else int!(|x: T, y: T| int_floor_divide(x.into(), y.into()) as T)),
+            BinaryOp::Remainder => with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).1)),
+                else int!(|x: T, y: T| int_remainder(x.into(), y.into()) as T)),
+            BinaryOp::BitAnd if dtype == DType::Bool => b.register(binary_kernel::<bool, bool>(slots, |x, y| x & y)),
+            BinaryOp::BitOr if dtype == DType::Bool => b.register(binary_kernel::<bool, bool>(slots, |x, y| x | y)),
+            BinaryOp::BitXor if dtype == DType::Bool => b.register(binary_kernel::<bool, bool>(slots, |x, y| x ^ y)),
+            BinaryOp::BitAnd => int!(|x: T, y: T| x & y),
+            BinaryOp::BitOr => int!(|x: T, y: T| x | y),
+            BinaryOp::BitXor => int!(|x: T, y: T| x ^ y),
+            BinaryOp::LeftShift => int!(|x: T, y: T| shift_left(x.into(), y.into(), T::BITS.into()) as T),
+            BinaryOp::RightShift => int!(|x: T, y: T| shift_right(x.into(), y.into(), T::BITS.into()) as T),
+            BinaryOp::Arctan2 => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, T::atan2)), else unsupported())
+            }
         }
     })
 }

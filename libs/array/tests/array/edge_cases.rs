@@ -354,3 +354,65 @@ fn views_and_results_outlive_their_handles() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn integer_and_float_division_follow_numpy() -> R {
+    use diffuse_array::{binary, unary, BinaryOp, UnaryOp};
+    for procs in PROCS {
+        let cx = cx(procs);
+        let ints = |v: Vec<i64>| Array::from_vec(&cx, &[v.len() as i64], v);
+        let (a, b) = (
+            ints(vec![i64::MIN, 5, -7, 7, 0, -7])?,
+            ints(vec![-1, 0, 2, -2, 3, -2])?,
+        );
+        let q = binary(BinaryOp::FloorDivide, &a, &b)?.to_vec::<i64>()?;
+        let r = binary(BinaryOp::Remainder, &a, &b)?.to_vec::<i64>()?;
+        assert_eq!(q, vec![i64::MIN, 0, -4, -4, 0, 3], "procs {procs}");
+        assert_eq!(r, vec![0, 0, 1, -1, 0, -1], "procs {procs}");
+        let (x, n) = (
+            ints(vec![1, 1, -1, -8, 8, -8])?,
+            ints(vec![63, 64, -1, 70, 64, -1])?,
+        );
+        let left = binary(BinaryOp::LeftShift, &x, &n)?.to_vec::<i64>()?;
+        let right = binary(BinaryOp::RightShift, &x, &n)?.to_vec::<i64>()?;
+        assert_eq!(left, vec![i64::MIN, 0, 0, 0, 0, 0]);
+        assert_eq!(right, vec![0, 0, -1, -1, 0, -1]);
+        let inverted = unary(UnaryOp::Invert, &ints(vec![0, -1, 5])?)?.to_vec::<i64>()?;
+        assert_eq!(inverted, vec![-1, 0, -6]);
+        // Values NumPy 2 gives for np.floor_divide / np.remainder on these pairs.
+        let inf = f64::INFINITY;
+        let floats = |v: Vec<f64>| Array::from_vec(&cx, &[v.len() as i64], v);
+        let a = floats(vec![inf, 5.0, -5.0, 0.0, -0.0, 7.5, 1e308, -7.0, 3.0])?;
+        let b = floats(vec![2.0, inf, inf, -2.0, 2.0, -2.0, 1e-308, 2.0, 0.0])?;
+        let q = binary(BinaryOp::FloorDivide, &a, &b)?.to_vec::<f64>()?;
+        let r = binary(BinaryOp::Remainder, &a, &b)?.to_vec::<f64>()?;
+        let want_q = [f64::NAN, 0.0, -1.0, -0.0, -0.0, -4.0, inf, -4.0, inf];
+        let want_r = [
+            f64::NAN,
+            5.0,
+            inf,
+            -0.0,
+            0.0,
+            -0.5,
+            3.49844555e-309,
+            1.0,
+            f64::NAN,
+        ];
+        for (i, (&g, &w)) in q.iter().zip(&want_q).enumerate() {
+            assert!(crate::same_f64(g, w), "floor_divide #{i}: {g} vs {w}");
+        }
+        for (i, (&g, &w)) in r.iter().zip(&want_r).enumerate() {
+            let same_sign = g.is_sign_negative() == w.is_sign_negative();
+            let close = (g == w || (g - w).abs() <= 1e-317) && same_sign;
+            assert!(
+                close || (g.is_nan() && w.is_nan()),
+                "remainder #{i}: {g} vs {w}"
+            );
+        }
+        let rint = unary(UnaryOp::Rint, &floats(vec![2.5, 3.5, -2.5, -0.4])?)?.to_vec::<f64>()?;
+        assert_eq!(rint, vec![2.0, 4.0, -2.0, -0.0]);
+        let sign = unary(UnaryOp::Sign, &floats(vec![-0.0, 0.0, -3.0, 2.0])?)?.to_vec::<f64>()?;
+        assert!(sign == [0.0, 0.0, -1.0, 1.0] && sign[0].is_sign_positive());
+    }
+    Ok(())
+}

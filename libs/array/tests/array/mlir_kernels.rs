@@ -583,7 +583,7 @@ fn native_case(kind: String, inputs: &[&Tensor], scalars: Vec<Scalar>, result: &
     }
 }
 
-const UNARY: [UnaryOp; 11] = [
+const UNARY: [UnaryOp; 30] = [
     UnaryOp::Copy,
     UnaryOp::Neg,
     UnaryOp::Abs,
@@ -595,9 +595,28 @@ const UNARY: [UnaryOp; 11] = [
     UnaryOp::Cos,
     UnaryOp::Tanh,
     UnaryOp::Not,
+    UnaryOp::Floor,
+    UnaryOp::Ceil,
+    UnaryOp::Trunc,
+    UnaryOp::Rint,
+    UnaryOp::Tan,
+    UnaryOp::Arcsin,
+    UnaryOp::Arccos,
+    UnaryOp::Arctan,
+    UnaryOp::Sinh,
+    UnaryOp::Cosh,
+    UnaryOp::Log2,
+    UnaryOp::Log10,
+    UnaryOp::Log1p,
+    UnaryOp::Expm1,
+    UnaryOp::Sign,
+    UnaryOp::IsNan,
+    UnaryOp::IsInf,
+    UnaryOp::IsFinite,
+    UnaryOp::Invert,
 ];
 
-const BINARY: [BinaryOp; 15] = [
+const BINARY: [BinaryOp; 23] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -613,6 +632,14 @@ const BINARY: [BinaryOp; 15] = [
     BinaryOp::NotEqual,
     BinaryOp::And,
     BinaryOp::Or,
+    BinaryOp::FloorDivide,
+    BinaryOp::Remainder,
+    BinaryOp::BitAnd,
+    BinaryOp::BitOr,
+    BinaryOp::BitXor,
+    BinaryOp::LeftShift,
+    BinaryOp::RightShift,
+    BinaryOp::Arctan2,
 ];
 
 #[test]
