@@ -151,6 +151,27 @@ def watch(store_id):
     return version
 
 
+# The strided views of each store, so that they can move together to a new store.
+_views = {}
+
+
+def register(store_id, view):
+    """Records ``view`` as a strided view of ``store_id``."""
+    # Arrays are unhashable (as NumPy's are): the views are kept by their id.
+    _views.setdefault(store_id, weakref.WeakValueDictionary())[id(view)] = view
+
+
+def views(store_id):
+    """The live strided views of ``store_id``."""
+    return list(_views.get(store_id, {}).values())
+
+
+def forget(store_id):
+    """Drops the record of ``store_id`` once no strided view of it is left."""
+    if not _views.get(store_id, True):
+        del _views[store_id]
+
+
 def written(store_id):
     """Records a write to ``store_id`` (its strided views read it again)."""
     version = _watched.get(store_id)

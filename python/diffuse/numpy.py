@@ -508,19 +508,54 @@ class ndarray:
 class _StridedView(ndarray):
     """A view NumPy expresses with strides but a box cannot (steps, transposes, newaxis,
     reshapes): its elements are gathered from the store when an operation needs them, and
-    gathered again after the store is written; writes scatter into the store."""
+    gathered again after the store is written; writes scatter into the store.
+
+    A store that only strided views hold (the array they came from is gone, as after
+    ``x = np.arange(n).reshape(r, c)``) is copied once into a store of the shape of the
+    reshape being used, and all its views move there: their element positions are the same
+    in the copy, and those that are boxes of it run natively from then on."""
 
     __slots__ = ("_store", "_sid", "_store_shape", "_vshape", "_offset", "_strides",
-                 "_version", "_seen", "_values")
+                 "_version", "_seen", "_values", "_box", "__weakref__")
 
     def __init__(self, store, sid, store_shape, shape, offset, strides):
-        self._store, self._sid, self._store_shape = store, sid, store_shape
         self._vshape, self._offset, self._strides = tuple(shape), offset, list(strides)
+        self._attach(store, sid, store_shape)
+
+    def _attach(self, store, sid, store_shape):
+        # A handle of its own: the store's handle count then tells views from other arrays.
+        self._store = store.window([0] * len(store_shape), list(store_shape))
+        self._sid, self._store_shape = sid, tuple(store_shape)
         self._version = _layout.watch(sid)
         self._seen, self._values = -1, None
+        self._box = _box_of(self._store, self._store_shape, self._vshape, self._offset,
+                            self._strides)
+        _layout.register(sid, self)
+
+    def _settle(self):
+        """Moves this store's views to a copy shaped like this view, when this view is a
+        reshape of the whole store and only strided views hold the store."""
+        shape = self._vshape
+        if self._box is not None or self._offset != 0 \
+                or math.prod(shape) != math.prod(self._store_shape) \
+                or builtins.any(n != 1 and s != c for n, s, c in
+                                zip(shape, self._strides, _layout.c_strides(shape))):
+            return
+        views = _layout.views(self._sid)
+        if self._store.store_handles != len(views):
+            return
+        old = self._sid
+        copy = self._store.gather_strided(list(shape), 0, _layout.c_strides(shape))
+        for view in views:
+            view._attach(copy, copy.store_id, shape)
+        _layout.forget(old)
 
     @property
     def _a(self):
+        if self._box is None:
+            self._settle()
+        if self._box is not None:
+            return self._box
         if self._seen != self._version.count:
             self._values = self._gather()
             self._seen = self._version.count
@@ -546,6 +581,7 @@ class _StridedView(ndarray):
         return _DT[self._store.dtype]
 
     def _as_strided(self):
+        self._settle()
         return (self._store, self._sid, self._store_shape, list(self._vshape), self._offset,
                 list(self._strides))
 
@@ -559,20 +595,30 @@ class _StridedView(ndarray):
         return ndarray(self._gather())
 
 
+def _box_of(store, store_shape, shape, offset, strides):
+    """The native box of ``store`` that the strided description is, or None."""
+    if len(shape) != len(store_shape):
+        return None
+    c = _layout.c_strides(store_shape)
+    if not builtins.all(n == 1 or s == cs for n, s, cs in zip(shape, strides, c)):
+        return None
+    point, rest = [], offset
+    for cs in c:
+        point.append(rest // cs)
+        rest %= cs
+    if not builtins.all(p + n <= m for p, n, m in zip(point, shape, store_shape)):
+        return None
+    return store.window(point, list(shape))
+
+
 def _make_view(store, sid, store_shape, shape, offset, strides):
     """The array of ``shape`` over ``store`` at ``offset`` with ``strides``: a box of the
     store when one is (fast, fuses), else a strided view; an empty array when empty."""
     if 0 in shape:
         return ndarray(_native.zeros_(list(shape), store.dtype))
-    if len(shape) == len(store_shape):
-        c = _layout.c_strides(store_shape)
-        if builtins.all(n == 1 or s == cs for n, s, cs in zip(shape, strides, c)):
-            point, rest = [], offset
-            for cs in c:
-                point.append(rest // cs)
-                rest %= cs
-            if builtins.all(p + n <= m for p, n, m in zip(point, shape, store_shape)):
-                return ndarray(store.window(point, list(shape)))
+    box = _box_of(store, store_shape, shape, offset, strides)
+    if box is not None:
+        return ndarray(box)
     return _StridedView(store, sid, store_shape, shape, offset, strides)
 
 

@@ -332,6 +332,12 @@ impl NativeArray {
         ))
     }
 
+    /// How many arrays (views included) hold the store this array is a view of.
+    #[getter]
+    fn store_handles(&self) -> usize {
+        self.inner.store().app_handles()
+    }
+
     /// The id of the store the array is a view of.
     #[getter]
     fn store_id(&self) -> u64 {

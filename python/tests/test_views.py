@@ -138,3 +138,25 @@ def test_in_place_methods_on_numpy_write_back():
     with pytest.warns(RuntimeWarning, match="ndarray.sort"):
         a.sort()
     assert as_numpy(a).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_reshapes_of_dropped_arrays_become_native_and_keep_their_views():
+    # The 1-d array is gone once the reshape is bound: the grid moves to a store of its
+    # own shape, and its windows are native boxes (they fuse like any array).
+    grid = dnp.arange(20.0).reshape(4, 5)
+    inner = grid[1:-1, 1:-1]
+    assert type(inner) is dnp.ndarray
+    # Views taken before the move follow it: a transpose sees writes through the grid.
+    t = dnp.arange(6.0).reshape(2, 3)
+    tt = t.T
+    t[0, 1] = 7.0
+    assert as_numpy(tt).tolist() == [[0.0, 3.0], [7.0, 4.0], [2.0, 5.0]]
+    tt[2, 1] = -1.0
+    assert as_numpy(t).tolist() == [[0.0, 7.0, 2.0], [3.0, 4.0, -1.0]]
+    # While the original array lives, the reshape stays a view of it.
+    a = dnp.arange(6.0)
+    b = a.reshape(2, 3)
+    b[1, 1] = 9.0
+    assert as_numpy(a).tolist() == [0.0, 1.0, 2.0, 3.0, 9.0, 5.0]
+    a[0] = -2.0
+    assert as_numpy(b)[0, 0] == -2.0
