@@ -50,7 +50,7 @@ _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_
 
 #: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
 NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
-    "divide", "mod", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
+    "divide", "mod", "divmod", "square", "where", "clip", "array", "asarray", "zeros", "ones", "full",
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
     "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
@@ -424,6 +424,8 @@ class ndarray:
     def __rshift__(self, o): return _binary("right_shift", self, o)
     def __rrshift__(self, o): return _binary("right_shift", self, o, True)
     def __invert__(self): return _unary("invert", self)
+    def __divmod__(self, o): return (self // o, self % o)
+    def __rdivmod__(self, o): return (o // self, o % self)
     def __neg__(self): return _unary("negative", self)
     def __pos__(self): return self.copy()
     def __abs__(self): return _unary("absolute", self)
@@ -739,6 +741,11 @@ def _binary(op, x, y, reflected=False):
         except TypeError:
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
     return NotImplemented
+
+
+def divmod(x1, x2, /):  # noqa: A001 (NumPy's name)
+    """NumPy's ``divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``."""
+    return floor_divide(x1, x2), remainder(x1, x2)  # noqa: F821 (defined below)
 
 
 def _int_power(x, exponent):

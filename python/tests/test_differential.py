@@ -172,3 +172,16 @@ def test_views_alias_their_base():
     assert float(g.sum()) == 20.0
     inner += 1
     assert numpy.asarray(g)[1, 1] == 6.0
+
+
+def test_divmod_and_integer_powers_match_numpy():
+    a = numpy.arange(-6, 6)
+    d = dnp.asarray(a)
+    for got, want in zip(divmod(d, 4), divmod(a, 4)):
+        close(got, want)
+    for got, want in zip(dnp.divmod(7, d[d.size // 2 + 1:]), numpy.divmod(7, a[7:])):
+        close(got, want)
+    close(d ** 3, a ** 3)
+    close(d ** 0, a ** 0)
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        d ** -1
