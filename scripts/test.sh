@@ -91,6 +91,25 @@ else:
     assert abs(e["residual"] - l["residual"]) <= 1e-6 * e["residual"], (e["residual"], l["residual"])
 PY
 done
+# A problem too large for the machine is an error, not an abort: every app exits with
+# status 1 and one line saying what does not fit (as does a store past --memory-limit).
+for app in stencil stencil-ir black-scholes jacobi cfd cg bicgstab cgs; do
+    n=200000
+    [ "$app" = black-scholes ] && n=100000000000
+    status=0
+    target/release/diffuse-examples "$app" --n "$n" --iters 1 >/dev/null 2>target/oom.txt || status=$?
+    if [ "$status" -ne 1 ] || [ "$(wc -l <target/oom.txt)" -ne 1 ] || ! grep -q "^error: .*out of memory" target/oom.txt; then
+        cat target/oom.txt >&2
+        echo "$app --n $n: expected exit 1 and one 'out of memory' line, got exit $status" >&2
+        exit 1
+    fi
+done
+if target/release/diffuse-examples stencil --n 1000 --iters 1 --memory-limit 4M >/dev/null 2>target/oom.txt \
+    || ! grep -q "store S.*needs .* bytes; .* of a 4194304-byte limit" target/oom.txt; then
+    cat target/oom.txt >&2
+    echo "--memory-limit 4M did not refuse a 8 MB store by name" >&2
+    exit 1
+fi
 # Without Legion, --backend legion fails with one line naming what is missing.
 if DIFFUSE_LEGION_DIR=/nonexistent target/release/diffuse-examples stencil --n 8 --iters 1 \
     --backend legion >target/no-legion.txt 2>&1; then

@@ -259,12 +259,16 @@ impl Runtime {
             let members: Vec<IndexTask> = tasks.drain(..len).collect();
             let outcome = self.launch(window, key, members, &temporaries, &mut executed);
             if let Err(e) = outcome {
-                // Later tasks may depend on the failed one: drop them with it.
-                tracing::warn!(
-                    error = %e,
-                    dropped = window.tasks.len() + tasks.len(),
-                    "a task failed; the tasks after it are dropped"
-                );
+                // Later tasks may depend on the failed one: drop them with it. The error
+                // itself goes back to the caller; the log says what else was lost.
+                let dropped = window.tasks.len() + tasks.len();
+                if dropped > 0 {
+                    tracing::warn!(
+                        error = %e,
+                        dropped,
+                        "a task failed; the tasks after it are dropped"
+                    );
+                }
                 window.tasks.clear();
                 result = Err(e);
                 break;

@@ -6,8 +6,12 @@
 //! dominates element-wise kernels; the cache hands freed buffers of the same size back out
 //! instead. A recycled buffer holds stale data, so it is zeroed unless its first user
 //! overwrites all of it anyway.
+//!
+//! Every allocation is fallible: one that would take the memory in use past the limit
+//! ([`MemoryStats::set_limit`]), or that the allocator refuses, first releases the cache's
+//! buffers and then fails with [`OutOfMemory`] instead of aborting the process.
 
-use std::alloc::{self, Layout};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,14 +23,105 @@ use diffuse_ir::{DType, Element, Rect, Tuple};
 const ALIGN: usize = 64;
 
 /// Bytes of store data currently allocated and the high-water mark (element bytes, not
-/// counting alignment padding or cached free buffers).
-#[derive(Default, Debug)]
+/// counting alignment padding or cached free buffers), and the limit allocations respect.
+#[derive(Debug)]
 pub struct MemoryStats {
     current: AtomicUsize,
     peak: AtomicUsize,
+    limit: AtomicUsize,
+}
+
+impl Default for MemoryStats {
+    fn default() -> Self {
+        MemoryStats {
+            current: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            limit: AtomicUsize::new(usize::MAX),
+        }
+    }
+}
+
+/// An allocation that does not fit: the bytes asked for, those in use, and the limit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct OutOfMemory {
+    /// Bytes the allocation needed.
+    pub bytes: usize,
+    /// Bytes of store data and cached buffers in use when it was asked for.
+    pub in_use: usize,
+    /// The limit in force (`usize::MAX` when the allocator itself refused).
+    pub limit: usize,
+}
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "out of memory: {} bytes needed", self.bytes)?;
+        if self.limit == usize::MAX {
+            write!(
+                f,
+                ", refused by the allocator ({} bytes in use)",
+                self.in_use
+            )
+        } else {
+            write!(
+                f,
+                ", {} bytes in use of a {}-byte limit",
+                self.in_use, self.limit
+            )
+        }
+    }
+}
+
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`), if known.
+pub fn physical_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 impl MemoryStats {
+    /// Stats whose allocations stay within `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        let stats = MemoryStats::default();
+        stats.set_limit(limit);
+        stats
+    }
+
+    /// Sets the most bytes store data, cached buffers and point-local buffers may take.
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The limit in force.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Checks that `bytes` more fit under the limit, releasing the cache's buffers first if
+    /// only they are in the way.
+    fn reserve(&self, bytes: usize, cache: &BufferCache) -> Result<(), OutOfMemory> {
+        let limit = self.limit();
+        let fits = |cached: usize| {
+            self.current_bytes()
+                .checked_add(cached)
+                .and_then(|used| used.checked_add(bytes))
+                .is_some_and(|total| total <= limit)
+        };
+        if fits(cache.cached_bytes()) {
+            return Ok(());
+        }
+        cache.clear();
+        if fits(0) {
+            Ok(())
+        } else {
+            Err(OutOfMemory {
+                bytes,
+                in_use: self.current_bytes() + cache.cached_bytes(),
+                limit,
+            })
+        }
+    }
+
     /// Bytes held by live stores now.
     pub fn current_bytes(&self) -> usize {
         self.current.load(Ordering::Relaxed)
@@ -113,7 +208,7 @@ impl BufferCache {
         } else {
             drop(state);
             // SAFETY: allocated by `HostBuffer::for_store` with this layout.
-            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+            unsafe { System.dealloc(ptr.as_ptr(), layout) };
         }
     }
 
@@ -121,24 +216,74 @@ impl BufferCache {
     pub fn cached_bytes(&self) -> usize {
         self.state().bytes
     }
+
+    /// Frees every cached buffer (before an allocation that would not fit otherwise).
+    pub fn clear(&self) {
+        let state = std::mem::take(&mut *self.state());
+        free_blocks(state);
+    }
 }
 
-impl Drop for BufferCache {
-    fn drop(&mut self) {
-        let state = std::mem::take(&mut *self.state());
-        for (size, blocks) in state.by_size {
-            let layout = buffer_layout(size);
-            for block in blocks {
-                // SAFETY: every cached block was allocated with the layout of its size.
-                unsafe { alloc::dealloc(block.0.as_ptr(), layout) };
-            }
+/// Returns the blocks of a cache's state to the allocator.
+fn free_blocks(state: CacheState) {
+    for (size, blocks) in state.by_size {
+        // Cached sizes all came from a layout, so this always has one.
+        let Some(layout) = buffer_layout(size) else {
+            continue;
+        };
+        for block in blocks {
+            // SAFETY: every cached block was allocated with the layout of its size.
+            unsafe { System.dealloc(block.0.as_ptr(), layout) };
         }
     }
 }
 
-fn buffer_layout(bytes: usize) -> Layout {
-    Layout::from_size_align(bytes.max(1), ALIGN)
-        .unwrap_or_else(|_| alloc::handle_alloc_error(Layout::new::<u8>()))
+impl Drop for BufferCache {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// The layout of a buffer of `bytes` bytes, or None when no allocation can be that large.
+fn buffer_layout(bytes: usize) -> Option<Layout> {
+    Layout::from_size_align(bytes.max(1), ALIGN).ok()
+}
+
+/// `len` elements of `dtype` in bytes, or None past `usize`.
+fn bytes_of(dtype: DType, len: usize) -> Option<usize> {
+    len.checked_mul(dtype.size_bytes())
+}
+
+/// New memory of `bytes` bytes: from the cache if it holds a block of that size, else from
+/// the allocator (zeroed if asked), releasing the cache's blocks and trying once more if the
+/// allocator refuses. `reserve` has already checked the limit.
+fn obtain(
+    bytes: usize,
+    zeroed: bool,
+    cache: &BufferCache,
+    in_use: impl Fn() -> usize,
+) -> Result<(NonNull<u8>, Layout), OutOfMemory> {
+    let refused = || OutOfMemory {
+        bytes,
+        in_use: in_use(),
+        limit: usize::MAX,
+    };
+    let layout = buffer_layout(bytes).ok_or_else(refused)?;
+    if let Some(ptr) = cache.take(layout) {
+        if zeroed {
+            // SAFETY: the block is ours and `layout.size()` bytes long.
+            unsafe { ptr.as_ptr().write_bytes(0, layout.size()) };
+        }
+        return Ok((ptr, layout));
+    }
+    let ptr = match fresh(layout, zeroed) {
+        Some(ptr) => ptr,
+        None => {
+            cache.clear();
+            fresh(layout, zeroed).ok_or_else(refused)?
+        }
+    };
+    Ok((ptr, layout))
 }
 
 /// Where a buffer's memory comes from and goes back to.
@@ -174,27 +319,22 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// A store buffer of `len` elements, from the cache when a freed one of the same size is
-    /// there. Zero-filled unless `first_use` overwrites it entirely.
+    /// there. Zero-filled unless `first_use` overwrites it entirely. Fails when it would
+    /// not fit under the limit or the allocator refuses.
     pub fn for_store(
         dtype: DType,
         len: usize,
         first_use: FirstUse,
         stats: &Arc<MemoryStats>,
         cache: &Arc<BufferCache>,
-    ) -> Self {
-        let layout = buffer_layout(len * dtype.size_bytes());
-        let ptr = match cache.take(layout) {
-            Some(ptr) => {
-                if first_use == FirstUse::Reads {
-                    // SAFETY: the block is ours and `layout.size()` bytes long.
-                    unsafe { ptr.as_ptr().write_bytes(0, layout.size()) };
-                }
-                ptr
-            }
-            None => fresh(layout, first_use == FirstUse::Reads),
-        };
-        stats.add(len * dtype.size_bytes());
-        HostBuffer {
+    ) -> Result<Self, OutOfMemory> {
+        let bytes = checked_bytes(dtype, len, stats, cache)?;
+        stats.reserve(bytes, cache)?;
+        let (ptr, layout) = obtain(bytes, first_use == FirstUse::Reads, cache, || {
+            stats.current_bytes() + cache.cached_bytes()
+        })?;
+        stats.add(bytes);
+        Ok(HostBuffer {
             ptr,
             layout,
             dtype,
@@ -203,30 +343,50 @@ impl HostBuffer {
                 stats: Arc::clone(stats),
                 cache: Arc::clone(cache),
             },
-        }
+        })
     }
 
     /// A point-local buffer of `len` elements for a fused task's temporary, from the cache
     /// when possible. Not zeroed: a temporary is written (covering) before it is read, or
-    /// never read at all.
-    pub fn scratch(dtype: DType, len: usize, cache: &Arc<BufferCache>) -> Self {
-        let layout = buffer_layout(len * dtype.size_bytes());
-        HostBuffer {
-            ptr: cache.take(layout).unwrap_or_else(|| fresh(layout, false)),
+    /// never read at all. Fails when it would not fit under the limit or the allocator
+    /// refuses.
+    pub fn scratch(
+        dtype: DType,
+        len: usize,
+        stats: &MemoryStats,
+        cache: &Arc<BufferCache>,
+    ) -> Result<Self, OutOfMemory> {
+        let bytes = checked_bytes(dtype, len, stats, cache)?;
+        stats.reserve(bytes, cache)?;
+        let (ptr, layout) = obtain(bytes, false, cache, || {
+            stats.current_bytes() + cache.cached_bytes()
+        })?;
+        Ok(HostBuffer {
+            ptr,
             layout,
             dtype,
             len,
             home: Home::Scratch {
                 cache: Arc::clone(cache),
             },
-        }
+        })
     }
 
-    /// A private accumulator of `len` elements, each the identity of `op`.
-    pub fn identity<T: Element>(len: usize, op: diffuse_ir::ReductionOp) -> Self {
-        let layout = buffer_layout(len * T::DTYPE.size_bytes());
+    /// A private accumulator of `len` elements, each the identity of `op`; fails when the
+    /// allocator refuses.
+    pub fn identity<T: Element>(
+        len: usize,
+        op: diffuse_ir::ReductionOp,
+    ) -> Result<Self, OutOfMemory> {
+        let refused = |bytes| OutOfMemory {
+            bytes,
+            in_use: 0,
+            limit: usize::MAX,
+        };
+        let bytes = bytes_of(T::DTYPE, len).ok_or(refused(usize::MAX))?;
+        let layout = buffer_layout(bytes).ok_or(refused(bytes))?;
         let buf = HostBuffer {
-            ptr: fresh(layout, false),
+            ptr: fresh(layout, false).ok_or(refused(bytes))?,
             layout,
             dtype: T::DTYPE,
             len,
@@ -237,7 +397,7 @@ impl HostBuffer {
             // SAFETY: freshly allocated, exclusively owned, room for `len` elements of T.
             unsafe { base.add(i).write(T::reduction_identity(op)) };
         }
-        buf
+        Ok(buf)
     }
 
     /// Base pointer.
@@ -261,17 +421,32 @@ impl HostBuffer {
     }
 }
 
-/// New memory from the allocator, zeroed if asked.
-fn fresh(layout: Layout, zeroed: bool) -> NonNull<u8> {
+/// The bytes of `len` elements of `dtype`, or the error for a size past `usize`.
+fn checked_bytes(
+    dtype: DType,
+    len: usize,
+    stats: &MemoryStats,
+    cache: &BufferCache,
+) -> Result<usize, OutOfMemory> {
+    bytes_of(dtype, len).ok_or(OutOfMemory {
+        bytes: usize::MAX,
+        in_use: stats.current_bytes() + cache.cached_bytes(),
+        limit: stats.limit(),
+    })
+}
+
+/// New memory from the system allocator (directly, so that a program's own global
+/// allocator cannot turn a refusal into an abort), zeroed if asked; None when it refuses.
+fn fresh(layout: Layout, zeroed: bool) -> Option<NonNull<u8>> {
     // SAFETY: `buffer_layout` never has size 0.
     let raw = unsafe {
         if zeroed {
-            alloc::alloc_zeroed(layout)
+            System.alloc_zeroed(layout)
         } else {
-            alloc::alloc(layout)
+            System.alloc(layout)
         }
     };
-    NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+    NonNull::new(raw)
 }
 
 impl Drop for HostBuffer {
@@ -283,7 +458,7 @@ impl Drop for HostBuffer {
             }
             Home::Scratch { cache } => cache.give_back(self.ptr, self.layout),
             // SAFETY: allocated by `fresh` with this layout.
-            Home::Private => unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) },
+            Home::Private => unsafe { System.dealloc(self.ptr.as_ptr(), self.layout) },
         }
     }
 }

@@ -110,6 +110,11 @@ pub struct AppArgs {
     /// Worker processors (default: one per core).
     #[arg(long)]
     pub procs: Option<usize>,
+    /// Most memory the embedded backend's stores may take, in bytes with an optional K, M,
+    /// G or T suffix (powers of 1024); a store past it is an error naming it. Default: the
+    /// machine's memory.
+    #[arg(long, value_parser = parse_bytes)]
+    pub memory_limit: Option<usize>,
     /// Print one JSON record on stdout instead of a human-readable summary.
     #[arg(long)]
     pub json: bool,
@@ -192,6 +197,7 @@ impl Runtime {
                 procs: Some(procs),
                 strip_bytes: args.strip_bytes,
                 nodes: args.nodes,
+                memory_limit: args.memory_limit,
                 ..Default::default()
             }),
             Backend::Legion => BackendConfig::Legion(LegionConfig {
@@ -429,9 +435,44 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         strip_bytes: EmbeddedConfig::default().strip_bytes,
         backend: Backend::Embedded,
         procs: Some(procs),
+        memory_limit: None,
         json: false,
         legion_flags: Vec::new(),
     }
+}
+
+/// Fails with a one-line error when `bytes` of host data for `what` would not fit in the
+/// memory the run may use (`--memory-limit`, else the machine's): data that grows piece by
+/// piece would otherwise be allocated until the operating system kills the process.
+pub fn ensure_fits(args: &AppArgs, bytes: u128, what: &str) -> anyhow::Result<()> {
+    let limit = args
+        .memory_limit
+        .or_else(diffuse::backend::memory::physical_memory)
+        .unwrap_or(usize::MAX);
+    anyhow::ensure!(
+        bytes <= limit as u128,
+        "out of memory: {what} needs about {bytes} bytes on the host, more than the \
+         {limit}-byte limit (try a smaller --n)"
+    );
+    Ok(())
+}
+
+/// A byte count written as digits with an optional `K`, `M`, `G` or `T` (powers of 1024).
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let (digits, scale) = match text.char_indices().last() {
+        Some((i, unit @ ('K' | 'M' | 'G' | 'T' | 'k' | 'm' | 'g' | 't'))) => {
+            let power = "KMGT"
+                .find(unit.to_ascii_uppercase())
+                .map_or(0, |p| p as u32 + 1);
+            (&text[..i], 1usize << (10 * power))
+        }
+        _ => (text, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("`{text}` is not a byte count like 512M or 8G"))
 }
 
 /// The result of one application run (the `--json` record).

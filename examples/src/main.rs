@@ -3,6 +3,7 @@
 //! Every application accepts the shared flags of [`common::AppArgs`] and, with `--json`, prints
 //! one JSON record on stdout (see `../shared/DESIGN.md`, "Interfaces").
 
+mod allocator;
 mod black_scholes;
 mod cfd;
 mod common;
@@ -11,7 +12,12 @@ mod solvers;
 mod stencil;
 mod stencil_ir;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOCATOR: allocator::ExitOnRefusal = allocator::ExitOnRefusal;
 
 #[derive(Parser)]
 #[command(name = "diffuse-examples", about = "Applications running on diffuse")]
@@ -73,7 +79,19 @@ fn split_legion_flags(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<S
     (app, legion)
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the error and its causes, outermost first.
+            eprintln!("error: {e:#}");
+            diffuse::legion::shutdown();
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     // Warnings (e.g. a failed window) go to stderr; `RUST_LOG=debug` also shows every window
     // flush and fusion decision.
     tracing_subscriber::fmt()

@@ -259,6 +259,22 @@ pub enum IrError {
         /// The type the caller asked for.
         wanted: &'static str,
     },
+    /// A store whose data does not fit in the memory the backend may use.
+    #[error("out of memory on the {backend} backend: store {store} ({dtype}, shape {shape}) needs {bytes} bytes; {reason}")]
+    OutOfMemory {
+        /// The backend's name.
+        backend: String,
+        /// The store.
+        store: StoreId,
+        /// Its shape.
+        shape: Shape,
+        /// Its element type.
+        dtype: DType,
+        /// The bytes its data needs.
+        bytes: usize,
+        /// What stood in the way: the limit and what was in use, or the allocator.
+        reason: String,
+    },
     /// A kernel failed.
     #[error(transparent)]
     Kernel(#[from] KernelError),

@@ -98,6 +98,32 @@ impl StoreCore {
     }
 }
 
+impl StoreCore {
+    /// Like [`StoreCore::allocation`] with a fallible `init`: its error is returned and the
+    /// slot stays empty, so a later call may try again.
+    pub fn try_allocation<A: Any + Send + Sync, E>(
+        &self,
+        init: impl FnOnce() -> Result<A, E>,
+        wrong_type: impl FnOnce(IrError) -> E,
+    ) -> Result<&A, E> {
+        let slot = match self.allocation.get() {
+            Some(slot) => slot,
+            None => {
+                // Another thread may win the race to set the slot: its allocation is kept
+                // and this one dropped. Either way the slot is full afterwards.
+                let _ = self.allocation.set(Box::new(init()?));
+                self.allocation.get_or_init(|| Box::new(()))
+            }
+        };
+        slot.downcast_ref::<A>().ok_or_else(|| {
+            wrong_type(IrError::AllocationType {
+                store: self.id,
+                wanted: std::any::type_name::<A>(),
+            })
+        })
+    }
+}
+
 impl fmt::Debug for StoreCore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}<{}>{}", self.id, self.dtype, self.shape)

@@ -252,7 +252,12 @@ impl Jit {
             }
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(kernel = %signature.name, "running native kernels instead: {e}");
+                if matches!(e, JitError::Unsupported { .. }) {
+                    // A constituent without an MLIR body: native kernels are its only form.
+                    tracing::debug!(kernel = %signature.name, "running native kernels: {e}");
+                } else {
+                    tracing::warn!(kernel = %signature.name, "running native kernels instead: {e}");
+                }
             }
         }
         self.lock_kernels()

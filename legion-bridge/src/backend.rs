@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use diffuse_backend::memory::BufferCache;
+use diffuse_backend::memory::{physical_memory, BufferCache, MemoryStats};
 use diffuse_backend::point::{Device, PointPath};
 use diffuse_backend::{
     check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape, ProcKind, Processor,
@@ -92,6 +92,11 @@ impl Counters {
     pub(crate) fn free(&self, bytes: u64) {
         self.store_bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
+
+    /// Bytes of the live stores' regions.
+    pub(crate) fn store_bytes(&self) -> u64 {
+        self.store_bytes.load(Ordering::Relaxed)
+    }
 }
 
 /// What a backend shares with its launches' point tasks.
@@ -100,6 +105,9 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Where point-local temporaries come from.
     pub(crate) scratch: Arc<BufferCache>,
+    /// The limit point-local temporaries respect (the machine's memory; region instances are
+    /// Legion's).
+    pub(crate) memory: MemoryStats,
     /// Working-set bytes of one strip (see `EmbeddedConfig::strip_bytes`).
     pub(crate) strip_bytes: usize,
     errors: Mutex<Vec<KernelError>>,
@@ -163,6 +171,7 @@ impl LegionBackend {
             shared: Arc::new(Shared {
                 counters: Counters::default(),
                 scratch: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
+                memory: MemoryStats::with_limit(physical_memory().unwrap_or(usize::MAX)),
                 strip_bytes: config.strip_bytes.max(1),
                 errors: Mutex::new(Vec::new()),
                 records: Mutex::new(None),

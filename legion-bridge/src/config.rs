@@ -68,16 +68,14 @@ impl LegionConfig {
 
 /// 60% of the machine's physical memory in MiB (1 GiB if it cannot be read).
 fn default_sysmem_mib() -> usize {
-    let total_kib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<usize>().ok())
-        })
-        .unwrap_or(1 << 20);
-    (total_kib / 1024) * 6 / 10
+    diffuse_backend::memory::physical_memory().map_or(1 << 30, |bytes| bytes) / (1 << 20) * 6 / 10
+}
+
+/// The system memory Legion is given by `flags` (the last `-ll:csize`, in MiB), in bytes.
+pub(crate) fn sysmem_bytes(flags: &[String]) -> Option<u64> {
+    let at = flags.iter().rposition(|f| f == "-ll:csize")?;
+    let mib: u64 = flags.get(at + 1)?.parse().ok()?;
+    mib.checked_mul(1 << 20)
 }
 
 /// True for a command-line argument that belongs to Legion or Realm (`-ll:cpu`,

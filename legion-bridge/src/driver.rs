@@ -79,9 +79,18 @@ pub(crate) struct Driver {
     free: HashMap<(Shape, DType), Vec<ffi::legion_logical_region_t>>,
     /// Bytes of the free regions.
     free_bytes: u64,
-    /// Most bytes of free regions kept.
-    region_cache_bytes: u64,
+    limits: DriverLimits,
     stopped: bool,
+}
+
+/// The memory bounds a driver keeps to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DriverLimits {
+    /// Most bytes of free regions kept.
+    pub(crate) region_cache_bytes: u64,
+    /// The system memory Legion was given (`-ll:csize`): a new region that would take the
+    /// live stores past it is refused with `IrError::OutOfMemory` before Legion sees it.
+    pub(crate) sysmem_bytes: u64,
 }
 
 impl Driver {
@@ -90,7 +99,7 @@ impl Driver {
         api: &'static ffi::LegionApi,
         runtime: ffi::legion_runtime_t,
         ctx: ffi::legion_context_t,
-        region_cache_bytes: u64,
+        limits: DriverLimits,
     ) -> Self {
         Driver {
             api,
@@ -102,7 +111,7 @@ impl Driver {
             in_flight: HashMap::new(),
             free: HashMap::new(),
             free_bytes: 0,
-            region_cache_bytes,
+            limits,
             stopped: false,
         }
     }
@@ -146,10 +155,13 @@ impl Driver {
     ) -> Result<ffi::legion_logical_region_t, IrError> {
         let mut fresh = false;
         let region = store
-            .allocation(|| {
-                fresh = true;
-                self.create_region(store, shared)
-            })?
+            .try_allocation(
+                || {
+                    fresh = true;
+                    self.create_region(store, shared)
+                },
+                |e| e,
+            )?
             .region;
         if fresh && !overwritten {
             self.fill_zero(region, store.dtype());
@@ -157,8 +169,28 @@ impl Driver {
         Ok(region)
     }
 
-    fn create_region(&mut self, store: &StoreRef, shared: &Arc<Shared>) -> StoreRegion {
+    fn create_region(
+        &mut self,
+        store: &StoreRef,
+        shared: &Arc<Shared>,
+    ) -> Result<StoreRegion, IrError> {
         let key = (store.shape(), store.dtype());
+        let bytes = store.size_bytes() as u64;
+        let in_use = shared.counters.store_bytes();
+        if in_use.saturating_add(bytes) > self.limits.sysmem_bytes {
+            return Err(IrError::OutOfMemory {
+                backend: "legion".into(),
+                store: store.id(),
+                shape: store.shape(),
+                dtype: store.dtype(),
+                bytes: bytes as usize,
+                reason: format!(
+                    "{in_use} bytes are in use of the {}-byte system memory Legion was given \
+                     (-ll:csize)",
+                    self.limits.sysmem_bytes
+                ),
+            });
+        }
         let recycled = self.free.get_mut(&key).and_then(Vec::pop);
         let region = match recycled {
             Some(region) => {
@@ -177,15 +209,14 @@ impl Driver {
                 }
             }
         };
-        let bytes = store.size_bytes() as u64;
         shared.counters.allocate(bytes);
-        StoreRegion {
+        Ok(StoreRegion {
             region,
             shape: store.shape(),
             dtype: store.dtype(),
             bytes,
             shared: Arc::clone(shared),
-        }
+        })
     }
 
     fn fill_zero(&mut self, region: ffi::legion_logical_region_t, dtype: DType) {
@@ -214,7 +245,7 @@ impl Driver {
             return;
         }
         let bytes = (shape.volume().max(0) as u64) * dtype.size_bytes() as u64;
-        if self.free_bytes + bytes <= self.region_cache_bytes {
+        if self.free_bytes + bytes <= self.limits.region_cache_bytes {
             self.free_bytes += bytes;
             self.free.entry((shape, dtype)).or_default().push(region);
         } else {

@@ -225,6 +225,7 @@ fn run(
         scalars: &entry.scalars,
         strip_bytes: shared.strip_bytes,
         scratch: &shared.scratch,
+        memory: &shared.memory,
     };
     let done = runner.run(p, false)?;
     shared.counters.point(done.path);

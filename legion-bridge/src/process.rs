@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use diffuse_backend::MachineShape;
 
-use crate::driver::Driver;
+use crate::driver::{Driver, DriverLimits};
 use crate::ffi;
 use crate::mapper;
 use crate::point_task;
@@ -169,10 +169,13 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
     let (commands, receiver) = channel::<Command>();
     let (ready_tx, ready_rx) = sync_channel::<Result<MachineShape, String>>(1);
     let argv_flags = flags.clone();
-    let region_cache_bytes = config.region_cache_bytes;
+    let limits = DriverLimits {
+        region_cache_bytes: config.region_cache_bytes,
+        sysmem_bytes: crate::config::sysmem_bytes(&flags).unwrap_or(u64::MAX),
+    };
     std::thread::Builder::new()
         .name("diffuse-legion-driver".into())
-        .spawn(move || drive(api, argv_flags, region_cache_bytes, receiver, ready_tx))
+        .spawn(move || drive(api, argv_flags, limits, receiver, ready_tx))
         .map_err(|e| format!("cannot start the Legion driver thread: {e}"))?;
     let machine = ready_rx
         .recv_timeout(Duration::from_secs(120))
@@ -190,7 +193,7 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
 fn drive(
     api: &'static ffi::LegionApi,
     flags: Vec<String>,
-    region_cache_bytes: u64,
+    limits: DriverLimits,
     commands: Receiver<Command>,
     ready: std::sync::mpsc::SyncSender<Result<MachineShape, String>>,
 ) {
@@ -221,7 +224,7 @@ fn drive(
     let ctx =
         unsafe { api.diffuse_legion_begin_implicit_task(runtime, TOP_TASK_ID, name.as_ptr()) };
     let machine = machine_shape(api);
-    let mut driver = Driver::new(api, runtime, ctx, region_cache_bytes);
+    let mut driver = Driver::new(api, runtime, ctx, limits);
     let _ = ready.send(Ok(machine));
     while let Ok(command) = commands.recv() {
         command(&mut driver);

@@ -185,3 +185,11 @@ def test_divmod_and_integer_powers_match_numpy():
     close(d ** 0, a ** 0)
     with pytest.raises(ValueError, match="Integers to negative integer powers"):
         d ** -1
+
+
+def test_out_of_memory_is_a_memory_error_and_the_runtime_goes_on():
+    huge = dnp.zeros((200_000, 200_000))  # 320 GB: more than any test machine has
+    with pytest.raises(MemoryError, match=r"out of memory .* needs 320000000000 bytes"):
+        float(huge.sum())
+    small = dnp.arange(4.0)
+    assert float((small * 2).sum()) == 12.0

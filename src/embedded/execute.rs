@@ -59,6 +59,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
         scalars: &scalars,
         strip_bytes: backend.strip_bytes,
         scratch: &backend.cache,
+        memory: &backend.stats,
     };
     let placement = &t.placement().processors;
     let run_point = |i: usize| {

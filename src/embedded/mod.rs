@@ -15,7 +15,9 @@ use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, Machin
 use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
 use diffuse_jit::gpu_available;
 
-use diffuse_backend::memory::{for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats};
+use diffuse_backend::memory::{
+    for_each_rect_row, physical_memory, BufferCache, FirstUse, HostBuffer, MemoryStats, OutOfMemory,
+};
 
 /// Settings of the embedded backend.
 #[derive(Clone, Debug)]
@@ -36,6 +38,10 @@ pub struct EmbeddedConfig {
     /// mapper), runs on the submitting thread: waking the workers costs more than it saves
     /// (default 256 KiB).
     pub inline_bytes: usize,
+    /// Most bytes store data, cached buffers and point-local temporaries may take; an
+    /// allocation past it fails with `IrError::OutOfMemory` (after the buffer cache is
+    /// released). `None`: the machine's physical memory.
+    pub memory_limit: Option<usize>,
 }
 
 impl Default for EmbeddedConfig {
@@ -46,7 +52,24 @@ impl Default for EmbeddedConfig {
             nodes: 1,
             strip_bytes: 1 << 20,
             inline_bytes: 256 << 10,
+            memory_limit: None,
         }
+    }
+}
+
+/// The typed error for `store`, whose buffer could not be had.
+fn out_of_memory(store: &StoreRef, e: OutOfMemory) -> IrError {
+    IrError::OutOfMemory {
+        backend: "embedded".into(),
+        store: store.id(),
+        shape: store.shape(),
+        dtype: store.dtype(),
+        bytes: e.bytes,
+        reason: if e.limit == usize::MAX {
+            format!("the allocator refused ({} bytes in use)", e.in_use)
+        } else {
+            format!("{} bytes are in use of a {}-byte limit", e.in_use, e.limit)
+        },
     }
 }
 
@@ -104,7 +127,12 @@ impl EmbeddedBackend {
             pool,
             procs,
             nodes: config.nodes,
-            stats: Arc::new(MemoryStats::default()),
+            stats: Arc::new(MemoryStats::with_limit(
+                config
+                    .memory_limit
+                    .or_else(physical_memory)
+                    .unwrap_or(usize::MAX),
+            )),
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             strip_bytes: config.strip_bytes.max(1),
             inline_bytes: config.inline_bytes,
@@ -131,9 +159,18 @@ impl EmbeddedBackend {
         first_use: FirstUse,
     ) -> Result<&'s HostBuffer, IrError> {
         let len = store.shape().volume().max(0) as usize;
-        store.allocation(|| {
-            HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
-        })
+        store.try_allocation(
+            || {
+                HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
+                    .map_err(|e| out_of_memory(store, e))
+            },
+            |e| e,
+        )
+    }
+
+    /// Sets the memory limit (see [`EmbeddedConfig::memory_limit`]) from now on.
+    pub fn set_memory_limit(&self, bytes: usize) {
+        self.stats.set_limit(bytes);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
@@ -195,7 +232,15 @@ impl Backend for EmbeddedBackend {
         let buf = self.buffer(store, FirstUse::Reads)?;
         let strides = store.shape().row_major_strides();
         Ok(with_element_type!(store.dtype(), T => {
-            let mut out: Vec<T> = Vec::with_capacity(rect.volume().max(0) as usize);
+            let len = rect.volume().max(0) as usize;
+            let mut out: Vec<T> = Vec::new();
+            out.try_reserve_exact(len).map_err(|_| {
+                out_of_memory(store, OutOfMemory {
+                    bytes: len.saturating_mul(std::mem::size_of::<T>()),
+                    in_use: self.stats.current_bytes() + self.cache.cached_bytes(),
+                    limit: usize::MAX,
+                })
+            })?;
             let base = buf.as_ptr() as *const T;
             for_each_rect_row(&rect, &strides, |start, _, len| {
                 // SAFETY: `rect` lies inside the store (checked above), the buffer holds the

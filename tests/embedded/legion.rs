@@ -13,7 +13,7 @@ use diffuse::{
     Backend, FusionConfig, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime,
     RuntimeConfig,
 };
-use diffuse_ir::{Context, DType, IndexTask, Privilege, Tuple};
+use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 use diffuse_jit::Jit;
 
 use crate::faults::{launch_1d, panic_at_kind};
@@ -228,4 +228,20 @@ fn backpressure_and_garbage_collection_statements_act_on_legion() {
         backend.held_back_launches() >= before + 2,
         "with Backpressure 1 every launch after the first waits for the one before"
     );
+}
+
+#[test]
+fn a_store_past_legions_system_memory_is_out_of_memory_and_legion_goes_on() {
+    let runtime = Arc::new(Runtime::new(legion(None), RuntimeConfig::default()));
+    let ctx = Context::new(runtime);
+    let huge = ctx.create_store(&[200_000, 200_000], DType::F64).unwrap();
+    match ctx.read::<f64>(&huge.view()) {
+        Err(IrError::OutOfMemory { backend, bytes, .. }) => {
+            assert_eq!((backend.as_str(), bytes), ("legion", 320_000_000_000));
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    let sums = add_over_eight(&ctx);
+    assert_eq!(sums.len(), 40);
+    assert_eq!(sums[3], 3.0 + 9.0);
 }

@@ -286,3 +286,139 @@ fn the_buffer_cache_respects_its_limit() {
         "a 160-byte buffer does not fit a 100-byte cache"
     );
 }
+
+/// One operation of a random stream: `c = a + b` into a new store, or `a += b` in place.
+#[derive(Clone, Debug)]
+enum MemOp {
+    /// A new store, the sum of two existing ones.
+    AddNew(usize, usize),
+    /// An existing store plus another one, in place.
+    AddInPlace(usize, usize),
+}
+
+fn mem_op(stores: usize) -> impl proptest::strategy::Strategy<Value = (MemOp, bool)> {
+    use proptest::prelude::*;
+    (
+        prop_oneof![
+            (0..stores, 0..stores).prop_map(|(a, b)| MemOp::AddNew(a, b)),
+            (0..stores, 0..stores).prop_map(|(a, b)| MemOp::AddInPlace(a, b)),
+        ],
+        prop::bool::weighted(0.3),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Allocation failures injected at random points of random task streams (the memory
+    /// limit dropped to what is in use, so any new store fails): the failing operation
+    /// reports `OutOfMemory` naming the store, no store changes, and every later operation
+    /// succeeds and matches the sequential model.
+    #[test]
+    fn allocation_failures_are_errors_and_lose_nothing(
+        ops in proptest::collection::vec(mem_op(3), 1..24),
+        procs in 1usize..=3,
+    ) {
+        let (b, c) = backend(procs);
+        let launch = Tuple::shape(&[procs as i64]).unwrap();
+        let n = 6usize;
+        let mut stores = Vec::new();
+        let mut model: Vec<Vec<f64>> = Vec::new();
+        for k in 0..3 {
+            let data: Vec<f64> = (0..n).map(|i| (i * 3 + k) as f64).collect();
+            stores.push(c.store_from_vec(&[n as i64], data.clone()).unwrap());
+            model.push(data);
+        }
+        for (op, starve) in ops {
+            let limit_before = usize::MAX;
+            if starve {
+                b.set_memory_limit(b.stats().store_bytes as usize);
+            }
+            let pick = |i: usize| i % stores.len();
+            let outcome = match op {
+                MemOp::AddNew(x, y) => {
+                    let (x, y) = (pick(x), pick(y));
+                    let out = c.create_store(&[n as i64], DType::F64).unwrap();
+                    let task = IndexTask::new(&add_kind(), launch)
+                        .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
+                        .arg(&stores[x], stores[x].view().blocked(launch).unwrap(), Privilege::Read)
+                        .arg(&stores[y], stores[y].view().blocked(launch).unwrap(), Privilege::Read);
+                    c.submit(task).map(|()| {
+                        let sum = model[x].iter().zip(&model[y]).map(|(a, b)| a + b).collect();
+                        stores.push(out);
+                        model.push(sum);
+                    })
+                }
+                MemOp::AddInPlace(x, y) => {
+                    let (x, y) = (pick(x), pick(y));
+                    let src = c.create_store(&[n as i64], DType::F64).unwrap();
+                    // `src` is a new store too: a copy of y through the add kind (y + 0).
+                    let zero = c.store_from_vec(&[n as i64], vec![0.0; n]);
+                    match zero {
+                        Err(e) => Err(e),
+                        Ok(zero) => {
+                            let copy = IndexTask::new(&add_kind(), launch)
+                                .arg(&src, src.view().blocked(launch).unwrap(), Privilege::Write)
+                                .arg(&stores[y], stores[y].view().blocked(launch).unwrap(), Privilege::Read)
+                                .arg(&zero, zero.view().blocked(launch).unwrap(), Privilege::Read);
+                            c.submit(copy).and_then(|()| {
+                                let add = IndexTask::new(&crate::add_assign_kind(), launch)
+                                    .arg(&stores[x], stores[x].view().blocked(launch).unwrap(), Privilege::ReadWrite)
+                                    .arg(&src, src.view().blocked(launch).unwrap(), Privilege::Read);
+                                c.submit(add)
+                            }).map(|()| {
+                                let ys = model[y].clone();
+                                model[x].iter_mut().zip(&ys).for_each(|(a, b)| *a += b);
+                            })
+                        }
+                    }
+                }
+            };
+            match outcome {
+                Ok(()) => {}
+                Err(IrError::OutOfMemory { backend, bytes, .. }) => {
+                    proptest::prop_assert!(starve, "out of memory without a lowered limit");
+                    proptest::prop_assert_eq!(backend.as_str(), "embedded");
+                    proptest::prop_assert!(bytes > 0);
+                }
+                Err(e) => proptest::prop_assert!(false, "unexpected error {e}"),
+            }
+            b.set_memory_limit(limit_before);
+            for (store, want) in stores.iter().zip(&model) {
+                proptest::prop_assert_eq!(&c.read::<f64>(&store.view()).unwrap(), want);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_store_past_the_limit_names_itself_and_the_limit() {
+    let b = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(1),
+            memory_limit: Some(1000),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let c = unfused(b.clone());
+    let small = c.store_from_vec(&[100], vec![1.0f64; 100]).unwrap();
+    let big = c.create_store(&[20, 10], DType::F64).unwrap();
+    let e = c.read::<f64>(&big.view()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("out of memory")
+            && text.contains(&format!("{}", big.id()))
+            && text.contains("(20, 10)")
+            && text.contains("1600 bytes")
+            && text.contains("1000-byte limit"),
+        "{text}"
+    );
+    // The runtime stays usable and the small store keeps its value.
+    assert_eq!(c.read::<f64>(&small.view()).unwrap(), vec![1.0; 100]);
+    drop(small);
+    assert_eq!(
+        c.read::<f64>(&big.view()).unwrap_err().to_string(),
+        text.replace("800 bytes are in use", "0 bytes are in use")
+    );
+}

@@ -35,20 +35,25 @@ pub(super) fn run_point(
 ) -> Option<Result<(Vec<Contribution>, Device), String>> {
     let plan = runner.plan;
     let t = plan.template();
-    let places: Vec<ArgPlacement> = kernel
+    let places: Result<Vec<ArgPlacement>, String> = kernel
         .params
         .iter()
         .map(|source| {
             let arg = plan.arg(source.arg);
             let rect = arg.partition.sub_store(arg.store.shape(), p);
-            ArgPlacement {
+            Ok(ArgPlacement {
                 accumulator: source
                     .reduction
-                    .map(|op| accumulator(arg.store.dtype(), &rect, op)),
+                    .map(|op| accumulator(arg.store.dtype(), &rect, op))
+                    .transpose()?,
                 rect,
-            }
+            })
         })
         .collect();
+    let places = match places {
+        Ok(places) => places,
+        Err(reason) => return Some(Err(reason)),
+    };
     if !fits(kernel, &places) {
         return None;
     }

@@ -19,7 +19,7 @@ use diffuse_ir::{
     ReductionOp, Scalar, Shape, TaskArg, TaskKind, Tuple,
 };
 
-use crate::memory::{for_each_rect_row, BufferCache, HostBuffer};
+use crate::memory::{for_each_rect_row, BufferCache, HostBuffer, MemoryStats};
 use crate::plan::LaunchPlan;
 
 pub use compiled::Device;
@@ -43,16 +43,16 @@ pub struct ArgPlacement {
 
 impl ArgPlacement {
     /// The placement of `arg` at point `p`: its sub-store, and an identity-filled accumulator
-    /// when it reduces.
-    fn of(arg: &TaskArg, p: &Point) -> Self {
+    /// when it reduces (or why there is no memory for one).
+    fn of(arg: &TaskArg, p: &Point) -> Result<Self, String> {
         let rect = arg.partition.sub_store(arg.store.shape(), p);
-        ArgPlacement {
+        Ok(ArgPlacement {
             accumulator: match arg.privilege {
-                Privilege::Reduce(op) => Some(accumulator(arg.store.dtype(), &rect, op)),
+                Privilege::Reduce(op) => Some(accumulator(arg.store.dtype(), &rect, op)?),
                 _ => None,
             },
             rect,
-        }
+        })
     }
 }
 
@@ -91,6 +91,8 @@ pub struct PointRunner<'a> {
     pub strip_bytes: usize,
     /// Where point-local temporaries come from.
     pub scratch: &'a Arc<BufferCache>,
+    /// The memory limit point-local temporaries respect.
+    pub memory: &'a MemoryStats,
 }
 
 impl PointRunner<'_> {
@@ -148,10 +150,11 @@ fn run_point_task(kind: &TaskKind, pt: &PointTask<'_>) -> Result<(), KernelError
 }
 
 /// A private accumulator for one point's share of a reduction into `rect` of a store of
-/// `dtype`, filled with the identity.
-fn accumulator(dtype: DType, rect: &Rect, op: ReductionOp) -> HostBuffer {
+/// `dtype`, filled with the identity; the reason when there is no memory for it.
+fn accumulator(dtype: DType, rect: &Rect, op: ReductionOp) -> Result<HostBuffer, String> {
     let len = rect.volume().max(0) as usize;
     with_element_type!(dtype, T => HostBuffer::identity::<T>(len, op))
+        .map_err(|e| format!("the reduction accumulator over {rect:?}: {e}"))
 }
 
 /// The raw view of one argument at one point: into the store at `located`, or into its

@@ -20,7 +20,12 @@ pub(super) fn run_point(runner: &PointRunner<'_>, p: &Point) -> Result<PointDone
     let t = plan.template();
     let places: Vec<ArgPlacement> = (0..t.args().len())
         .map(|i| ArgPlacement::of(plan.arg(i), p))
-        .collect();
+        .collect::<Result<_, _>>()
+        .map_err(|reason| KernelError {
+            kind: t.name().to_string(),
+            point: *p,
+            reason,
+        })?;
     let point = PointRun { runner, point: *p };
     match strip_plan(plan, &places, runner.strip_bytes.max(1)) {
         Some(strips) => point.run_strips(&places, strips).map(|()| PointDone {
@@ -180,13 +185,25 @@ impl PointRun<'_> {
                         ))
                     }
                     Slot::Temporary(k) => {
-                        let buf = scratch[k].get_or_insert_with(|| {
-                            HostBuffer::scratch(
-                                arg.store.dtype(),
-                                scratch_len(place.rect.extent()),
-                                self.runner.scratch,
-                            )
-                        });
+                        let buf: &HostBuffer = match &mut scratch[k] {
+                            Some(buf) => buf,
+                            empty => empty.insert(
+                                HostBuffer::scratch(
+                                    arg.store.dtype(),
+                                    scratch_len(place.rect.extent()),
+                                    self.runner.memory,
+                                    self.runner.scratch,
+                                )
+                                .map_err(|e| KernelError {
+                                    kind: plan.tasks()[c].kind().name().to_string(),
+                                    point: self.point,
+                                    reason: format!(
+                                        "temporary store {} has no point-local buffer: {e}",
+                                        arg.store.id()
+                                    ),
+                                })?,
+                            ),
+                        };
                         let needed = place.rect.extent().volume().max(0) as usize;
                         if needed > buf.len() {
                             // Every access to a temporary goes through one partition, so its

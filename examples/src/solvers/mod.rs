@@ -23,7 +23,7 @@ use clap::Args;
 use diffuse_array::{zeros, Array, ArrayContext, DType};
 use diffuse_sparse::{generators, mtx, CsrMatrix, HostCsr, IndexWidth};
 
-use crate::common::{AppArgs, Counters, Measurement, RunRecord, Runtime};
+use crate::common::{self, AppArgs, Counters, Measurement, RunRecord, Runtime};
 
 pub use bicgstab::BiCgStab;
 pub use cg::Cg;
@@ -96,7 +96,11 @@ fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
         None => {
             let n = i64::try_from(args.common.n).context("--n is too large")?;
             anyhow::ensure!(n >= 1, "--n must be at least 1");
-            (generators::poisson_2d(n)?, format!("2-D Poisson {n} x {n}"))
+            let what = format!("2-D Poisson {n} x {n}");
+            // Five entries a row, each a triplet and then a CSR value and column.
+            let entries = 5 * (n as u128) * (n as u128);
+            common::ensure_fits(&args.common, entries * 40, &format!("the {what} matrix"))?;
+            (generators::poisson_2d(n)?, what)
         }
     };
     let (rows, cols) = (triplets.rows(), triplets.cols());
