@@ -20,6 +20,7 @@ pub use diffuse_backend::{Backend, BackendStats, MachineShape};
 pub use diffuse_ir as ir;
 pub use diffuse_legion as legion;
 pub use diffuse_legion::{LegionBackend, LegionConfig};
+pub use diffuse_mapper as mapper;
 pub use embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use placement::{MapplePlacement, Placement};
 pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};

@@ -41,6 +41,9 @@ enum MappleCommand {
         /// The machine to load it for (NODESxPROCS of every processor kind).
         #[arg(long, default_value = "2x4")]
         machine: String,
+        /// Also list every statement with what it does on each backend.
+        #[arg(long)]
+        explain: bool,
     },
     /// Show where each point of a task space runs.
     Show {
@@ -99,11 +102,22 @@ fn points(ispace: &[i64]) -> Vec<Vec<i64>> {
 fn run(command: MappleCommand) -> anyhow::Result<String> {
     let mut printed = String::new();
     match command {
-        MappleCommand::Check { file, machine } => {
+        MappleCommand::Check {
+            file,
+            machine,
+            explain,
+        } => {
             let mapper = load(&file, &machine)?;
             for line in mapper.take_output() {
                 printed.push_str(&line);
                 printed.push('\n');
+            }
+            if explain {
+                for line in diffuse_mapper::effects::explain(mapper.env().file(), mapper.program())
+                {
+                    printed.push_str(&line);
+                    printed.push('\n');
+                }
             }
             printed.push_str(&format!("{}: ok\n", file.display()));
         }
@@ -225,6 +239,7 @@ mod tests {
         let ok = run(MappleCommand::Check {
             file: fixture("manual_circuit.mapple"),
             machine: "2x4".into(),
+            explain: false,
         })
         .unwrap();
         assert!(ok.ends_with("manual_circuit.mapple: ok\n"), "{ok}");
@@ -233,6 +248,7 @@ mod tests {
         let err = run(MappleCommand::Check {
             file: bad.clone(),
             machine: "2x4".into(),
+            explain: false,
         })
         .unwrap_err();
         let message = format!("{err:#}");
@@ -242,6 +258,40 @@ mod tests {
         );
         assert!(message.contains("expected"), "{message}");
         let _ = std::fs::remove_file(bad);
+    }
+
+    #[test]
+    fn explain_lists_every_statement_with_its_effect_on_each_backend() {
+        let out = run(MappleCommand::Check {
+            file: fixture("reference_grammar.mapple"),
+            machine: "2x4".into(),
+            explain: true,
+        })
+        .unwrap();
+        let line = |needle: &str| {
+            out.lines()
+                .find(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no line with {needle} in\n{out}"))
+        };
+        let control = line("ControlReplicate main;");
+        assert!(
+            control.contains("embedded: no effect") && control.contains("legion: no effect"),
+            "{control}"
+        );
+        let steal = line("TaskSteal calc,stencil GPU ANY_NODE;");
+        assert!(
+            steal.contains(":18:1:") && steal.contains("no effect"),
+            "{steal}"
+        );
+        let layout = line("Layout * * SYSMEM AOS F_order Align<64;");
+        assert!(
+            layout.contains("embedded: no effect") && layout.contains("legion: acts"),
+            "{layout}"
+        );
+        let kind_map = line("IndexTaskMap GPU block1d;");
+        assert!(!kind_map.contains("no effect"), "{kind_map}");
+        assert!(out.contains("done 1"), "the top-level print ran: {out}");
+        assert!(out.ends_with("reference_grammar.mapple: ok\n"), "{out}");
     }
 
     #[test]

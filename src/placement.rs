@@ -171,6 +171,12 @@ impl MapplePlacement {
         Self::new("<--gpu>", "Task * GPU,CPU;\n", machine, false)
     }
 
+    /// The notices for the mapper's statements that `target` cannot act on (see
+    /// [`diffuse_mapper::effects::notices`]); a runtime logs them when it loads the mapper.
+    pub fn notices(&self, target: diffuse_mapper::effects::Target) -> Vec<String> {
+        diffuse_mapper::effects::notices(self.mapper.env().file(), self.mapper.program(), target)
+    }
+
     /// Starts or stops recording decisions.
     pub fn set_logging(&self, on: bool) {
         self.logging.store(on, Ordering::Relaxed);
@@ -262,15 +268,16 @@ impl Placement for MapplePlacement {
             name: None,
         };
         let default = ArgMemory::default_for(kind);
+        let memory = self
+            .mapper
+            .memories(&name, region, kind)
+            .and_then(|m| m.first().copied())
+            .unwrap_or(default.memory);
         ArgMemory {
-            memory: self
-                .mapper
-                .memories(&name, region, kind)
-                .and_then(|m| m.first().copied())
-                .unwrap_or(default.memory),
+            memory,
             layout: self
                 .mapper
-                .layout(&name, region, kind)
+                .layout(&name, region, kind, memory)
                 .map(<[_]>::to_vec)
                 .unwrap_or_default(),
             collect: self.mapper.garbage_collect(&name, region),

@@ -216,12 +216,20 @@ impl Runtime {
             (Some(file), false) => {
                 let source = std::fs::read_to_string(file)
                     .with_context(|| format!("reading the mapper {}", file.display()))?;
-                Some(Arc::new(MapplePlacement::new(
+                let placement = MapplePlacement::new(
                     &file.display().to_string(),
                     &source,
                     machine.mapple_machine(),
                     args.mapper_log,
-                )?))
+                )?;
+                let target = match args.backend {
+                    Backend::Embedded => diffuse::mapper::effects::Target::Embedded,
+                    Backend::Legion => diffuse::mapper::effects::Target::Legion,
+                };
+                for notice in placement.notices(target) {
+                    eprintln!("notice: {notice}");
+                }
+                Some(Arc::new(placement))
             }
             (None, true) => {
                 if machine.gpus_per_node == 0 {

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, OnceLock};
 
-use diffuse_backend::{LayoutConstraint, MemKind, ProcKind};
+use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
@@ -92,9 +92,17 @@ unsafe extern "C" fn region_choice(
                          contiguous, so instances stay in C order",
                     );
                 }
-                LayoutConstraint::Align { bytes, .. } => {
-                    choice.alignment = u32::try_from(*bytes).unwrap_or(0);
+                // An alignment of exactly / at least `bytes`, or twice that for more than
+                // `bytes`; upper bounds and `!=` hold for the natural alignment Legion uses
+                // without a constraint, as does `No_Align`.
+                LayoutConstraint::Align { op, bytes } => {
+                    choice.alignment = match op {
+                        AlignOp::Eq | AlignOp::Ge => u32::try_from(*bytes).unwrap_or(0),
+                        AlignOp::Gt => u32::try_from(bytes.saturating_mul(2)).unwrap_or(0),
+                        AlignOp::Le | AlignOp::Lt | AlignOp::Ne => 0,
+                    };
                 }
+                LayoutConstraint::NoAlign => choice.alignment = 0,
                 // One field per region: SOA and AOS are the same instance; C order is the
                 // default; Exact and Compact are what Legion does for these dense regions.
                 LayoutConstraint::Soa

@@ -63,6 +63,16 @@ pub struct Stmt {
     pub span: Span,
 }
 
+impl Stmt {
+    /// The statement on one line: as written for most, `def name(...)` for a function.
+    pub fn kind_text(&self) -> String {
+        match &self.kind {
+            StmtKind::FuncDef(d) => format!("def {}(...)", d.name.name),
+            _ => self.to_string(),
+        }
+    }
+}
+
 /// The kinds of top-level statements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StmtKind {
@@ -80,6 +90,11 @@ pub enum StmtKind {
     GarbageCollect(CollectStmt),
     /// `Backpressure task n;` (also spelled `InstanceLimit`).
     Backpressure(BackpressureStmt),
+    /// `ControlReplicate t1,t2;`: run these (top-level) tasks control-replicated.
+    ControlReplicate(Vec<Ident>),
+    /// `TaskSteal t1,t2 Proc SAME_NODE|ANY_NODE;`: idle processors of a kind may steal these
+    /// tasks, from their own node or from any.
+    TaskSteal(TaskStealStmt),
     /// `def name(params) body`: a mapping function.
     FuncDef(FuncDef),
     /// `name = expr;` at top level (e.g. `m = Machine(GPU);`).
@@ -100,6 +115,9 @@ pub enum TaskSel {
     Any,
     /// A task by name.
     Named(Ident),
+    /// Every task that runs on this processor kind (`IndexTaskMap GPU f;`, the reference
+    /// compiler's form; only in `IndexTaskMap` and `SingleTaskMap`).
+    Kind(ProcKind),
 }
 
 /// Which region arguments of a task a statement applies to.
@@ -171,11 +189,11 @@ impl MemKind {
     }
 }
 
-/// `Task task Proc+;`
+/// `Task task Proc+;` (or `Task t1,t2 Proc+;`)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStmt {
-    /// The task (or `*`).
-    pub task: TaskSel,
+    /// The tasks (or `*`), at least one.
+    pub tasks: Vec<TaskSel>,
     /// Processor kinds in priority order (at least one).
     pub procs: Vec<ProcKind>,
 }
@@ -204,6 +222,10 @@ pub enum AlignOp {
     Le,
     /// `>=`
     Ge,
+    /// `<` (the reference compiler's grammar)
+    Lt,
+    /// `>` (the reference compiler's grammar)
+    Gt,
 }
 
 impl AlignOp {
@@ -214,6 +236,8 @@ impl AlignOp {
             AlignOp::Ne => "!=",
             AlignOp::Le => "<=",
             AlignOp::Ge => ">=",
+            AlignOp::Lt => "<",
+            AlignOp::Gt => ">",
         }
     }
 }
@@ -240,19 +264,44 @@ pub enum LayoutConstraint {
         /// The alignment in bytes.
         bytes: u64,
     },
+    /// `No_Align`: no alignment requirement.
+    NoAlign,
 }
 
-/// `Layout task region Proc Constraint+;`
+/// `Layout task region Proc Constraint*;` (the manual's form) or `Layout task region Memory
+/// Constraint*;` (the reference compiler's: the layout of instances in that memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayoutStmt {
     /// The task (or `*`).
     pub task: TaskSel,
     /// The region (or `*`).
     pub region: RegionSel,
-    /// The processor kind (or `*`).
+    /// The processor kind (or `*`); `*` in the memory form.
     pub proc: ProcSel,
-    /// The constraints (at least one), in source order.
+    /// The memory kind of the memory form.
+    pub mem: Option<MemKind>,
+    /// The constraints, in source order (the reference grammar allows none).
     pub constraints: Vec<LayoutConstraint>,
+}
+
+/// Where a `TaskSteal` statement lets thieves come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StealScope {
+    /// `SAME_NODE`: processors of the task's node.
+    SameNode,
+    /// `ANY_NODE`: processors of any node.
+    AnyNode,
+}
+
+/// `TaskSteal t1,t2 Proc SAME_NODE|ANY_NODE;`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStealStmt {
+    /// The tasks (or `*`), at least one.
+    pub tasks: Vec<TaskSel>,
+    /// The kind of processor that may steal.
+    pub proc: ProcKind,
+    /// Where thieves may come from.
+    pub scope: StealScope,
 }
 
 /// `IndexTaskMap t1,t2 func;` or `SingleTaskMap t func;`
@@ -726,6 +775,7 @@ impl fmt::Display for TaskSel {
         match self {
             TaskSel::Any => f.write_str("*"),
             TaskSel::Named(id) => f.write_str(&id.name),
+            TaskSel::Kind(k) => f.write_str(k.name()),
         }
     }
 }
@@ -759,6 +809,7 @@ impl fmt::Display for LayoutConstraint {
             LayoutConstraint::Exact => f.write_str("Exact"),
             LayoutConstraint::Compact => f.write_str("Compact"),
             LayoutConstraint::Align { op, bytes } => write!(f, "Align{}{bytes}", op.symbol()),
+            LayoutConstraint::NoAlign => f.write_str("No_Align"),
         }
     }
 }
@@ -791,7 +842,9 @@ impl fmt::Display for Stmt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             StmtKind::Task(t) => {
-                write!(f, "Task {} ", t.task)?;
+                f.write_str("Task ")?;
+                write_joined(f, &t.tasks, ",")?;
+                f.write_str(" ")?;
                 let kinds: Vec<&str> = t.procs.iter().map(|p| p.name()).collect();
                 write!(f, "{};", kinds.join(","))
             }
@@ -803,7 +856,10 @@ impl fmt::Display for Stmt {
                 f.write_str(";")
             }
             StmtKind::Layout(l) => {
-                write!(f, "Layout {} {} {}", l.task, l.region, l.proc)?;
+                match l.mem {
+                    Some(m) => write!(f, "Layout {} {} {}", l.task, l.region, m.keyword())?,
+                    None => write!(f, "Layout {} {} {}", l.task, l.region, l.proc)?,
+                }
                 for c in &l.constraints {
                     write!(f, " {c}")?;
                 }
@@ -832,6 +888,19 @@ impl fmt::Display for Stmt {
                     BackpressureKeyword::InstanceLimit => "InstanceLimit",
                 };
                 write!(f, "{kw} {} {};", b.task, b.limit)
+            }
+            StmtKind::ControlReplicate(tasks) => {
+                let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+                write!(f, "ControlReplicate {};", names.join(","))
+            }
+            StmtKind::TaskSteal(t) => {
+                f.write_str("TaskSteal ")?;
+                write_joined(f, &t.tasks, ",")?;
+                let scope = match t.scope {
+                    StealScope::SameNode => "SAME_NODE",
+                    StealScope::AnyNode => "ANY_NODE",
+                };
+                write!(f, " {} {scope};", t.proc.name())
             }
             StmtKind::FuncDef(d) => {
                 write!(f, "def {}(", d.name.name)?;

@@ -15,6 +15,7 @@
 
 pub mod ast;
 pub mod decompose;
+pub mod effects;
 pub mod error;
 pub mod eval;
 pub mod machine;

@@ -178,6 +178,23 @@ impl FromStr for Machine {
     }
 }
 
+/// The prime factors of `n` (> 0), smallest first (none for 1).
+fn prime_factors(mut n: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut p = 2;
+    while p * p <= n {
+        while n % p == 0 {
+            out.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    if n > 1 {
+        out.push(n);
+    }
+    out
+}
+
 /// One processor of the original machine: its kind, its node and its index within the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Processor {
@@ -218,6 +235,8 @@ pub enum Primitive {
     BalanceSplit,
     /// `auto_split`.
     AutoSplit,
+    /// `greedy_split`.
+    GreedySplit,
     /// `decompose` (for callers that build it on [`MSpace::split_into`], see
     /// [`MachineError::with_primitive`]).
     Decompose,
@@ -237,6 +256,7 @@ impl Primitive {
             Primitive::Reverse => "reverse",
             Primitive::BalanceSplit => "balance_split",
             Primitive::AutoSplit => "auto_split",
+            Primitive::GreedySplit => "greedy_split",
             Primitive::Decompose => "decompose",
         }
     }
@@ -907,6 +927,50 @@ impl MSpace {
         }
         let factors = self.search(op, dim, d, task_shape.len(), task_shape)?;
         self.split_into_op(op, dim, &factors)
+    }
+
+    /// `greedy_split(dim, task_shape)`: like [`MSpace::auto_split`], with the factors Legion's
+    /// default mapper picks: the size's prime factors from the largest down, each to the
+    /// part whose remaining task extent (its extent divided by what it already got) is
+    /// largest, the first such part on ties.
+    pub fn greedy_split(&self, dim: i64, task_shape: &[i64]) -> Result<MSpace, MachineError> {
+        let op = Primitive::GreedySplit;
+        let d = self.dim(op, dim)?;
+        if task_shape.is_empty() || task_shape.iter().any(|&l| l <= 0) {
+            return Err(MachineError::BadTaskShape {
+                op,
+                dim,
+                task_shape: task_shape.to_vec(),
+                shape: self.shape.clone(),
+            });
+        }
+        let mut factors = vec![1i64; task_shape.len()];
+        let mut remaining: Vec<f64> = task_shape.iter().map(|&l| l as f64).collect();
+        for p in prime_factors(self.shape[d]).into_iter().rev() {
+            let mut at = 0;
+            for (k, &r) in remaining.iter().enumerate() {
+                if r > remaining[at] {
+                    at = k;
+                }
+            }
+            factors[at] *= p;
+            remaining[at] /= p as f64;
+        }
+        self.split_into_op(op, dim, &factors)
+    }
+
+    /// Whether processor `index` (of this space's kind, on a node) can use memory of `kind`:
+    /// GPUs their framebuffer and zero-copy memory; other processors system, socket, zero-copy
+    /// and RDMA memory; nothing has `VIRTUAL` memory. False for an index outside the node.
+    pub fn has_memory(&self, index: i64, kind: crate::ast::MemKind) -> bool {
+        use crate::ast::MemKind;
+        let inside = usize::try_from(index).is_ok_and(|i| i < self.procs_per_node());
+        inside
+            && match (self.kind(), kind) {
+                (_, MemKind::Virtual) => false,
+                (ProcKind::Gpu, m) => matches!(m, MemKind::FbMem | MemKind::ZcMem),
+                (_, m) => !matches!(m, MemKind::FbMem),
+            }
     }
 
     /// `decompose(dim, task_shape)` of the Mapple paper (§4): the same factorization as

@@ -119,6 +119,8 @@ fn task_score(sel: &TaskSel, task: &str) -> Option<u8> {
         TaskSel::Any => Some(0),
         TaskSel::Named(id) if id.name == task => Some(1),
         TaskSel::Named(_) => None,
+        // Only `IndexTaskMap`/`SingleTaskMap` select tasks by processor kind (see `map_for`).
+        TaskSel::Kind(_) => None,
     }
 }
 
@@ -262,9 +264,19 @@ impl Mapper {
     }
 
     /// The function statement that maps `task`: a statement naming it, else one for `*`.
+    /// The mapping function for `task`: a statement naming it wins over one selecting its
+    /// processor kind (`IndexTaskMap GPU f;`), which wins over `*`.
     fn map_for(&self, task: &str, single: bool) -> Option<&Ident> {
+        let kind = self.processor_kind(task);
         best(self.maps(single).map(|m| {
-            let score = m.tasks.iter().filter_map(|t| task_score(t, task)).max();
+            let score = m
+                .tasks
+                .iter()
+                .filter_map(|t| match t {
+                    TaskSel::Kind(k) => (kind == Some(*k)).then_some(1),
+                    _ => task_score(t, task).map(|s| s * 2),
+                })
+                .max();
             (score, &m.func)
         }))
     }
@@ -295,7 +307,10 @@ impl Mapper {
     /// statement naming the task, else the last `Task *`, else none.
     pub fn task_kinds(&self, task: &str) -> Vec<ProcKind> {
         best(self.stmts().filter_map(|s| match &s.kind {
-            StmtKind::Task(t) => Some((task_score(&t.task, task), &t.procs)),
+            StmtKind::Task(t) => Some((
+                t.tasks.iter().filter_map(|sel| task_score(sel, task)).max(),
+                &t.procs,
+            )),
             _ => None,
         }))
         .cloned()
@@ -341,21 +356,28 @@ impl Mapper {
         .map(Vec::as_slice)
     }
 
-    /// The layout constraints of `region` of `task` when it runs on `kind`, from the most
-    /// specific matching `Layout` statement; `None` when none matches.
+    /// The layout constraints of `region` of `task` when it runs on `kind` with its instance
+    /// in `memory`, from the most specific matching `Layout` statement (one naming the
+    /// memory, the reference compiler's form, counts like one naming the processor kind);
+    /// `None` when none matches.
     pub fn layout(
         &self,
         task: &str,
         region: RegionRef<'_>,
         kind: ProcKind,
+        memory: MemKind,
     ) -> Option<&[LayoutConstraint]> {
         best(self.stmts().filter_map(|s| match &s.kind {
             StmtKind::Layout(l) => {
+                let target = match l.mem {
+                    Some(m) => (m == memory).then_some(1),
+                    None => proc_score(&l.proc, kind),
+                };
                 let score = (|| {
                     Some(
                         task_score(&l.task, task)? * 4
                             + region_score(&l.region, region)? * 2
-                            + proc_score(&l.proc, kind)?,
+                            + target?,
                     )
                 })();
                 Some((score, &l.constraints))

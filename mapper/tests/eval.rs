@@ -8,6 +8,7 @@
 //! - `semantics`: values, operators, indexing, comprehensions, `print`.
 //! - `errors`: runtime errors with their exact `file:line:col`.
 //! - `placement`: default block mapping, map selection, fused tasks, data decisions.
+//! - `reference`: the reference compiler's statement forms, evaluated and placed.
 //! - `props`: block mappers land on valid processors and are balanced; evaluating mutated
 //!   fixtures never panics. `MAPPLE_EVAL_FUZZ_CASES=N` sets the number of fuzz cases
 //!   (default 300).
@@ -22,6 +23,8 @@ mod fixtures;
 mod placement;
 #[path = "eval/props.rs"]
 mod props;
+#[path = "eval/reference.rs"]
+mod reference;
 #[path = "eval/semantics.rs"]
 mod semantics;
 #[path = "mapple/common.rs"]

@@ -8,7 +8,7 @@ use super::ops;
 use super::value::{TaskProc, Value};
 use super::{MAX_CALL_DEPTH, MAX_EVAL_DEPTH, MAX_STEPS, MAX_TUPLE_DEPTH, MAX_TUPLE_LEN};
 use crate::ast::{
-    BinaryOp, Expr, ExprKind, FuncDef, FuncStmtKind, Ident, ParamType, Span, UnaryOp,
+    BinaryOp, Expr, ExprKind, FuncDef, FuncStmtKind, Ident, MemKind, ParamType, Span, UnaryOp,
 };
 use crate::machine::{fmt_tuple, MSpace, Machine, Processor};
 
@@ -301,6 +301,10 @@ impl<'a> Interp<'a> {
         if self.functions.contains_key(name) {
             return Ok(Value::Func(name.to_string()));
         }
+        // The reference grammar lets memory kinds appear as expressions (`m.has(0, FBMEM)`).
+        if let Some(kind) = MemKind::from_keyword(name) {
+            return Ok(Value::Memory(kind));
+        }
         Err(self.err(span, EvalErrorKind::UnknownName(name.to_string())))
     }
 
@@ -387,6 +391,11 @@ impl<'a> Interp<'a> {
                 None => return Err(self.err(attr.span, EvalErrorKind::NoParent)),
             },
             (Value::Space(m), "size") => Some(Value::ints(m.size())),
+            (Value::Space(m), "volume") => Some(Value::Int(m.volume())),
+            (Value::Tuple(_), "volume") => v
+                .as_ints()
+                .and_then(|xs| xs.iter().try_fold(1i64, |acc, &x| acc.checked_mul(x)))
+                .map(Value::Int),
             // An ISpace is the tuple of its extents, so `y.size` of one is the tuple itself.
             (Value::Tuple(_), "size") => Some(v.clone()),
             (Value::Proc(p), "node") => i64::try_from(p.node).ok().map(Value::Int),
@@ -628,6 +637,23 @@ impl<'a> Interp<'a> {
 
     fn method(&self, recv: &Value, method: &Ident, values: Vec<Value>) -> Result<Value, EvalError> {
         match recv {
+            Value::Space(m) if method.name == "has" => {
+                self.arity(method, &values, 2)?;
+                let index = self.int_arg(method, &values, 0)?;
+                match values.get(1) {
+                    Some(Value::Memory(kind)) => Ok(Value::Bool(m.has_memory(index, *kind))),
+                    other => Err(self.err(
+                        method.span,
+                        EvalErrorKind::WrongType {
+                            context: "argument 2 of `has`".to_string(),
+                            expected: "a memory kind (SYSMEM, FBMEM, ZCMEM, RDMEM, SOCKMEM, \
+                                       VIRTUAL)"
+                                .to_string(),
+                            found: other.map_or("nothing", Value::type_name),
+                        },
+                    )),
+                }
+            }
             Value::Space(m) => self.space_method(m, method, &values),
             Value::Task(t) if method.name == "processor" => {
                 self.arity(method, &values, 1)?;
@@ -702,14 +728,14 @@ impl<'a> Interp<'a> {
                 self.arity(method, values, 1)?;
                 m.reverse(self.int_arg(method, values, 0)?)
             }
-            "auto_split" | "decompose" => {
+            "auto_split" | "decompose" | "greedy_split" => {
                 self.arity(method, values, 2)?;
                 let d = self.int_arg(method, values, 0)?;
                 let shape = self.ints_arg(method, values, 1)?;
-                if method.name == "decompose" {
-                    m.decompose(d, &shape)
-                } else {
-                    m.auto_split(d, &shape)
+                match method.name.as_str() {
+                    "decompose" => m.decompose(d, &shape),
+                    "greedy_split" => m.greedy_split(d, &shape),
+                    _ => m.auto_split(d, &shape),
                 }
             }
             _ => {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::ast::MemKind;
 use crate::machine::{fmt_tuple, MSpace, Processor};
 
 /// A value computed by a Mapple program.
@@ -28,6 +29,8 @@ pub enum Value {
     Task(Arc<TaskValue>),
     /// A user-defined function, by name (a `def` name used as a value).
     Func(String),
+    /// A memory kind named in an expression (`m.has(0, FBMEM)`).
+    Memory(MemKind),
 }
 
 impl Value {
@@ -42,6 +45,7 @@ impl Value {
             Value::Proc(_) => "processor",
             Value::Task(_) => "Task",
             Value::Func(_) => "function",
+            Value::Memory(_) => "memory kind",
         }
     }
 
@@ -93,6 +97,7 @@ impl fmt::Display for Value {
                 f.write_str(")")
             }
             Value::Space(m) => write!(f, "{m}"),
+            Value::Memory(k) => f.write_str(k.keyword()),
             Value::Proc(p) => write!(f, "{p}"),
             Value::Task(t) => write!(
                 f,

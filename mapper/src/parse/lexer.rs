@@ -108,6 +108,12 @@ impl Lexer {
         self.chars.get(self.pos + k).copied()
     }
 
+    /// True at the start of a comment: `#` (the manual's) or `//` (the reference compiler
+    /// also takes it), to the end of the line.
+    fn at_comment(&self) -> bool {
+        self.peek() == Some('#') || (self.peek() == Some('/') && self.peek_at(1) == Some('/'))
+    }
+
     fn span(&self) -> Span {
         Span::new(self.line, self.col)
     }
@@ -164,7 +170,7 @@ impl Lexer {
                 ' ' | '\t' | '\r' | '\x0c' => {
                     self.bump();
                 }
-                '#' => {
+                _ if self.at_comment() => {
                     while let Some(c) = self.peek() {
                         if c == '\n' {
                             break;
@@ -209,7 +215,7 @@ impl Lexer {
                 self.bump();
                 return Ok(false);
             }
-            Some('#') => {
+            Some(_) if self.at_comment() => {
                 while let Some(c) = self.peek() {
                     self.bump();
                     if c == '\n' {

@@ -10,13 +10,14 @@ type PResult<T> = Result<T, ParseError>;
 const RESERVED: [&str; 4] = ["def", "return", "for", "in"];
 
 const STATEMENT_EXPECTED: &str = "a statement (Task, Region, Layout, IndexTaskMap, SingleTaskMap, \
-GarbageCollect, CollectMemory, Backpressure, InstanceLimit, def, an assignment or a call)";
+GarbageCollect, CollectMemory, Backpressure, InstanceLimit, ControlReplicate, TaskSteal, def, an \
+assignment or a call)";
 const BODY_STMT_EXPECTED: &str =
     "a statement in the function body (an assignment, `return` or a call)";
 const PROC_EXPECTED: &str = "a processor kind (CPU, GPU, OMP, IO, PY, PROC)";
 const MEM_EXPECTED: &str = "a memory kind (SYSMEM, FBMEM, ZCMEM, RDMEM, SOCKMEM, VIRTUAL)";
 const CONSTRAINT_EXPECTED: &str =
-    "a layout constraint (SOA, AOS, C_order, F_order, Exact, Compact, Align)";
+    "a layout constraint (SOA, AOS, C_order, F_order, Exact, Compact, Align, No_Align)";
 const TYPE_EXPECTED: &str = "a parameter type (Task, IPoint, ISpace, MSpace, int, Tuple)";
 const END_EXPECTED: &str = "`;` or end of line";
 
@@ -281,6 +282,28 @@ impl<'f> Parser<'f> {
                     limit,
                 })
             }
+            Some("ControlReplicate") => {
+                self.advance();
+                let mut tasks = vec![self.ident("the name of a task to control-replicate")?];
+                while self.eat_punct(",") {
+                    tasks.push(self.ident("a task name after `,`")?);
+                }
+                self.end_stmt(Some("`,`"))?;
+                StmtKind::ControlReplicate(tasks)
+            }
+            Some("TaskSteal") => {
+                self.advance();
+                let tasks = self.task_list()?;
+                let proc = self.proc_kind()?;
+                let scope = match self.peek() {
+                    Tok::Ident(w) if w == "SAME_NODE" => StealScope::SameNode,
+                    Tok::Ident(w) if w == "ANY_NODE" => StealScope::AnyNode,
+                    _ => return Err(self.error("where thieves come from (SAME_NODE or ANY_NODE)")),
+                };
+                self.advance();
+                self.end_stmt(None)?;
+                StmtKind::TaskSteal(TaskStealStmt { tasks, proc, scope })
+            }
             Some("def") => StmtKind::FuncDef(self.func_def()?),
             Some(name) if !is_reserved(name) && self.is_punct_at(1, "=") => {
                 let target = self.ident("a variable name")?;
@@ -388,8 +411,27 @@ impl<'f> Parser<'f> {
         }
     }
 
+    /// `*`, a task name, or several names separated by `,`.
+    fn task_list(&mut self) -> PResult<Vec<TaskSel>> {
+        let mut tasks = vec![self.task_sel()?];
+        // A `,` continues the list unless a processor kind follows it (`Task a,b CPU,GPU;`
+        // lists tasks first, then kinds).
+        while self.is_punct(",") && self.peek_proc_at(1).is_none() {
+            self.advance();
+            tasks.push(self.task_sel()?);
+        }
+        Ok(tasks)
+    }
+
+    fn peek_proc_at(&self, k: usize) -> Option<ProcKind> {
+        match &self.tok_at(k).tok {
+            Tok::Ident(n) => ProcKind::from_name(n),
+            _ => None,
+        }
+    }
+
     fn task_stmt(&mut self) -> PResult<TaskStmt> {
-        let task = self.task_sel()?;
+        let tasks = self.task_list()?;
         let mut procs = vec![self.proc_kind()?];
         loop {
             if self.eat_punct(",") {
@@ -402,7 +444,7 @@ impl<'f> Parser<'f> {
             }
         }
         self.end_stmt(Some(&format!("`,`, {PROC_EXPECTED}")))?;
-        Ok(TaskStmt { task, procs })
+        Ok(TaskStmt { tasks, procs })
     }
 
     fn mem_kind(&mut self) -> PResult<MemKind> {
@@ -448,6 +490,7 @@ impl<'f> Parser<'f> {
             "F_order" => LayoutConstraint::FOrder,
             "Exact" => LayoutConstraint::Exact,
             "Compact" => LayoutConstraint::Compact,
+            "No_Align" => LayoutConstraint::NoAlign,
             "Align" => {
                 self.advance();
                 let op = match self.peek() {
@@ -455,10 +498,11 @@ impl<'f> Parser<'f> {
                     Tok::Punct("!=") => AlignOp::Ne,
                     Tok::Punct("<=") => AlignOp::Le,
                     Tok::Punct(">=") => AlignOp::Ge,
+                    Tok::Punct("<") => AlignOp::Lt,
+                    Tok::Punct(">") => AlignOp::Gt,
                     _ => {
-                        return Err(
-                            self.error("an alignment comparison (==, !=, <=, >=) after `Align`")
-                        )
+                        return Err(self
+                            .error("an alignment comparison (==, !=, <=, >=, <, >) after `Align`"))
                     }
                 };
                 self.advance();
@@ -478,8 +522,20 @@ impl<'f> Parser<'f> {
     fn layout_stmt(&mut self) -> PResult<LayoutStmt> {
         let task = self.task_sel()?;
         let region = self.region_sel()?;
-        let proc = self.proc_sel()?;
-        let mut constraints = vec![self.constraint()?];
+        // The third field is a processor kind (the manual) or a memory kind (the reference
+        // compiler's grammar).
+        let (proc, mem) = match self.peek_mem() {
+            Some(m) => {
+                self.advance();
+                (ProcSel::Any, Some(m))
+            }
+            None => (
+                self.proc_sel()
+                    .map_err(|_| self.error(format!("{PROC_EXPECTED}, {MEM_EXPECTED} or `*`")))?,
+                None,
+            ),
+        };
+        let mut constraints = Vec::new();
         loop {
             if self.eat_punct(",") || matches!(self.peek(), Tok::Ident(_)) {
                 constraints.push(self.constraint()?);
@@ -492,11 +548,23 @@ impl<'f> Parser<'f> {
             task,
             region,
             proc,
+            mem,
             constraints,
         })
     }
 
     fn task_func_map(&mut self) -> PResult<TaskFuncMap> {
+        // `IndexTaskMap GPU f;` maps every task that runs on GPUs (the reference compiler's
+        // form); otherwise a list of task names or `*`.
+        if let Some(kind) = self.peek_proc() {
+            self.advance();
+            let func = self.ident("the name of the mapping function")?;
+            self.end_stmt(None)?;
+            return Ok(TaskFuncMap {
+                tasks: vec![TaskSel::Kind(kind)],
+                func,
+            });
+        }
         let mut tasks = vec![self.task_sel()?];
         while self.eat_punct(",") {
             tasks.push(self.task_sel()?);

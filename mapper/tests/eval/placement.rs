@@ -127,7 +127,7 @@ fn layout_collection_and_backpressure() {
         machine(2, 4),
     );
     assert_eq!(
-        m.layout("foo", region(0, None), ProcKind::Cpu),
+        m.layout("foo", region(0, None), ProcKind::Cpu, MemKind::SysMem),
         Some(
             &[
                 LayoutConstraint::Soa,
@@ -140,7 +140,7 @@ fn layout_collection_and_backpressure() {
         )
     );
     assert_eq!(
-        m.layout("bar", region(3, None), ProcKind::Gpu),
+        m.layout("bar", region(3, None), ProcKind::Gpu, MemKind::SysMem),
         Some(
             &[
                 LayoutConstraint::Soa,
@@ -152,7 +152,12 @@ fn layout_collection_and_backpressure() {
         )
     );
     assert_eq!(
-        m.layout("bar", region(3, Some("rp_shared")), ProcKind::Cpu),
+        m.layout(
+            "bar",
+            region(3, Some("rp_shared")),
+            ProcKind::Cpu,
+            MemKind::SysMem
+        ),
         Some(
             &[
                 LayoutConstraint::FOrder,
@@ -174,7 +179,7 @@ fn layout_collection_and_backpressure() {
         Some(&[MemKind::FbMem][..])
     );
     assert_eq!(
-        m.layout("tiles", region(0, None), ProcKind::Cpu),
+        m.layout("tiles", region(0, None), ProcKind::Cpu, MemKind::SysMem),
         Some(&[LayoutConstraint::COrder][..])
     );
 

@@ -132,11 +132,11 @@ fn bad_layout_constraint() {
         "`Fast`",
     );
     check(
-        "Layout * * * Align<128;",
+        "Layout * * * Align=128;",
         1,
         19,
-        "alignment comparison (==, !=, <=, >=)",
-        "`<`",
+        "alignment comparison (==, !=, <=, >=, <, >)",
+        "`=`",
     );
     check(
         "Layout * * * Align== big;",
@@ -145,12 +145,12 @@ fn bad_layout_constraint() {
         "an alignment in bytes",
         "`big`",
     );
-    check("Layout * * * ;", 1, 14, "a layout constraint", "`;`");
+    check("Layout * * * 128;", 1, 14, "a layout constraint", "`128`");
     check(
         "Layout * * SOA;",
         1,
         12,
-        "a processor kind (CPU, GPU",
+        "a processor kind (CPU, GPU, OMP, IO, PY, PROC), a memory kind (SYSMEM",
         "`SOA`",
     );
 }

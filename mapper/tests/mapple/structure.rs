@@ -282,7 +282,7 @@ InstanceLimit * 1;
     assert_eq!(
         kinds[1],
         &StmtKind::Task(TaskStmt {
-            task: TaskSel::Any,
+            tasks: vec![TaskSel::Any],
             procs: vec![ProcKind::Gpu, ProcKind::Omp, ProcKind::Cpu],
         })
     );
@@ -290,7 +290,7 @@ InstanceLimit * 1;
     assert_eq!(
         kinds[2],
         &StmtKind::Task(TaskStmt {
-            task: TaskSel::Named(id("bar", 2, 6)),
+            tasks: vec![TaskSel::Named(id("bar", 2, 6))],
             procs: vec![ProcKind::Io, ProcKind::Py, ProcKind::ProcSet],
         })
     );
@@ -314,6 +314,7 @@ InstanceLimit * 1;
             task: TaskSel::Any,
             region: RegionSel::Named(id("rp", 5, 10)),
             proc: ProcSel::Any,
+            mem: None,
             constraints: vec![
                 LayoutConstraint::Soa,
                 LayoutConstraint::COrder,
