@@ -32,7 +32,7 @@ r = json.load(open(sys.argv[1]))
 limit = float(sys.argv[2])
 assert r["check"] <= limit, f"{r['app']}: check {r['check']} exceeds {limit}"
 assert r["tasks_issued_per_iter"] > 0 and r["seconds_per_iter"] > 0, r
-if r["fusion"] == "on" and r["jit"] == "sync" and r["app"] in ("stencil", "black-scholes", "cg"):
+if r["fusion"] == "on" and r["jit"] == "sync" and r["app"] in ("stencil", "black-scholes", "black-scholes-poly", "cg"):
     assert r["compiled_points"] > 0, f"{r['app']}: no point task ran compiled code: {r}"
 if r["iterations"] is not None:
     # The solvers: converged (rtol 1e-8) before the iteration cap.
@@ -47,6 +47,7 @@ for mode in "--fusion on --jit sync" "--fusion on --jit off" "--fusion off"; do
     smoke stencil 1e-12 --n 257 --iters 3 "$@"
     smoke stencil-ir 1e-12 --n 257 --iters 3 "$@"
     smoke black-scholes 1e-12 --n 100000 --iters 2 "$@"
+    smoke black-scholes-poly 1e-12 --n 100000 --iters 2 "$@"
     smoke jacobi 1e-9 --n 500 --iters 5 "$@"
     smoke cfd 1e-9 --n 41 --iters 3 "$@"
     smoke cg 1e-7 --n 40 --iters 1000 "$@"
@@ -93,9 +94,9 @@ PY
 done
 # A problem too large for the machine is an error, not an abort: every app exits with
 # status 1 and one line saying what does not fit (as does a store past --memory-limit).
-for app in stencil stencil-ir black-scholes jacobi cfd cg bicgstab cgs; do
+for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs; do
     n=200000
-    [ "$app" = black-scholes ] && n=100000000000
+    case "$app" in black-scholes*) n=100000000000 ;; esac
     status=0
     target/release/diffuse-examples "$app" --n "$n" --iters 1 >/dev/null 2>target/oom.txt || status=$?
     if [ "$status" -ne 1 ] || [ "$(wc -l <target/oom.txt)" -ne 1 ] || ! grep -q "^error: .*out of memory" target/oom.txt; then

@@ -33,6 +33,9 @@ enum App {
     Stencil(common::AppArgs),
     /// Black-Scholes call and put prices for `--n` options (log, sqrt, exp, erf).
     BlackScholes(common::AppArgs),
+    /// Black-Scholes with the cumulative normal as cuNumeric's example writes it: the
+    /// Abramowitz-Stegun polynomial with absolute, exp and where.
+    BlackScholesPoly(common::AppArgs),
     /// Dense Jacobi iteration on an `--n x --n` diagonally dominant system.
     Jacobi(common::AppArgs),
     /// 2-D channel flow, Navier-Stokes ("12 steps", step 12) on an `--n x --n` grid.
@@ -53,7 +56,11 @@ impl App {
     /// The flags every application shares.
     fn args_mut(&mut self) -> &mut common::AppArgs {
         match self {
-            App::Stencil(a) | App::BlackScholes(a) | App::Jacobi(a) | App::Cfd(a) => a,
+            App::Stencil(a)
+            | App::BlackScholes(a)
+            | App::BlackScholesPoly(a)
+            | App::Jacobi(a)
+            | App::Cfd(a) => a,
             App::StencilIr(a) => a,
             App::Cg(a) | App::Bicgstab(a) | App::Cgs(a) => &mut a.common,
         }
@@ -114,7 +121,14 @@ fn run() -> anyhow::Result<()> {
     }
     let (record, json) = match cli.app {
         App::Stencil(args) => (stencil::run(&args)?, args.json),
-        App::BlackScholes(args) => (black_scholes::run(&args)?, args.json),
+        App::BlackScholes(args) => (
+            black_scholes::run(&args, black_scholes::Cnd::Erf)?,
+            args.json,
+        ),
+        App::BlackScholesPoly(args) => (
+            black_scholes::run(&args, black_scholes::Cnd::Polynomial)?,
+            args.json,
+        ),
         App::Jacobi(args) => (jacobi::run(&args)?, args.json),
         App::Cfd(args) => (cfd::run(&args)?, args.json),
         App::StencilIr(args) => (stencil_ir::run(&args)?, args.json),

@@ -19,6 +19,7 @@ def run(*args):
 
 
 @pytest.mark.parametrize("app", ["stencil --n 200 --iters 4", "black-scholes --n 50000 --iters 2",
+                                 "black-scholes-poly --n 50000 --iters 2",
                                  "jacobi --n 200 --iters 4"])
 def test_numpy_peers_give_numpys_results(app):
     script = ROOT / "benches/peers/numpy_apps.py"
