@@ -53,6 +53,7 @@ for mode in "--fusion on --jit sync" "--fusion on --jit off" "--fusion off"; do
     smoke cg 1e-7 --n 40 --iters 1000 "$@"
     smoke bicgstab 1e-7 --n 40 --iters 1000 "$@"
     smoke cgs 1e-7 --n 40 --iters 1000 "$@"
+    smoke gmg 1e-7 --n 31 --iters 1000 "$@"
 done
 # The default (JIT compiling in the background) must give the same answers, and so must a
 # run asking for the GPU (on a machine without one it warns and stays on the CPU).
@@ -71,6 +72,7 @@ for mode in "--fusion on --jit sync" "--fusion off"; do
     smoke cg 1e-7 --n 40 --iters 1000 --backend legion "$@"
     smoke bicgstab 1e-7 --n 40 --iters 1000 --backend legion "$@"
     smoke cgs 1e-7 --n 40 --iters 1000 --backend legion "$@"
+    smoke gmg 1e-7 --n 31 --iters 1000 --backend legion "$@"
 done
 # The Legion runs give the embedded backend's answers: the element-wise apps bitwise, the
 # solvers the same iteration count and residual (to 1e-6 relative: Legion's reduction
@@ -94,7 +96,7 @@ PY
 done
 # A problem too large for the machine is an error, not an abort: every app exits with
 # status 1 and one line saying what does not fit (as does a store past --memory-limit).
-for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs; do
+for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs gmg; do
     n=200000
     case "$app" in black-scholes*) n=100000000000 ;; esac
     status=0

@@ -50,6 +50,9 @@ enum App {
     Bicgstab(solvers::SolverArgs),
     /// Conjugate gradients squared, as SciPy's `cgs` runs it (see `cg`).
     Cgs(solvers::SolverArgs),
+    /// Geometric multigrid: CG preconditioned by a V-cycle (weighted Jacobi, injection,
+    /// bilinear prolongation) on the 2-D Poisson matrix, `--n` = 2^k - 1.
+    Gmg(solvers::SolverArgs),
 }
 
 impl App {
@@ -62,7 +65,7 @@ impl App {
             | App::Jacobi(a)
             | App::Cfd(a) => a,
             App::StencilIr(a) => a,
-            App::Cg(a) | App::Bicgstab(a) | App::Cgs(a) => &mut a.common,
+            App::Cg(a) | App::Bicgstab(a) | App::Cgs(a) | App::Gmg(a) => &mut a.common,
         }
     }
 }
@@ -135,6 +138,7 @@ fn run() -> anyhow::Result<()> {
         App::Cg(args) => (solvers::run::<solvers::Cg>(&args)?, args.common.json),
         App::Bicgstab(args) => (solvers::run::<solvers::BiCgStab>(&args)?, args.common.json),
         App::Cgs(args) => (solvers::run::<solvers::Cgs>(&args)?, args.common.json),
+        App::Gmg(args) => (solvers::run::<solvers::Gmg>(&args)?, args.common.json),
     };
     common::report(&record, json)?;
     // Legion (if a run started it) finishes and stops before the process exits.

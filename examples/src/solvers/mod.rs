@@ -1,5 +1,6 @@
 //! Krylov solvers for `A x = b` written as a user writes them with NumPy and SciPy: the
-//! algorithms of `scipy.sparse.linalg` (`cg`, `bicgstab`, `cgs`, no preconditioner, `x0 = 0`)
+//! algorithms of `scipy.sparse.linalg` (`cg`, `bicgstab`, `cgs`, no preconditioner, `x0 = 0`),
+//! and `gmg`, CG preconditioned by a geometric multigrid V-cycle (Legate Sparse's example),
 //! over a `diffuse-sparse` matrix and `diffuse-array` vectors, with the scalars (`alpha`,
 //! `beta`, `rho`, ...) kept as 0-d arrays so that nothing waits for them.
 //!
@@ -12,6 +13,7 @@
 mod bicgstab;
 mod cg;
 mod cgs;
+mod gmg;
 #[cfg(test)]
 mod reference;
 
@@ -28,6 +30,7 @@ use crate::common::{self, AppArgs, Counters, Measurement, RunRecord, Runtime};
 pub use bicgstab::BiCgStab;
 pub use cg::Cg;
 pub use cgs::Cgs;
+pub use gmg::Gmg;
 
 /// Flags of the solvers: the shared ones, where `--iters` caps the iterations, and these.
 #[derive(Args, Debug)]
