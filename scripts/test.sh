@@ -53,7 +53,7 @@ for mode in "--fusion on --jit sync" "--fusion on --jit off" "--fusion off"; do
     smoke cg 1e-7 --n 40 --iters 1000 "$@"
     smoke bicgstab 1e-7 --n 40 --iters 1000 "$@"
     smoke cgs 1e-7 --n 40 --iters 1000 "$@"
-    smoke gmg 1e-7 --n 31 --iters 1000 "$@"
+    smoke gmg 1e-7 --n 63 --iters 1000 "$@"
 done
 # The default (JIT compiling in the background) must give the same answers, and so must a
 # run asking for the GPU (on a machine without one it warns and stays on the CPU).
@@ -72,7 +72,7 @@ for mode in "--fusion on --jit sync" "--fusion off"; do
     smoke cg 1e-7 --n 40 --iters 1000 --backend legion "$@"
     smoke bicgstab 1e-7 --n 40 --iters 1000 --backend legion "$@"
     smoke cgs 1e-7 --n 40 --iters 1000 --backend legion "$@"
-    smoke gmg 1e-7 --n 31 --iters 1000 --backend legion "$@"
+    smoke gmg 1e-7 --n 63 --iters 1000 --backend legion "$@"
 done
 # The Legion runs give the embedded backend's answers: the element-wise apps bitwise, the
 # solvers the same iteration count and residual (to 1e-6 relative: Legion's reduction
