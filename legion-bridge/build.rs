@@ -19,6 +19,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=HOME");
     println!("cargo:rerun-if-changed=shim/diffuse_legion_shim.h");
     println!("cargo:rerun-if-changed=shim/diffuse_legion_shim.cc");
+    println!("cargo:rerun-if-changed=bootstrap/diffuse_bootstrap.c");
     let Some(dir) = legion_dir() else {
         println!("cargo:rustc-env=DIFFUSE_LEGION_MISSING=no DIFFUSE_LEGION_DIR and no HOME");
         return;
@@ -38,10 +39,34 @@ fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let shim = out.join("libdiffuse_legion_shim.so");
     build_shim(&include, &lib64, &dir, &shim);
+    let bootstrap = out.join("libdiffuse_bootstrap.so");
+    build_bootstrap(&dir, &bootstrap);
     generate_bindings(&include, &out.join("legion_bindings.rs"));
     println!("cargo:rustc-cfg=legion");
     println!("cargo:rustc-env=DIFFUSE_LEGION_DIR_BUILT={}", dir.display());
     println!("cargo:rustc-env=DIFFUSE_LEGION_SHIM={}", shim.display());
+    println!(
+        "cargo:rustc-env=DIFFUSE_LEGION_BOOTSTRAP={}",
+        bootstrap.display()
+    );
+}
+
+/// Compiles the TCP bootstrap plugin Realm's UCX network loads to find the other processes
+/// (against the plugin interface header shipped in the wheel).
+fn build_bootstrap(dir: &Path, plugin: &Path) {
+    let header = dir.join("site/legate/share/legate/realm_ucp_bootstrap");
+    let compiler = cc::Build::new().get_compiler();
+    let mut cmd = compiler.to_command();
+    cmd.args(["-std=gnu11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"])
+        .arg("bootstrap/diffuse_bootstrap.c")
+        .arg(format!("-I{}", header.display()))
+        .arg("-o")
+        .arg(plugin);
+    let status = cmd.status().expect("the C compiler runs");
+    assert!(
+        status.success(),
+        "building the bootstrap plugin failed: {cmd:?}"
+    );
 }
 
 /// Compiles the C++ shim into a shared library linked against the wheel's Legion.

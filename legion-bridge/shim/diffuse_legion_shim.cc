@@ -4,6 +4,7 @@
 #include "diffuse_legion_shim.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -201,6 +202,21 @@ class DiffuseMapper : public DefaultMapper {
                                  false /*stealable*/));
     }
     output.slices = std::move(slices);
+  }
+
+  // In a control-replicated run, a launch's points belong to the shards of the nodes diffuse
+  // placed them on: the launch names a sharding functor built from its placement.
+  void select_sharding_functor(MapperContext ctx, const Task& task,
+                               const SelectShardingFunctorInput& input,
+                               SelectShardingFunctorOutput& output) override {
+    uint32_t sharding = 0;
+    if (is_point_task(task) && task.arglen >= 12) {
+      std::memcpy(&sharding, static_cast<const char*>(task.args) + 8, sizeof sharding);
+      output.chosen_functor = sharding;
+      output.slice_recurse = false;
+      return;
+    }
+    DefaultMapper::select_sharding_functor(ctx, task, input, output);
   }
 
   // A point runs on exactly the processor its slice (or select_task_options) sent it to.
@@ -484,6 +500,28 @@ class EncodedProjection : public ProjectionFunctor {
   }
 };
 
+// ---------------------------------------------------------------------------------------
+// Sharding in a control-replicated run: which shard (node) owns each launch point.
+
+class PlacementSharding : public ShardingFunctor {
+ public:
+  explicit PlacementSharding(std::vector<uint32_t> nodes) : nodes_(std::move(nodes)) {}
+
+  ShardID shard(const DomainPoint& point, const Domain& launch, const size_t total) override {
+    if (nodes_.empty() || total == 0) return 0;
+    // Row-major position of `point` in the launch's bounding box.
+    size_t linear = 0;
+    for (int d = 0; d < point.get_dim(); d++) {
+      coord_t extent = launch.hi()[d] - launch.lo()[d] + 1;
+      linear = linear * size_t(extent) + size_t(point[d] - launch.lo()[d]);
+    }
+    return ShardID(nodes_[linear % nodes_.size()] % total);
+  }
+
+ private:
+  std::vector<uint32_t> nodes_;
+};
+
 void install_mappers(Machine machine, Runtime* runtime, const std::set<Processor>& local_procs) {
   for (Processor p : local_procs) {
     runtime->replace_default_mapper(new DiffuseMapper(runtime->get_mapper_runtime(), machine, p),
@@ -519,14 +557,27 @@ void diffuse_legion_register_projection(legion_runtime_t runtime, legion_project
 
 legion_context_t diffuse_legion_begin_implicit_task(legion_runtime_t runtime,
                                                     legion_task_id_t task_id,
-                                                    const char* name) {
+                                                    const char* name, int32_t replicated,
+                                                    int32_t shard) {
   try {
     Runtime* rt = CObjectWrapper::unwrap(runtime);
     Context ctx = rt->begin_implicit_task(task_id, 0 /*default mapper*/, Processor::LOC_PROC,
-                                          name, false /*not control replicable*/);
+                                          name, replicated != 0, 1 /*shard per process*/,
+                                          replicated != 0 ? shard : -1);
     return CObjectWrapper::wrap(new CContext(ctx));
   } catch (...) {
     return legion_context_t{nullptr};
+  }
+}
+
+void diffuse_legion_register_sharding(legion_runtime_t runtime, uint32_t id,
+                                      const uint32_t* nodes, size_t count) {
+  try {
+    Runtime* rt = CObjectWrapper::unwrap(runtime);
+    rt->register_sharding_functor(
+        id, new PlacementSharding(std::vector<uint32_t>(nodes, nodes + count)),
+        true /*silence_warnings*/);
+  } catch (...) {
   }
 }
 

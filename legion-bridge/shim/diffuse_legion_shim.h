@@ -55,7 +55,9 @@ typedef struct diffuse_region_choice_t {
 } diffuse_region_choice_t;
 
 /* Decisions diffuse makes for the mapper. `args`/`arglen` are the launch's global task
- * arguments (they identify the launch on the Rust side). Each returns 0 when it filled `out`;
+ * arguments: the launch's key (8 bytes, identifying it on the Rust side), then, in a
+ * control-replicated run, the id of the sharding functor that assigns its points to shards
+ * (4 bytes). Each returns 0 when it filled `out`;
  * anything else makes the mapper fall back to the DefaultMapper's choice. Called from Legion's
  * mapper threads, concurrently. */
 typedef struct diffuse_mapper_callbacks_t {
@@ -83,10 +85,20 @@ void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* callbacks,
 void diffuse_legion_register_projection(legion_runtime_t runtime, legion_projection_id_t id);
 
 /* Turns the calling (non-Legion) thread into Legion's top-level task `task_id` and returns
- * its context. Call after legion_runtime_start(..., background = true). */
+ * its context. Call after legion_runtime_start(..., background = true). With `replicated`,
+ * the task is control replicated: every process calls this once, as shard `shard` (its
+ * rank), and then issues the same operations in the same order. */
 legion_context_t diffuse_legion_begin_implicit_task(legion_runtime_t runtime,
                                                     legion_task_id_t task_id,
-                                                    const char* name);
+                                                    const char* name, int32_t replicated,
+                                                    int32_t shard);
+
+/* Registers, as sharding functor `id`, the assignment of launch points to shards (nodes)
+ * given by `nodes`: point i of a launch, counted in row-major order over its domain, belongs
+ * to shard `nodes[i % count] % total_shards`. Every process registers the same functors in
+ * the same order before a launch uses them. */
+void diffuse_legion_register_sharding(legion_runtime_t runtime, uint32_t id,
+                                      const uint32_t* nodes, size_t count);
 
 /* Ends the implicit top-level task begun above (from the same thread); the context is
  * invalid afterwards. Follow with legion_runtime_wait_for_shutdown. */

@@ -57,8 +57,13 @@ impl LegionConfig {
                 .unwrap_or_else(default_sysmem_mib)
                 .to_string(),
         );
-        // One process: no network (the wheel's Realm otherwise tries to bootstrap UCX).
-        default("-ll:networks", "none".into());
+        // One process: no network (the wheel's Realm otherwise tries to bootstrap UCX);
+        // several (see `Cluster`): Realm's UCX network.
+        let distributed = crate::Cluster::from_env().is_ok_and(|c| c.is_distributed());
+        default(
+            "-ll:networks",
+            if distributed { "ucx" } else { "none" }.into(),
+        );
         // The stub libcuda of machines without a GPU makes Realm warn once per start.
         default("-level", "gpu=6,threads=5".into());
         out.extend(self.flags.iter().cloned());
@@ -79,11 +84,11 @@ pub(crate) fn sysmem_bytes(flags: &[String]) -> Option<u64> {
 }
 
 /// True for a command-line argument that belongs to Legion or Realm (`-ll:cpu`,
-/// `-lg:prof`, `-level`, `-hl:*`, `-dm:*`, `-logfile`), so applications can pass them
+/// `-lg:prof`, `-level`, `-hl:*`, `-dm:*`, `-ucx:*`, `-logfile`), so applications can pass them
 /// through.
 pub fn is_legion_flag(arg: &str) -> bool {
     [
-        "-ll:", "-lg:", "-hl:", "-dm:", "-cuda:", "-level", "-logfile",
+        "-ll:", "-lg:", "-hl:", "-dm:", "-cuda:", "-ucx:", "-level", "-logfile",
     ]
     .iter()
     .any(|p| arg.starts_with(p))

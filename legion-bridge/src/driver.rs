@@ -80,8 +80,23 @@ pub(crate) struct Driver {
     /// Bytes of the free regions.
     free_bytes: u64,
     limits: DriverLimits,
+    /// The run is control replicated (several processes, each issuing every operation).
+    replicated: bool,
+    /// The sharding functor registered for each assignment of launch points to nodes.
+    shardings: HashMap<Vec<u32>, u32>,
+    /// Launches issued since the last fence whose entries wait to be retired by it (in a
+    /// replicated run, a process runs only some points of a launch, so the entry cannot go
+    /// when "its last point" finished).
+    unfenced: Vec<u64>,
     stopped: bool,
 }
+
+/// The first sharding functor id diffuse registers (ids below are left to Legion and
+/// libraries loaded beside diffuse).
+const FIRST_SHARDING_ID: u32 = 7_000;
+
+/// Most launches a replicated run issues before a fence retires their entries.
+const LAUNCHES_PER_FENCE: usize = 256;
 
 /// The memory bounds a driver keeps to.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +115,7 @@ impl Driver {
         runtime: ffi::legion_runtime_t,
         ctx: ffi::legion_context_t,
         limits: DriverLimits,
+        replicated: bool,
     ) -> Self {
         Driver {
             api,
@@ -112,8 +128,32 @@ impl Driver {
             free: HashMap::new(),
             free_bytes: 0,
             limits,
+            replicated,
+            shardings: HashMap::new(),
+            unfenced: Vec::new(),
             stopped: false,
         }
+    }
+
+    /// The sharding functor that gives each point of `plan`'s launch to the node its
+    /// placement chose, registered on first use. Every process of a replicated run issues
+    /// the same launches in the same order, so ids agree across processes.
+    fn sharding(&mut self, plan: &LaunchPlan) -> u32 {
+        let placement = plan.template().placement();
+        let nodes: Vec<u32> = placement.processors.iter().map(|p| p.node as u32).collect();
+        let nodes = if nodes.is_empty() { vec![0] } else { nodes };
+        if let Some(&id) = self.shardings.get(&nodes) {
+            return id;
+        }
+        let id = FIRST_SHARDING_ID + self.shardings.len() as u32;
+        // SAFETY: the runtime is alive; Legion copies nothing but keeps the functor, which
+        // owns a copy of `nodes`.
+        unsafe {
+            self.api
+                .diffuse_legion_register_sharding(self.runtime, id, nodes.as_ptr(), nodes.len())
+        };
+        self.shardings.insert(nodes, id);
+        id
     }
 
     /// True once Legion has shut down.
@@ -419,14 +459,20 @@ impl Driver {
             };
             targets.push((region, target));
         }
+        let sharding = self.replicated.then(|| self.sharding(&plan));
         let key = LaunchEntry::register(
             plan,
             requirements.clone(),
             arg_requirement,
             Arc::clone(shared),
-            points,
+            (!self.replicated).then_some(points),
         );
-        let mut arg = key.to_ne_bytes();
+        // The launch's global argument: its key, then (replicated) its sharding functor.
+        let mut arg = key.to_ne_bytes().to_vec();
+        if let Some(id) = sharding {
+            arg.extend_from_slice(&id.to_ne_bytes());
+            self.unfenced.push(key);
+        }
         // SAFETY: as above; every handle passed was made by this driver and is alive, the
         // global argument is copied by Legion when the launcher is made.
         unsafe {
@@ -522,6 +568,9 @@ impl Driver {
             api.legion_index_launcher_destroy(launcher);
             api.legion_argument_map_destroy(args);
         }
+        if self.unfenced.len() >= LAUNCHES_PER_FENCE {
+            self.fence();
+        }
         Ok(())
     }
 
@@ -535,6 +584,7 @@ impl Driver {
             self.api.legion_future_get_void_result(f);
             self.api.legion_future_destroy(f);
         }
+        LaunchEntry::retire(self.unfenced.drain(..));
     }
 
     /// Maps `store` inline with `privilege`, hands `f` the address of element `rect.lo`

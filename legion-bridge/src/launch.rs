@@ -37,7 +37,8 @@ pub(crate) struct LaunchEntry {
     pub(crate) scalars: Vec<Scalar>,
     /// The backend that launched it.
     pub(crate) shared: Arc<Shared>,
-    /// Point tasks not yet finished.
+    /// Point tasks not yet finished; `usize::MAX` for an entry retired explicitly
+    /// ([`LaunchEntry::retire`]).
     remaining: AtomicUsize,
 }
 
@@ -51,13 +52,16 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<u64, Arc<LaunchEntry>>> {
 }
 
 impl LaunchEntry {
-    /// Registers a launch of `points` point tasks under a fresh key, returned.
+    /// Registers a launch under a fresh key, returned. With `Some(points)`, the entry goes
+    /// when that many point tasks finished; with `None` (a control-replicated run, where
+    /// this process runs only some of the points), when [`LaunchEntry::retire`] says.
+    /// Keys count launches, so every process of a replicated run gives a launch the same key.
     pub(crate) fn register(
         plan: LaunchPlan,
         requirements: Vec<Requirement>,
         arg_requirement: Vec<Option<usize>>,
         shared: Arc<Shared>,
-        points: usize,
+        points: Option<usize>,
     ) -> u64 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let key = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -72,7 +76,7 @@ impl LaunchEntry {
             arg_requirement,
             scalars,
             shared,
-            remaining: AtomicUsize::new(points),
+            remaining: AtomicUsize::new(points.unwrap_or(usize::MAX)),
         };
         lock().insert(key, Arc::new(entry));
         key
@@ -84,9 +88,20 @@ impl LaunchEntry {
         lock().get(&key).cloned()
     }
 
+    /// Forgets the launches under `keys`, all finished.
+    pub(crate) fn retire(keys: impl Iterator<Item = u64>) {
+        let mut table = lock();
+        for key in keys {
+            table.remove(&key);
+        }
+    }
+
     /// Notes that one point task of the launch under the key in `args` finished; the entry
     /// goes when the last one has.
     pub(crate) fn point_finished(&self, args: &[u8]) {
+        if self.remaining.load(Ordering::Acquire) == usize::MAX {
+            return;
+        }
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             if let Some(key) = args.get(..8).and_then(|k| k.try_into().ok()) {
                 lock().remove(&u64::from_ne_bytes(key));

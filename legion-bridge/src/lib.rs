@@ -15,8 +15,10 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+mod cluster;
 mod config;
 
+pub use cluster::Cluster;
 pub use config::{is_legion_flag, LegionConfig};
 
 #[cfg(legion)]

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use diffuse_backend::MachineShape;
 
+use crate::cluster::Cluster;
 use crate::driver::{Driver, DriverLimits};
 use crate::ffi;
 use crate::mapper;
@@ -49,6 +50,8 @@ pub(crate) struct LegionProcess {
     pub(crate) machine: MachineShape,
     /// The flags Legion started with.
     pub(crate) flags: Vec<String>,
+    /// This process's place among the run's processes.
+    pub(crate) cluster: Cluster,
 }
 
 impl LegionProcess {
@@ -161,6 +164,10 @@ fn load(install: &Installation) -> Result<ffi::LegionApi, String> {
 /// runs (or fails).
 fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
     let install = installation()?;
+    let cluster = Cluster::from_env()?;
+    if cluster.is_distributed() {
+        prepare_network(&cluster)?;
+    }
     let api = load(&install)?;
     let api = API.get_or_init(|| api);
     let flags = config.flags();
@@ -173,9 +180,10 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
         region_cache_bytes: config.region_cache_bytes,
         sysmem_bytes: crate::config::sysmem_bytes(&flags).unwrap_or(u64::MAX),
     };
+    let shard = cluster.is_distributed().then_some(cluster.rank);
     std::thread::Builder::new()
         .name("diffuse-legion-driver".into())
-        .spawn(move || drive(api, argv_flags, limits, receiver, ready_tx))
+        .spawn(move || drive(api, argv_flags, limits, shard, receiver, ready_tx))
         .map_err(|e| format!("cannot start the Legion driver thread: {e}"))?;
     let machine = ready_rx
         .recv_timeout(Duration::from_secs(120))
@@ -185,7 +193,34 @@ fn start(config: &LegionConfig) -> Result<LegionProcess, String> {
         commands: Mutex::new(commands),
         machine,
         flags,
+        cluster,
     })
+}
+
+/// Prepares the environment Realm's UCX network starts from in a run of several processes:
+/// where this process stands (for the bootstrap plugin), the plugin itself (unless the user
+/// chose another bootstrap through `REALM_UCP_BOOTSTRAP_MODE`), and UCX's log level (its
+/// warning about a configuration key this UCX lacks is noise). Runs before Legion is loaded,
+/// while no other thread reads the environment.
+fn prepare_network(cluster: &Cluster) -> Result<(), String> {
+    for (name, value) in cluster.bootstrap_env() {
+        std::env::set_var(name, value);
+    }
+    if std::env::var_os("REALM_UCP_BOOTSTRAP_MODE").is_none() {
+        let plugin = Path::new(env!("DIFFUSE_LEGION_BOOTSTRAP"));
+        if !plugin.exists() {
+            return Err(format!(
+                "the bootstrap plugin {} is missing (rebuild diffuse-legion)",
+                plugin.display()
+            ));
+        }
+        std::env::set_var("REALM_UCP_BOOTSTRAP_MODE", "plugin");
+        std::env::set_var("REALM_UCP_BOOTSTRAP_PLUGIN", plugin);
+    }
+    if std::env::var_os("UCX_LOG_LEVEL").is_none() {
+        std::env::set_var("UCX_LOG_LEVEL", "error");
+    }
+    Ok(())
 }
 
 /// The driver thread: starts Legion, becomes the top-level task, then runs commands until
@@ -194,6 +229,7 @@ fn drive(
     api: &'static ffi::LegionApi,
     flags: Vec<String>,
     limits: DriverLimits,
+    shard: Option<usize>,
     commands: Receiver<Command>,
     ready: std::sync::mpsc::SyncSender<Result<MachineShape, String>>,
 ) {
@@ -221,10 +257,17 @@ fn drive(
     let runtime = unsafe { api.legion_runtime_get_runtime() };
     let name = CString::new("diffuse").unwrap_or_default();
     // SAFETY: as above.
-    let ctx =
-        unsafe { api.diffuse_legion_begin_implicit_task(runtime, TOP_TASK_ID, name.as_ptr()) };
+    let ctx = unsafe {
+        api.diffuse_legion_begin_implicit_task(
+            runtime,
+            TOP_TASK_ID,
+            name.as_ptr(),
+            i32::from(shard.is_some()),
+            shard.map_or(-1, |s| s as i32),
+        )
+    };
     let machine = machine_shape(api);
-    let mut driver = Driver::new(api, runtime, ctx, limits);
+    let mut driver = Driver::new(api, runtime, ctx, limits, shard.is_some());
     let _ = ready.send(Ok(machine));
     while let Ok(command) = commands.recv() {
         command(&mut driver);
