@@ -5,6 +5,8 @@
 //! - `diffuse mapple show FILE --task NAME --ispace 6,6 --machine 2x2 [--json] [--out F.svg]`:
 //!   where each point of a task space runs, as a grid labelled (node, processor), as JSON, or
 //!   as an SVG picture (the Mapple paper's Figure 3).
+//! - `diffuse launch -n N -- COMMAND ...`: runs a program as N processes, each a Legion node
+//!   (see `cli::launch`).
 
 mod cli;
 
@@ -30,6 +32,34 @@ enum Command {
     /// Mapple mappers.
     #[command(subcommand)]
     Mapple(MappleCommand),
+    /// Run a program as N processes on this machine, each one node of a Legion run
+    /// (`diffuse launch -n 2 -- diffuse-examples cg --backend legion`).
+    Launch {
+        /// Number of processes (ranks).
+        #[arg(short = 'n', long = "ranks")]
+        ranks: usize,
+        /// host:port where rank 0 listens for the others (default: a free local port).
+        #[arg(long)]
+        coordinator: Option<String>,
+        /// Whose standard output to show: rank 0's, or every rank's prefixed by its rank.
+        #[arg(long, value_enum, default_value = "rank0")]
+        output: Output,
+        /// Seconds the other ranks may keep running once one has finished.
+        #[arg(long, default_value_t = 60)]
+        grace: u64,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+/// Whose standard output `diffuse launch` shows.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Output {
+    /// Rank 0's only (every rank computes the same results).
+    Rank0,
+    /// Every rank's, prefixed by `[rank K]`.
+    All,
 }
 
 #[derive(Subcommand)]
@@ -168,7 +198,34 @@ fn run(command: MappleCommand) -> anyhow::Result<String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Mapple(command) = cli.command;
+    let command = match cli.command {
+        Command::Mapple(command) => command,
+        Command::Launch {
+            ranks,
+            coordinator,
+            output,
+            grace,
+            command,
+        } => {
+            let launch = cli::launch::Launch {
+                ranks,
+                coordinator,
+                all_output: matches!(output, Output::All),
+                grace: std::time::Duration::from_secs(grace),
+                command,
+            };
+            return match cli::launch::run(&launch) {
+                Ok(cli::launch::Outcome::Success) => ExitCode::SUCCESS,
+                Ok(cli::launch::Outcome::Failed { code }) => {
+                    ExitCode::from(u8::try_from(code).unwrap_or(1))
+                }
+                Err(e) => {
+                    eprintln!("diffuse launch: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    };
     match run(command) {
         Ok(printed) => {
             print!("{printed}");

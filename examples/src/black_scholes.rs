@@ -160,8 +160,9 @@ pub fn run(args: &AppArgs, form: Cnd) -> anyhow::Result<RunRecord> {
 
     let (want_call, want_put) =
         reference(&spot.to_vec()?, &strike.to_vec()?, &years.to_vec()?, form);
-    let check = max_error(&call.to_vec()?, &want_call).max(max_error(&put.to_vec()?, &want_put));
-    Ok(rt.record(form.app(), args, m, check))
+    let (call, put) = (call.to_vec()?, put.to_vec()?);
+    let check = max_error(&call, &want_call).max(max_error(&put, &want_put));
+    Ok(rt.record(form.app(), args, m, check).with_result(&[&call, &put]))
 }
 
 #[cfg(test)]

@@ -443,14 +443,15 @@ pub fn simulate(args: &AppArgs, init: &Fields) -> anyhow::Result<RunRecord> {
     let m = rt.measure(args.iters, || Ok(step(&prm, &u, &v, &p)?))?;
 
     let want = reference(&prm, init, args.iters + 1);
+    let (u, v, p) = (u.to_vec::<f64>()?, v.to_vec::<f64>()?, p.to_vec::<f64>()?);
     let check = [
-        max_error(&u.to_vec::<f64>()?, &want.u),
-        max_error(&v.to_vec::<f64>()?, &want.v),
-        max_error(&p.to_vec::<f64>()?, &want.p),
+        max_error(&u, &want.u),
+        max_error(&v, &want.v),
+        max_error(&p, &want.p),
     ]
     .into_iter()
     .fold(0.0, f64::max);
-    Ok(rt.record("cfd", args, m, check))
+    Ok(rt.record("cfd", args, m, check).with_result(&[&u, &v, &p]))
 }
 
 #[cfg(test)]

@@ -389,6 +389,9 @@ impl Runtime {
             rss_end_bytes: after.rss_bytes,
             iterations: None,
             residual: None,
+            nodes: self.runtime.backend().machine().nodes,
+            points_executed: self.runtime.stats().points_executed,
+            result_digest: String::new(),
         }
     }
 
@@ -542,6 +545,36 @@ pub struct RunRecord {
     pub iterations: Option<usize>,
     /// Solvers: the last checked residual norm relative to `||b||` (the others: none).
     pub residual: Option<f64>,
+    /// Nodes of the machine (processes of a multi-process Legion run, else 1).
+    pub nodes: usize,
+    /// Point tasks this process ran, warm-up included (in a multi-process run, its share).
+    pub points_executed: u64,
+    /// FNV-1a hash of the bits of the application's result values, in hexadecimal: equal
+    /// digests are bitwise-equal results (runs on different backends or process counts
+    /// compare by it).
+    pub result_digest: String,
+}
+
+impl RunRecord {
+    /// The record with the digest of the result `parts` (in order).
+    pub fn with_result(mut self, parts: &[&[f64]]) -> Self {
+        self.result_digest = digest(parts);
+        self
+    }
+}
+
+/// FNV-1a over the little-endian bits of every value of `parts`, as 16 hex digits.
+pub fn digest(parts: &[&[f64]]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in parts
+        .iter()
+        .flat_map(|p| p.iter())
+        .flat_map(|v| v.to_bits().to_le_bytes())
+    {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }
 
 /// The process's resident memory in bytes (0 where `/proc` cannot tell).

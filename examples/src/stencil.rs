@@ -66,7 +66,9 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     let result = grid.to_vec::<f64>()?;
     let mut expected = init;
     reference(&mut expected, args.n, args.iters + 1);
-    Ok(rt.record("stencil", args, m, max_error(&result, &expected)))
+    Ok(rt
+        .record("stencil", args, m, max_error(&result, &expected))
+        .with_result(&[&result]))
 }
 
 #[cfg(test)]

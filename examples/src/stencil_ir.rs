@@ -145,7 +145,9 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     let result = ctx.read::<f64>(&grid.view())?;
     let mut expected = init;
     reference(&mut expected, args.n, args.iters + 1);
-    Ok(rt.record("stencil-ir", args, m, max_error(&result, &expected)))
+    Ok(rt
+        .record("stencil-ir", args, m, max_error(&result, &expected))
+        .with_result(&[&result]))
 }
 
 #[cfg(test)]

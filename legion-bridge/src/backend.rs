@@ -184,6 +184,11 @@ impl LegionBackend {
         &self.process.flags
     }
 
+    /// This process's place among the processes of the run (one Legion node each).
+    pub fn cluster(&self) -> &crate::Cluster {
+        &self.process.cluster
+    }
+
     /// Launches that waited for earlier launches of their task because of a Mapple
     /// `Backpressure`/`InstanceLimit` statement.
     pub fn held_back_launches(&self) -> u64 {

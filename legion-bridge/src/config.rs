@@ -58,12 +58,20 @@ impl LegionConfig {
                 .to_string(),
         );
         // One process: no network (the wheel's Realm otherwise tries to bootstrap UCX);
-        // several (see `Cluster`): Realm's UCX network.
+        // several (see `Cluster`): Realm's UCX network, with one background worker, no
+        // dedicated active-message handler threads and a pinned utility processor. Measured
+        // with two processes on a two-core machine, Realm's default thread counts left every
+        // cross-node message waiting for a scheduler tick: a 257^2 stencil iteration took
+        // 300 ms instead of 5 ms.
         let distributed = crate::Cluster::from_env().is_ok_and(|c| c.is_distributed());
-        default(
-            "-ll:networks",
-            if distributed { "ucx" } else { "none" }.into(),
-        );
+        if distributed {
+            default("-ll:networks", "ucx".into());
+            default("-ll:bgwork", "1".into());
+            default("-ll:ahandlers", "0".into());
+            default("-ll:pin_util", "1".into());
+        } else {
+            default("-ll:networks", "none".into());
+        }
         // The stub libcuda of machines without a GPU makes Realm warn once per start.
         default("-level", "gpu=6,threads=5".into());
         out.extend(self.flags.iter().cloned());

@@ -8,14 +8,14 @@ use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
-use diffuse_backend::{LaunchPlan, Slot};
+use diffuse_backend::{LaunchPlan, Processor, Slot};
 use diffuse_ir::{
     with_element_type, DType, HostData, IrError, Partition, Privilege, ProjComponent, Projection,
     Rect, ReductionOp, Shape, StoreRef, Tuple,
 };
 use hashbrown::HashMap;
 
-use crate::backend::{legion_error, Shared};
+use crate::backend::{legion_error, proc_kind, PointRecord, Shared};
 use crate::ffi;
 use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain};
 use crate::launch::{LaunchEntry, Requirement};
@@ -551,6 +551,9 @@ impl Driver {
                 api.legion_index_launcher_add_field(launcher, added, FIELD, true);
             }
             let futures = api.legion_index_launcher_execute(self.runtime, self.ctx, launcher);
+            if shared.recording() {
+                self.record_points(futures, &name, &launch_rect, shared);
+            }
             match limit {
                 Some(limit) => {
                     let queue = self.in_flight.entry(name).or_default();
@@ -572,6 +575,44 @@ impl Driver {
             self.fence();
         }
         Ok(())
+    }
+
+    /// Records where every point of a launch ran, from the points' values (each point task
+    /// returns its processor; in a multi-process run the value comes from the node that ran
+    /// it). Waits for the launch: recording is for tests and diagnostics.
+    fn record_points(
+        &self,
+        futures: ffi::legion_future_map_t,
+        name: &str,
+        launch: &Rect,
+        shared: &Shared,
+    ) {
+        let api = self.api;
+        for p in launch.points() {
+            // SAFETY: the future map is alive; every future is destroyed after its value
+            // (a `diffuse_proc_choice_t`, checked by size) was copied out.
+            let who = unsafe {
+                let f = api.legion_future_map_get_future(futures, domain_point(&p));
+                let value = api.legion_future_get_untyped_pointer(f);
+                let size = api.legion_future_get_untyped_size(f);
+                let who = (!value.is_null()
+                    && size == std::mem::size_of::<ffi::diffuse_proc_choice_t>())
+                .then(|| std::ptr::read_unaligned(value as *const ffi::diffuse_proc_choice_t));
+                api.legion_future_destroy(f);
+                who
+            };
+            if let Some(who) = who.filter(|w| w.kind >= 0) {
+                shared.record(PointRecord {
+                    task: name.to_string(),
+                    point: p,
+                    processor: Processor {
+                        kind: proc_kind(who.kind),
+                        node: who.node as usize,
+                        index: who.index as usize,
+                    },
+                });
+            }
+        }
     }
 
     /// Waits until every operation issued so far has finished.

@@ -8,10 +8,9 @@ use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use diffuse_backend::point::{self, PointRunner, PointStores};
-use diffuse_backend::{Processor, Slot};
+use diffuse_backend::Slot;
 use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
 
-use crate::backend::{proc_kind, PointRecord};
 use crate::driver::FIELD;
 use crate::ffi;
 use crate::geometry::{element_strides, point_of, raw_rect_ptr};
@@ -105,31 +104,29 @@ unsafe extern "C" fn point_task(
                         reason: format!("panicked: {}", point::panic_message(&*panic)),
                     })
                 });
-            match outcome {
-                Ok(()) => {
-                    if entry.shared.recording() {
-                        let here = api.legion_runtime_get_executing_processor(runtime, ctx);
-                        let mut who = ffi::diffuse_proc_choice_t::default();
-                        if api.diffuse_legion_processor_identity(here, &mut who) == 0 {
-                            entry.shared.record(PointRecord {
-                                task: entry.plan.template().name().to_string(),
-                                point: p,
-                                processor: Processor {
-                                    kind: proc_kind(who.kind),
-                                    node: who.node as usize,
-                                    index: who.index as usize,
-                                },
-                            });
-                        }
-                    }
-                }
-                Err(e) => entry.shared.fail(e),
+            if let Err(e) = outcome {
+                entry.shared.fail(e);
             }
             entry.point_finished(args);
         }
         None => eprintln!("diffuse: a Legion point task ran for an unknown launch"),
     }
-    api.legion_task_postamble(runtime, ctx, std::ptr::null(), 0);
+    // The point's value is the processor it ran on (read back when points are recorded,
+    // wherever in a multi-process run the point ran).
+    let here = api.legion_runtime_get_executing_processor(runtime, ctx);
+    let mut who = ffi::diffuse_proc_choice_t {
+        kind: -1,
+        ..Default::default()
+    };
+    if api.diffuse_legion_processor_identity(here, &mut who) != 0 {
+        who.kind = -1;
+    }
+    api.legion_task_postamble(
+        runtime,
+        ctx,
+        &who as *const ffi::diffuse_proc_choice_t as *const c_void,
+        std::mem::size_of::<ffi::diffuse_proc_choice_t>(),
+    );
 }
 
 /// Where one store argument's sub-store is in its mapped instance.

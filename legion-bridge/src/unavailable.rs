@@ -44,6 +44,11 @@ impl LegionBackend {
     }
 
     /// Never called: no value of this type exists.
+    pub fn cluster(&self) -> &crate::Cluster {
+        match self.never {}
+    }
+
+    /// Never called: no value of this type exists.
     pub fn held_back_launches(&self) -> u64 {
         match self.never {}
     }

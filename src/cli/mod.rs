@@ -1,3 +1,4 @@
 //! Pieces of the `diffuse` command line.
 
 pub mod grid;
+pub mod launch;

@@ -256,7 +256,9 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
         peak_store_bytes: rt.runtime.stats().peak_store_bytes as usize,
         counters: (start, end),
     };
-    let mut record = rt.record(M::NAME, &args.common, m, true_residual);
+    let mut record = rt
+        .record(M::NAME, &args.common, m, true_residual)
+        .with_result(&[&x]);
     if args.matrix.is_some() {
         // `n` is the grid side for the Poisson system; for a file, the matrix's rows.
         record.n = host.rows() as usize;
