@@ -10,6 +10,8 @@
 // Helpers return `IrError`, which is large by design (see the IR crate).
 #![allow(clippy::result_large_err)]
 
+#[path = "embedded/distributed.rs"]
+mod distributed;
 #[path = "embedded/elementwise_prop.rs"]
 mod elementwise_prop;
 #[path = "embedded/faults.rs"]

@@ -219,6 +219,14 @@ class DiffuseMapper : public DefaultMapper {
     DefaultMapper::select_sharding_functor(ctx, task, input, output);
   }
 
+  // Every reduction gets a fresh reduction instance. Reused ones kept folding launch after
+  // launch, and in a control-replicated run Legion then never applied those of the other
+  // nodes to the region once its first reduction had run on node 0 alone (measured with
+  // Legion 25.12: the contributions of node 1 were lost).
+  bool default_policy_select_reduction_instance_reuse(MapperContext ctx) override {
+    return false;
+  }
+
   // A point runs on exactly the processor its slice (or select_task_options) sent it to.
   void default_policy_select_target_processors(MapperContext ctx, const Task& task,
                                                std::vector<Processor>& target_procs) override {

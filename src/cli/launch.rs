@@ -6,7 +6,7 @@
 //! network through diffuse's bootstrap plugin and runs the program control replicated. Rank
 //! 0's output passes through; the other ranks' standard error is prefixed with their rank and
 //! their standard output is dropped unless `--output all` (every rank runs the same program
-//! and prints the same results). A rank that fails or dies stops the others at once; a rank
+//! and prints the same results), which prefixes every rank's standard output, rank 0's too. A rank that fails or dies stops the others at once; a rank
 //! still running `--grace` seconds after another finished is stopped: a launch never hangs
 //! on a lost rank.
 
@@ -66,6 +66,9 @@ pub fn run(launch: &Launch) -> anyhow::Result<Outcome> {
             .stdin(Stdio::null());
         if rank > 0 {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        } else if launch.all_output {
+            // Whole lines only, so that no other rank's line lands inside one of rank 0's.
+            cmd.stdout(Stdio::piped());
         }
         let child = match cmd.spawn() {
             Ok(child) => child,

@@ -63,7 +63,7 @@ use diffuse_ir::{
 };
 use diffuse_jit::Jit;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 
 use crate::generators::Elementwise;
 use crate::{
@@ -1275,6 +1275,11 @@ fn bump(c: &Cell<usize>, by: usize) {
 }
 
 impl Coverage {
+    /// Cases that ran.
+    pub(crate) fn cases(&self) -> usize {
+        self.cases.get()
+    }
+
     /// Fused tasks that ran compiled code.
     pub(crate) fn compiled_tasks(&self) -> usize {
         self.compiled_tasks.get()
@@ -1454,11 +1459,17 @@ pub(crate) fn cases_from_env(var: &str, default: u32) -> u32 {
 
 /// Runs `cases` random streams through [`check_case`] (fused tasks through `jit` when
 /// given), prints the coverage, checks that every case ran and that the streams exercise
-/// what fusion is about, and returns the coverage for further checks.
+/// what fusion is about, and returns the coverage for further checks. The streams are
+/// random unless `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run
+/// must all generate the same streams).
 pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Coverage {
+    let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
+        rng_seed: seed.map_or(RngSeed::Random, RngSeed::Fixed),
         ..Config::default()
     });
     let cov = Coverage::default();

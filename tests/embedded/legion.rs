@@ -20,10 +20,12 @@ use crate::faults::{launch_1d, panic_at_kind};
 use crate::fusion::{cases_from_env, run_property, On};
 use crate::{add_kind, name};
 
-/// A new Legion backend on the process's runtime (two CPU processors).
-fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
+/// A new Legion backend on the process's runtime (two CPU processors; one per process in a
+/// run of several processes, which share this machine's cores).
+pub(crate) fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
+    let distributed = diffuse::legion::Cluster::from_env().is_ok_and(|c| c.is_distributed());
     let mut config = LegionConfig {
-        cpus: Some(2),
+        cpus: Some(if distributed { 1 } else { 2 }),
         sysmem_mib: Some(2048),
         ..Default::default()
     };
@@ -62,7 +64,7 @@ fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
 }
 
 /// `c = a + b` over 8 launch points on 1-d stores of 40 elements, on `ctx`.
-fn add_over_eight(ctx: &Context) -> Vec<f64> {
+pub(crate) fn add_over_eight(ctx: &Context) -> Vec<f64> {
     let n = 40;
     let a = ctx
         .store_from_vec(&[n], (0..n).map(|i| i as f64).collect())

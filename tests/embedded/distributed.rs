@@ -1,0 +1,217 @@
+//! diffuse on two Legion nodes: this test binary run as the two ranks of a
+//! `diffuse launch -n 2`, each a Legion node of its own, the program control replicated.
+//!
+//! The `two_ranks_*` tests launch this binary through `diffuse launch`; each rank runs the
+//! `rank_*` tests, which a plain `cargo test` skips (`#[ignore]`). Both ranks run them on one
+//! test thread, in the same (name) order, as control replication requires, with the same
+//! property seed.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use diffuse::{Backend, FusionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig};
+use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, Tuple};
+use diffuse_jit::Jit;
+
+use crate::fusion::{cases_from_env, run_property, On};
+use crate::legion::{add_over_eight, legion};
+use crate::{name, reduce_all_kind};
+
+/// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
+/// output shown, each line prefixed `[rank K]`.
+fn launch_ranks(filter: &str) -> Output {
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    Command::new(env!("CARGO_BIN_EXE_diffuse"))
+        .args(["launch", "-n", "2", "--output", "all", "--grace", "30", "--"])
+        .arg(this)
+        .args([filter, "--ignored", "--test-threads=1", "--nocapture"])
+        .env("DIFFUSE_PROPERTY_SEED", "20261124")
+        .output()
+        .expect("diffuse launch runs")
+}
+
+/// What rank `rank` printed after `tag` on each line holding it (libtest may print the
+/// test's name before it on the same line).
+fn tagged(output: &Output, rank: usize, tag: &str) -> Vec<String> {
+    let prefix = format!("[rank {rank}] ");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix.as_str()))
+        .filter_map(|l| l.find(tag).map(|at| l[at + tag.len()..].to_string()))
+        .collect()
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "the ranks failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn two_ranks_run_the_points_of_one_launch_on_both_nodes() {
+    let output = launch_ranks("distributed::rank_points");
+    assert_success(&output);
+    for rank in 0..2 {
+        let lines = tagged(&output, rank, "points per node: ");
+        assert_eq!(
+            lines,
+            ["0:4 1:4"],
+            "rank {rank} saw the launch's points elsewhere"
+        );
+        assert_eq!(tagged(&output, rank, "alternating nodes: "), ["ok"]);
+        assert_eq!(tagged(&output, rank, "reductions from both nodes: "), ["ok"]);
+    }
+}
+
+#[test]
+fn two_ranks_run_random_streams_as_one_process_and_the_sequential_model() {
+    let output = launch_ranks("distributed::rank_streams");
+    assert_success(&output);
+    for rank in 0..2 {
+        let lines = tagged(&output, rank, "streams checked: ");
+        assert_eq!(lines.len(), 2, "rank {rank} did not run both properties");
+    }
+}
+
+#[test]
+fn a_rank_that_never_starts_fails_the_others_within_the_bootstrap_timeout() {
+    // Rank 0 of a run of two, alone: its bootstrap gives up after 2 s, naming rank 1.
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let started = Instant::now();
+    let output = Command::new(this)
+        .args([
+            "distributed::rank_points",
+            "--ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env("DIFFUSE_RANK", "0")
+        .env("DIFFUSE_RANKS", "2")
+        .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
+        .env("DIFFUSE_BOOTSTRAP_TIMEOUT", "2")
+        .output()
+        .expect("the test binary runs");
+    assert!(!output.status.success());
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("only 1 of 2 ranks joined") && stderr.contains("rank 1"),
+        "{stderr}"
+    );
+}
+
+/// Rank side: `c = a + b` over 8 points, placed by default blocks over the machine's two
+/// nodes (prints how many points each node ran), then by a Mapple mapper that alternates
+/// nodes point by point (checked point by point).
+#[test]
+#[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_the_points_of_one_launch_on_both_nodes)"]
+fn rank_points_of_one_launch() {
+    let backend = legion(None);
+    assert!(backend.cluster().is_distributed(), "not launched as a rank");
+    assert_eq!(backend.cluster().ranks, 2);
+    let machine = backend.machine();
+    assert_eq!((machine.nodes, machine.cpus_per_node), (2, 1));
+    let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+    let run = |placement: Option<Arc<dyn Placement>>| {
+        backend.record_points();
+        let runtime = Arc::new(Runtime::new(
+            backend.clone(),
+            RuntimeConfig {
+                fusion: FusionConfig::off(),
+                placement,
+                ..Default::default()
+            },
+        ));
+        assert_eq!(add_over_eight(&Context::new(runtime)), want);
+        let mut records: Vec<_> = backend
+            .take_point_records()
+            .into_iter()
+            .filter(|r| r.task == name("add"))
+            .collect();
+        records.sort_by_key(|r| r.point[0]);
+        assert_eq!(records.len(), 8, "every point ran once: {records:?}");
+        records
+    };
+    let mut per_node = BTreeMap::new();
+    for r in run(None) {
+        *per_node.entry(r.processor.node).or_insert(0) += 1;
+    }
+    let line: Vec<String> = per_node.iter().map(|(n, c)| format!("{n}:{c}")).collect();
+    println!("points per node: {}", line.join(" "));
+
+    let task = diffuse::placement::mapple_name(&name("add"));
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def alternate(Task task) {{ return m[task.ipoint[0] % 2, 0]; }}\n\
+         IndexTaskMap {task} alternate;\n"
+    );
+    let mapple = MapplePlacement::new("alternate.mapple", &source, machine.mapple_machine(), true)
+        .expect("the mapper loads");
+    for (i, r) in run(Some(Arc::new(mapple))).iter().enumerate() {
+        assert_eq!(r.processor.node, i % 2, "point {i} ran on {:?}", r.processor);
+    }
+    println!("alternating nodes: ok");
+}
+
+/// Rank side: sums into one 0-d store from launches of one point (node 0 only) and then of
+/// two and four points (both nodes): every node's contributions count.
+#[test]
+#[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_the_points_of_one_launch_on_both_nodes)"]
+fn rank_points_reduce_into_one_store_from_both_nodes() {
+    let backend = legion(None);
+    let runtime = Arc::new(Runtime::new(
+        backend,
+        RuntimeConfig {
+            fusion: FusionConfig::off(),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let data = ctx
+        .store_from_vec(&[4], vec![1.0f64, 10.0, 100.0, 1000.0])
+        .unwrap();
+    let acc = ctx.store_from_vec(&[], vec![0.5f64]).unwrap();
+    for points in [1, 2, 2, 4] {
+        let launch = Tuple::shape(&[points]).unwrap();
+        ctx.submit(
+            IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
+                .arg(&data, data.view().blocked(launch).unwrap(), Privilege::Read)
+                .arg(&acc, Partition::replicate(), Privilege::Reduce(ReductionOp::Sum)),
+        )
+        .unwrap();
+        ctx.flush_window().unwrap();
+    }
+    assert_eq!(ctx.read::<f64>(&acc.view()).unwrap(), [4444.5]);
+    println!("reductions from both nodes: ok");
+}
+
+/// Rank side: the differential property over random task streams (fused = unfused = the
+/// sequential model) on the two nodes, natively and through the JIT.
+#[test]
+#[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_random_streams_...)"]
+fn rank_streams_match_unfused_and_sequential() {
+    let native = run_property(
+        cases_from_env("DIFFUSE_DISTRIBUTED_CASES", 24),
+        None,
+        On::Legion,
+    );
+    println!("streams checked: native, {} cases", native.cases());
+    let jit = Arc::new(Jit::new());
+    let compiled = run_property(
+        cases_from_env("DIFFUSE_DISTRIBUTED_JIT_CASES", 6),
+        Some(&jit),
+        On::Legion,
+    );
+    assert!(compiled.compiled_tasks() > 0, "no fused task ran compiled code");
+    println!("streams checked: compiled, {} cases", compiled.cases());
+}
