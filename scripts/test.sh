@@ -94,6 +94,37 @@ else:
     assert abs(e["residual"] - l["residual"]) <= 1e-6 * e["residual"], (e["residual"], l["residual"])
 PY
 done
+# Several processes: stencil, black-scholes and cg as two Legion nodes (`diffuse launch -n 2`,
+# one CPU each) give bitwise the results of one Legion process and of the embedded backend
+# (two processors each, so every launch has the same points; two-point sums are exact in any
+# order), and both nodes ran points.
+cargo build --release --quiet -p diffuse --bin diffuse
+for case in "stencil --n 257 --iters 3" "black-scholes --n 100000 --iters 2" \
+    "cg --n 40 --iters 1000"; do
+    # shellcheck disable=SC2086 # the case is an app and its flags
+    set -- $case
+    target/release/diffuse-examples "$@" --procs 2 --json >target/nodes-embedded.json
+    target/release/diffuse-examples "$@" --procs 2 --backend legion --json >target/nodes-one.json
+    target/release/diffuse launch -n 2 --output all -- \
+        target/release/diffuse-examples "$@" --procs 1 --backend legion --json >target/nodes-two.txt
+    python3 - target/nodes-embedded.json target/nodes-one.json target/nodes-two.txt <<'PY'
+import json, sys
+e, one = (json.load(open(f)) for f in sys.argv[1:3])
+ranks = {}
+for line in open(sys.argv[3]):
+    tag, _, record = line.partition("] ")
+    ranks[tag] = json.loads(record)
+assert sorted(ranks) == ["[rank 0", "[rank 1"], sorted(ranks)
+for tag, r in ranks.items():
+    assert r["nodes"] == 2 and r["points_executed"] > 0, (tag, r["nodes"], r["points_executed"])
+    for other, name in ((e, "embedded"), (one, "one Legion process")):
+        assert r["result_digest"] == other["result_digest"], (
+            f"{r['app']} on two nodes ({tag}]) differs from {name}: "
+            f"{r['result_digest']} vs {other['result_digest']}")
+print(f"{e['app']}: two nodes = one process = embedded ({e['result_digest']}); points per rank",
+      [ranks[t]["points_executed"] for t in sorted(ranks)])
+PY
+done
 # A problem too large for the machine is an error, not an abort: every app exits with
 # status 1 and one line saying what does not fit (as does a store past --memory-limit).
 for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs gmg; do
