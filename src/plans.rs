@@ -284,7 +284,7 @@ fn unit_dims(partition: &Partition, store: Shape) -> u8 {
     (0..dims).fold(0u8, |mask, d| {
         let unit = store[d] <= 1
             || match partition.kind() {
-                PartitionKind::Replicate => false,
+                PartitionKind::Replicate | PartitionKind::Image(_) => false,
                 PartitionKind::Tiling(t) => t.tile[d] <= 1 || t.clip.is_some_and(|c| c[d] <= 1),
             };
         if unit {

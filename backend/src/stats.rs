@@ -20,4 +20,7 @@ pub struct BackendStats {
     pub peak_store_bytes: u64,
     /// Bytes of freed store memory kept for reuse.
     pub cached_bytes: u64,
+    /// Bytes of store data moved between the nodes of a multi-process run so far (0 on one
+    /// node), counted from a model of where each store's valid copies are.
+    pub bytes_moved: u64,
 }

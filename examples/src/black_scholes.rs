@@ -162,7 +162,9 @@ pub fn run(args: &AppArgs, form: Cnd) -> anyhow::Result<RunRecord> {
         reference(&spot.to_vec()?, &strike.to_vec()?, &years.to_vec()?, form);
     let (call, put) = (call.to_vec()?, put.to_vec()?);
     let check = max_error(&call, &want_call).max(max_error(&put, &want_put));
-    Ok(rt.record(form.app(), args, m, check).with_result(&[&call, &put]))
+    Ok(rt
+        .record(form.app(), args, m, check)
+        .with_result(&[&call, &put]))
 }
 
 #[cfg(test)]

@@ -178,6 +178,8 @@ pub struct Counters {
     pub analysis_seconds: f64,
     /// The process's resident memory now.
     pub rss_bytes: u64,
+    /// Bytes moved between nodes so far.
+    pub bytes_moved: u64,
 }
 
 impl Runtime {
@@ -275,6 +277,7 @@ impl Runtime {
             replayed: stats.replayed,
             analysis_seconds: self.runtime.analysis_seconds(),
             rss_bytes: resident_bytes(),
+            bytes_moved: self.runtime.stats().bytes_moved,
         }
     }
 
@@ -391,6 +394,7 @@ impl Runtime {
             residual: None,
             nodes: self.runtime.backend().machine().nodes,
             points_executed: self.runtime.stats().points_executed,
+            bytes_moved_per_iter: per((after.bytes_moved - before.bytes_moved) as f64),
             result_digest: String::new(),
         }
     }
@@ -549,6 +553,9 @@ pub struct RunRecord {
     pub nodes: usize,
     /// Point tasks this process ran, warm-up included (in a multi-process run, its share).
     pub points_executed: u64,
+    /// Bytes of store data moved between nodes per timed iteration (multi-process Legion
+    /// runs; 0 on one node).
+    pub bytes_moved_per_iter: f64,
     /// FNV-1a hash of the bits of the application's result values, in hexadecimal: equal
     /// digests are bitwise-equal results (runs on different backends or process counts
     /// compare by it).

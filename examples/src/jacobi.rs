@@ -61,7 +61,9 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 
     let expected = reference(&off_host, &diag_host, &b.to_vec()?, args.iters + 1);
     let x = x.to_vec()?;
-    Ok(rt.record("jacobi", args, m, max_error(&x, &expected)).with_result(&[&x]))
+    Ok(rt
+        .record("jacobi", args, m, max_error(&x, &expected))
+        .with_result(&[&x]))
 }
 
 #[cfg(test)]

@@ -183,6 +183,18 @@ pub enum IrError {
         /// Launch volume.
         points: i64,
     },
+    /// A write through an image partition (whose boxes may overlap).
+    #[error("task `{kind}` argument {arg}: {privilege} through an image partition of store {store}; image boxes may overlap, so only reads and reductions may go through one")]
+    WriteThroughImage {
+        /// The task kind.
+        kind: String,
+        /// Argument index.
+        arg: usize,
+        /// The store.
+        store: StoreId,
+        /// The privilege.
+        privilege: Privilege,
+    },
     /// A write through a tiling whose projection sends several launch points to one tile.
     #[error("task `{kind}` argument {arg}: {privilege} through a tiling whose projection {projection} maps several points of launch domain {launch} to the same tile of store {store}")]
     AliasedWrite {

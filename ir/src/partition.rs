@@ -3,9 +3,12 @@
 //! `Replicate` (the paper's `None`) gives every point the whole store. `Tiling` gives point
 //! `p` the box `[c * tile, (c + 1) * tile) + offset` with color `c = projection(p)` (the
 //! paper's Figure 4(e)), clipped to the store and, for a tiling of a view, to the view's
-//! extent. Partitions are hash-consed, so two partitions are equal exactly when their handles
-//! are identical: the O(1) alias check the fusion constraints rely on. Sub-store bounds are
-//! computed from the description on demand and never stored per point.
+//! extent. `Image` lists one box per launch point, computed once from data a library owns
+//! (the entries and the columns of `x` an SpMV row tile touches: the halo distributed solvers
+//! exchange). Partitions are hash-consed, so two partitions are equal exactly when their
+//! handles are identical: the O(1) alias check the fusion constraints rely on, for images too
+//! (hashed once, when built). Tiling sub-store bounds are computed from the description on
+//! demand and never stored per point.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -15,7 +18,7 @@ use crate::error::IrError;
 use crate::intern::Interner;
 use crate::projection::{ProjComponent, Projection};
 use crate::store::View;
-use crate::tuple::{Point, Rect, Shape};
+use crate::tuple::{Point, Rect, Shape, Tuple};
 
 /// An affine tiling of a store (or of a view of it).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -44,13 +47,60 @@ impl Tiling {
     }
 }
 
-/// The two partition kinds.
+/// Explicit sub-stores, one per point of a launch domain: the image of each launch point
+/// through data (which entries and which elements of `x` a row tile of a sparse matrix
+/// reads). Boxes may overlap (halos); a point outside `launch` accesses nothing.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Image {
+    /// The launch domain the boxes are listed for.
+    pub launch: Shape,
+    /// The sub-store of each launch point, points in row-major order.
+    pub boxes: Vec<Rect>,
+}
+
+impl Image {
+    /// The box of launch point `p` (empty outside the launch domain).
+    pub fn box_of(&self, p: &Point) -> Rect {
+        let dims = self.boxes.first().map_or(0, |b| b.dims());
+        let empty = Rect {
+            lo: Tuple::splat(dims, 0),
+            hi: Tuple::splat(dims, 0),
+        };
+        if p.dims() != self.launch.dims()
+            || (0..p.dims()).any(|d| p[d] < 0 || p[d] >= self.launch[d])
+        {
+            return empty;
+        }
+        let linear = (0..p.dims()).fold(0i64, |acc, d| acc * self.launch[d] + p[d]);
+        self.boxes.get(linear as usize).copied().unwrap_or(empty)
+    }
+
+    /// The smallest box holding every point's box.
+    pub fn bounds(&self) -> Rect {
+        let mut boxes = self.boxes.iter().filter(|b| !b.is_empty());
+        let Some(first) = boxes.next() else {
+            let dims = self.boxes.first().map_or(0, |b| b.dims());
+            return Rect {
+                lo: Tuple::splat(dims, 0),
+                hi: Tuple::splat(dims, 0),
+            };
+        };
+        boxes.fold(*first, |acc, b| Rect {
+            lo: acc.lo.zip_with(&b.lo, i64::min),
+            hi: acc.hi.zip_with(&b.hi, i64::max),
+        })
+    }
+}
+
+/// The partition kinds.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PartitionKind {
     /// Every launch point accesses the whole store.
     Replicate,
     /// Every launch point accesses one tile.
     Tiling(Tiling),
+    /// Every launch point accesses its own listed box.
+    Image(Image),
 }
 
 /// An interned partition; `Clone` is cheap and `==` is an identity compare.
@@ -94,6 +144,33 @@ impl Partition {
         })
     }
 
+    /// The image partition giving point `i` (row-major in `launch`) the box `boxes[i]`. The
+    /// boxes must have one dimension count, non-negative corners and one per launch point;
+    /// building hashes them once, after which the partition compares in O(1).
+    pub fn image(launch: Shape, boxes: Vec<Rect>) -> Result<Self, IrError> {
+        let bad = |reason: String| Err(IrError::BadTiling { reason });
+        if boxes.len() as i64 != launch.volume() {
+            return bad(format!(
+                "an image over the launch domain {launch} needs {} boxes, not {}",
+                launch.volume(),
+                boxes.len()
+            ));
+        }
+        let dims = boxes.first().map_or(0, |b| b.dims());
+        if let Some((i, b)) = boxes
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.dims() != dims || (0..dims).any(|d| b.lo[d] < 0))
+        {
+            return bad(format!(
+                "image box {i} ({b:?}) is not a {dims}-d box at non-negative coordinates"
+            ));
+        }
+        Ok(Partition(
+            interner().intern(PartitionKind::Image(Image { launch, boxes })),
+        ))
+    }
+
     fn build(t: Tiling) -> Result<Self, IrError> {
         let dims = t.tile.dims();
         let clip_dims = t.clip.map_or(dims, |c| c.dims());
@@ -130,20 +207,30 @@ impl Partition {
         &self.0
     }
 
-    /// The tiling, or `None` for `Replicate`.
+    /// The tiling, or `None` for the other kinds.
     pub fn as_tiling(&self) -> Option<&Tiling> {
         match &*self.0 {
             PartitionKind::Tiling(t) => Some(t),
-            PartitionKind::Replicate => None,
+            PartitionKind::Replicate | PartitionKind::Image(_) => None,
+        }
+    }
+
+    /// The image, or `None` for the other kinds.
+    pub fn as_image(&self) -> Option<&Image> {
+        match &*self.0 {
+            PartitionKind::Image(i) => Some(i),
+            PartitionKind::Replicate | PartitionKind::Tiling(_) => None,
         }
     }
 
     /// The region of a store of shape `store` this partition can reach: the whole store for
-    /// `Replicate`; for a tiling, the store intersected with `[offset, offset + clip)`.
+    /// `Replicate`; for a tiling, the store intersected with `[offset, offset + clip)`; for an
+    /// image, the store intersected with the bounds of its boxes.
     pub fn reachable_bounds(&self, store: Shape) -> Rect {
         let whole = Rect::from_shape(store);
         match &*self.0 {
             PartitionKind::Replicate => whole,
+            PartitionKind::Image(i) => whole.intersect(&i.bounds()),
             PartitionKind::Tiling(t) => match t.clip {
                 None => whole.intersect(&Rect {
                     lo: t.offset,
@@ -165,15 +252,18 @@ impl Partition {
                 let color = t.projection.apply(p);
                 t.tile_rect(&color).intersect(&self.reachable_bounds(store))
             }
+            PartitionKind::Image(i) => i.box_of(p).intersect(&Rect::from_shape(store)),
         }
     }
 
     /// True when the sub-stores of the points of `launch` together cover the whole store of
-    /// shape `store`, decided exactly from the description alone in O(dims^2). A `Write`
-    /// through a covering partition defines every element of the store.
+    /// shape `store`, decided exactly from the description alone in O(dims^2) (an image is
+    /// never taken to cover: deciding it would enumerate its boxes). A `Write` through a
+    /// covering partition defines every element of the store.
     pub fn covers(&self, store: Shape, launch: Shape) -> bool {
         let t = match &*self.0 {
             PartitionKind::Replicate => return true,
+            PartitionKind::Image(_) => return store.volume() == 0,
             PartitionKind::Tiling(t) => t,
         };
         if store.volume() == 0 {
@@ -231,6 +321,9 @@ impl fmt::Debug for Partition {
                     write!(f, ", clip {c}")?;
                 }
                 write!(f, ")")
+            }
+            PartitionKind::Image(i) => {
+                write!(f, "Image({} boxes over {})", i.boxes.len(), i.launch)
             }
         }
     }

@@ -103,6 +103,40 @@ fn check_partition(kind: &str, i: usize, arg: &TaskArg, launch: Shape) -> Result
                 });
             }
         }
+        PartitionKind::Image(image) => {
+            let dims = image.boxes.first().map_or(store_shape.dims(), |b| b.dims());
+            if dims != store_shape.dims() {
+                return Err(dim_err(format!(
+                    "image boxes have {dims} dims but the store has {}",
+                    store_shape.dims()
+                )));
+            }
+            if image.launch != launch {
+                return Err(dim_err(format!(
+                    "the image lists boxes for the launch domain {} instead",
+                    image.launch
+                )));
+            }
+            if let Some(b) = image
+                .boxes
+                .iter()
+                .find(|b| !b.is_empty() && (0..dims).any(|d| b.hi[d] > store_shape[d]))
+            {
+                return Err(dim_err(format!(
+                    "image box [{}, {}) reaches past the store",
+                    b.lo, b.hi
+                )));
+            }
+            // Boxes may overlap (halos): only reads and reductions go through an image.
+            if arg.privilege.writes() {
+                return Err(IrError::WriteThroughImage {
+                    kind: kind.to_string(),
+                    arg: i,
+                    store: arg.store.id(),
+                    privilege: arg.privilege,
+                });
+            }
+        }
         PartitionKind::Tiling(t) => {
             if t.tile.dims() != store_shape.dims() {
                 return Err(dim_err(format!(
@@ -230,12 +264,14 @@ fn check_aligned(task: &IndexTask, a: usize, b: usize) -> Result<(), IrError> {
     })
 }
 
-/// Two partitions cut their reachable regions the same way: both replicate, or both tile with
-/// the same projection (tile and region extents are compared by the caller).
+/// Two partitions cut their reachable regions the same way: both replicate, both tile with
+/// the same projection (tile and region extents are compared by the caller), or both are the
+/// same image.
 fn same_tiling_structure(p: &Partition, q: &Partition) -> bool {
-    match (p.as_tiling(), q.as_tiling()) {
-        (None, None) => true,
-        (Some(a), Some(b)) => a.projection == b.projection,
+    match (p.kind(), q.kind()) {
+        (PartitionKind::Replicate, PartitionKind::Replicate) => true,
+        (PartitionKind::Tiling(a), PartitionKind::Tiling(b)) => a.projection == b.projection,
+        (PartitionKind::Image(_), PartitionKind::Image(_)) => p == q,
         _ => false,
     }
 }

@@ -57,9 +57,15 @@ pub(crate) struct Counters {
     store_bytes: AtomicU64,
     peak_bytes: AtomicU64,
     held_back: AtomicU64,
+    bytes_moved: AtomicU64,
 }
 
 impl Counters {
+    /// Records the bytes moved between nodes so far (the driver's traffic model).
+    pub(crate) fn set_bytes_moved(&self, bytes: u64) {
+        self.bytes_moved.store(bytes, Ordering::Relaxed);
+    }
+
     /// Counts one finished point task that ran along `path`.
     pub(crate) fn point(&self, path: PointPath) {
         self.points.fetch_add(1, Ordering::Relaxed);
@@ -285,6 +291,7 @@ impl Backend for LegionBackend {
             store_bytes: c.store_bytes.load(Ordering::Relaxed),
             peak_store_bytes: c.peak_bytes.load(Ordering::Relaxed),
             cached_bytes: self.shared.scratch.cached_bytes() as u64,
+            bytes_moved: c.bytes_moved.load(Ordering::Relaxed),
         }
     }
 

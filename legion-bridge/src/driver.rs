@@ -10,8 +10,8 @@ use std::sync::Arc;
 use diffuse_backend::memory::for_each_rect_row;
 use diffuse_backend::{LaunchPlan, Processor, Slot};
 use diffuse_ir::{
-    with_element_type, DType, HostData, IrError, Partition, Privilege, ProjComponent, Projection,
-    Rect, ReductionOp, Shape, StoreRef, Tuple,
+    with_element_type, DType, HostData, IrError, Partition, PartitionKind, Privilege,
+    ProjComponent, Projection, Rect, ReductionOp, Shape, StoreId, StoreRef, Tuple,
 };
 use hashbrown::HashMap;
 
@@ -20,6 +20,7 @@ use crate::ffi;
 use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain};
 use crate::launch::{LaunchEntry, Requirement};
 use crate::process::{self, POINT_TASK_ID};
+use crate::traffic::{Access, Traffic};
 
 /// The field every region holds its store's elements in.
 pub(crate) const FIELD: ffi::legion_field_id_t = 1;
@@ -28,6 +29,7 @@ pub(crate) const FIELD: ffi::legion_field_id_t = 1;
 pub(crate) struct StoreRegion {
     /// The region (also its own parent in every requirement).
     pub(crate) region: ffi::legion_logical_region_t,
+    store: StoreId,
     shape: Shape,
     dtype: DType,
     bytes: u64,
@@ -42,7 +44,7 @@ unsafe impl Sync for StoreRegion {}
 impl Drop for StoreRegion {
     fn drop(&mut self) {
         self.shared.counters.free(self.bytes);
-        let (region, shape, dtype) = (self.region, self.shape, self.dtype);
+        let (region, store, shape, dtype) = (self.region, self.store, self.shape, self.dtype);
         struct Handle(ffi::legion_logical_region_t);
         // SAFETY: as for `StoreRegion`.
         unsafe impl Send for Handle {}
@@ -52,7 +54,7 @@ impl Drop for StoreRegion {
             // destroying it through the driver keeps it ordered after every use.
             let _ = p.send(Box::new(move |driver: &mut Driver| {
                 let Handle(region) = handle;
-                driver.release_region(region, shape, dtype)
+                driver.release_region(region, store, shape, dtype)
             }));
         }
     }
@@ -82,6 +84,10 @@ pub(crate) struct Driver {
     limits: DriverLimits,
     /// The run is control replicated (several processes, each issuing every operation).
     replicated: bool,
+    /// Nodes of the machine.
+    nodes: usize,
+    /// Where stores' valid copies are, and the bytes moved between nodes (replicated runs).
+    traffic: Option<Traffic>,
     /// The sharding functor registered for each assignment of launch points to nodes.
     shardings: HashMap<Vec<u32>, u32>,
     /// Launches issued since the last fence whose entries wait to be retired by it (in a
@@ -115,6 +121,7 @@ impl Driver {
         runtime: ffi::legion_runtime_t,
         ctx: ffi::legion_context_t,
         limits: DriverLimits,
+        nodes: usize,
         replicated: bool,
     ) -> Self {
         Driver {
@@ -129,10 +136,44 @@ impl Driver {
             free_bytes: 0,
             limits,
             replicated,
+            nodes,
+            traffic: replicated.then(Traffic::default),
             shardings: HashMap::new(),
             unfenced: Vec::new(),
             stopped: false,
         }
+    }
+
+    /// Updates the traffic model with what every point of `plan` reads, writes and reduces
+    /// (replicated runs only).
+    fn account_launch(&mut self, plan: &LaunchPlan, requirements: &[Requirement], shared: &Shared) {
+        let Some(traffic) = &mut self.traffic else {
+            return;
+        };
+        let t = plan.template();
+        let processors = &t.placement().processors;
+        let launch = Rect::from_shape(t.launch_domain());
+        for req in requirements {
+            let store = plan.store(req.slot);
+            let accesses: Vec<Access> = launch
+                .points()
+                .enumerate()
+                .map(|(i, p)| Access {
+                    node: processors.get(i).map_or(0, |proc| proc.node),
+                    rect: req.partition.sub_store(store.shape(), &p),
+                })
+                .collect();
+            match req.privilege {
+                Privilege::Read => traffic.read(store.id(), &accesses),
+                Privilege::Write => traffic.write(store.id(), &accesses),
+                Privilege::ReadWrite => {
+                    traffic.read(store.id(), &accesses);
+                    traffic.write(store.id(), &accesses);
+                }
+                Privilege::Reduce(_) => traffic.reduce(store.id(), &accesses),
+            }
+        }
+        shared.counters.set_bytes_moved(traffic.moved());
     }
 
     /// The sharding functor that gives each point of `plan`'s launch to the node its
@@ -250,8 +291,18 @@ impl Driver {
             }
         };
         shared.counters.allocate(bytes);
+        let nodes = self.nodes;
+        if let Some(traffic) = &mut self.traffic {
+            traffic.created(
+                store.id(),
+                store.bounds(),
+                store.dtype().size_bytes(),
+                nodes,
+            );
+        }
         Ok(StoreRegion {
             region,
+            store: store.id(),
             shape: store.shape(),
             dtype: store.dtype(),
             bytes,
@@ -280,9 +331,18 @@ impl Driver {
     /// while the free regions hold at most `region_cache_bytes` (array programs make and drop
     /// the same temporaries every iteration, and a region keeps its instances, so reusing it
     /// saves Legion's deletion analysis and a new allocation), destroyed otherwise.
-    fn release_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape, dtype: DType) {
+    fn release_region(
+        &mut self,
+        region: ffi::legion_logical_region_t,
+        store: StoreId,
+        shape: Shape,
+        dtype: DType,
+    ) {
         if self.stopped {
             return;
+        }
+        if let Some(traffic) = &mut self.traffic {
+            traffic.dropped(store);
         }
         let bytes = (shape.volume().max(0) as u64) * dtype.size_bytes() as u64;
         if self.free_bytes + bytes <= self.limits.region_cache_bytes {
@@ -332,58 +392,67 @@ impl Driver {
             .partitions
             .entry((partition.clone(), colors))
             .or_insert_with(|| {
-                let Some(tiling) = partition.as_tiling() else {
-                    unreachable!("replicated arguments use the whole region");
-                };
                 // SAFETY: as above.
                 unsafe {
                     let color_space =
                         api.legion_index_space_create_domain(rt, ctx, domain(&colors));
-                    if tiling.clip.is_none() {
-                        let dims = shape.dims();
-                        let mut transform = ffi::legion_domain_transform_t {
-                            m: dims as i32,
-                            n: dims as i32,
-                            ..Default::default()
-                        };
-                        for k in 0..dims {
-                            transform.matrix[k * dims + k] = tiling.tile[k];
+                    match partition.kind() {
+                        PartitionKind::Tiling(tiling) if tiling.clip.is_none() => {
+                            let dims = shape.dims();
+                            let mut transform = ffi::legion_domain_transform_t {
+                                m: dims as i32,
+                                n: dims as i32,
+                                ..Default::default()
+                            };
+                            for k in 0..dims {
+                                transform.matrix[k * dims + k] = tiling.tile[k];
+                            }
+                            // Color 0's tile; color c is it shifted by c * tile.
+                            let extent = tiling.tile_rect(&Tuple::splat(dims, 0));
+                            api.legion_index_partition_create_by_restriction(
+                                rt,
+                                ctx,
+                                parent,
+                                color_space,
+                                transform,
+                                domain(&extent),
+                                ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND,
+                                u32::MAX,
+                            )
                         }
-                        // Color 0's tile; color c is it shifted by c * tile.
-                        let extent = tiling.tile_rect(&Tuple::splat(dims, 0));
-                        api.legion_index_partition_create_by_restriction(
-                            rt,
-                            ctx,
-                            parent,
-                            color_space,
-                            transform,
-                            domain(&extent),
-                            ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND,
-                            u32::MAX,
-                        )
-                    } else {
-                        let mut points = Vec::new();
-                        let mut boxes = Vec::new();
-                        for color in colors.points() {
-                            points.push(domain_point(&color));
-                            boxes.push(domain(
-                                &tiling
-                                    .tile_rect(&color)
-                                    .intersect(&partition.reachable_bounds(shape)),
-                            ));
+                        kind => {
+                            // Explicit boxes: a view's clipped tiles (disjoint), or an
+                            // image's boxes (which may overlap).
+                            let disjoint = matches!(kind, PartitionKind::Tiling(_));
+                            let mut points = Vec::new();
+                            let mut boxes = Vec::new();
+                            for color in colors.points() {
+                                points.push(domain_point(&color));
+                                let rect = match kind {
+                                    PartitionKind::Tiling(t) => t
+                                        .tile_rect(&color)
+                                        .intersect(&partition.reachable_bounds(shape)),
+                                    _ => partition.sub_store(shape, &color),
+                                };
+                                boxes.push(domain(&rect));
+                            }
+                            api.legion_index_partition_create_by_domain(
+                                rt,
+                                ctx,
+                                parent,
+                                points.as_mut_ptr(),
+                                boxes.as_mut_ptr(),
+                                points.len(),
+                                color_space,
+                                true,
+                                if disjoint {
+                                    ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND
+                                } else {
+                                    ffi::legion_partition_kind_t_LEGION_COMPUTE_KIND
+                                },
+                                u32::MAX,
+                            )
                         }
-                        api.legion_index_partition_create_by_domain(
-                            rt,
-                            ctx,
-                            parent,
-                            points.as_mut_ptr(),
-                            boxes.as_mut_ptr(),
-                            points.len(),
-                            color_space,
-                            true,
-                            ffi::legion_partition_kind_t_LEGION_DISJOINT_KIND,
-                            u32::MAX,
-                        )
                     }
                 }
             })
@@ -437,13 +506,10 @@ impl Driver {
         for req in &requirements {
             let store = plan.store(req.slot);
             let region = regions[req.slot];
-            let target = match req
-                .partition
-                .as_tiling()
-                .filter(|_| store.shape().dims() > 0)
-            {
-                None => Target::Whole,
-                Some(tiling) => {
+            let target = match req.partition.kind() {
+                _ if store.shape().dims() == 0 => Target::Whole,
+                PartitionKind::Replicate => Target::Whole,
+                PartitionKind::Tiling(tiling) => {
                     let colors = color_box(&tiling.projection, launch);
                     let ip = self.partition(store.shape(), &req.partition, colors);
                     // SAFETY: as above.
@@ -456,9 +522,20 @@ impl Driver {
                         .then(|| (self.projection_functor(), encode(&tiling.projection)));
                     Target::Tiles(lp, projection)
                 }
+                // One color per launch point: the identity projection.
+                PartitionKind::Image(_) => {
+                    let ip = self.partition(store.shape(), &req.partition, launch_rect);
+                    // SAFETY: as above.
+                    let lp = unsafe {
+                        self.api
+                            .legion_logical_partition_create(self.runtime, region, ip)
+                    };
+                    Target::Tiles(lp, None)
+                }
             };
             targets.push((region, target));
         }
+        self.account_launch(&plan, &requirements, shared);
         let sharding = self.replicated.then(|| self.sharding(&plan));
         let key = LaunchEntry::register(
             plan,
@@ -684,6 +761,11 @@ impl Driver {
         shared: &Arc<Shared>,
         rect: Rect,
     ) -> Result<HostData, IrError> {
+        let nodes = self.nodes;
+        if let Some(traffic) = &mut self.traffic {
+            traffic.host_read(store.id(), rect, nodes);
+            shared.counters.set_bytes_moved(traffic.moved());
+        }
         self.with_mapping(
             store,
             shared,
@@ -712,6 +794,10 @@ impl Driver {
         rect: Rect,
         data: HostData,
     ) -> Result<(), IrError> {
+        let nodes = self.nodes;
+        if let Some(traffic) = &mut self.traffic {
+            traffic.host_write(store.id(), rect, nodes);
+        }
         let whole = rect == store.bounds();
         let privilege = if whole {
             ffi::legion_privilege_mode_t_LEGION_WRITE_DISCARD

@@ -37,6 +37,8 @@ mod mapper;
 mod point_task;
 #[cfg(legion)]
 mod process;
+#[cfg(legion)]
+mod traffic;
 
 #[cfg(legion)]
 pub use backend::{LegionBackend, PointRecord};

@@ -267,7 +267,7 @@ fn drive(
         )
     };
     let machine = machine_shape(api);
-    let mut driver = Driver::new(api, runtime, ctx, limits, shard.is_some());
+    let mut driver = Driver::new(api, runtime, ctx, limits, machine.nodes, shard.is_some());
     let _ = ready.send(Ok(machine));
     while let Ok(command) = commands.recv() {
         command(&mut driver);

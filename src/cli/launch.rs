@@ -248,8 +248,9 @@ mod tests {
             assert_eq!(fields[..2], [r.to_string(), "3".to_string()]);
             assert!(fields[2].starts_with("127.0.0.1:"), "{place}");
         }
-        assert!(places.windows(2).all(|w| w[0].split_whitespace().nth(2)
-            == w[1].split_whitespace().nth(2)));
+        assert!(places
+            .windows(2)
+            .all(|w| w[0].split_whitespace().nth(2) == w[1].split_whitespace().nth(2)));
     }
 
     #[test]

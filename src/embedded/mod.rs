@@ -219,6 +219,8 @@ impl Backend for EmbeddedBackend {
             store_bytes: self.stats.current_bytes() as u64,
             peak_store_bytes: self.stats.peak_bytes() as u64,
             cached_bytes: self.cache.cached_bytes() as u64,
+            // One node: nothing moves between nodes.
+            bytes_moved: 0,
         }
     }
 

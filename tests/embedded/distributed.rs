@@ -24,7 +24,9 @@ use crate::{name, reduce_all_kind};
 fn launch_ranks(filter: &str) -> Output {
     let this = std::env::current_exe().expect("the test binary knows its path");
     Command::new(env!("CARGO_BIN_EXE_diffuse"))
-        .args(["launch", "-n", "2", "--output", "all", "--grace", "30", "--"])
+        .args([
+            "launch", "-n", "2", "--output", "all", "--grace", "30", "--",
+        ])
         .arg(this)
         .args([filter, "--ignored", "--test-threads=1", "--nocapture"])
         .env("DIFFUSE_PROPERTY_SEED", "20261124")
@@ -65,7 +67,10 @@ fn two_ranks_run_the_points_of_one_launch_on_both_nodes() {
             "rank {rank} saw the launch's points elsewhere"
         );
         assert_eq!(tagged(&output, rank, "alternating nodes: "), ["ok"]);
-        assert_eq!(tagged(&output, rank, "reductions from both nodes: "), ["ok"]);
+        assert_eq!(
+            tagged(&output, rank, "reductions from both nodes: "),
+            ["ok"]
+        );
     }
 }
 
@@ -158,7 +163,12 @@ fn rank_points_of_one_launch() {
     let mapple = MapplePlacement::new("alternate.mapple", &source, machine.mapple_machine(), true)
         .expect("the mapper loads");
     for (i, r) in run(Some(Arc::new(mapple))).iter().enumerate() {
-        assert_eq!(r.processor.node, i % 2, "point {i} ran on {:?}", r.processor);
+        assert_eq!(
+            r.processor.node,
+            i % 2,
+            "point {i} ran on {:?}",
+            r.processor
+        );
     }
     println!("alternating nodes: ok");
 }
@@ -186,7 +196,11 @@ fn rank_points_reduce_into_one_store_from_both_nodes() {
         ctx.submit(
             IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
                 .arg(&data, data.view().blocked(launch).unwrap(), Privilege::Read)
-                .arg(&acc, Partition::replicate(), Privilege::Reduce(ReductionOp::Sum)),
+                .arg(
+                    &acc,
+                    Partition::replicate(),
+                    Privilege::Reduce(ReductionOp::Sum),
+                ),
         )
         .unwrap();
         ctx.flush_window().unwrap();
@@ -212,6 +226,9 @@ fn rank_streams_match_unfused_and_sequential() {
         Some(&jit),
         On::Legion,
     );
-    assert!(compiled.compiled_tasks() > 0, "no fused task ran compiled code");
+    assert!(
+        compiled.compiled_tasks() > 0,
+        "no fused task ran compiled code"
+    );
     println!("streams checked: compiled, {} cases", compiled.cases());
 }

@@ -2,20 +2,24 @@
 //!
 //! A [`CsrMatrix`] keeps four stores: each row's start and end in the entry arrays (two
 //! `i64` vectors of the row count, tiled like the rows), and the entries' column indices
-//! (`i32` or `i64`) and values (`f64`). `y = A x` is one index task over row tiles:
-//! `y`, the starts and the ends through the same blocked tiling, the entries and `x` through
-//! `Replicate`. Replication keeps the IR scale-free (no partition depends on the sparsity
-//! pattern, and partitions still compare in O(1)); its cost is that every point may read
-//! all of `x` and of the entries: free on the embedded backend, whose points share memory,
-//! and an all-gather of `x` per product on a distributed one (an image partition of the
-//! entries and of `x` by the row tiles would bound that to what each tile touches).
+//! (`i32` or `i64`) and values (`f64`). `y = A x` is one index task over row tiles, one per
+//! processor: `y`, the starts and the ends through the same blocked tiling; the entries and
+//! `x` through image partitions computed once from the sparsity pattern when the matrix is
+//! built, as distributed solvers partition them: row tile `c` reads the entries of its rows
+//! (one contiguous range) and the elements of `x` between the smallest and the largest
+//! column those entries name (its own part of `x` plus the halo it shares with its
+//! neighbours). The stored indices are local to the tile, as in a distributed solver's local
+//! matrix: starts and ends count from the tile's first entry, columns from the first column
+//! of its `x` box, so a point indexes its sub-stores directly. Partitions still compare in
+//! O(1) (images are hash-consed when built), and a distributed backend moves only the halos
+//! of `x` per product instead of all of it.
 
 use std::sync::{Arc, OnceLock};
 
 use diffuse_array::{Array, ArrayContext};
 use diffuse_ir::{
-    DType, IndexTask, KernelError, Partition, PointTask, Privilege, ReadView, Store, TaskKind,
-    Tuple,
+    DType, IndexTask, KernelError, Partition, PointTask, Privilege, ReadView, Rect, Store,
+    TaskKind, Tuple,
 };
 
 use crate::csr::{ColumnIndices, HostCsr, IndexWidth};
@@ -33,6 +37,19 @@ pub struct CsrMatrix {
     ends: Store,
     columns: Store,
     values: Store,
+    tiles: RowTiles,
+}
+
+/// How the products of a matrix are launched: one point per row tile, and the image
+/// partitions of the entries and of `x` for those tiles.
+#[derive(Clone)]
+struct RowTiles {
+    /// The launch domain (`[tiles]`; empty without rows).
+    launch: Tuple,
+    /// Row tile `c` reads the entries of its rows.
+    entries: Partition,
+    /// Row tile `c` reads the elements of `x` its entries' columns name.
+    x: Partition,
 }
 
 impl std::fmt::Debug for CsrMatrix {
@@ -46,17 +63,76 @@ impl std::fmt::Debug for CsrMatrix {
 }
 
 impl CsrMatrix {
-    /// Uploads `host` into stores of `cx`.
+    /// Uploads `host` into stores of `cx`, its indices made local to the row tiles of the
+    /// context's processors (see the module documentation).
     pub fn from_host(cx: &ArrayContext, host: &HostCsr) -> Result<Self, SparseError> {
         let ir = cx.ir();
         let offsets = host.row_offsets();
         let rows = host.rows();
-        let starts = ir.store_from_vec(&[rows], offsets[..offsets.len() - 1].to_vec())?;
-        let ends = ir.store_from_vec(&[rows], offsets[1..].to_vec())?;
+        // As many row tiles as processors, each non-empty (a tiling may not start past the
+        // store's end).
+        let procs = ir.processors().max(1) as i64;
+        let tile = ((rows + procs - 1) / procs).max(1);
+        let tiles = (rows + tile - 1) / tile;
+        let tile_of = |row: i64| row / tile;
+        let mut entry_boxes = Vec::with_capacity(tiles as usize);
+        let mut x_boxes = Vec::with_capacity(tiles as usize);
+        let columns_of = |k: usize| match host.columns() {
+            ColumnIndices::I32(c) => i64::from(c[k]),
+            ColumnIndices::I64(c) => c[k],
+        };
+        for c in 0..tiles {
+            let (r0, r1) = (c * tile, ((c + 1) * tile).min(rows));
+            let (e0, e1) = (offsets[r0 as usize], offsets[r1 as usize]);
+            entry_boxes.push(span(e0, e1));
+            let (lo, hi) = (e0 as usize..e1 as usize)
+                .map(columns_of)
+                .fold((i64::MAX, i64::MIN), |(lo, hi), col| {
+                    (lo.min(col), hi.max(col))
+                });
+            x_boxes.push(if lo > hi {
+                span(0, 0)
+            } else {
+                span(lo, hi + 1)
+            });
+        }
+        let launch = Tuple::shape(&[tiles])?;
+        let tiles_info = RowTiles {
+            launch,
+            entries: Partition::image(launch, entry_boxes.clone())?,
+            x: Partition::image(launch, x_boxes.clone())?,
+        };
+        let first_entry = |row: i64| entry_boxes[tile_of(row) as usize].lo[0];
+        let starts: Vec<i64> = (0..rows)
+            .map(|r| offsets[r as usize] - first_entry(r))
+            .collect();
+        let ends: Vec<i64> = (0..rows)
+            .map(|r| offsets[r as usize + 1] - first_entry(r))
+            .collect();
+        // The tile of every entry, for its local column.
+        let mut first_column = vec![0i64; host.nnz()];
+        for c in 0..tiles as usize {
+            let (e0, e1) = (entry_boxes[c].lo[0] as usize, entry_boxes[c].hi[0] as usize);
+            first_column[e0..e1].fill(x_boxes[c].lo[0]);
+        }
+        let starts = ir.store_from_vec(&[rows], starts)?;
+        let ends = ir.store_from_vec(&[rows], ends)?;
         let nnz = host.nnz() as i64;
         let columns = match host.columns() {
-            ColumnIndices::I32(c) => ir.store_from_vec(&[nnz], c.clone())?,
-            ColumnIndices::I64(c) => ir.store_from_vec(&[nnz], c.clone())?,
+            ColumnIndices::I32(c) => ir.store_from_vec(
+                &[nnz],
+                c.iter()
+                    .zip(&first_column)
+                    .map(|(&col, &lo)| (i64::from(col) - lo) as i32)
+                    .collect(),
+            )?,
+            ColumnIndices::I64(c) => ir.store_from_vec(
+                &[nnz],
+                c.iter()
+                    .zip(&first_column)
+                    .map(|(&col, &lo)| col - lo)
+                    .collect(),
+            )?,
         };
         let values = ir.store_from_vec(&[nnz], host.values().to_vec())?;
         Ok(CsrMatrix {
@@ -68,6 +144,7 @@ impl CsrMatrix {
             ends,
             columns,
             values,
+            tiles: tiles_info,
         })
     }
 
@@ -103,23 +180,26 @@ impl CsrMatrix {
         let ir = self.cx.ir();
         let y = ir.create_store(&[self.rows], DType::F64)?;
         if self.rows > 0 {
-            // As many row tiles as processors, each non-empty (a tiling may not start past
-            // the store's end).
-            let procs = ir.processors().max(1) as i64;
-            let tile = (self.rows + procs - 1) / procs;
-            let tiles = (self.rows + tile - 1) / tile;
-            let launch = Tuple::shape(&[tiles])?;
+            let launch = self.tiles.launch;
             let by_rows = |s: &Store| s.view().blocked(launch).map_err(SparseError::from);
             let task = IndexTask::new(&spmv_kind(self.width)?, launch)
                 .arg(&y, by_rows(&y)?, Privilege::Write)
                 .arg(&self.starts, by_rows(&self.starts)?, Privilege::Read)
                 .arg(&self.ends, by_rows(&self.ends)?, Privilege::Read)
-                .arg(&self.columns, Partition::replicate(), Privilege::Read)
-                .arg(&self.values, Partition::replicate(), Privilege::Read)
-                .arg(x.store(), Partition::replicate(), Privilege::Read);
+                .arg(&self.columns, self.tiles.entries.clone(), Privilege::Read)
+                .arg(&self.values, self.tiles.entries.clone(), Privilege::Read)
+                .arg(x.store(), self.tiles.x.clone(), Privilege::Read);
             ir.submit(task)?;
         }
         Ok(Array::from_view(&self.cx, y.view()))
+    }
+}
+
+/// The 1-d box `[lo, hi)`.
+fn span(lo: i64, hi: i64) -> Rect {
+    Rect {
+        lo: Tuple::splat(1, lo),
+        hi: Tuple::splat(1, hi),
     }
 }
 
