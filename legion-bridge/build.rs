@@ -60,6 +60,7 @@ fn build_bootstrap(dir: &Path, plugin: &Path) {
     cmd.args(["-std=gnu11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra"])
         .arg("bootstrap/diffuse_bootstrap.c")
         .arg(format!("-I{}", header.display()))
+        .arg("-lpthread")
         .arg("-o")
         .arg(plugin);
     let status = cmd.status().expect("the C compiler runs");

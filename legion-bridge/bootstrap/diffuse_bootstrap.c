@@ -12,8 +12,16 @@
 // collective then takes what it needs. Realm uses the bootstrap only while starting and
 // stopping, so simplicity wins over bandwidth. Every wait is bounded: a peer that never comes
 // or goes away fails the collective with a message naming it, never a hang.
+//
+// The connections stay open for the whole run, watched by a thread: a rank whose connection
+// closes without the goodbye `finalize` sends first has died, and this process then exits
+// with a message naming it (without it, the survivors of a rank killed mid-run would wait on
+// it forever).
 
+#define _GNU_SOURCE  // POLLRDHUP
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +39,8 @@
 
 // Sent by every rank when it connects: guards against strangers on the port.
 #define HELLO_MAGIC 0x64696675u
+// Sent by `finalize` before a connection closes (where a collective would send a length).
+#define GOODBYE UINT64_MAX
 #define HOST_BYTES 256
 
 struct bootstrap_state {
@@ -39,6 +49,10 @@ struct bootstrap_state {
   // Rank 0: the connection to each rank (index 0 unused). Other ranks: peer[0] is rank 0.
   int* peer;
   int timeout_ms;
+  // The watchdog thread, and whether it should stop (finalize has begun).
+  pthread_t watchdog;
+  int watching;
+  atomic_int finishing;
 };
 
 static struct bootstrap_state state;
@@ -245,7 +259,44 @@ static int do_allgatherv(const void* send, void* recv, int* sizes, int* displace
   });
 }
 
+// Watches the connections (rank 0: to every rank; the others: to rank 0) without reading
+// them: a connection that reaches its end before a goodbye means the rank behind it died.
+static void* watch(void* unused) {
+  (void)unused;
+  int* said_goodbye = calloc((size_t)state.size, sizeof(int));
+  if (said_goodbye == NULL) return NULL;
+  while (!atomic_load(&state.finishing)) {
+    for (int r = 0; r < state.size && !atomic_load(&state.finishing); r++) {
+      int fd = state.peer[r];
+      if (fd < 0 || said_goodbye[r]) continue;
+      struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+      if (poll(&p, 1, 0) <= 0) continue;
+      uint64_t first = 0;
+      ssize_t n = recv(fd, &first, sizeof first, MSG_PEEK | MSG_DONTWAIT);
+      if (n == (ssize_t)sizeof first && first == GOODBYE) {
+        said_goodbye[r] = 1;
+      } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        if (atomic_load(&state.finishing)) break;
+        complain("rank %d closed its connection without finishing: it has died; stopping", r);
+        _exit(1);
+      }
+      // Otherwise a collective's message waits to be read by the collective.
+    }
+    usleep(100 * 1000);
+  }
+  free(said_goodbye);
+  return NULL;
+}
+
 static int do_finalize(bootstrap_handle_t* h) {
+  atomic_store(&state.finishing, 1);
+  if (state.watching) {
+    pthread_join(state.watchdog, NULL);
+    state.watching = 0;
+  }
+  uint64_t goodbye = GOODBYE;
+  for (int r = 0; state.peer != NULL && r < state.size; r++)
+    if (state.peer[r] >= 0) (void)send(state.peer[r], &goodbye, sizeof goodbye, MSG_NOSIGNAL);
   for (int r = 0; state.peer != NULL && r < state.size; r++)
     if (state.peer[r] >= 0) close(state.peer[r]);
   free(state.peer);
@@ -427,5 +478,7 @@ int realm_ucp_bootstrap_plugin_init(void* arg, bootstrap_handle_t* h) {
   h->allreduce_ull = do_allreduce_ull;
   h->allgatherv = do_allgatherv;
   h->finalize = do_finalize;
-  return find_shared_ranks(h) == 0 ? 0 : BOOTSTRAP_ERROR_INTERNAL;
+  if (find_shared_ranks(h) != 0) return BOOTSTRAP_ERROR_INTERNAL;
+  if (size > 1) state.watching = pthread_create(&state.watchdog, NULL, watch, NULL) == 0;
+  return 0;
 }

@@ -115,6 +115,82 @@ fn a_rank_that_never_starts_fails_the_others_within_the_bootstrap_timeout() {
     );
 }
 
+#[test]
+fn a_rank_that_dies_stops_the_others_without_a_launcher() {
+    // Two ranks started by hand (no `diffuse launch` to stop them); rank 1 is killed once
+    // both run. Rank 0 must exit on its own, naming rank 1, instead of waiting for it.
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let rank = |r: usize| {
+        Command::new(&this)
+            .args([
+                "distributed::rank_runs_until_stopped",
+                "--ignored",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env("DIFFUSE_RANK", r.to_string())
+            .env("DIFFUSE_RANKS", "2")
+            .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("a rank starts")
+    };
+    let mut zero = rank(0);
+    let mut one = rank(1);
+    // Wait until rank 1 has run launches with rank 0.
+    let stdout = one.stdout.take().expect("piped");
+    let running = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .any(|l| l.contains("ranks running"));
+    assert!(running, "rank 1 never ran");
+    one.kill().expect("rank 1 can be killed");
+    let _ = one.wait();
+    let killed = Instant::now();
+    let status = loop {
+        if let Some(status) = zero.try_wait().expect("rank 0 can be waited for") {
+            break status;
+        }
+        if killed.elapsed() > Duration::from_secs(30) {
+            let _ = zero.kill();
+            panic!("rank 0 still ran 30 s after rank 1 died");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = zero.wait_with_output().expect("rank 0's output");
+    assert!(!status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("rank 1 closed its connection"), "{stderr}");
+}
+
+/// Rank side: launches over both nodes for up to a minute (until a test stops it).
+#[test]
+#[ignore = "runs as a rank (a_rank_that_dies_stops_the_others_without_a_launcher)"]
+fn rank_runs_until_stopped() {
+    let backend = legion(None);
+    let runtime = Arc::new(Runtime::new(
+        backend,
+        RuntimeConfig {
+            fusion: FusionConfig::off(),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let started = Instant::now();
+    let mut announced = false;
+    while started.elapsed() < Duration::from_secs(60) {
+        add_over_eight(&ctx);
+        if !announced {
+            println!("ranks running");
+            announced = true;
+        }
+    }
+}
+
 /// Rank side: `c = a + b` over 8 points, placed by default blocks over the machine's two
 /// nodes (prints how many points each node ran), then by a Mapple mapper that alternates
 /// nodes point by point (checked point by point).
@@ -215,14 +291,14 @@ fn rank_points_reduce_into_one_store_from_both_nodes() {
 #[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_random_streams_...)"]
 fn rank_streams_match_unfused_and_sequential() {
     let native = run_property(
-        cases_from_env("DIFFUSE_DISTRIBUTED_CASES", 24),
+        cases_from_env("DIFFUSE_DISTRIBUTED_CASES", 64),
         None,
         On::Legion,
     );
     println!("streams checked: native, {} cases", native.cases());
     let jit = Arc::new(Jit::new());
     let compiled = run_property(
-        cases_from_env("DIFFUSE_DISTRIBUTED_JIT_CASES", 6),
+        cases_from_env("DIFFUSE_DISTRIBUTED_JIT_CASES", 12),
         Some(&jit),
         On::Legion,
     );
