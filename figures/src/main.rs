@@ -230,6 +230,14 @@ fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> {
         chart.draw_series(moved.iter().map(|&(x, y)| {
             Rectangle::new([(x - 0.15, 0.0), (x + 0.15, y)], GREEN.mix(0.7).filled())
         }))?;
+        let label_at = top.max(1.0) * 0.09;
+        chart.draw_series(moved.iter().map(|&(x, y)| {
+            Text::new(
+                format!("{y:.1} KiB"),
+                (x - 0.12, y + label_at),
+                ("sans-serif", 13),
+            )
+        }))?;
     }
     root.present()?;
     Ok(())
