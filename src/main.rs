@@ -332,12 +332,14 @@ mod tests {
         };
         let control = line("ControlReplicate main;");
         assert!(
-            control.contains("embedded: no effect") && control.contains("legion: no effect"),
+            control.contains("embedded: no effect") && control.contains("legion: acts"),
             "{control}"
         );
         let steal = line("TaskSteal calc,stencil GPU ANY_NODE;");
         assert!(
-            steal.contains(":18:1:") && steal.contains("no effect"),
+            steal.contains(":18:1:")
+                && steal.contains("embedded: no effect")
+                && steal.contains("legion: acts"),
             "{steal}"
         );
         let layout = line("Layout * * SYSMEM AOS F_order Align<64;");

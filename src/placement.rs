@@ -19,7 +19,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use diffuse_backend::{ArgMemory, LaunchPlacement, MachineShape, MemKind, ProcKind, Processor};
+use diffuse_backend::{
+    ArgMemory, LaunchPlacement, MachineShape, MemKind, ProcKind, Processor, StealScope,
+};
 use diffuse_ir::{IrError, Point, Rect, Shape};
 use diffuse_mapper::machine::Machine;
 use diffuse_mapper::placement::{Mapper, RegionRef};
@@ -61,6 +63,12 @@ pub trait Placement: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether idle processors may steal the task's points, and from where (`None`, the
+    /// default: points run where they are placed).
+    fn steal(&self, _task: &str, _constituents: &[&str], _kind: ProcKind) -> Option<StealScope> {
+        None
+    }
+
     /// Records the decisions for one launch (for a logging mode); the default does nothing.
     fn record(&self, _task: &str, _points: &[Point], _processors: &[Processor]) {}
 }
@@ -98,6 +106,7 @@ pub(crate) fn decide(
             memories: vec![ArgMemory::default_for(ProcKind::Cpu); stores],
             pinned: false,
             in_flight_limit: None,
+            steal: None,
         });
     };
     let kind = placement.processor_kind(task, constituents);
@@ -139,6 +148,7 @@ pub(crate) fn decide(
             .collect(),
         pinned: true,
         in_flight_limit: placement.in_flight_limit(task, constituents),
+        steal: placement.steal(task, constituents, kind),
     })
 }
 
@@ -287,6 +297,14 @@ impl Placement for MapplePlacement {
     fn in_flight_limit(&self, task: &str, constituents: &[&str]) -> Option<u64> {
         self.mapper
             .backpressure(&self.mapped_name(task, constituents))
+    }
+
+    fn steal(&self, task: &str, constituents: &[&str], kind: ProcKind) -> Option<StealScope> {
+        // Only processors of the kind the points run on can run them.
+        self.mapper
+            .steal(&self.mapped_name(task, constituents))
+            .filter(|&(thief, _)| thief == kind)
+            .map(|(_, scope)| scope)
     }
 
     fn record(&self, task: &str, points: &[Point], processors: &[Processor]) {

@@ -29,7 +29,7 @@ pub use placement::{ArgMemory, LaunchPlacement, MachineShape};
 pub use plan::{ArgLayout, CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, Slot};
 pub use stats::BackendStats;
 
-pub use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind};
+pub use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind, StealScope};
 pub use diffuse_mapper::machine::{ProcKind, Processor};
 
 use diffuse_ir::{HostData, IrError, Rect, StoreRef};

@@ -1,7 +1,7 @@
 //! Where a launch runs: the machine a backend offers and the runtime's placement decisions
 //! for one launch, in the vocabulary of Mapple (processor kinds, memory kinds, layouts).
 
-use diffuse_mapper::ast::{LayoutConstraint, MemKind};
+use diffuse_mapper::ast::{LayoutConstraint, MemKind, StealScope};
 use diffuse_mapper::machine::{Machine, ProcKind, Processor};
 
 /// The processors of a backend's machine: `nodes` nodes with the same processors each.
@@ -86,4 +86,8 @@ pub struct LaunchPlacement {
     /// Mapple's `Backpressure`/`InstanceLimit`: at most this many launches of the task in
     /// flight at once (a backend that runs launches one by one meets any limit).
     pub in_flight_limit: Option<u64>,
+    /// Mapple's `TaskSteal`: idle processors of the launch's kind may take its points from
+    /// the processors they were placed on, on the same node or on any node (`None`: points
+    /// run where they were placed).
+    pub steal: Option<StealScope>,
 }

@@ -4,6 +4,7 @@
 #include "diffuse_legion_shim.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -137,6 +138,32 @@ void notice(const std::string& message) {
 
 // The processor diffuse names for `point` of `task`: NO_PROC (after a notice when diffuse
 // named one this machine lacks) when the DefaultMapper should decide.
+// Points of diffuse launches mapped onto each processor of this process and not finished
+// yet: the load `TaskSteal` balances.
+std::mutex load_mutex;
+std::map<Processor, int> point_load;
+
+int load_of(Processor p) {
+  std::lock_guard<std::mutex> lock(load_mutex);
+  auto it = point_load.find(p);
+  return it == point_load.end() ? 0 : it->second;
+}
+
+void add_load(Processor p, int delta) {
+  std::lock_guard<std::mutex> lock(load_mutex);
+  point_load[p] += delta;
+}
+
+// Whether some launch let its points be stolen by processors of any node (thieves then also
+// ask other nodes).
+std::atomic<bool> steal_anywhere_seen{false};
+
+// The launch's `TaskSteal` scope (DIFFUSE_STEAL_NONE without an answer).
+int32_t steal_scope(const Task& task) {
+  if (callbacks.steal_scope == nullptr) return DIFFUSE_STEAL_NONE;
+  return callbacks.steal_scope(task.args, task.arglen);
+}
+
 Processor point_target(const Task& task, const DomainPoint& point) {
   if (callbacks.point_processor == nullptr) return Processor::NO_PROC;
   int64_t coords[LEGION_MAX_DIM] = {};
@@ -192,6 +219,8 @@ class DiffuseMapper : public DefaultMapper {
       return;
     }
     std::vector<TaskSlice> slices;
+    int32_t scope = steal_scope(task);
+    if (scope == DIFFUSE_STEAL_ANY_NODE) steal_anywhere_seen.store(true);
     for (Domain::DomainPointIterator it(input.domain); it; it++) {
       Processor target = point_target(task, it.p);
       if (!target.exists()) {
@@ -199,9 +228,71 @@ class DiffuseMapper : public DefaultMapper {
         return;
       }
       slices.push_back(TaskSlice(Domain(it.p, it.p), target, false /*recurse*/,
-                                 false /*stealable*/));
+                                 scope != DIFFUSE_STEAL_NONE /*stealable*/));
     }
     output.slices = std::move(slices);
+  }
+
+  // Mapple's `TaskSteal`, as work sharing: the DefaultMapper maps every ready task at once,
+  // after which Legion cannot steal it, so a stealable point goes to the least loaded
+  // processor of its kind on this node (this one on ties) instead of queueing behind the
+  // points already mapped here. Other tasks are mapped here, as the DefaultMapper does.
+  void select_tasks_to_map(MapperContext ctx, const SelectMappingInput& input,
+                           SelectMappingOutput& output) override {
+    std::map<Processor, int> promised;
+    std::vector<Processor> peers;
+    for (const Task* task : input.ready_tasks) {
+      if (!is_point_task(*task) || steal_scope(*task) == DIFFUSE_STEAL_NONE) {
+        output.map_tasks.insert(task);
+        continue;
+      }
+      if (peers.empty()) {
+        Machine::ProcessorQuery query(machine);
+        query.only_kind(local_proc.kind());
+        query.same_address_space_as(local_proc);
+        peers.assign(query.begin(), query.end());
+      }
+      Processor best = local_proc;
+      int best_load = load_of(local_proc) + promised[local_proc];
+      for (Processor p : peers) {
+        int load = load_of(p) + promised[p];
+        if (load < best_load) {
+          best = p;
+          best_load = load;
+        }
+      }
+      promised[best]++;
+      if (best == local_proc)
+        output.map_tasks.insert(task);
+      else
+        output.relocate_tasks[task] = best;
+    }
+  }
+
+  // Mapple's `TaskSteal`: an idle processor asks the other processors of its kind for work,
+  // on its node, and on every node once some launch allowed stealing from anywhere.
+  void select_steal_targets(MapperContext ctx, const SelectStealingInput& input,
+                            SelectStealingOutput& output) override {
+    Machine::ProcessorQuery query(machine);
+    query.only_kind(local_proc.kind());
+    if (!steal_anywhere_seen.load()) query.same_address_space_as(local_proc);
+    for (Processor p : query) {
+      if (p != local_proc && input.blacklist.find(p) == input.blacklist.end())
+        output.targets.insert(p);
+    }
+  }
+
+  // The victim's side: only the points of launches that allow it, and for `SAME_NODE` only
+  // to thieves on this node.
+  void permit_steal_request(MapperContext ctx, const StealRequestInput& input,
+                            StealRequestOutput& output) override {
+    for (const Task* task : input.stealable_tasks) {
+      if (!is_point_task(*task)) continue;
+      int32_t scope = steal_scope(*task);
+      bool same_node = input.thief_proc.address_space() == local_proc.address_space();
+      if (scope == DIFFUSE_STEAL_ANY_NODE || (scope == DIFFUSE_STEAL_SAME_NODE && same_node))
+        output.stolen_tasks.insert(task);
+    }
   }
 
   // In a control-replicated run, a launch's points belong to the shards of the nodes diffuse
@@ -248,6 +339,8 @@ class DiffuseMapper : public DefaultMapper {
 
   void map_task(MapperContext ctx, const Task& task, const MapTaskInput& input,
                 MapTaskOutput& output) override {
+    // A point counts towards its processor's load until the point task reports it finished.
+    if (is_point_task(task)) add_load(task.target_proc, 1);
     if (!is_point_task(task) || callbacks.region_choice == nullptr) {
       DefaultMapper::map_task(ctx, task, input, output);
       return;
@@ -551,6 +644,13 @@ void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* cb,
     callbacks = *cb;
     point_task_id = point_task;
     Runtime::add_registration_callback(install_mappers);
+  } catch (...) {
+  }
+}
+
+void diffuse_legion_point_finished(legion_processor_t proc) {
+  try {
+    add_load(CObjectWrapper::unwrap(proc), -1);
   } catch (...) {
   }
 }

@@ -29,6 +29,13 @@ enum diffuse_proc_kind_t {
   DIFFUSE_PROC_OMP = 2,
 };
 
+/* Where thieves of a launch's points may come from (the `steal_scope` callback). */
+enum diffuse_steal_scope_t {
+  DIFFUSE_STEAL_NONE = 0,
+  DIFFUSE_STEAL_SAME_NODE = 1,
+  DIFFUSE_STEAL_ANY_NODE = 2,
+};
+
 /* Memory kinds, as Mapple names them. */
 enum diffuse_mem_kind_t {
   DIFFUSE_MEM_SYSMEM = 0,
@@ -69,6 +76,9 @@ typedef struct diffuse_mapper_callbacks_t {
                            diffuse_region_choice_t* out);
   /* A decision the mapper could not carry out and what it did instead (one line). */
   void (*notice)(const char* message);
+  /* Whether the launch's points may be stolen (Mapple's `TaskSteal`): 0 no, 1 by processors
+   * of the same node, 2 by processors of any node. */
+  int32_t (*steal_scope)(const void* args, size_t arglen);
 } diffuse_mapper_callbacks_t;
 
 /* Makes every processor's default mapper a diffuse mapper for tasks with id `point_task`
@@ -76,6 +86,10 @@ typedef struct diffuse_mapper_callbacks_t {
  * callbacks are copied. */
 void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* callbacks,
                                     legion_task_id_t point_task);
+
+/* A diffuse point task that the mapper mapped onto `proc` has finished there (the mapper
+ * balances stealable points by such counts). */
+void diffuse_legion_point_finished(legion_processor_t proc);
 
 /* Registers, as projection `id`, the functor that maps a launch point to a tile color through
  * the projection carried in each region requirement's projection arguments: int64 values

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, OnceLock};
 
-use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind};
+use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind, StealScope};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
@@ -20,6 +20,7 @@ pub(crate) fn register(api: &ffi::LegionApi) {
         point_processor: Some(point_processor),
         region_choice: Some(region_choice),
         notice: Some(notice),
+        steal_scope: Some(steal_scope),
     };
     // SAFETY: called once before `legion_runtime_start`; the shim copies the callbacks.
     unsafe { api.diffuse_legion_register_mapper(&callbacks, POINT_TASK_ID) };
@@ -67,6 +68,17 @@ unsafe extern "C" fn point_processor(
         }
         _ => 1,
     }
+}
+
+unsafe extern "C" fn steal_scope(args: *const c_void, arglen: usize) -> i32 {
+    let scope = std::panic::catch_unwind(|| entry(args, arglen)?.plan.template().placement().steal)
+        .ok()
+        .flatten();
+    (match scope {
+        None => ffi::diffuse_steal_scope_t_DIFFUSE_STEAL_NONE,
+        Some(StealScope::SameNode) => ffi::diffuse_steal_scope_t_DIFFUSE_STEAL_SAME_NODE,
+        Some(StealScope::AnyNode) => ffi::diffuse_steal_scope_t_DIFFUSE_STEAL_ANY_NODE,
+    }) as i32
 }
 
 unsafe extern "C" fn region_choice(

@@ -88,13 +88,22 @@ pub fn effect(stmt: &StmtKind, target: Target) -> Effect {
         (StmtKind::Backpressure(_), Embedded) => {
             inert("launches run one at a time, so at most one is in flight")
         }
-        (StmtKind::ControlReplicate(_), _) => inert(
-            "diffuse's top-level task is its own driver, one per process; there is no \
-             application top-level task to replicate",
+        (StmtKind::ControlReplicate(_), Legion) => acts(
+            "the top-level program that issues the tasks runs control replicated: one shard per \
+             process of a multi-process run (`diffuse launch`), every launch issued by all \
+             shards and run once (a single process is one shard)",
         ),
-        (StmtKind::TaskSteal(_), _) => inert(
-            "every point runs on the processor its mapping names (placements are pinned); \
-             nothing is stolen",
+        (StmtKind::ControlReplicate(_), Embedded) => {
+            inert("one process with one driver: there is nothing to replicate")
+        }
+        (StmtKind::TaskSteal(_), Legion) => acts(
+            "the task's points are stealable: each is mapped onto the least loaded processor of \
+             the kind on its node instead of queueing where it was placed, and idle processors \
+             may steal unmapped ones (SAME_NODE: thieves of the point's node only)",
+        ),
+        (StmtKind::TaskSteal(_), Embedded) => inert(
+            "every point runs on the worker of the processor its mapping names; the embedded \
+             backend does not steal",
         ),
         (StmtKind::FuncDef(_), _) => acts("defines a mapping function"),
         (StmtKind::Assign { .. }, _) => acts("evaluated when the mapper loads"),

@@ -43,8 +43,8 @@
 use std::sync::{Mutex, PoisonError};
 
 use crate::ast::{
-    Ident, LayoutConstraint, MemKind, ProcSel, Program, RegionSel, Stmt, StmtKind, TaskFuncMap,
-    TaskSel,
+    Ident, LayoutConstraint, MemKind, ProcSel, Program, RegionSel, StealScope, Stmt, StmtKind,
+    TaskFuncMap, TaskSel,
 };
 use crate::error::MappleError;
 use crate::eval::{Env, EvalError, EvalErrorKind, TaskValue, Value};
@@ -396,6 +396,19 @@ impl Mapper {
             }
             _ => false,
         })
+    }
+
+    /// The `TaskSteal` statement for `task` (the one naming it, else one for `*`): which kind
+    /// of processor may steal its points, and from where.
+    pub fn steal(&self, task: &str) -> Option<(ProcKind, StealScope)> {
+        best(self.stmts().filter_map(|s| match &s.kind {
+            StmtKind::TaskSteal(t) => Some((
+                t.tasks.iter().filter_map(|sel| task_score(sel, task)).max(),
+                t,
+            )),
+            _ => None,
+        }))
+        .map(|t| (t.proc, t.scope))
     }
 
     /// The `Backpressure`/`InstanceLimit` of `task` (at most this many instances mapped at a

@@ -247,3 +247,81 @@ fn a_store_past_legions_system_memory_is_out_of_memory_and_legion_goes_on() {
     assert_eq!(sums.len(), 40);
     assert_eq!(sums[3], 3.0 + 9.0);
 }
+
+/// `out[p] = p + 1` for each point `p`, taking 20 ms per point.
+fn nap_kind() -> Arc<diffuse_ir::TaskKind> {
+    static K: std::sync::OnceLock<Arc<diffuse_ir::TaskKind>> = std::sync::OnceLock::new();
+    crate::kind_once(
+        &K,
+        || diffuse_ir::TaskKind::builder(name("nap")).arg("out", DType::F64, Privilege::Write),
+        |t| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let p = t.point()[0];
+            t.write::<f64>(0)?.row_mut(0).fill(p as f64 + 1.0);
+            Ok(())
+        },
+    )
+}
+
+/// Runs 16 napping points, all placed on processor 0 by a Mapple mapper (plus `extra`
+/// statements); returns the processor index each point ran on.
+fn napping_points_on_processor_zero(extra: &str) -> Vec<usize> {
+    let backend = legion(None);
+    let task = diffuse::placement::mapple_name(&name("nap"));
+    let source = format!(
+        "m = Machine(CPU);\n\
+         def first(Task task) {{ return m[0, 0]; }}\n\
+         IndexTaskMap {task} first;\n{extra}"
+    );
+    let placement = Arc::new(
+        MapplePlacement::new(
+            "nap.mapple",
+            &source,
+            backend.machine().mapple_machine(),
+            false,
+        )
+        .unwrap(),
+    );
+    backend.record_points();
+    let runtime = Arc::new(Runtime::new(
+        backend.clone(),
+        RuntimeConfig {
+            fusion: FusionConfig::off(),
+            placement: Some(placement as Arc<dyn Placement>),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    let out = ctx.create_store(&[16], DType::F64).unwrap();
+    let launch = Tuple::shape(&[16]).unwrap();
+    ctx.submit(IndexTask::new(&nap_kind(), launch).arg(
+        &out,
+        out.view().blocked(launch).unwrap(),
+        Privilege::Write,
+    ))
+    .unwrap();
+    let got = ctx.read::<f64>(&out.view()).unwrap();
+    assert_eq!(got, (1..=16).map(f64::from).collect::<Vec<_>>());
+    let mut ran: Vec<_> = backend
+        .take_point_records()
+        .into_iter()
+        .filter(|r| r.task == name("nap"))
+        .collect();
+    ran.sort_by_key(|r| r.point[0]);
+    assert_eq!(ran.len(), 16, "every point ran once: {ran:?}");
+    ran.iter().map(|r| r.processor.index).collect()
+}
+
+#[test]
+fn task_steal_lets_an_idle_processor_take_points_placed_elsewhere() {
+    // Pinned: all 16 points on processor 0 while processor 1 idles.
+    let pinned = napping_points_on_processor_zero("");
+    assert!(pinned.iter().all(|&p| p == 0), "{pinned:?}");
+    // Stealable: processor 1 takes some of them.
+    let task = diffuse::placement::mapple_name(&name("nap"));
+    let stolen = napping_points_on_processor_zero(&format!("TaskSteal {task} CPU SAME_NODE;\n"));
+    assert!(
+        stolen.contains(&1),
+        "no point was stolen by the idle processor: {stolen:?}"
+    );
+}

@@ -3,7 +3,7 @@
 //! `greedy_split`, `volume`, `has`, `ControlReplicate`, `TaskSteal`. Placements are checked
 //! point by point against hand-worked values of the paper's Figure 6 semantics.
 
-use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind, StmtKind};
+use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind, StealScope, StmtKind};
 use diffuse_mapper::effects::{effect, notices, Target};
 use diffuse_mapper::machine::ProcKind;
 use diffuse_mapper::placement::RegionRef;
@@ -141,18 +141,30 @@ IndexTaskMap spread g;
 }
 
 #[test]
-fn control_replication_and_stealing_load_with_a_notice() {
+fn control_replication_and_stealing_act_on_legion_and_get_a_notice_on_the_embedded_backend() {
     let src = "ControlReplicate main,top;\nTaskSteal * CPU SAME_NODE;\nTask * CPU;\n";
     let m = mapper(src, machine(1, 2));
     let stmts = &m.program().stmts;
     assert!(matches!(&stmts[0].kind, StmtKind::ControlReplicate(t) if t.len() == 2));
-    for target in Target::ALL {
-        assert!(!effect(&stmts[0].kind, target).acts);
-        assert!(!effect(&stmts[1].kind, target).acts);
-        assert!(effect(&stmts[2].kind, target).acts);
-        let said = notices("t.mapple", m.program(), target);
-        assert_eq!(said.len(), 2, "{said:?}");
-        assert!(said[0].starts_with("t.mapple:1:1: `ControlReplicate main,top;` has no effect"));
-        assert!(said[1].starts_with("t.mapple:2:1: `TaskSteal * CPU SAME_NODE;` has no effect"));
+    for stmt in stmts {
+        assert!(effect(&stmt.kind, Target::Legion).acts);
     }
+    assert!(notices("t.mapple", m.program(), Target::Legion).is_empty());
+    assert!(!effect(&stmts[0].kind, Target::Embedded).acts);
+    assert!(!effect(&stmts[1].kind, Target::Embedded).acts);
+    let said = notices("t.mapple", m.program(), Target::Embedded);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].starts_with("t.mapple:1:1: `ControlReplicate main,top;` has no effect"));
+    assert!(said[1].starts_with("t.mapple:2:1: `TaskSteal * CPU SAME_NODE;` has no effect"));
+}
+
+#[test]
+fn task_steal_names_the_thieves_and_their_scope_per_task() {
+    let src = "TaskSteal * CPU SAME_NODE;\nTaskSteal a,b GPU ANY_NODE;\n";
+    let m = mapper(src, machine(2, 2));
+    assert_eq!(m.steal("a"), Some((ProcKind::Gpu, StealScope::AnyNode)));
+    assert_eq!(m.steal("b"), Some((ProcKind::Gpu, StealScope::AnyNode)));
+    assert_eq!(m.steal("c"), Some((ProcKind::Cpu, StealScope::SameNode)));
+    let none = mapper("Task * CPU;\n", machine(1, 2));
+    assert_eq!(none.steal("a"), None);
 }
