@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::ast::{LayoutConstraint, Program, StmtKind};
+use crate::ast::{LayoutConstraint, Program, StealScope, StmtKind};
 
 /// A backend a mapper can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,11 +96,18 @@ pub fn effect(stmt: &StmtKind, target: Target) -> Effect {
         (StmtKind::ControlReplicate(_), Embedded) => {
             inert("one process with one driver: there is nothing to replicate")
         }
-        (StmtKind::TaskSteal(_), Legion) => acts(
-            "the task's points are stealable: each is mapped onto the least loaded processor of \
-             the kind on its node instead of queueing where it was placed, and idle processors \
-             may steal unmapped ones (SAME_NODE: thieves of the point's node only)",
-        ),
+        (StmtKind::TaskSteal(t), Legion) => match t.scope {
+            StealScope::SameNode => acts(
+                "the task's points are stealable: each is mapped onto the least loaded \
+                 processor of the kind on its node instead of queueing where it was placed, \
+                 and idle processors of the point's node may steal unmapped ones",
+            ),
+            StealScope::AnyNode => acts(
+                "the task's points are stealable: each is mapped onto the least loaded \
+                 processor of the kind on its node instead of queueing where it was placed, \
+                 and idle processors of any node may steal unmapped ones",
+            ),
+        },
         (StmtKind::TaskSteal(_), Embedded) => inert(
             "every point runs on the worker of the processor its mapping names; the embedded \
              backend does not steal",
