@@ -7,7 +7,7 @@
 use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{norm, Iterate, Krylov, Step};
+use super::{norm, Iterate, Krylov, SolverArgs, Step};
 
 /// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha`, `omega`.
 struct Carried {
@@ -29,7 +29,7 @@ pub struct BiCgStab {
 impl Krylov for BiCgStab {
     const NAME: &'static str = "bicgstab";
 
-    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
+    fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(BiCgStab {
             it: Iterate::start(a, b)?,
             rtilde: b.copy()?,

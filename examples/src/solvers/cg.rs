@@ -3,7 +3,7 @@
 use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{Iterate, Krylov, Step};
+use super::{Iterate, Krylov, SolverArgs, Step};
 
 /// The CG state: the iterate, the residual, and what the next iteration reuses.
 pub struct Cg {
@@ -15,7 +15,7 @@ pub struct Cg {
 impl Krylov for Cg {
     const NAME: &'static str = "cg";
 
-    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
+    fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(Cg {
             it: Iterate::start(a, b)?,
             previous: None,

@@ -5,7 +5,7 @@
 use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{Iterate, Krylov, Step};
+use super::{Iterate, Krylov, SolverArgs, Step};
 
 /// The CGS state.
 pub struct Cgs {
@@ -20,7 +20,7 @@ pub struct Cgs {
 impl Krylov for Cgs {
     const NAME: &'static str = "cgs";
 
-    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self> {
+    fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(Cgs {
             it: Iterate::start(a, b)?,
             b: b.clone(),

@@ -48,6 +48,22 @@ pub struct SolverArgs {
     /// exactly `--iters` iterations, for timing).
     #[arg(long, default_value_t = 1e-8)]
     pub rtol: f64,
+    /// gmg only: how the V-cycle restricts residuals to the coarser grid (default
+    /// `injection`, as Legate Sparse's example; `full-weighting` makes the cycle symmetric,
+    /// and CG then converges in a number of iterations independent of the grid size).
+    #[arg(long, value_enum)]
+    pub restriction: Option<Restriction>,
+}
+
+/// How a multigrid V-cycle moves a residual to the next coarser grid.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Restriction {
+    /// Each coarse point takes the fine point it sits on.
+    #[default]
+    Injection,
+    /// The transpose of the bilinear prolongation (each coarse point the weighted sum of
+    /// the nine fine points around it).
+    FullWeighting,
 }
 
 /// What a solver's step reports.
@@ -80,8 +96,8 @@ impl Iterate {
 pub trait Krylov: Sized {
     /// The name in the record.
     const NAME: &'static str;
-    /// The state for `A x = b` from `x = 0`.
-    fn start(a: &CsrMatrix, b: &Array) -> anyhow::Result<Self>;
+    /// The state for `A x = b` from `x = 0`, with the run's flags.
+    fn start(a: &CsrMatrix, b: &Array, args: &SolverArgs) -> anyhow::Result<Self>;
     /// The current iterate and residual.
     fn iterate(&self) -> &Iterate;
     /// One iteration. `check` is true on iterations whose start checked the residual; a
@@ -146,6 +162,11 @@ pub fn run<M: Krylov>(args: &SolverArgs) -> anyhow::Result<RunRecord> {
 fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> {
     anyhow::ensure!(args.check_every >= 1, "--check-every must be at least 1");
     anyhow::ensure!(
+        args.restriction.is_none() || M::NAME == Gmg::NAME,
+        "--restriction is a flag of gmg, not of {}",
+        M::NAME
+    );
+    anyhow::ensure!(
         args.rtol >= 0.0 && args.rtol.is_finite(),
         "--rtol must be a finite number >= 0, not {}",
         args.rtol
@@ -158,7 +179,7 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
     let b = Array::from_vec(cx, &[rows], vec![1.0; rows as usize])?;
     let atol = args.rtol * norm(&b)?;
 
-    let mut solver = M::start(&a, &b)?;
+    let mut solver = M::start(&a, &b, args)?;
     rt.ctx.flush_window()?;
     rt.runtime.record_streams(args.common.streams);
     let warmup = Instant::now();
@@ -279,6 +300,7 @@ pub(crate) mod tests {
             matrix: None,
             check_every: 5,
             rtol: 0.0,
+            restriction: None,
         }
     }
 
