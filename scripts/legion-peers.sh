@@ -5,25 +5,17 @@
 #   ./scripts/legion-peers.sh [REPS]     (default 3 runs of each)
 #
 # cuPyNumeric 26.6.1 (with its legate 26.6.1 and the CUDA runtime wheel) goes into
-# target/cupynumeric-venv from PyPI on first use; on a machine without an NVIDIA driver it
-# loads the libcuda stub that scripts/legion-setup.sh builds. Both sides use two CPU
-# processors and one utility processor.
+# target/cupynumeric-venv from PyPI on first use (scripts/peers-setup.sh) and runs through
+# benches/peers/run-cupynumeric.sh: on a machine without an NVIDIA driver it loads the
+# libcuda stub that scripts/legion-setup.sh builds. Both sides use two CPU processors and
+# one utility processor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-3}"
 
 scripts/peers-setup.sh
-venv=target/cupynumeric-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import cupynumeric' >/dev/null 2>&1; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet nvidia-cupynumeric==26.6.1 'nvidia-cuda-runtime==13.*'
-fi
-site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-legion_dir="${DIFFUSE_LEGION_DIR:-$HOME/.cache/diffuse/legion-26.1.0}"
 cupynumeric() {
-    LD_LIBRARY_PATH="$legion_dir/stub:$site/nvidia/cu13/lib:$site/nvidia/nccl/lib" \
-        LEGATE_AUTO_CONFIG=0 LEGATE_CONFIG="--cpus 2 --gpus 0 --utility 1 --sysmem 8000" \
-        "$venv/bin/python" benches/peers/numpy_apps.py "$@" --module cupynumeric
+    benches/peers/run-cupynumeric.sh benches/peers/numpy_apps.py "$@" --module cupynumeric
 }
 bin=target/release/diffuse-examples
 field() { python3 -c 'import json, sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]])' "$1"; }

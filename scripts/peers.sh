@@ -1,42 +1,120 @@
 #!/usr/bin/env bash
-# Side-by-side comparison of the diffuse applications with their NumPy versions
-# (benches/peers/numpy_apps.py) on this machine. Not part of CI: it takes minutes.
+# diffuse next to the systems its users would pick instead, on this machine, as figures.
+# Not part of CI: a full run takes about half an hour.
 #
-#   ./scripts/peers.sh [REPS]     (default 3 runs of each; medians and ratios are printed)
+#   ./scripts/peers.sh [REPS] [CASES...]
 #
-# Installs NumPy and SciPy from PyPI into target/peers-venv on first use.
+# REPS (default 3) repetitions of every case, interleaved: each repetition runs every system
+# once, in turn, so machine noise hits all alike; the report takes medians. CASES picks
+# cases by app name (default: all). Systems: diffuse (fused with compiled kernels, fused
+# with native kernels, unfused, and compiling in the background for the warm-up figure),
+# diffuse's Python package, NumPy, numexpr, JAX (jit, x64), Dask array, SciPy (solvers) and
+# cuPyNumeric on the CPU, each running the same problem (benches/peers/). A system that
+# cannot run an app (numexpr has no matrix product, cuPyNumeric no erf or sparse solvers)
+# says so and is left out.
+#
+# Writes target/peers/records.jsonl (one JSON record per run, with its "system") and the
+# report: docs/figures/peers-{time,speedup,tasks,warmup,memory}.svg and docs/figures/peers.md
+# (`diffuse-figures peers`). Peers are installed from PyPI into target/peers-venv and
+# target/cupynumeric-venv (scripts/peers-setup.sh), diffuse's Python package into
+# target/python-venv (scripts/python-setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-3}"
+shift || true
+wanted=("$@")
 
 scripts/peers-setup.sh
-venv=target/peers-venv
+scripts/python-setup.sh >/dev/null
+cargo build --release --quiet -p diffuse-figures
 bin=target/release/diffuse-examples
+out=target/peers
+records="$out/records.jsonl"
+mkdir -p "$out"
+: >"$records"
 
-# app  n  iters
+# app  n  iters  kind (array: benches/peers/numpy_apps.py; solver: scipy_solvers.py)
 cases=(
-    "stencil 4096 10"
-    "black-scholes 10000000 3"
-    "jacobi 4096 10"
+    "stencil 4096 10 array"
+    "stencil 256 200 array"
+    "black-scholes 10000000 10 array"
+    "black-scholes-poly 10000000 10 array"
+    "jacobi 4096 10 array"
+    "cfd 512 10 array"
+    "cg 1000 100 solver"
+    "bicgstab 1000 100 solver"
+    "cgs 1000 100 solver"
+    "gmg 1023 20 solver"
 )
+array_peers=(diffuse-python numpy numexpr jax dask cupynumeric)
+solver_peers=(diffuse-python scipy jax)
+diffuse_modes=(
+    "diffuse-fused --fusion on --jit sync"
+    "diffuse-native --fusion on --jit off"
+    "diffuse-unfused --fusion off"
+    "diffuse-background --fusion on --jit on --jit-wait false"
+)
+failures=()
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-field() { "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+# Appends the JSON record that `"$@"` prints last on stdout to the records, tagged with
+# the system $1 (shifted off); exit status 3 means the system cannot run this app.
+record() {
+    local system="$1" status=0 line
+    shift
+    "$@" >"$out/stdout" 2>"$out/stderr" || status=$?
+    if [ "$status" = 3 ]; then
+        echo "peers: $system cannot run it: $(tail -n 1 "$out/stderr")" >&2
+        return
+    fi
+    line=$(grep '^{' "$out/stdout" | tail -n 1 || true)
+    if [ "$status" != 0 ] || [ -z "$line" ]; then
+        failures+=("$system: $*")
+        echo "peers: $system failed (exit $status): $*" >&2
+        tail -n 5 "$out/stderr" >&2
+        return
+    fi
+    echo "{\"system\":\"$system\",${line#\{}" >>"$records"
+}
 
-printf '%-14s %10s %14s %14s %14s %8s\n' app n "numpy ms" "diffuse-1 ms" "diffuse-2 ms" "ratio-2"
-for case in "${cases[@]}"; do
-    read -r app n iters <<<"$case"
-    np_times=() d1_times=() d2_times=()
-    # Interleave the runs so that machine noise hits all three alike.
-    for _ in $(seq "$reps"); do
-        np_times+=("$("$venv/bin/python" benches/peers/numpy_apps.py "$app" --n "$n" --iters "$iters" | field seconds_per_iter)")
-        d1_times+=("$("$bin" "$app" --n "$n" --iters "$iters" --procs 1 --json | field seconds_per_iter)")
-        d2_times+=("$("$bin" "$app" --n "$n" --iters "$iters" --procs 2 --json | field seconds_per_iter)")
+# Runs system $1 on the case (app $2, size $3, iterations $4, kind $5).
+run_peer() {
+    local system="$1" app="$2" n="$3" iters="$4" kind="$5" module="$1" python=target/peers-venv/bin/python
+    case "$system" in
+    diffuse-python) module=diffuse python=target/python-venv/bin/python ;;
+    cupynumeric) python=benches/peers/run-cupynumeric.sh ;;
+    esac
+    if [ "$kind" = array ]; then
+        record "$system" "$python" benches/peers/numpy_apps.py "$app" --n "$n" --iters "$iters" --module "$module"
+    else
+        record "$system" "$python" benches/peers/scipy_solvers.py "$app" --n "$n" --rtol 0 --maxiter "$iters" --module "$module"
+    fi
+}
+
+for rep in $(seq "$reps"); do
+    for case in "${cases[@]}"; do
+        read -r app n iters kind <<<"$case"
+        if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " =~ \ $app\  ]]; then
+            continue
+        fi
+        echo "peers: repetition $rep/$reps: $app n=$n" >&2
+        extra=()
+        [ "$kind" = solver ] && extra=(--rtol 0)
+        for mode in "${diffuse_modes[@]}"; do
+            read -r system flags <<<"$mode"
+            # shellcheck disable=SC2086 # the mode is several flags
+            record "$system" "$bin" "$app" --n "$n" --iters "$iters" "${extra[@]}" $flags --json
+        done
+        peers=("${array_peers[@]}")
+        [ "$kind" = solver ] && peers=("${solver_peers[@]}")
+        for peer in "${peers[@]}"; do
+            run_peer "$peer" "$app" "$n" "$iters" "$kind"
+        done
     done
-    np_ms=$(printf '%s\n' "${np_times[@]}" | median)
-    d1_ms=$(printf '%s\n' "${d1_times[@]}" | median)
-    d2_ms=$(printf '%s\n' "${d2_times[@]}" | median)
-    awk -v a="$app" -v n="$n" -v p="$np_ms" -v d1="$d1_ms" -v d2="$d2_ms" \
-        'BEGIN { printf "%-14s %10s %14.1f %14.1f %14.1f %8.2f\n", a, n, p * 1e3, d1 * 1e3, d2 * 1e3, p / d2 }'
 done
-echo "ratio-2: NumPy time / diffuse time on 2 processors (above 1: diffuse is faster)."
+
+target/release/diffuse-figures peers "$records" --out docs/figures
+if [ ${#failures[@]} -gt 0 ]; then
+    printf 'peers: failed runs (left out of the report):\n' >&2
+    printf '  %s\n' "${failures[@]}" >&2
+    exit 1
+fi
