@@ -125,10 +125,21 @@ fn summarize(records: &[&Record]) -> Summary {
     }
 }
 
-/// Groups `records` by case and system and takes the medians.
+/// Groups `records` by case and system and takes the medians. Records without timed
+/// iterations (`seconds_per_iter` 0: the warm-up took every iteration) are left out, with a
+/// warning naming them.
 pub fn table(records: &[Record]) -> Table {
     let mut groups: BTreeMap<Case, BTreeMap<(usize, String), Vec<&Record>>> = BTreeMap::new();
     for r in records {
+        if r.seconds_per_iter <= 0.0 {
+            eprintln!(
+                "warning: {} on {} (n = {}) timed no iteration (raise its iterations); left out",
+                r.app,
+                r.system(),
+                r.n
+            );
+            continue;
+        }
         groups
             .entry((r.app.clone(), r.n))
             .or_default()
@@ -563,6 +574,8 @@ mod tests {
             records.push(record("stencil", "numpy", 0.040 * jitter, vec![]));
             records.push(record("stencil", "jax", 0.005 * jitter, vec![]));
         }
+        // Untimed (all warm-up): left out, not a zero time.
+        records.push(record("stencil", "dask", 0.0, vec![]));
         records[2].checksum = Some(2.0);
         records[6].checksum = Some(2.0);
         records[10].checksum = Some(2.0);
