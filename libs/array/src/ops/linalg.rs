@@ -20,7 +20,10 @@ use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined};
 use crate::mlir::{Product, ProductGenerator};
-use crate::ops::reduce::fold_products;
+use crate::ops::reduce::{fold_products, fold_products_of_rows};
+
+/// Rows of the matrix one matvec point multiplies at once (see [`fold_products_of_rows`]).
+const ROWS_AT_ONCE: usize = 4;
 
 /// Operand checks shared by both products.
 fn check_operands(op: &'static str, a: &Array, b: &Array, b_rank: usize) -> Result<(), ArrayError> {
@@ -81,10 +84,18 @@ fn matvec_kernel<T: Num>(
                 y.len()
             )));
         }
-        for (i, yi) in y.iter_mut().enumerate() {
-            let row = a.row(i);
-            let s = fold_products(zero, zero, row, x, Num::add);
-            *yi = if accumulate { yi.add(s) } else { s };
+        let store = |yi: &mut T, s: T| *yi = if accumulate { yi.add(s) } else { s };
+        let done = y.len() / ROWS_AT_ONCE * ROWS_AT_ONCE;
+        for (band, ys) in y[..done].chunks_exact_mut(ROWS_AT_ONCE).enumerate() {
+            let first = band * ROWS_AT_ONCE;
+            let rows = std::array::from_fn(|r| a.row(first + r));
+            let sums = fold_products_of_rows::<T, ROWS_AT_ONCE>(zero, rows, x, Num::add);
+            for (yi, s) in ys.iter_mut().zip(sums) {
+                store(yi, s);
+            }
+        }
+        for (i, yi) in y.iter_mut().enumerate().skip(done) {
+            store(yi, fold_products(zero, zero, a.row(i), x, Num::add));
         }
         Ok(())
     }
