@@ -46,7 +46,7 @@ cases=(
     "stencil 256 200 array"
     "black-scholes 10000000 10 array"
     "black-scholes-poly 10000000 10 array"
-    "jacobi 4096 10 array"
+    "jacobi 4096 50 array"
     "cfd 512 10 array"
     "cg 1000 100 solver"
     "bicgstab 1000 100 solver"
