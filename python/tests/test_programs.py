@@ -20,7 +20,7 @@ def run(*args):
 
 @pytest.mark.parametrize("app", ["stencil --n 200 --iters 4", "black-scholes --n 50000 --iters 2",
                                  "black-scholes-poly --n 50000 --iters 2",
-                                 "jacobi --n 200 --iters 4"])
+                                 "jacobi --n 200 --iters 4", "cfd --n 41 --iters 3"])
 def test_numpy_peers_give_numpys_results(app):
     script = ROOT / "benches/peers/numpy_apps.py"
     want = run(script, *app.split(), "--module", "numpy")
@@ -28,11 +28,11 @@ def test_numpy_peers_give_numpys_results(app):
     assert got["checksum"] == pytest.approx(want["checksum"], rel=1e-12)
 
 
-@pytest.mark.parametrize("method", ["cg", "bicgstab", "cgs"])
-def test_scipy_solver_peer_gives_scipys_results(method):
+@pytest.mark.parametrize("method, n", [("cg", 30), ("bicgstab", 30), ("cgs", 30), ("gmg", 31)])
+def test_scipy_solver_peer_gives_scipys_results(method, n):
     script = ROOT / "benches/peers/scipy_solvers.py"
-    want = run(script, method, "--n", "30", "--module", "scipy")
-    got = run(script, method, "--n", "30", "--module", "diffuse")
+    want = run(script, method, "--n", n, "--module", "scipy")
+    got = run(script, method, "--n", n, "--module", "diffuse")
     assert got["info"] == want["info"] == 0
     assert abs(got["iterations"] - want["iterations"]) <= 3, (got, want)
     assert got["check"] < 1e-8
