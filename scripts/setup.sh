@@ -9,6 +9,8 @@ APT_PACKAGES=(
     llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev libpolly-22-dev
     libzstd-dev zlib1g-dev libomp-22-dev
     build-essential pkg-config python3 python3-venv
+    # Open MPI's `mpirun`, one of the launchers of several Legion nodes (tested in CI).
+    openmpi-bin
 )
 
 missing=()

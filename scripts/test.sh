@@ -125,6 +125,29 @@ print(f"{e['app']}: two nodes = one process = embedded ({e['result_digest']}); p
       [ranks[t]["points_executed"] for t in sorted(ranks)])
 PY
 done
+# The same as Open MPI users start it: `mpirun` sets the ranks (OMPI_COMM_WORLD_*), diffuse's
+# bootstrap takes the coordinator from the environment; both ranks ran points and the result
+# is the embedded backend's.
+target/release/diffuse-examples cg --n 40 --iters 1000 --procs 2 --json >target/mpi-embedded.json
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 \
+    mpirun --oversubscribe -np 2 --tag-output -x DIFFUSE_COORDINATOR="127.0.0.1:$port" \
+    target/release/diffuse-examples cg --n 40 --iters 1000 --procs 1 --backend legion --json \
+    >target/mpi-two.txt
+python3 - target/mpi-embedded.json target/mpi-two.txt <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+ranks = {}
+for line in open(sys.argv[2]):
+    tag, _, rest = line.partition("<stdout>:")
+    if rest.startswith("{"):
+        ranks[tag] = json.loads(rest)
+assert len(ranks) == 2, f"expected a record from each of 2 ranks under mpirun, got {sorted(ranks)}"
+for tag, r in ranks.items():
+    assert r["nodes"] == 2 and r["points_executed"] > 0, (tag, r["nodes"], r["points_executed"])
+    assert r["result_digest"] == e["result_digest"], (tag, r["result_digest"], e["result_digest"])
+print("cg under mpirun -np 2: = embedded; points per rank", [r["points_executed"] for r in ranks.values()])
+PY
 # A problem too large for the machine is an error, not an abort: every app exits with
 # status 1 and one line saying what does not fit (as does a store past --memory-limit).
 for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs gmg; do
