@@ -68,6 +68,15 @@ fn format_value(v: f64) -> String {
     }
 }
 
+/// Labels on the value axis, at most (more crowd a panel's width).
+const AXIS_LABELS: usize = 5;
+
+/// A value-axis label: the value as short as it reads exactly (`10`, `0.5`, `2000`).
+fn format_tick(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// Draws `panels` into the SVG file `path`.
 pub fn draw(path: &Path, style: &Style, panels: &[Panel]) -> anyhow::Result<()> {
     if panels.is_empty() {
@@ -159,10 +168,15 @@ where
         SegmentValue::CenterOf(y) => labels_in_order.get(*y).cloned().unwrap_or_default(),
         _ => String::new(),
     };
-    let mut chart = builder.build_cartesian_2d(axis, (0..bars.len()).into_segmented())?;
+    // `a..b` segments into `a..=b`: one segment per bar.
+    let mut chart = builder.build_cartesian_2d(axis, (0..bars.len() - 1).into_segmented())?;
     chart
         .configure_mesh()
         .x_desc(style.axis)
+        .x_labels(AXIS_LABELS)
+        .x_label_formatter(&|v: &f64| format_tick(*v))
+        // One faint line between labels (plotters 0.3 never returns with 0).
+        .max_light_lines(1)
         .y_label_formatter(&label_y)
         .y_labels(bars.len())
         .disable_y_mesh()
@@ -240,6 +254,9 @@ mod tests {
         assert!(!text.contains("broken"));
         assert_eq!(format_value(1234.4), "1234");
         assert_eq!(format_value(4.56789), "4.57");
+        assert_eq!(format_tick(100.0), "100");
+        assert_eq!(format_tick(0.5), "0.5");
+        assert_eq!(format_tick(2.25), "2.25");
     }
 
     #[test]
