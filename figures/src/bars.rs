@@ -168,8 +168,10 @@ where
         SegmentValue::CenterOf(y) => labels_in_order.get(*y).cloned().unwrap_or_default(),
         _ => String::new(),
     };
-    // `a..b` segments into `a..=b`: one segment per bar.
-    let mut chart = builder.build_cartesian_2d(axis, (0..bars.len() - 1).into_segmented())?;
+    // `a..b` segments into `a..=b`: one segment per bar (two for a lone bar: plotters cannot
+    // segment the empty range `0..0`).
+    let last = (bars.len() - 1).max(1);
+    let mut chart = builder.build_cartesian_2d(axis, (0..last).into_segmented())?;
     chart
         .configure_mesh()
         .x_desc(style.axis)
@@ -257,6 +259,31 @@ mod tests {
         assert_eq!(format_tick(100.0), "100");
         assert_eq!(format_tick(0.5), "0.5");
         assert_eq!(format_tick(2.25), "2.25");
+    }
+
+    #[test]
+    fn a_panel_of_one_bar_draws() {
+        let panels = vec![Panel {
+            title: "one".into(),
+            bars: vec![Bar {
+                label: "only".into(),
+                value: 3.0,
+                color: RED,
+            }],
+        }];
+        let path = std::env::temp_dir().join(format!("bar-{}.svg", std::process::id()));
+        for scale in [Scale::Log, Scale::Linear] {
+            let style = Style {
+                axis: "x",
+                scale,
+                columns: 1,
+                reference: None,
+            };
+            draw(&path, &style, &panels).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains("only") && text.contains("3.00"), "{scale:?}");
+        }
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
