@@ -89,7 +89,7 @@ fn matvec_kernel<T: Num>(
         for (band, ys) in y[..done].chunks_exact_mut(ROWS_AT_ONCE).enumerate() {
             let first = band * ROWS_AT_ONCE;
             let rows = std::array::from_fn(|r| a.row(first + r));
-            let sums = fold_products_of_rows::<T, ROWS_AT_ONCE>(zero, rows, x, Num::add);
+            let sums = fold_products_of_rows([zero; ROWS_AT_ONCE], zero, rows, x, Num::add);
             for (yi, s) in ys.iter_mut().zip(sums) {
                 store(yi, s);
             }

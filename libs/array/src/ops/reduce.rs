@@ -47,7 +47,8 @@ pub(crate) fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl F
     rest.iter().fold(acc, |a, &v| combine(a, v))
 }
 
-/// Folds the products `xs[i] * ys[i]` into `acc` with `combine`, `LANES` at a time.
+/// Folds the products `xs[i] * ys[i]` (equal lengths) into `acc` with `combine`, `LANES` at
+/// a time.
 #[inline]
 pub(crate) fn fold_products<T: Num>(
     acc: T,
@@ -56,30 +57,23 @@ pub(crate) fn fold_products<T: Num>(
     ys: &[T],
     combine: impl Fn(T, T) -> T,
 ) -> T {
-    let mut lanes = [identity; LANES];
-    let (cx, cy) = (xs.chunks_exact(LANES), ys.chunks_exact(LANES));
-    let (rx, ry) = (cx.remainder(), cy.remainder());
-    for (a, b) in cx.zip(cy) {
-        for ((lane, &x), &y) in lanes.iter_mut().zip(a).zip(b) {
-            *lane = combine(*lane, x.mul(y));
-        }
-    }
-    let acc = lanes.into_iter().fold(acc, &combine);
-    rx.iter()
-        .zip(ry)
-        .fold(acc, |a, (&x, &y)| combine(a, x.mul(y)))
+    let [total] = fold_products_of_rows([acc], identity, [xs], ys, combine);
+    total
 }
 
 /// Elements ahead of the current chunk (512 bytes of `f64`) that [`fold_products_of_rows`]
 /// prefetches into L1: measured on jacobi, 9% faster than the hardware prefetcher alone.
 const PREFETCH_AHEAD: usize = 64;
 
-/// [`fold_products`] of `R` rows with one vector at once, each row summed in the same order
-/// (so each result is `fold_products`'s bit for bit): the rows stream from memory side by
-/// side, which keeps more cache misses in flight than one row at a time, and each loaded
-/// element of `ys` serves all `R` rows.
+/// Folds the products of each of `R` rows with one vector `ys` (each row as long as `ys`)
+/// into its own `accs` value, `LANES` at a time: value `8i + k` of a row goes to lane `k`,
+/// the lanes fold into the row's value in order, then the row's last `len % LANES` products
+/// one by one. Each row's result does not depend on `R`; several rows at once stream from
+/// memory side by side, which keeps more cache misses in flight than one row at a time, and
+/// each loaded element of `ys` serves all `R` rows.
 #[inline]
 pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
+    accs: [T; R],
     identity: T,
     rows: [&[T]; R],
     ys: &[T],
@@ -102,15 +96,15 @@ pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
             }
         }
     }
-    let mut sums = [identity; R];
-    for ((sum, row_lanes), row) in sums.iter_mut().zip(lanes).zip(rows) {
-        let acc = row_lanes.into_iter().fold(identity, &combine);
-        *sum = row[whole..]
+    let mut totals = accs;
+    for ((total, row_lanes), row) in totals.iter_mut().zip(lanes).zip(rows) {
+        let acc = row_lanes.into_iter().fold(*total, &combine);
+        *total = row[whole..]
             .iter()
             .zip(&ys[whole..])
             .fold(acc, |a, (&x, &y)| combine(a, x.mul(y)));
     }
-    sums
+    totals
 }
 
 /// A native kernel reducing argument 0 (or the product of arguments 0 and 1 when `product`)
@@ -318,7 +312,8 @@ mod tests {
             let rows: Vec<Vec<f64>> = (0..3)
                 .map(|r| (0..len).map(|i| value(i * 3 + r)).collect())
                 .collect();
-            let sums = fold_products_of_rows::<f64, 3>(
+            let sums = fold_products_of_rows(
+                [-0.0; 3],
                 -0.0,
                 [&rows[0], &rows[1], &rows[2]],
                 &ys,
