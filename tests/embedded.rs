@@ -16,6 +16,8 @@ mod distributed;
 mod elementwise_prop;
 #[path = "embedded/faults.rs"]
 mod faults;
+#[path = "embedded/float_errors.rs"]
+mod float_errors;
 #[path = "embedded/fusion.rs"]
 mod fusion;
 #[path = "embedded/generators.rs"]

@@ -63,6 +63,13 @@ pub trait Backend: Send + Sync {
     /// Starts a new peak of store memory at the current level (for measuring a part of a
     /// run).
     fn reset_peak_memory(&self);
+
+    /// The floating-point exceptions point tasks raised since the last call, per task name
+    /// (see [`point::fp`]), so that the application can warn or raise as NumPy's `errstate`
+    /// says. A backend that does not observe them reports none.
+    fn take_fp_errors(&self) -> point::fp::FpErrors {
+        Vec::new()
+    }
 }
 
 /// Checks a host copy's box and data length against `store` (what [`Backend::read`] and

@@ -116,6 +116,8 @@ pub(crate) struct Shared {
     pub(crate) memory: MemoryStats,
     /// Working-set bytes of one strip (see `EmbeddedConfig::strip_bytes`).
     pub(crate) strip_bytes: usize,
+    /// The floating-point exceptions point tasks raised on this process.
+    pub(crate) fp: diffuse_backend::point::fp::FpRecorder,
     errors: Mutex<Vec<KernelError>>,
     records: Mutex<Option<Vec<PointRecord>>>,
 }
@@ -179,6 +181,7 @@ impl LegionBackend {
                 scratch: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
                 memory: MemoryStats::with_limit(physical_memory().unwrap_or(usize::MAX)),
                 strip_bytes: config.strip_bytes.max(1),
+                fp: Default::default(),
                 errors: Mutex::new(Vec::new()),
                 records: Mutex::new(None),
             }),
@@ -293,6 +296,10 @@ impl Backend for LegionBackend {
             cached_bytes: self.shared.scratch.cached_bytes() as u64,
             bytes_moved: c.bytes_moved.load(Ordering::Relaxed),
         }
+    }
+
+    fn take_fp_errors(&self) -> diffuse_backend::point::fp::FpErrors {
+        self.shared.fp.take()
     }
 
     fn reset_peak_memory(&self) {

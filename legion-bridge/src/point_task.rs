@@ -224,6 +224,7 @@ fn run(
         strip_bytes: shared.strip_bytes,
         scratch: &shared.scratch,
         memory: &shared.memory,
+        fp: &shared.fp,
     };
     let done = runner.run(p, false)?;
     shared.counters.point(done.path);

@@ -60,6 +60,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
         strip_bytes: backend.strip_bytes,
         scratch: &backend.cache,
         memory: &backend.stats,
+        fp: &backend.fp,
     };
     let placement = &t.placement().processors;
     let run_point = |i: usize| {

@@ -91,6 +91,8 @@ pub struct EmbeddedBackend {
     points_executed: AtomicU64,
     /// Serializes plans and host copies submitted from different application threads.
     order: Mutex<()>,
+    /// The floating-point exceptions point tasks raised, until the application takes them.
+    fp: diffuse_backend::point::fp::FpRecorder,
 }
 
 impl EmbeddedBackend {
@@ -143,6 +145,7 @@ impl EmbeddedBackend {
             tasks_executed: AtomicU64::new(0),
             points_executed: AtomicU64::new(0),
             order: Mutex::new(()),
+            fp: Default::default(),
         })
     }
 
@@ -226,6 +229,10 @@ impl Backend for EmbeddedBackend {
 
     fn reset_peak_memory(&self) {
         self.stats.reset_peak();
+    }
+
+    fn take_fp_errors(&self) -> diffuse_backend::point::fp::FpErrors {
+        self.fp.take()
     }
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {

@@ -110,8 +110,11 @@ pub(super) fn run_point(
     // its extent; validation
     // proved that no two point tasks write the same element and that a written store is
     // reached through one parameter; temporaries are null and never dereferenced (the kernel
-    // keeps them in registers or allocates them itself).
-    let outcome = unsafe { kernel.cpu.call(&memrefs, runner.scalars) };
+    // keeps them in registers or allocates them itself). One compiled call runs every
+    // constituent: the exceptions it raises are the fused task's.
+    let outcome = runner.fp.watch(t.name(), || unsafe {
+        kernel.cpu.call(&memrefs, runner.scalars)
+    });
     Some(outcome.map(|()| (contributions(places), Device::Cpu)))
 }
 

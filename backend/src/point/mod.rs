@@ -9,6 +9,7 @@
 //! chooses ([`fold`]), so a kernel never races on a reduction target.
 
 mod compiled;
+pub mod fp;
 mod native;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -93,6 +94,8 @@ pub struct PointRunner<'a> {
     pub scratch: &'a Arc<BufferCache>,
     /// The memory limit point-local temporaries respect.
     pub memory: &'a MemoryStats,
+    /// Where the floating-point exceptions kernels raise are recorded.
+    pub fp: &'a fp::FpRecorder,
 }
 
 impl PointRunner<'_> {

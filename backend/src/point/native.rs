@@ -226,6 +226,7 @@ impl PointRun<'_> {
             .collect()
     }
 
+    /// Runs constituent `c` over `views`, recording the floating-point exceptions it raises.
     fn run(&self, c: usize, views: &[RawView]) -> Result<(), KernelError> {
         let task = &self.runner.plan.tasks()[c];
         let pt = PointTask::new(
@@ -235,7 +236,9 @@ impl PointRun<'_> {
             views,
             task.scalars(),
         );
-        run_point_task(task.kind(), &pt)
+        self.runner
+            .fp
+            .watch(task.kind().name(), || run_point_task(task.kind(), &pt))
     }
 }
 

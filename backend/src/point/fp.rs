@@ -1,0 +1,275 @@
+//! IEEE 754 floating-point exceptions raised by point tasks, for NumPy's `errstate`.
+//!
+//! The CPU keeps sticky status flags per thread (MXCSR and the x87 status word on x86-64,
+//! FPSR on AArch64) that every operation dividing by zero, overflowing, underflowing or
+//! producing an invalid result sets. The point executor clears them before a kernel runs and
+//! reads them after ([`clear`], [`raised`]: a few instructions per kernel call, nothing per
+//! element), and records what a call raised, under the task's name, in its backend's
+//! [`FpRecorder`]; the application takes the record after work has run
+//! ([`crate::Backend::take_fp_errors`]) and warns or raises as its error state says. A kernel
+//! that meets an error the hardware does not flag (integer division by zero) raises it
+//! itself with [`raise`]. Flags of kernels run on a GPU are not observed, nor, on other
+//! architectures, any flag ([`SUPPORTED`]).
+
+use std::ops::{BitOr, BitOrAssign};
+use std::sync::{Arc, Mutex};
+
+/// A set of floating-point exceptions, in NumPy's `errstate` categories; the bits are
+/// NumPy's (`divide` 1, `over` 2, `under` 4, `invalid` 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FpFlags(u8);
+
+impl FpFlags {
+    /// No exception.
+    pub const NONE: FpFlags = FpFlags(0);
+    /// Division by zero (or a pole: `log(0)`).
+    pub const DIVIDE: FpFlags = FpFlags(1);
+    /// A finite result too large to represent.
+    pub const OVERFLOW: FpFlags = FpFlags(2);
+    /// A non-zero result too small to represent normally.
+    pub const UNDERFLOW: FpFlags = FpFlags(4);
+    /// An invalid operation (`0/0`, `inf - inf`, `sqrt(-1)`, NaN to an integer).
+    pub const INVALID: FpFlags = FpFlags(8);
+    /// Every category, with NumPy's names, in NumPy's order of reporting.
+    pub const CATEGORIES: [(FpFlags, &'static str); 4] = [
+        (FpFlags::DIVIDE, "divide"),
+        (FpFlags::OVERFLOW, "over"),
+        (FpFlags::UNDERFLOW, "under"),
+        (FpFlags::INVALID, "invalid"),
+    ];
+
+    /// The set with these bits (bits outside the four categories are dropped).
+    pub const fn from_bits(bits: u8) -> FpFlags {
+        FpFlags(bits & 0xf)
+    }
+
+    /// The bits of the set.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// True when no exception is in the set.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// True when every exception of `other` is in the set.
+    pub const fn contains(self, other: FpFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl BitOr for FpFlags {
+    type Output = FpFlags;
+    fn bitor(self, other: FpFlags) -> FpFlags {
+        FpFlags(self.0 | other.0)
+    }
+}
+
+impl BitOrAssign for FpFlags {
+    fn bitor_assign(&mut self, other: FpFlags) {
+        self.0 |= other.0;
+    }
+}
+
+impl std::fmt::Display for FpFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = FpFlags::CATEGORIES
+            .iter()
+            .filter(|(flag, _)| self.contains(*flag))
+            .map(|&(_, name)| name)
+            .collect();
+        if names.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&names.join("|"))
+        }
+    }
+}
+
+/// True when this architecture's flags are read ([`raised`] is always empty elsewhere).
+pub const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
+#[cfg(target_arch = "x86_64")]
+mod hw {
+    //! MXCSR (SSE/AVX, what Rust and LLVM compute with) and the x87 status word (some libm
+    //! routines); both keep the flags in bits 0 (invalid), 2 (zero divide), 3 (overflow) and
+    //! 4 (underflow).
+    use super::FpFlags;
+    use std::arch::asm;
+
+    const MASK: u32 = 0x3f;
+
+    fn mxcsr() -> u32 {
+        let mut csr: u32 = 0;
+        // SAFETY: stores MXCSR into a local.
+        unsafe { asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags)) };
+        csr
+    }
+
+    fn set_mxcsr(csr: u32) {
+        // SAFETY: loads a value read from MXCSR with only its sticky flag bits changed.
+        unsafe { asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
+    }
+
+    pub(super) fn clear() {
+        let csr = mxcsr();
+        if csr & MASK != 0 {
+            set_mxcsr(csr & !MASK);
+        }
+        // SAFETY: clears the x87 exception flags (no exception is unmasked, so none fires).
+        unsafe { asm!("fnclex", options(nostack, nomem, preserves_flags)) };
+    }
+
+    pub(super) fn raised() -> FpFlags {
+        let sw: u16;
+        // SAFETY: stores the x87 status word into AX.
+        unsafe { asm!("fnstsw ax", out("ax") sw, options(nostack, nomem, preserves_flags)) };
+        let bits = mxcsr() | u32::from(sw);
+        let mut flags = FpFlags::NONE;
+        for (bit, flag) in [
+            (0, FpFlags::INVALID),
+            (2, FpFlags::DIVIDE),
+            (3, FpFlags::OVERFLOW),
+            (4, FpFlags::UNDERFLOW),
+        ] {
+            if bits & (1 << bit) != 0 {
+                flags |= flag;
+            }
+        }
+        flags
+    }
+
+    pub(super) fn raise(flags: FpFlags) {
+        let mut bits = 0;
+        for (bit, flag) in [
+            (0, FpFlags::INVALID),
+            (2, FpFlags::DIVIDE),
+            (3, FpFlags::OVERFLOW),
+            (4, FpFlags::UNDERFLOW),
+        ] {
+            if flags.contains(flag) {
+                bits |= 1 << bit;
+            }
+        }
+        if bits != 0 {
+            set_mxcsr(mxcsr() | bits);
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod hw {
+    //! FPSR: bits 0 (invalid), 1 (divide by zero), 2 (overflow), 3 (underflow).
+    use super::FpFlags;
+    use std::arch::asm;
+
+    fn fpsr() -> u64 {
+        let v: u64;
+        // SAFETY: reads FPSR.
+        unsafe { asm!("mrs {}, fpsr", out(reg) v, options(nostack, nomem, preserves_flags)) };
+        v
+    }
+
+    fn set_fpsr(v: u64) {
+        // SAFETY: writes FPSR with only its cumulative exception bits changed.
+        unsafe { asm!("msr fpsr, {}", in(reg) v, options(nostack, nomem, preserves_flags)) };
+    }
+
+    const BITS: [(u32, FpFlags); 4] = [
+        (0, FpFlags::INVALID),
+        (1, FpFlags::DIVIDE),
+        (2, FpFlags::OVERFLOW),
+        (3, FpFlags::UNDERFLOW),
+    ];
+
+    pub(super) fn clear() {
+        set_fpsr(fpsr() & !0x9f);
+    }
+
+    pub(super) fn raised() -> FpFlags {
+        let v = fpsr();
+        BITS.iter()
+            .filter(|(bit, _)| v & (1 << bit) != 0)
+            .fold(FpFlags::NONE, |acc, &(_, flag)| acc | flag)
+    }
+
+    pub(super) fn raise(flags: FpFlags) {
+        let bits = BITS
+            .iter()
+            .filter(|(_, flag)| flags.contains(*flag))
+            .fold(0u64, |acc, &(bit, _)| acc | (1 << bit));
+        if bits != 0 {
+            set_fpsr(fpsr() | bits);
+        }
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod hw {
+    //! No flags are read on other architectures (see [`super::SUPPORTED`]).
+    use super::FpFlags;
+
+    pub(super) fn clear() {}
+
+    pub(super) fn raised() -> FpFlags {
+        FpFlags::NONE
+    }
+
+    pub(super) fn raise(_: FpFlags) {}
+}
+
+/// Clears this thread's floating-point exception flags.
+pub fn clear() {
+    hw::clear()
+}
+
+/// The floating-point exceptions raised on this thread since the last [`clear`].
+pub fn raised() -> FpFlags {
+    hw::raised()
+}
+
+/// Raises `flags` on this thread as if an operation had: for kernels that detect an error
+/// the hardware does not flag (NumPy's integer division by zero counts as `divide`).
+pub fn raise(flags: FpFlags) {
+    hw::raise(flags)
+}
+
+/// Floating-point exceptions per task name, in the order first raised.
+pub type FpErrors = Vec<(Arc<str>, FpFlags)>;
+
+/// The floating-point exceptions a backend's point tasks raised since the last take, per
+/// task name (a fused kernel's joined name when one compiled call ran several constituents).
+/// Recording locks only when a call raised something, so error-free work never touches it.
+#[derive(Debug, Default)]
+pub struct FpRecorder {
+    raised: Mutex<Vec<(Arc<str>, FpFlags)>>,
+}
+
+impl FpRecorder {
+    /// Runs `f`, then records under `task` the exceptions it raised on this thread.
+    pub fn watch<R>(&self, task: &str, f: impl FnOnce() -> R) -> R {
+        clear();
+        let result = f();
+        let flags = raised();
+        if !flags.is_empty() {
+            self.record(task, flags);
+        }
+        result
+    }
+
+    /// Records that `task` raised `flags`.
+    pub fn record(&self, task: &str, flags: FpFlags) {
+        let mut raised = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        // Distinct task names are few (one per kind or fused kernel that raised).
+        match raised.iter_mut().find(|(name, _)| &**name == task) {
+            Some(entry) => entry.1 |= flags,
+            None => raised.push((task.into(), flags)),
+        }
+    }
+
+    /// The exceptions raised since the last call, per task in the order first raised.
+    pub fn take(&self) -> FpErrors {
+        std::mem::take(&mut *self.raised.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}

@@ -1,0 +1,265 @@
+//! Floating-point exceptions (IEEE flags) raised by point tasks reach the application through
+//! `Backend::take_fp_errors`, named by the task that raised them, on every path a point runs:
+//! native unfused, native fused (strips), JIT-compiled fused, on worker threads, and on
+//! Legion; work that raises nothing records nothing.
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse::backend::point::fp::FpFlags;
+use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
+use diffuse_ir::{Context, DType, IndexTask, Privilege, Store, TaskKind, Tuple};
+use diffuse_jit::Jit;
+
+use crate::{binary_kind, Arith, ADD, MUL, PREFIX};
+
+/// `a / b` of a binary kind.
+const DIV: Arith = Arith {
+    native: |_, a, b| a / b,
+    mlir: "%r = arith.divf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+    scaled: false,
+};
+
+/// `out = a / b`, element-wise (fuses, runs in strips natively).
+fn div_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "fp_div", true, DIV)
+}
+
+/// `out = a * b`, element-wise.
+fn mul_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "fp_mul", true, MUL)
+}
+
+/// `out = a + b`, element-wise.
+fn add_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "fp_add", true, ADD)
+}
+
+/// How the points of a test run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Path {
+    /// One task per launch, native kernels.
+    Unfused,
+    /// Fused, native kernels strip by strip.
+    Strips,
+    /// Fused, one JIT-compiled kernel per point.
+    Compiled,
+}
+
+const PATHS: [Path; 3] = [Path::Unfused, Path::Strips, Path::Compiled];
+
+/// An embedded backend of two processors that hands every launch to its worker threads
+/// (nothing inline) and cuts fused points into small strips, and a context over it running
+/// `path`.
+fn setup(path: Path) -> (Arc<EmbeddedBackend>, Context) {
+    let backend = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(2),
+            inline_bytes: 0,
+            strip_bytes: 256,
+            ..Default::default()
+        })
+        .expect("embedded backend starts"),
+    );
+    let runtime = Runtime::new(
+        backend.clone(),
+        RuntimeConfig {
+            fusion: if path == Path::Unfused {
+                FusionConfig::off()
+            } else {
+                FusionConfig::default()
+            },
+            jit: (path == Path::Compiled).then(|| Arc::new(Jit::new())),
+            placement: None,
+        },
+    );
+    (backend, Context::new(Arc::new(runtime)))
+}
+
+const N: usize = 256;
+
+/// A 1-d store of `N` copies of `v`.
+fn filled(ctx: &Context, v: f64) -> Store {
+    ctx.store_from_vec(&[N as i64], vec![v; N]).unwrap()
+}
+
+/// Submits `out = kind(a, b)` over two blocks.
+fn apply(ctx: &Context, kind: &Arc<TaskKind>, a: &Store, b: &Store) -> Store {
+    let launch = Tuple::shape(&[2]).unwrap();
+    let out = ctx.create_store(&[N as i64], DType::F64).unwrap();
+    ctx.submit(
+        IndexTask::new(kind, launch)
+            .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
+            .arg(a, a.view().blocked(launch).unwrap(), Privilege::Read)
+            .arg(b, b.view().blocked(launch).unwrap(), Privilege::Read),
+    )
+    .unwrap();
+    out
+}
+
+/// The union of the flags `raised` records (each entry must name a task of this binary).
+fn union(raised: &[(Arc<str>, FpFlags)]) -> FpFlags {
+    raised.iter().fold(FpFlags::NONE, |acc, (name, flags)| {
+        assert!(
+            name.contains(PREFIX),
+            "an unexpected task raised {flags}: {name}"
+        );
+        acc | *flags
+    })
+}
+
+/// A case: what it computes, the kind, its operands and the exception it raises.
+type Case = (&'static str, fn() -> Arc<TaskKind>, f64, f64, FpFlags);
+
+#[test]
+fn each_category_is_recorded_under_the_task_that_raised_it() {
+    let cases: [Case; 4] = [
+        ("1 / 0", div_kind, 1.0, 0.0, FpFlags::DIVIDE),
+        ("0 / 0", div_kind, 0.0, 0.0, FpFlags::INVALID),
+        ("1e308 * 1e10", mul_kind, 1e308, 1e10, FpFlags::OVERFLOW),
+        (
+            "1e-300 * 1e-300",
+            mul_kind,
+            1e-300,
+            1e-300,
+            FpFlags::UNDERFLOW,
+        ),
+    ];
+    for path in PATHS {
+        for (what, kind, x, y, want) in cases {
+            let (backend, ctx) = setup(path);
+            let a = filled(&ctx, x);
+            let b = filled(&ctx, y);
+            let out = apply(&ctx, &kind(), &a, &b);
+            ctx.read::<f64>(&out.view()).unwrap();
+            let raised = backend.take_fp_errors();
+            assert_eq!(
+                union(&raised),
+                want,
+                "{what} on the {path:?} path raised {raised:?}"
+            );
+            assert!(
+                raised.iter().all(|(name, _)| name.contains(kind().name())),
+                "{what} on the {path:?} path: {raised:?}"
+            );
+            assert!(
+                backend.take_fp_errors().is_empty(),
+                "a take leaves nothing behind"
+            );
+        }
+    }
+}
+
+/// `(a / b) * 2 + 1` as three tasks that fuse into one window; returns the result.
+fn chain(ctx: &Context, a: f64, b: f64) -> Vec<f64> {
+    // Inputs first: writing a store's data flushes the window.
+    let (a, b, two, one) = (
+        filled(ctx, a),
+        filled(ctx, b),
+        filled(ctx, 2.0),
+        filled(ctx, 1.0),
+    );
+    let q = apply(ctx, &div_kind(), &a, &b);
+    let p = apply(ctx, &mul_kind(), &q, &two);
+    let r = apply(ctx, &add_kind(), &p, &one);
+    ctx.read::<f64>(&r.view()).unwrap()
+}
+
+#[test]
+fn a_division_by_zero_inside_a_fused_chain_is_recorded_on_every_path() {
+    for path in PATHS {
+        let (backend, ctx) = setup(path);
+        let got = chain(&ctx, 1.0, 0.0);
+        assert!(got.iter().all(|v| *v == f64::INFINITY), "{got:?}");
+        let stats = backend.stats();
+        match path {
+            Path::Unfused => assert_eq!(stats.tasks_executed, 3, "{stats:?}"),
+            Path::Strips => assert!(stats.strip_points > 0, "no strips: {stats:?}"),
+            Path::Compiled => assert!(stats.compiled_points > 0, "nothing compiled: {stats:?}"),
+        }
+        let raised = backend.take_fp_errors();
+        assert_eq!(union(&raised), FpFlags::DIVIDE, "{path:?}: {raised:?}");
+        let div = div_kind().name().to_string();
+        match path {
+            // Native kernels are watched one constituent at a time: the divide alone raised.
+            Path::Unfused | Path::Strips => {
+                assert_eq!(raised.len(), 1, "{path:?}: {raised:?}");
+                assert_eq!(&*raised[0].0, div, "{path:?}");
+            }
+            // One compiled call runs the whole chain: the fused task's name includes it.
+            Path::Compiled => assert!(
+                raised
+                    .iter()
+                    .any(|(name, _)| name.contains(&div) && name.contains('+')),
+                "{raised:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn work_that_raises_nothing_records_nothing() {
+    for path in PATHS {
+        let (backend, ctx) = setup(path);
+        let got = chain(&ctx, 3.0, 2.0);
+        assert!(got.iter().all(|v| *v == 4.0), "{got:?}");
+        // Exact and inexact results alike: 1/3 is inexact, which NumPy never reports.
+        chain(&ctx, 1.0, 3.0);
+        assert_eq!(
+            backend.take_fp_errors(),
+            Vec::new(),
+            "{path:?} recorded exceptions for error-free work"
+        );
+    }
+}
+
+#[test]
+fn flags_raised_before_a_point_are_not_blamed_on_it() {
+    // One processor and small stores: points run inline, on this thread.
+    let backend = Arc::new(
+        EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(1),
+            ..Default::default()
+        })
+        .expect("embedded backend starts"),
+    );
+    let ctx = crate::unfused(backend.clone());
+    diffuse::backend::point::fp::raise(FpFlags::DIVIDE | FpFlags::INVALID);
+    let got = chain(&ctx, 3.0, 2.0);
+    assert!(got.iter().all(|v| *v == 4.0));
+    assert!(backend.take_fp_errors().is_empty());
+}
+
+#[test]
+fn legion_records_a_division_by_zero_compiled_and_native() {
+    let backend = crate::legion::legion(None);
+    for jit in [None, Some(Arc::new(Jit::new()))] {
+        let compiled = jit.is_some();
+        let runtime = Runtime::new(
+            backend.clone(),
+            RuntimeConfig {
+                jit,
+                ..Default::default()
+            },
+        );
+        let ctx = Context::new(Arc::new(runtime));
+        backend.take_fp_errors();
+        let before = backend.stats().compiled_points;
+        let got = chain(&ctx, -1.0, 0.0);
+        assert!(got.iter().all(|v| *v == f64::NEG_INFINITY), "{got:?}");
+        if compiled {
+            assert!(backend.stats().compiled_points > before, "nothing compiled");
+        }
+        let raised = backend.take_fp_errors();
+        assert_eq!(
+            union(&raised),
+            FpFlags::DIVIDE,
+            "compiled {compiled}: {raised:?}"
+        );
+        let clean = chain(&ctx, 3.0, 2.0);
+        assert!(clean.iter().all(|v| *v == 4.0));
+        assert!(backend.take_fp_errors().is_empty(), "compiled {compiled}");
+    }
+}
