@@ -16,8 +16,8 @@ use diffuse_array::{
     arange, full, linspace, random, zeros, ArgOp, Array, ArrayContext, ArrayError, BinaryOp,
     Distribution, Operand, SliceArg, StridedView, UnaryOp,
 };
-use diffuse_ir::{with_element_type, Context, DType, ReductionOp, Scalar, Tuple, View};
-use diffuse_sparse::{CsrMatrix, HostCsr, IndexWidth, Triplets};
+use diffuse_ir::{with_element_type, Context, DType, IrError, ReductionOp, Scalar, Tuple, View};
+use diffuse_sparse::{CsrMatrix, HostCsr, SparseError};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -583,47 +583,17 @@ pub struct NativeCsr {
 
 #[pymethods]
 impl NativeCsr {
-    /// The `rows x cols` matrix of CSR arrays: row `i`'s entries are
-    /// `data[indptr[i]..indptr[i + 1]]` in columns `indices[...]`.
+    /// The `rows x cols` matrix of CSR arrays, each as native-endian bytes (`data` float64,
+    /// `indices` and `indptr` int64): row `i`'s entries are `data[indptr[i]..indptr[i + 1]]`
+    /// in columns `indices[...]`. Every array is checked before it is used.
     #[new]
-    fn new(
-        data: Vec<f64>,
-        indices: Vec<i64>,
-        indptr: Vec<i64>,
-        shape: (i64, i64),
-    ) -> PyResult<Self> {
+    fn new(data: &[u8], indices: &[u8], indptr: &[u8], shape: (i64, i64)) -> PyResult<Self> {
         let (rows, cols) = shape;
-        let bad = |what: String| PyValueError::new_err(what);
-        if indptr.len() as i64 != rows + 1 {
-            return Err(bad(format!(
-                "indptr has {} entries; a matrix of {rows} rows needs {}",
-                indptr.len(),
-                rows + 1
-            )));
-        }
-        if data.len() != indices.len() || indptr.last().copied() != Some(data.len() as i64) {
-            return Err(bad(format!(
-                "data ({}), indices ({}) and indptr[-1] ({:?}) disagree on the number of entries",
-                data.len(),
-                indices.len(),
-                indptr.last()
-            )));
-        }
-        let mut triplets = Triplets::new(rows, cols).map_err(|e| bad(e.to_string()))?;
-        for row in 0..rows as usize {
-            let (lo, hi) = (indptr[row], indptr[row + 1]);
-            if lo > hi || lo < 0 || hi as usize > data.len() {
-                return Err(bad(format!("indptr is not non-decreasing at row {row}")));
-            }
-            for k in lo as usize..hi as usize {
-                triplets
-                    .push(row as i64, indices[k], data[k])
-                    .map_err(|e| bad(e.to_string()))?;
-            }
-        }
-        let host = HostCsr::from_triplets(&triplets, IndexWidth::smallest_for(cols))
-            .map_err(|e| bad(e.to_string()))?;
-        let inner = CsrMatrix::from_host(context()?, &host).map_err(|e| bad(e.to_string()))?;
+        let data = from_ne::<8, f64>(data, "data", f64::from_ne_bytes)?;
+        let indices = from_ne::<8, i64>(indices, "indices", i64::from_ne_bytes)?;
+        let indptr = from_ne::<8, i64>(indptr, "indptr", i64::from_ne_bytes)?;
+        let host = HostCsr::from_parts(rows, cols, &indptr, &indices, &data).map_err(sparse_err)?;
+        let inner = CsrMatrix::from_host(context()?, &host).map_err(sparse_err)?;
         Ok(NativeCsr {
             inner,
             nnz: host.nnz(),
@@ -644,10 +614,42 @@ impl NativeCsr {
 
     /// `A @ x` for a float64 vector `x` (one index task; lazy).
     fn matvec(&self, x: &NativeArray) -> PyResult<NativeArray> {
-        self.inner
-            .spmv(&x.inner)
-            .map(wrap)
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        self.inner.spmv(&x.inner).map(wrap).map_err(sparse_err)
+    }
+}
+
+/// The values of `N`-byte elements in native-endian `bytes`, or a `ValueError` naming `what`
+/// when the length is not a whole number of them.
+fn from_ne<const N: usize, T>(
+    bytes: &[u8],
+    what: &str,
+    convert: fn([u8; N]) -> T,
+) -> PyResult<Vec<T>> {
+    if !bytes.len().is_multiple_of(N) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes are not a whole number of {N}-byte elements",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(N)
+        .map(|chunk| {
+            let mut element = [0u8; N];
+            element.copy_from_slice(chunk);
+            convert(element)
+        })
+        .collect())
+}
+
+/// A sparse library error as the Python exception SciPy would raise for it (`MemoryError`
+/// for memory, `TypeError` for a dtype, `ValueError` for the rest).
+fn sparse_err(e: SparseError) -> PyErr {
+    match e {
+        SparseError::Array(e) => py_err(e),
+        SparseError::Ir(ir) if matches!(*ir, IrError::OutOfMemory { .. }) => {
+            PyMemoryError::new_err(ir.to_string())
+        }
+        other => PyValueError::new_err(other.to_string()),
     }
 }
 

@@ -137,6 +137,64 @@ impl HostCsr {
         })
     }
 
+    /// The matrix of CSR arrays given by a caller (a Python user, a file reader): row `r`'s
+    /// entries are `values[row_offsets[r]..row_offsets[r + 1]]` in columns
+    /// `columns[...]`, in any order, duplicates adding up. Every array is checked first
+    /// (lengths, offsets starting at 0 and non-decreasing up to at most the entry count,
+    /// columns inside the matrix), so that nothing indexes memory with an unchecked value;
+    /// entries past `row_offsets[rows]` are ignored, as SciPy does.
+    pub fn from_parts(
+        rows: i64,
+        cols: i64,
+        row_offsets: &[i64],
+        columns: &[i64],
+        values: &[f64],
+    ) -> Result<Self, SparseError> {
+        let bad = |reason: String| Err(SparseError::BadCsr { reason });
+        let mut t = Triplets::new(rows, cols)?;
+        if usize::try_from(rows).ok().and_then(|r| r.checked_add(1)) != Some(row_offsets.len()) {
+            return bad(format!(
+                "index pointer size {} should be {} for {rows} rows",
+                row_offsets.len(),
+                i128::from(rows) + 1
+            ));
+        }
+        if columns.len() != values.len() {
+            return bad(format!(
+                "indices ({}) and data ({}) should have the same size",
+                columns.len(),
+                values.len()
+            ));
+        }
+        if row_offsets.first() != Some(&0) {
+            return bad("index pointer should start with 0".into());
+        }
+        if let Some(r) = row_offsets.windows(2).position(|w| w[1] < w[0]) {
+            return bad(format!(
+                "indptr must be a non-decreasing sequence (indptr[{}] = {} > indptr[{}] = {})",
+                r,
+                row_offsets[r],
+                r + 1,
+                row_offsets[r + 1]
+            ));
+        }
+        let nnz = row_offsets.last().copied().unwrap_or(0);
+        if nnz as u64 > values.len() as u64 {
+            return bad(format!(
+                "last value of index pointer ({nnz}) should be at most the size of index and \
+                 data arrays ({})",
+                values.len()
+            ));
+        }
+        for (row, w) in row_offsets.windows(2).enumerate() {
+            // In 0..=values.len(): non-decreasing from 0 to at most the length (checked).
+            for k in w[0] as usize..w[1] as usize {
+                t.push(row as i64, columns[k], values[k])?;
+            }
+        }
+        HostCsr::from_triplets(&t, IndexWidth::smallest_for(cols))
+    }
+
     /// Number of rows.
     pub fn rows(&self) -> i64 {
         self.rows
@@ -255,6 +313,31 @@ mod tests {
             Err(SparseError::BadShape { .. })
         ));
         assert!(HostCsr::from_triplets(&t, IndexWidth::I64).is_ok());
+    }
+
+    #[test]
+    fn parts_are_checked_before_use() {
+        let ok = HostCsr::from_parts(2, 3, &[0, 2, 3], &[2, 0, 2], &[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(ok.row_offsets(), &[0, 2, 3]);
+        assert_eq!(ok.columns(), &ColumnIndices::I32(vec![0, 2, 2]));
+        assert_eq!(ok.values(), &[2.0, 1.0, 3.0]);
+        /// Rows, columns, offsets, columns, values, and what the error must say.
+        type Case<'a> = (i64, i64, &'a [i64], &'a [i64], &'a [f64], &'a str);
+        let bad: [Case; 8] = [
+            (2, 2, &[0, 2, 1], &[0, 1], &[1.0, 2.0], "non-decreasing"),
+            (2, 2, &[0, 1], &[0], &[1.0], "size 2 should be 3"),
+            (2, 2, &[1, 1, 1], &[0], &[1.0], "start with 0"),
+            (1, 2, &[0, 3], &[0, 1], &[1.0, 2.0], "last value"),
+            (1, 2, &[0, 1], &[0, 1], &[1.0], "same size"),
+            (1, 2, &[0, 1], &[2], &[1.0], "outside a 1 x 2"),
+            (1, 2, &[0, 1], &[-1], &[1.0], "outside a 1 x 2"),
+            (-1, 2, &[0], &[], &[], "negative"),
+        ];
+        for (rows, cols, offsets, columns, values, want) in bad {
+            let e = HostCsr::from_parts(rows, cols, offsets, columns, values).unwrap_err();
+            assert!(e.to_string().contains(want), "{e} should say {want}");
+        }
+        assert!(HostCsr::from_parts(i64::MAX, 1, &[0], &[], &[]).is_err());
     }
 
     proptest! {

@@ -42,6 +42,12 @@ pub enum SparseError {
     /// The IR refused something (a store, a task); boxed, as IR errors carry shapes inline.
     #[error(transparent)]
     Ir(Box<diffuse_ir::IrError>),
+    /// CSR arrays given by a caller that do not describe a matrix (lengths, offsets).
+    #[error("bad CSR arrays: {reason}")]
+    BadCsr {
+        /// What is wrong.
+        reason: String,
+    },
     /// A shape or size that cannot be built (negative, or too large for the index width).
     #[error("bad matrix shape: {reason}")]
     BadShape {

@@ -25,17 +25,30 @@ def _setup(A, b, x0, rtol, atol, maxiter, M):
     n = A.shape[0]
     if A.shape[0] != A.shape[1]:
         raise ValueError(f"expected square matrix, but got shape={A.shape}")
-    b = _dnp.asarray(b, dtype="float64")
-    if b.shape not in ((n,), (n, 1)):
-        raise ValueError(f"shapes of A {A.shape} and b {b.shape} are incompatible")
-    if b.ndim == 2:
-        b = _dnp.asarray(_np.asarray(b).ravel())
+    b = _vector(b, "b", A.shape, copy=False)
     psolve = _preconditioner(M, n)
-    x = _dnp.zeros(n) if x0 is None else _dnp.array(x0, dtype="float64")
+    if x0 is None:
+        x = _dnp.zeros(n)
+    elif isinstance(x0, str):
+        if x0 != "Mb":
+            raise ValueError(f"x0 must be an array or 'Mb' (M @ b), not {x0!r}")
+        x = _dnp.array(psolve(b), dtype="float64")
+    else:
+        x = _vector(x0, "x0", A.shape, copy=True)
     bnrm2 = float(_dnp.linalg.norm(b))
     limit = max(float(atol), float(rtol) * bnrm2)
     r = None if bnrm2 == 0 else b - A @ x if x0 is not None else b.copy()
     return A, b, x, r, limit, (n * 10 if maxiter is None else int(maxiter)), psolve
+
+
+def _vector(v, name, shape, copy):
+    """SciPy's ``b`` or ``x0`` of a system of ``shape``: an array of shape ``(n,)`` or
+    ``(n, 1)``, as a float64 vector (a copy when ``copy``)."""
+    v = (_dnp.array if copy else _dnp.asarray)(v, dtype="float64")
+    n = shape[0]
+    if v.shape not in ((n,), (n, 1)):
+        raise ValueError(f"shapes of A {shape} and {name} {v.shape} are incompatible")
+    return v.reshape(n)
 
 
 def _preconditioner(M, n):
