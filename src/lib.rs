@@ -8,6 +8,7 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+pub mod cli_output;
 pub mod embedded;
 pub mod placement;
 mod plans;

@@ -219,22 +219,17 @@ fn main() -> ExitCode {
                 Ok(cli::launch::Outcome::Failed { code }) => {
                     ExitCode::from(u8::try_from(code).unwrap_or(1))
                 }
-                Err(e) => {
-                    eprintln!("diffuse launch: {e:#}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => diffuse::cli_output::fail(&e.context("diffuse launch")),
             };
         }
     };
-    match run(command) {
-        Ok(printed) => {
-            print!("{printed}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{e:#}");
-            ExitCode::FAILURE
-        }
+    // Results go out only once complete: a failure prints nothing on stdout.
+    let printed = run(command).and_then(|printed| {
+        diffuse::cli_output::print(&printed).context("writing the result to stdout")
+    });
+    match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => diffuse::cli_output::fail(&e),
     }
 }
 

@@ -73,8 +73,20 @@ impl std::fmt::Display for OutOfMemory {
 
 /// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`), if known.
 pub fn physical_memory() -> Option<usize> {
+    meminfo_bytes("MemTotal:")
+}
+
+/// The memory a new allocation can have without swapping or the kernel's OOM killer, in
+/// bytes (`MemAvailable` of `/proc/meminfo`, read now), if known: the honest default limit,
+/// as the physical memory counts what other processes and the page cache hold.
+pub fn available_memory() -> Option<usize> {
+    meminfo_bytes("MemAvailable:")
+}
+
+/// The `/proc/meminfo` field named `key` (a count of KiB) in bytes.
+fn meminfo_bytes(key: &str) -> Option<usize> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = info.lines().find(|l| l.starts_with(key))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }
@@ -484,5 +496,18 @@ pub fn for_each_rect_row(rect: &Rect, strides: &Tuple, mut f: impl FnMut(usize, 
     for (row, p) in outer.points().enumerate() {
         let start: i64 = (0..dims - 1).map(|d| p[d] * strides[d]).sum::<i64>() + inner_start;
         f(start as usize, row, row_len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn available_memory_is_known_and_within_the_physical_memory() {
+        // Linux reports both; what is free for a new allocation never exceeds the RAM.
+        let (available, physical) = (available_memory(), physical_memory());
+        assert!(available.is_some() && physical.is_some());
+        assert!(available <= physical, "{available:?} > {physical:?}");
     }
 }

@@ -12,7 +12,7 @@
 
 use diffuse_array::{random, where_, Array, ArrayResult, DType, Distribution};
 
-use crate::common::{max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
 
 /// The risk-free interest rate.
 const RATE: f64 = 0.02;
@@ -136,8 +136,15 @@ fn reference(spot: &[f64], strike: &[f64], years: &[f64], form: Cnd) -> (Vec<f64
 /// ones, then the check.
 pub fn run(args: &AppArgs, form: Cnd) -> anyhow::Result<RunRecord> {
     anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    // The host reads back the three inputs and the two prices, and computes the two
+    // reference prices.
+    ensure_fits(
+        args,
+        host_f64s(7, args.n as u128),
+        &format!("the prices of --n {} options", args.n),
+    )?;
     let rt = Runtime::start(args)?;
-    let n = [args.n as i64];
+    let n = [extent(args.n)?];
     let uniform = |low, high, seed| {
         random(
             &rt.arrays,

@@ -26,7 +26,7 @@
 use anyhow::Context as _;
 use diffuse_array::{s, zeros, Array, ArrayError, ArrayResult, DType, SliceArg};
 
-use crate::common::{max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
 
 /// Jacobi sweeps of the pressure Poisson equation per time step (`nit` in the original).
 pub const NIT: usize = 50;
@@ -438,6 +438,14 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
         args.n >= 3,
         "--n must be at least 3 (the grid needs an interior)"
     );
+    // The start and its copies into stores (u, v, p), the reference's fields and its
+    // per-step copies (u, v, p, un, vn, b, pn), and the results read back: 16 grids.
+    let side = args.n as u128;
+    ensure_fits(
+        args,
+        host_f64s(16, side * side),
+        &format!("the {side} x {side} grids of --n {side}"),
+    )?;
     simulate(args, &Fields::at_rest(args.n))
 }
 
@@ -447,7 +455,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 pub fn simulate(args: &AppArgs, init: &Fields) -> anyhow::Result<RunRecord> {
     let rt = Runtime::start(args)?;
     let prm = Params::new(args.n);
-    let shape = [args.n as i64, args.n as i64];
+    let shape = [extent(args.n)?, extent(args.n)?];
     let u = Array::from_vec(&rt.arrays, &shape, init.u.clone()).context("creating u")?;
     let v = Array::from_vec(&rt.arrays, &shape, init.v.clone()).context("creating v")?;
     let p = Array::from_vec(&rt.arrays, &shape, init.p.clone()).context("creating p")?;

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use diffuse::cli_output::eprint_line;
 use diffuse::{
     BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, RuntimeConfig,
 };
@@ -133,6 +134,8 @@ pub struct Runtime {
     /// The window, fusion and launch plans in front of the backend, and the backend's
     /// counters.
     pub runtime: Arc<diffuse::Runtime>,
+    /// The bytes of host data the run may hold ([`memory_limit`]).
+    host_limit: usize,
     /// Whether to print the warm-up iteration's streams.
     streams: bool,
     /// The Mapple placement, when `--mapper` gave one.
@@ -186,9 +189,17 @@ impl Runtime {
     /// Starts the runtime the flags ask for.
     pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
         anyhow::ensure!(args.window != Some(0), "--window must be at least 1");
+        anyhow::ensure!(
+            args.iters >= 1,
+            "--iters must be at least 1 (the run reports the time per timed iteration)"
+        );
         let procs = args
             .procs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        anyhow::ensure!(procs >= 1, "--procs must be at least 1");
+        if matches!(args.backend, Backend::Embedded) {
+            diffuse::embedded::check_procs("--procs", procs)?;
+        }
         anyhow::ensure!(
             args.nodes >= 1 && procs.is_multiple_of(args.nodes),
             "--procs {procs} must be a multiple of --nodes {}",
@@ -206,6 +217,8 @@ impl Runtime {
                 cpus: args.procs,
                 strip_bytes: args.strip_bytes,
                 flags: args.legion_flags.clone(),
+                // Legion's nodes are processes: a count other than the default 1 must match.
+                nodes: (args.nodes != 1).then_some(args.nodes),
                 ..Default::default()
             }),
         })?;
@@ -229,13 +242,13 @@ impl Runtime {
                     Backend::Legion => diffuse::mapper::effects::Target::Legion,
                 };
                 for notice in placement.notices(target) {
-                    eprintln!("notice: {notice}");
+                    eprint_line(&format!("notice: {notice}"));
                 }
                 Some(Arc::new(placement))
             }
             (None, true) => {
                 if machine.gpus_per_node == 0 {
-                    eprintln!("warning: no GPU on this machine: fused kernels run on the CPU");
+                    eprint_line("warning: no GPU on this machine: fused kernels run on the CPU");
                 }
                 Some(Arc::new(MapplePlacement::prefer_gpus(
                     machine.mapple_machine(),
@@ -259,6 +272,7 @@ impl Runtime {
             ctx,
             arrays,
             runtime,
+            host_limit: memory_limit(args),
             streams: args.streams,
             mapple,
             jit_wait: args.jit_wait,
@@ -284,15 +298,19 @@ impl Runtime {
     /// Prints recorded flushes: each issued stream next to what executed.
     pub fn print_streams(&self) {
         for (i, flush) in self.runtime.take_stream_log().iter().enumerate() {
-            eprintln!(
+            eprint_line(&format!(
                 "flush {i}: issued {} tasks, executed {}",
                 flush.issued.len(),
                 flush.executed.len()
-            );
+            ));
             let rows = flush.issued.len().max(flush.executed.len());
             for r in 0..rows {
                 let cell = |v: &Vec<String>| v.get(r).cloned().unwrap_or_default();
-                eprintln!("  {:<32} | {}", cell(&flush.issued), cell(&flush.executed));
+                eprint_line(&format!(
+                    "  {:<32} | {}",
+                    cell(&flush.issued),
+                    cell(&flush.executed)
+                ));
             }
         }
     }
@@ -326,7 +344,7 @@ impl Runtime {
             // Decisions of the warm-up only (the log is opt-in: `--mapper-log`).
             mapple.set_logging(false);
             for line in mapple.take_log() {
-                eprintln!("{line}");
+                eprint_line(&line);
             }
         }
 
@@ -335,7 +353,15 @@ impl Runtime {
         // Each iteration ends with a flush, as the warm-up does: windows then never span
         // iterations, so every timed iteration replays the warm-up's plans and kernels (and
         // an application that drops last iteration's results does not get them fused away).
-        let mut iteration_seconds = Vec::with_capacity(iters);
+        // The record keeps every iteration's time: a count whose times would not fit in
+        // memory is refused before anything runs for it.
+        fits_in(
+            self.host_limit,
+            host_f64s(1, iters as u128),
+            &format!("the time of each of --iters {iters} iterations"),
+            "fewer --iters",
+        )?;
+        let mut iteration_seconds = Vec::new();
         for _ in 0..iters {
             let started = Instant::now();
             step()?;
@@ -392,6 +418,7 @@ impl Runtime {
             rss_end_bytes: after.rss_bytes,
             iterations: None,
             residual: None,
+            converged: None,
             nodes: self.runtime.backend().machine().nodes,
             points_executed: self.runtime.stats().points_executed,
             bytes_moved_per_iter: per((after.bytes_moved - before.bytes_moved) as f64),
@@ -456,18 +483,45 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
     }
 }
 
+/// The most bytes the run's host data may take: `--memory-limit`, else the memory available
+/// now (what the embedded backend's stores may take by default too).
+pub fn memory_limit(args: &AppArgs) -> usize {
+    args.memory_limit
+        .or_else(diffuse::backend::memory::available_memory)
+        .unwrap_or(usize::MAX)
+}
+
+/// Bytes of `vectors` host vectors of `elements` `f64` values each, saturating at
+/// `u128::MAX` (a size no limit admits) instead of wrapping.
+pub fn host_f64s(vectors: u128, elements: u128) -> u128 {
+    vectors.saturating_mul(elements).saturating_mul(8)
+}
+
+/// `--n` as a store extent: refused (rather than wrapped to a negative extent) past
+/// `i64::MAX`.
+pub fn extent(n: usize) -> anyhow::Result<i64> {
+    i64::try_from(n).map_err(|_| anyhow::anyhow!("--n {n} is too large: at most {}", i64::MAX))
+}
+
 /// Fails with a one-line error when `bytes` of host data for `what` would not fit in the
-/// memory the run may use (`--memory-limit`, else the machine's): data that grows piece by
-/// piece would otherwise be allocated until the operating system kills the process.
+/// memory the run may use ([`memory_limit`]). Called before the data is allocated: under
+/// Linux's overcommit a large allocation succeeds and the kernel kills the process once
+/// its pages are touched, and data that grows piece by piece would be allocated until then.
 pub fn ensure_fits(args: &AppArgs, bytes: u128, what: &str) -> anyhow::Result<()> {
-    let limit = args
-        .memory_limit
-        .or_else(diffuse::backend::memory::physical_memory)
-        .unwrap_or(usize::MAX);
+    fits_in(memory_limit(args), bytes, what, "a smaller --n")
+}
+
+/// [`ensure_fits`] against `limit`; `remedy` is what to try instead.
+fn fits_in(limit: usize, bytes: u128, what: &str, remedy: &str) -> anyhow::Result<()> {
+    let needs = if bytes == u128::MAX {
+        "more than 2^128 bytes".to_string()
+    } else {
+        format!("about {bytes} bytes")
+    };
     anyhow::ensure!(
         bytes <= limit as u128,
-        "out of memory: {what} needs about {bytes} bytes on the host, more than the \
-         {limit}-byte limit (try a smaller --n)"
+        "out of memory: {what}: {needs} of host data, more than the {limit}-byte limit \
+         (--memory-limit, default the available memory; try {remedy})"
     );
     Ok(())
 }
@@ -549,6 +603,10 @@ pub struct RunRecord {
     pub iterations: Option<usize>,
     /// Solvers: the last checked residual norm relative to `||b||` (the others: none).
     pub residual: Option<f64>,
+    /// Solvers: whether the residual went below `--rtol` (or, with `--rtol 0`, reached
+    /// exactly zero) within `--iters` iterations; a run with a tolerance that did not also
+    /// warns on stderr (the others: none).
+    pub converged: Option<bool>,
     /// Nodes of the machine (processes of a multi-process Legion run, else 1).
     pub nodes: usize,
     /// Point tasks this process ran, warm-up included (in a multi-process run, its share).
@@ -593,52 +651,72 @@ pub fn resident_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Prints the record as JSON (`--json`) or as a short summary.
+/// Prints the record as JSON (`--json`) or as a short summary. A failed write (a full disk,
+/// a closed stdout, a reader that went away) is an error naming stdout.
 pub fn report(record: &RunRecord, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(record)?);
+    let text = if json {
+        serde_json::to_string(record)? + "\n"
     } else {
-        println!(
-            "{}: n={} iters={} procs={} backend={:?} fusion={:?} jit={:?}\n  {:.3} ms/iter (warm-up {:.3} ms), \
-             {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  \
-             compiled {} kernels in {:.3} s; {} point tasks ran compiled code\n  \
-             check ({}): {:e}",
-            record.app,
-            record.n,
-            record.iters,
-            record.procs,
-            record.backend,
-            record.fusion,
-            record.jit,
-            record.seconds_per_iter * 1e3,
-            record.warmup_seconds * 1e3,
-            record.tasks_issued_per_iter,
-            record.tasks_executed_per_iter,
-            record.peak_store_bytes as f64 / (1024.0 * 1024.0),
-            record.kernels_compiled,
-            record.compile_seconds,
-            record.compiled_points,
-            if record.iterations.is_some() {
-                "the true residual ||b - A x|| / ||b||"
-            } else {
-                "max error vs sequential loop"
-            },
-            record.check
-        );
-        if let (Some(iterations), Some(residual)) = (record.iterations, record.residual) {
-            println!(
-                "  {iterations} iterations (the first ones warm-up, untimed), method's residual \
-                 {residual:e} relative to ||b||"
-            );
-        }
-        println!(
-            "  memo: {} hits, {} misses; analysis {:.1} us/iter; resident memory {:.1} -> {:.1} MiB",
-            record.memo_hits,
-            record.memo_misses,
-            record.analysis_seconds_per_iter * 1e6,
-            record.rss_start_bytes as f64 / (1024.0 * 1024.0),
-            record.rss_end_bytes as f64 / (1024.0 * 1024.0)
+        summary(record)
+    };
+    diffuse::cli_output::print(&text).context("writing the record to stdout")
+}
+
+/// The human-readable summary of `record`.
+fn summary(record: &RunRecord) -> String {
+    use std::fmt::Write as _;
+    let mib = |bytes: f64| bytes / (1024.0 * 1024.0);
+    // A solver that converged during its warm-up timed no iteration: no time per iteration.
+    let timing = if record.iters == 0 {
+        "no timed iterations (the warm-up ran them all)".to_string()
+    } else {
+        format!("{:.3} ms/iter", record.seconds_per_iter * 1e3)
+    };
+    let mut text = format!(
+        "{}: n={} iters={} procs={} backend={:?} fusion={:?} jit={:?}\n  {timing} (warm-up {:.3} ms), \
+         {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  \
+         compiled {} kernels in {:.3} s; {} point tasks ran compiled code\n  \
+         check ({}): {:e}\n",
+        record.app,
+        record.n,
+        record.iters,
+        record.procs,
+        record.backend,
+        record.fusion,
+        record.jit,
+        record.warmup_seconds * 1e3,
+        record.tasks_issued_per_iter,
+        record.tasks_executed_per_iter,
+        mib(record.peak_store_bytes as f64),
+        record.kernels_compiled,
+        record.compile_seconds,
+        record.compiled_points,
+        if record.iterations.is_some() {
+            "the true residual ||b - A x|| / ||b||"
+        } else {
+            "max error vs sequential loop"
+        },
+        record.check
+    );
+    if let (Some(iterations), Some(residual)) = (record.iterations, record.residual) {
+        let outcome = match record.converged {
+            Some(true) => "converged",
+            _ => "NOT converged",
+        };
+        let _ = writeln!(
+            text,
+            "  {outcome}: {iterations} iterations (the first ones warm-up, untimed), method's \
+             residual {residual:e} relative to ||b||"
         );
     }
-    Ok(())
+    let _ = writeln!(
+        text,
+        "  memo: {} hits, {} misses; analysis {:.1} us/iter; resident memory {:.1} -> {:.1} MiB",
+        record.memo_hits,
+        record.memo_misses,
+        record.analysis_seconds_per_iter * 1e6,
+        mib(record.rss_start_bytes as f64),
+        mib(record.rss_end_bytes as f64)
+    );
+    text
 }

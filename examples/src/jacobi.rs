@@ -7,7 +7,7 @@
 
 use diffuse_array::{random, Array, DType, Distribution};
 
-use crate::common::{max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
 
 /// The matrix's off-diagonal part `R` (row-major, zero diagonal) and its diagonal `d`, from
 /// uniform entries in [0, 1) with `n` added to the diagonal.
@@ -40,9 +40,17 @@ fn reference(off_diagonal: &[f64], diagonal: &[f64], b: &[f64], iters: usize) ->
 /// Runs the benchmark: one warm-up sweep, `iters` timed ones, then the check.
 pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    // The matrix is read back, split into its off-diagonal part, and that copied into a
+    // store: three n x n host matrices.
+    let side = args.n as u128;
+    ensure_fits(
+        args,
+        host_f64s(3, side * side),
+        &format!("the {side} x {side} matrix of --n {side}"),
+    )?;
     let rt = Runtime::start(args)?;
     let cx = &rt.arrays;
-    let n = args.n as i64;
+    let n = extent(args.n)?;
     let unit = Distribution::Uniform {
         low: 0.0,
         high: 1.0,

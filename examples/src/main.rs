@@ -93,10 +93,10 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line: the error and its causes, outermost first.
-            eprintln!("error: {e:#}");
             diffuse::legion::shutdown();
-            ExitCode::FAILURE
+            // One line: the error and its causes, outermost first (nothing for a reader of
+            // stdout that went away).
+            diffuse::cli_output::fail(&e)
         }
     }
 }

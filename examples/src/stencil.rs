@@ -13,7 +13,7 @@
 use anyhow::Context as _;
 use diffuse_array::{s, Array};
 
-use crate::common::{max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
 
 /// Deterministic initial grid values in [0, 1), row-major over a `side x side` grid.
 pub fn initial_grid(side: usize) -> Vec<f64> {
@@ -42,12 +42,26 @@ pub fn reference(grid: &mut [f64], n: usize, iters: usize) {
     }
 }
 
+/// The side of the `(n + 2) x (n + 2)` grid of `--n`, once the grid and its host copies
+/// (the initial values, the result read back, the reference's) fit in memory.
+pub fn grid_side(args: &AppArgs) -> anyhow::Result<usize> {
+    anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    let side = args.n as u128 + 2;
+    ensure_fits(
+        args,
+        host_f64s(3, side * side),
+        &format!("the {side} x {side} grid of --n {}", args.n),
+    )?;
+    // Fits in memory, so in `usize`.
+    Ok(args.n + 2)
+}
+
 /// Runs the stencil: one warm-up iteration, `iters` timed ones, then the check.
 pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
-    anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    let side = grid_side(args)?;
     let rt = Runtime::start(args)?;
-    let n = args.n as i64;
-    let init = initial_grid(args.n + 2);
+    let n = extent(args.n)?;
+    let init = initial_grid(side);
     let grid =
         Array::from_vec(&rt.arrays, &[n + 2, n + 2], init.clone()).context("creating the grid")?;
     let center = grid.slice(&s![1..-1, 1..-1])?;

@@ -13,8 +13,8 @@ use diffuse_ir::{
     for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
 };
 
-use crate::common::{max_error, AppArgs, RunRecord, Runtime};
-use crate::stencil::{initial_grid, reference};
+use crate::common::{extent, max_error, AppArgs, RunRecord, Runtime};
+use crate::stencil::{grid_side, initial_grid, reference};
 
 /// Figure 2(e)'s three task kinds.
 struct Kinds {
@@ -112,12 +112,11 @@ fn iteration(
 
 /// Runs the stencil: one warm-up iteration, `iters` timed ones, then the check.
 pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
-    anyhow::ensure!(args.n >= 1, "--n must be at least 1");
+    let side = grid_side(args)?;
     let rt = Runtime::start(args)?;
     let ctx = &rt.ctx;
     let k = kinds()?;
-    let n = args.n as i64;
-    let side = args.n + 2;
+    let n = extent(args.n)?;
     let init = initial_grid(side);
     let grid: Store = ctx
         .store_from_vec(&[n + 2, n + 2], init.clone())

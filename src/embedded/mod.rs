@@ -16,7 +16,8 @@ use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
 use diffuse_jit::gpu_available;
 
 use diffuse_backend::memory::{
-    for_each_rect_row, physical_memory, BufferCache, FirstUse, HostBuffer, MemoryStats, OutOfMemory,
+    available_memory, for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats,
+    OutOfMemory,
 };
 
 /// Settings of the embedded backend.
@@ -40,7 +41,9 @@ pub struct EmbeddedConfig {
     pub inline_bytes: usize,
     /// Most bytes store data, cached buffers and point-local temporaries may take; an
     /// allocation past it fails with `IrError::OutOfMemory` (after the buffer cache is
-    /// released). `None`: the machine's physical memory.
+    /// released). `None`: the memory available when the backend starts (`MemAvailable`:
+    /// the physical memory less what other processes and the kernel hold), so that a run
+    /// past it fails with an error instead of being killed by the kernel.
     pub memory_limit: Option<usize>,
 }
 
@@ -55,6 +58,51 @@ impl Default for EmbeddedConfig {
             memory_limit: None,
         }
     }
+}
+
+/// Worker threads the embedded backend starts at most per core: oversubscribing cores
+/// emulates larger machines (several nodes, mappers' processor grids), but every launch
+/// splits into a point per processor, and past some tens of threads per core a run spends
+/// its time switching between them (4096 processors on 2 cores: a 64 x 64 stencil takes 28 s
+/// per 3 iterations, 100000 never finishes).
+pub const PROCS_PER_CORE: usize = 64;
+
+/// The most worker processors the embedded backend starts on this machine:
+/// [`PROCS_PER_CORE`] per core the process may use.
+pub fn max_procs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(PROCS_PER_CORE)
+}
+
+/// A processor count past [`max_procs`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{setting} {procs} is more than the {limit} processors the embedded backend runs on this \
+     machine ({PROCS_PER_CORE} per core on {} cores)",
+    limit / PROCS_PER_CORE
+)]
+pub struct TooManyProcs {
+    /// Where the count came from (`--procs`, `DIFFUSE_PROCS`, ...).
+    pub setting: String,
+    /// The count asked for.
+    pub procs: usize,
+    /// [`max_procs`].
+    pub limit: usize,
+}
+
+/// Checks a processor count against [`max_procs`]; `setting` names where it came from in
+/// the error (a flag or an environment variable), so front ends report it as the user wrote
+/// it.
+pub fn check_procs(setting: &str, procs: usize) -> Result<(), TooManyProcs> {
+    let limit = max_procs();
+    if procs > limit {
+        return Err(TooManyProcs {
+            setting: setting.to_string(),
+            procs,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// The typed error for `store`, whose buffer could not be had.
@@ -108,6 +156,10 @@ impl EmbeddedBackend {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        check_procs("the processor count", procs).map_err(|e| IrError::Backend {
+            backend: "embedded".into(),
+            message: e.to_string(),
+        })?;
         if config.nodes == 0 || procs % config.nodes != 0 {
             return Err(IrError::Backend {
                 backend: "embedded".into(),
@@ -132,7 +184,7 @@ impl EmbeddedBackend {
             stats: Arc::new(MemoryStats::with_limit(
                 config
                     .memory_limit
-                    .or_else(physical_memory)
+                    .or_else(available_memory)
                     .unwrap_or(usize::MAX),
             )),
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
@@ -287,5 +339,29 @@ impl Backend for EmbeddedBackend {
             });
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processor_counts_past_the_machine_are_refused_by_name() {
+        let limit = max_procs();
+        assert!(check_procs("--procs", limit).is_ok());
+        let e = check_procs("DIFFUSE_PROCS", limit + 1).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.starts_with(&format!("DIFFUSE_PROCS {} ", limit + 1))
+                && message.contains(&format!("the {limit} processors")),
+            "{message}"
+        );
+        let started = EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(usize::MAX),
+            ..Default::default()
+        });
+        let message = started.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("processor count"), "{message}");
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! SciPy also tests `|rho|` and `|omega|` against breakdown every iteration; those tests
 //! would be blocking reads, so here a breakdown shows as a non-finite residual at the next
-//! check, which the solver loop reports as an error.
+//! check, from which the solver loop runs the iterations since the last check again,
+//! checking each, and reports a breakdown as an error.
 
 use diffuse_array::Array;
 use diffuse_sparse::CsrMatrix;
 
-use super::{norm, Iterate, Krylov, SolverArgs, Step};
+use super::{is_converged, norm, Iterate, Krylov, SolverArgs, Step};
 
 /// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha`, `omega`.
+#[derive(Clone)]
 struct Carried {
     p: Array,
     v: Array,
@@ -19,6 +21,7 @@ struct Carried {
 }
 
 /// The BiCGSTAB state.
+#[derive(Clone)]
 pub struct BiCgStab {
     it: Iterate,
     /// The shadow residual, `r` at the start.
@@ -28,6 +31,9 @@ pub struct BiCgStab {
 
 impl Krylov for BiCgStab {
     const NAME: &'static str = "bicgstab";
+    const BREAKDOWN: &'static str = "rtilde . r = 0, rtilde . v = 0 or t . t = 0 for a \
+         residual r != 0 (SciPy's info -10)";
+    const NOT_CONVERGED: &'static str = "";
 
     fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(BiCgStab {
@@ -53,7 +59,7 @@ impl Krylov for BiCgStab {
         let v = a.spmv(&p)?;
         let alpha = (&rho / self.rtilde.dot(&v)?)?;
         let s = (&self.it.r - (&v * &alpha)?)?;
-        if check && norm(&s)? < atol {
+        if check && is_converged(norm(&s)?, atol) {
             // Solved half-way: SciPy's early exit (only where the loop reads anyway).
             self.it.x = (&self.it.x + (&p * &alpha)?)?;
             self.it.r = s;

@@ -6,6 +6,7 @@ use diffuse_sparse::CsrMatrix;
 use super::{Iterate, Krylov, SolverArgs, Step};
 
 /// The CG state: the iterate, the residual, and what the next iteration reuses.
+#[derive(Clone)]
 pub struct Cg {
     it: Iterate,
     /// The search direction and `r . r` of the previous iteration (none before the first).
@@ -14,6 +15,10 @@ pub struct Cg {
 
 impl Krylov for Cg {
     const NAME: &'static str = "cg";
+    const BREAKDOWN: &'static str =
+        "p . A p = 0 for a search direction p != 0, so the matrix is not positive definite";
+    const NOT_CONVERGED: &'static str =
+        "; cg needs a symmetric positive definite matrix (bicgstab and cgs take others)";
 
     fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(Cg {

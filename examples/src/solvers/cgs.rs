@@ -8,6 +8,7 @@ use diffuse_sparse::CsrMatrix;
 use super::{Iterate, Krylov, SolverArgs, Step};
 
 /// The CGS state.
+#[derive(Clone)]
 pub struct Cgs {
     it: Iterate,
     b: Array,
@@ -19,6 +20,9 @@ pub struct Cgs {
 
 impl Krylov for Cgs {
     const NAME: &'static str = "cgs";
+    const BREAKDOWN: &'static str = "rtilde . r = 0 or rtilde . A p = 0 for a residual r != 0 \
+         (SciPy's info -10)";
+    const NOT_CONVERGED: &'static str = "";
 
     fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> anyhow::Result<Self> {
         Ok(Cgs {

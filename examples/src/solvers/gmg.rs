@@ -31,6 +31,7 @@ const COARSEST: i64 = 3;
 
 /// One level of the hierarchy: its operator, and the transfers to and from the next coarser
 /// level (none on the coarsest).
+#[derive(Clone)]
 struct Level {
     a: CsrMatrix,
     /// Injection (coarse point `(i, j)` takes fine point `(2i + 1, 2j + 1)`) or full
@@ -164,6 +165,7 @@ fn v_cycle(levels: &[Level], level: usize, rhs: &Array) -> anyhow::Result<Array>
 
 /// The GMG state: the iterate and residual, the hierarchy, and what the next iteration
 /// reuses.
+#[derive(Clone)]
 pub struct Gmg {
     it: Iterate,
     levels: Vec<Level>,
@@ -173,6 +175,9 @@ pub struct Gmg {
 
 impl Krylov for Gmg {
     const NAME: &'static str = "gmg";
+    const BREAKDOWN: &'static str = "p . A p = 0 or r . z = 0 for a residual r != 0, so the \
+         V-cycle preconditioned matrix is not positive definite";
+    const NOT_CONVERGED: &'static str = "";
 
     fn start(a: &CsrMatrix, b: &Array, args: &SolverArgs) -> anyhow::Result<Self> {
         let (rows, cols) = a.shape();

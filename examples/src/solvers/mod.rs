@@ -20,10 +20,11 @@ mod reference;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context as _;
 use clap::Args;
 use diffuse_array::{zeros, Array, ArrayContext, DType};
 use diffuse_sparse::{generators, mtx, CsrMatrix, HostCsr, IndexWidth};
+
+use diffuse::cli_output::eprint_line;
 
 use crate::common::{self, AppArgs, Counters, Measurement, RunRecord, Runtime};
 
@@ -77,6 +78,7 @@ pub enum Step {
 
 /// What every method keeps: the iterate `x` and its residual `r` (whose norm the loop
 /// checks).
+#[derive(Clone)]
 pub struct Iterate {
     x: Array,
     r: Array,
@@ -92,10 +94,18 @@ impl Iterate {
     }
 }
 
-/// One Krylov method: its state after set-up and one iteration at a time.
-pub trait Krylov: Sized {
+/// One Krylov method: its state after set-up and one iteration at a time. A clone is the
+/// state as it is (the arrays are shared handles, nothing is copied), which the solver loop
+/// keeps to run iterations again from.
+pub trait Krylov: Sized + Clone {
     /// The name in the record.
     const NAME: &'static str;
+    /// What a breakdown (a division by zero other than at an exact solution) means for the
+    /// method, for the error that reports it.
+    const BREAKDOWN: &'static str;
+    /// What the method assumes of the matrix, for the warning of a run that stopped at
+    /// `--iters` short of `--rtol` (after a `; `), or nothing.
+    const NOT_CONVERGED: &'static str;
     /// The state for `A x = b` from `x = 0`, with the run's flags.
     fn start(a: &CsrMatrix, b: &Array, args: &SolverArgs) -> anyhow::Result<Self>;
     /// The current iterate and residual.
@@ -105,21 +115,46 @@ pub trait Krylov: Sized {
     fn step(&mut self, a: &CsrMatrix, atol: f64, check: bool) -> anyhow::Result<Step>;
 }
 
-/// The matrix of the run: `--matrix FILE` or the Poisson matrix of an `--n x --n` grid.
+/// Bytes of host memory a system of `rows` rows and at most `entries` entries takes: its
+/// triplets (24 bytes an entry), building its CSR form (a row count and offsets per row,
+/// twice; a column and value per entry, twice), `b`, `x` read back and `A x` (8 bytes a row
+/// each), and `text` bytes of the file it comes from. Saturates instead of wrapping.
+fn system_bytes(rows: u128, entries: u128, text: u128) -> u128 {
+    text.saturating_add(entries.saturating_mul(24 + 32))
+        .saturating_add(rows.saturating_mul(24 + 24))
+}
+
+/// The matrix of the run: `--matrix FILE` or the Poisson matrix of an `--n x --n` grid. What
+/// it takes on the host, from the file's header or `--n`, is checked against the memory
+/// limit before anything is allocated for it.
 fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
     let (triplets, what) = match &args.matrix {
-        Some(file) => (
-            mtx::read_matrix_market(file)?,
-            format!("matrix {}", file.display()),
-        ),
+        Some(file) => {
+            let what = format!("matrix {}", file.display());
+            let size = mtx::read_matrix_market_size(file)?;
+            let text = std::fs::metadata(file).map_or(0, |m| m.len());
+            common::ensure_fits(
+                &args.common,
+                system_bytes(size.rows as u128, size.entries, text.into()),
+                &format!("the {} x {} {what}", size.rows, size.cols),
+            )?;
+            (mtx::read_matrix_market(file)?, what)
+        }
         None => {
-            let n = i64::try_from(args.common.n).context("--n is too large")?;
-            anyhow::ensure!(n >= 1, "--n must be at least 1");
-            let what = format!("2-D Poisson {n} x {n}");
-            // Five entries a row, each a triplet and then a CSR value and column.
-            let entries = 5 * (n as u128) * (n as u128);
-            common::ensure_fits(&args.common, entries * 40, &format!("the {what} matrix"))?;
-            (generators::poisson_2d(n)?, what)
+            anyhow::ensure!(args.common.n >= 1, "--n must be at least 1");
+            let side = args.common.n as u128;
+            let what = format!("2-D Poisson {side} x {side}");
+            // Five entries a row.
+            common::ensure_fits(
+                &args.common,
+                system_bytes(side * side, 5 * side * side, 0),
+                &format!("the {what} matrix"),
+            )?;
+            // Fits in memory, so in an `i64`.
+            (
+                generators::poisson_2d(common::extent(args.common.n)?)?,
+                what,
+            )
         }
     };
     let (rows, cols) = (triplets.rows(), triplets.cols());
@@ -131,6 +166,13 @@ fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
         rows >= 1,
         "{method} needs a matrix with rows; the {what} has none"
     );
+    if let Some(&(row, col, value)) = triplets.entries().iter().find(|e| !e.2.is_finite()) {
+        anyhow::bail!(
+            "{method} needs finite matrix entries, but the {what} has {value} at ({}, {})",
+            row + 1,
+            col + 1
+        );
+    }
     Ok(HostCsr::from_triplets(
         &triplets,
         IndexWidth::smallest_for(cols),
@@ -139,6 +181,13 @@ fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
 
 /// The longest warm-up, in stretches of `--check-every` iterations.
 const WARMUP_STRETCHES: usize = 10;
+
+/// Whether a residual norm says the system is solved: below `atol` (SciPy's test), or
+/// exactly zero, which is an exact solution even where `atol` is 0 (`--rtol 0`): the next
+/// iteration would divide zero by zero.
+fn is_converged(residual: f64, atol: f64) -> bool {
+    residual < atol || residual == 0.0
+}
 
 /// `||v||` read back to the host (a blocking read).
 fn norm(v: &Array) -> anyhow::Result<f64> {
@@ -196,31 +245,48 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
     let mut timed: Option<(Counters, (usize, Counters))> = None;
     let (mut interval, mut interval_from) = (Instant::now(), 0);
     let mut iteration_seconds = Vec::new();
-    loop {
-        let check = iterations % args.check_every == 0 || iterations == maxiter;
+    // Convergence is checked only every --check-every iterations, so the method may reach
+    // an exact solution between checks and divide zero by zero in the next iteration: a
+    // non-finite residual at a check says that something broke down since the last check,
+    // not what. The state of the last check (finite, not converged) is kept; from it the
+    // iterations are run again checking every one, as SciPy does, where a zero residual is
+    // convergence and a non-finite one right after a finite one is a true breakdown. The
+    // state is a handful of vectors the method would have dropped at the next check.
+    let mut last_checked: Option<(M, usize)> = None;
+    let mut check_each = false;
+    let converged = loop {
+        let check = check_each || iterations % args.check_every == 0 || iterations == maxiter;
         if check {
             let residual = norm(&solver.iterate().r)?;
-            anyhow::ensure!(
-                residual.is_finite(),
-                "{} broke down: the residual norm is {residual} at iteration {iterations} (a \
-                 division by zero: the method broke down, or the residual reached exactly zero \
-                 earlier and --rtol 0 asked for more iterations)",
-                M::NAME
-            );
+            if !residual.is_finite() {
+                match last_checked.take() {
+                    Some((state, at)) if !check_each => {
+                        (solver, iterations, check_each) = (state, at, true);
+                        // The stretch since `at` runs again (and is timed again).
+                        (interval, interval_from) = (Instant::now(), at);
+                        continue;
+                    }
+                    _ => anyhow::bail!(
+                        "{} broke down at iteration {iterations}: the residual norm became \
+                         {residual} (a division by zero in the method: {})",
+                        M::NAME,
+                        M::BREAKDOWN
+                    ),
+                }
+            }
             if let Some((_, last)) = timed.as_mut() {
-                let stretch = (iterations - interval_from).max(1);
+                let stretch = iterations.saturating_sub(interval_from).max(1);
                 iteration_seconds.push(interval.elapsed().as_secs_f64() / stretch as f64);
                 *last = (iterations, rt.counters());
             }
             (interval, interval_from) = (Instant::now(), iterations);
-            // An exact solution stops the loop even with --rtol 0 (the next step would
-            // divide by zero).
-            if residual < atol || residual == 0.0 {
-                break;
+            if is_converged(residual, atol) {
+                break true;
             }
+            last_checked = Some((solver.clone(), iterations));
         }
         if iterations == maxiter {
-            break;
+            break false;
         }
         let analysed = rt.runtime.planner_stats().analysed;
         let settled =
@@ -246,10 +312,11 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
             analysed_at_check = analysed;
         }
         if solver.step(&a, atol, check)? == Step::Converged {
-            break;
+            break true;
         }
         iterations += 1;
-    }
+    };
+    drop(last_checked);
     // The residual where the loop stopped (BiCGSTAB may stop half-way, after its last check).
     let residual = norm(&solver.iterate().r)?;
     if timed.is_none() {
@@ -286,6 +353,20 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
     }
     record.iterations = Some(iterations);
     record.residual = Some(residual / b_norm);
+    record.converged = Some(converged);
+    // With --rtol 0 the run is a timing of --iters iterations; with a tolerance, stopping
+    // short of it is SciPy's `info > 0`: the record says so, and so does a warning.
+    if !converged && args.rtol > 0.0 {
+        eprint_line(&format!(
+            "warning: {} did not converge: the residual ||r|| / ||b|| is {:.3e} after \
+             {iterations} iterations (--iters), above --rtol {:.3e} (raise --iters, or give \
+             --rtol 0 to run exactly --iters iterations){}",
+            M::NAME,
+            residual / b_norm,
+            args.rtol,
+            M::NOT_CONVERGED
+        ));
+    }
     Ok((record, x))
 }
 
@@ -411,6 +492,128 @@ pub(crate) mod tests {
             assert!(iterations > 5 && iterations < 500, "{record:?}");
             assert!(record.residual.unwrap() < 1e-8, "{record:?}");
             assert!(record.check < 1e-7, "{record:?}");
+        }
+    }
+
+    /// Every method on every tiny system it can take (the Poisson matrices of 1 x 1 to
+    /// 3 x 3 grids, gmg's 1 x 1 and 3 x 3, and a dense 5 x 5 SPD file), with the residual
+    /// checked every 10 iterations: each reaches an exact or near-exact solution between two
+    /// checks, where the next iteration divides zero by zero; each run converges, with the
+    /// true residual of a solution.
+    #[test]
+    fn tiny_and_exactly_solvable_systems_converge() {
+        let spd = mtx_file(
+            "spd5",
+            &format!(
+                "%%MatrixMarket matrix coordinate real symmetric\n5 5 9\n{}",
+                "1 1 4\n2 2 5\n3 3 6\n4 4 7\n5 5 8\n2 1 1\n3 2 1\n4 3 1\n5 4 1\n"
+            ),
+        );
+        let solve_all = |args: &SolverArgs| -> Vec<(&str, anyhow::Result<RunRecord>)> {
+            vec![
+                ("cg", run::<Cg>(args)),
+                ("bicgstab", run::<BiCgStab>(args)),
+                ("cgs", run::<Cgs>(args)),
+            ]
+        };
+        let mut cases = Vec::new();
+        for (n, rtol, iters) in [
+            (1, 1e-8, 100),
+            (2, 1e-8, 100),
+            (3, 1e-8, 100),
+            (2, 0.0, 20000),
+        ] {
+            let mut args = solver_args(n, iters, 1, Switch::On);
+            (args.rtol, args.check_every) = (rtol, 10);
+            cases.extend(
+                solve_all(&args)
+                    .into_iter()
+                    .map(|(m, r)| (format!("{m} n {n} rtol {rtol}"), r)),
+            );
+            if n != 2 {
+                cases.push((format!("gmg n {n} rtol {rtol}"), run::<Gmg>(&args)));
+            }
+        }
+        for rtol in [1e-8, 0.0] {
+            let mut args = solver_args(1, 20000, 2, Switch::On);
+            (args.rtol, args.check_every, args.matrix) = (rtol, 10, Some(spd.clone()));
+            cases.extend(
+                solve_all(&args)
+                    .into_iter()
+                    .map(|(m, r)| (format!("{m} spd5 rtol {rtol}"), r)),
+            );
+        }
+        for (case, record) in cases {
+            let record = record.unwrap_or_else(|e| panic!("{case}: {e:#}"));
+            assert_eq!(record.converged, Some(true), "{case}: {record:?}");
+            assert!(record.check < 1e-9, "{case}: {record:?}");
+        }
+        std::fs::remove_file(spd).unwrap();
+    }
+
+    /// A matrix CG cannot take: not symmetric (it runs to --iters and says it did not
+    /// converge, exiting normally as SciPy's `info > 0`), and indefinite so that `p . A p`
+    /// is exactly 0 in the first iteration (a breakdown: an error naming the iteration,
+    /// found however far apart the checks are).
+    #[test]
+    fn non_convergence_is_reported_and_a_true_breakdown_is_an_error() {
+        let skew = mtx_file(
+            "nonsym",
+            "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1\n2 2 1\n3 3 1\n1 2 5\n",
+        );
+        let mut args = solver_args(1, 30, 1, Switch::On);
+        (args.rtol, args.matrix) = (1e-8, Some(skew.clone()));
+        let record = run::<Cg>(&args).unwrap();
+        assert_eq!(record.converged, Some(false), "{record:?}");
+        assert!(record.check > 1.0, "{record:?}");
+        let indefinite = mtx_file(
+            "indefinite",
+            "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 -1\n",
+        );
+        for check_every in [1, 7] {
+            args.matrix = Some(indefinite.clone());
+            args.check_every = check_every;
+            let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+            assert!(
+                message.contains("cg broke down at iteration 1") && message.contains("p . A p = 0"),
+                "{message}"
+            );
+        }
+        for file in [skew, indefinite] {
+            std::fs::remove_file(file).unwrap();
+        }
+    }
+
+    /// Sizes from --n or a Matrix Market header that the memory limit cannot hold are refused
+    /// before anything is allocated for them, naming the matrix, the bytes and the limit;
+    /// non-finite entries are refused by position.
+    #[test]
+    fn systems_past_the_memory_limit_are_refused_before_allocating() {
+        let huge = mtx_file(
+            "huge",
+            "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 1\n1 1 1.0\n",
+        );
+        let mut args = solver_args(1, 5, 1, Switch::On);
+        (args.matrix, args.common.memory_limit) = (Some(huge.clone()), Some(1 << 30));
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(
+            message.contains("out of memory: the 2000000000 x 2000000000 matrix")
+                && message.contains("1073741824-byte limit"),
+            "{message}"
+        );
+        let mut args = solver_args(usize::MAX, 5, 1, Switch::On);
+        args.common.memory_limit = Some(1 << 30);
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(message.contains("more than 2^128 bytes"), "{message}");
+        let nan = mtx_file(
+            "nan",
+            "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 nan\n2 2 1\n",
+        );
+        args.matrix = Some(nan.clone());
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(message.contains("has NaN at (1, 1)"), "{message}");
+        for file in [huge, nan] {
+            std::fs::remove_file(file).unwrap();
         }
     }
 

@@ -16,7 +16,7 @@ pub enum SparseError {
         reason: String,
     },
     /// A file could not be read.
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}")]
     Io {
         /// The file.
         file: String,

@@ -58,6 +58,48 @@ pub fn read_matrix_market(path: &Path) -> Result<Triplets, SparseError> {
     parse_matrix_market(&file, &text)
 }
 
+/// What a Matrix Market file declares in its banner and size line: enough to tell how much
+/// memory reading it, and what is built from it, will take, before any of it is allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixMarketSize {
+    /// Rows of the matrix.
+    pub rows: i64,
+    /// Columns of the matrix.
+    pub cols: i64,
+    /// The most triplets reading the file yields: the stored entries (`nnz` of a
+    /// `coordinate` file, every stored value of an `array` one), twice that for symmetric
+    /// and skew-symmetric files (whose off-diagonal entries are mirrored).
+    pub entries: u128,
+}
+
+/// Reads only the banner and size line of the Matrix Market file at `path` (the entries are
+/// not read), with the errors of [`read_matrix_market`] for them.
+pub fn read_matrix_market_size(path: &Path) -> Result<MatrixMarketSize, SparseError> {
+    use std::io::BufRead as _;
+    let file = path.display().to_string();
+    let io = |source| SparseError::Io {
+        file: file.clone(),
+        source,
+    };
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+    // The banner, then comment and blank lines (kept empty, so that line numbers hold), up
+    // to the first data line: the size line.
+    let mut head = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
+        let data = !head.is_empty() && !line.trim().is_empty() && !line.trim().starts_with('%');
+        head.push_str(if head.is_empty() || data { &line } else { "\n" });
+        if data {
+            break;
+        }
+    }
+    Parser::new(&file, &head).parse_size()
+}
+
 /// Parses the text of a Matrix Market file; `file` is the name used in errors.
 ///
 /// Every problem is a [`SparseError::MatrixMarket`] naming the 1-based line where it was
@@ -143,6 +185,31 @@ impl<'a> Parser<'a> {
             Format::Coordinate => self.parse_coordinate(header),
             Format::Array => self.parse_array(header),
         }
+    }
+
+    /// The banner and size line, as [`MatrixMarketSize`].
+    fn parse_size(mut self) -> Result<MatrixMarketSize, SparseError> {
+        let header = self.parse_banner()?;
+        let (size_line, rows, cols, stored) = match header.format {
+            Format::Coordinate => {
+                let (line, [rows, cols, nnz]) = self.parse_size_line(["rows", "cols", "nnz"])?;
+                (line, rows, cols, nnz as u128)
+            }
+            Format::Array => {
+                let (line, [rows, cols]) = self.parse_size_line(["rows", "cols"])?;
+                (line, rows, cols, array_count(header.symmetry, rows, cols))
+            }
+        };
+        self.check_square(header, size_line, rows, cols)?;
+        let mirrored = match header.symmetry {
+            Symmetry::General => 1,
+            Symmetry::Symmetric | Symmetry::SkewSymmetric => 2,
+        };
+        Ok(MatrixMarketSize {
+            rows,
+            cols,
+            entries: stored.saturating_mul(mirrored),
+        })
     }
 
     fn parse_banner(&mut self) -> Result<Header, SparseError> {

@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use diffuse_sparse::mtx::{parse_matrix_market, read_matrix_market};
+use diffuse_sparse::mtx::{
+    parse_matrix_market, read_matrix_market, read_matrix_market_size, MatrixMarketSize,
+};
 use diffuse_sparse::{SparseError, Triplets};
 use proptest::prelude::*;
 
@@ -619,4 +621,75 @@ fn all_seeds_parse() {
     for seed in SEEDS {
         parse_matrix_market("seed", seed).unwrap();
     }
+}
+
+/// The size a file declares, read without its entries, bounds what reading it yields: for
+/// every fixture the triplets fit in `entries`, and the shape is the file's.
+#[test]
+fn the_declared_size_bounds_every_fixture() {
+    for name in [
+        "general_real",
+        "symmetric_real",
+        "integer",
+        "pattern",
+        "skew_symmetric",
+        "comments",
+        "symmetric_upper",
+        "array_general",
+        "array_symmetric",
+    ] {
+        let path = fixture(&format!("{name}.mtx"));
+        let size = read_matrix_market_size(&path).unwrap();
+        let t = read_matrix_market(&path).unwrap();
+        assert_eq!((size.rows, size.cols), (t.rows(), t.cols()), "{name}");
+        assert!(
+            t.entries().len() as u128 <= size.entries,
+            "{name}: {size:?}"
+        );
+    }
+}
+
+/// A header promising a huge matrix is read as such without reading (or allocating for) the
+/// entries, and the header's errors name the file and line as the full reader's do.
+#[test]
+fn a_huge_declared_size_is_read_from_the_header_alone() {
+    let dir = std::env::temp_dir().join(format!("diffuse-mtx-size-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let huge = dir.join("huge.mtx");
+    std::fs::write(
+        &huge,
+        "%%MatrixMarket matrix coordinate real symmetric\n% a comment\n\n2000000000 2000000000 13\n1 1 1.0\n",
+    )
+    .unwrap();
+    assert_eq!(
+        read_matrix_market_size(&huge).unwrap(),
+        MatrixMarketSize {
+            rows: 2_000_000_000,
+            cols: 2_000_000_000,
+            entries: 26
+        }
+    );
+    let dense = dir.join("dense.mtx");
+    std::fs::write(
+        &dense,
+        "%%MatrixMarket matrix array real general\n3000000000 3000000000\n",
+    )
+    .unwrap();
+    assert_eq!(
+        read_matrix_market_size(&dense).unwrap().entries,
+        9_000_000_000_000_000_000
+    );
+    let bad = dir.join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n%\n2 x 1\n",
+    )
+    .unwrap();
+    let message = read_matrix_market_size(&bad).unwrap_err().to_string();
+    assert!(
+        message.contains(&format!("{}:3:", bad.display())),
+        "{message}"
+    );
+    assert!(read_matrix_market_size(&dir.join("missing.mtx")).is_err());
+    std::fs::remove_dir_all(dir).unwrap();
 }
