@@ -19,6 +19,10 @@ pub struct LegionConfig {
     pub buffer_cache_bytes: usize,
     /// Working-set bytes of one strip when a fused element-wise point runs natively.
     pub strip_bytes: usize,
+    /// Nodes the run must have (`--nodes`), if the application asked for a number: Legion's
+    /// nodes are the run's processes, so a count other than the processes is refused
+    /// instead of silently ignored. `None`: whatever the run has.
+    pub nodes: Option<usize>,
 }
 
 impl Default for LegionConfig {
@@ -30,6 +34,7 @@ impl Default for LegionConfig {
             region_cache_bytes: 4 << 30,
             buffer_cache_bytes: 1 << 30,
             strip_bytes: 1 << 20,
+            nodes: None,
         }
     }
 }
@@ -74,9 +79,335 @@ impl LegionConfig {
         }
         // The stub libcuda of machines without a GPU makes Realm warn once per start.
         default("-level", "gpu=6,threads=5".into());
+        // Realm logs to stdout by default, buffered: a fatal error's message (Legion's
+        // reason for aborting) was lost with the buffer, and log lines mixed with the
+        // application's output (its JSON records). Standard error is unbuffered.
+        default("-logfile", "stderr".into());
         out.extend(self.flags.iter().cloned());
         out
     }
+}
+
+/// What bounds a Legion configuration on this machine and in this run, known before Legion
+/// starts.
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    /// Most local processors one Legion process supports (`LEGION_MAX_NUM_PROCS` of the
+    /// build; utility processors count).
+    pub(crate) max_procs: u64,
+    /// The machine's physical memory in bytes, if known.
+    pub(crate) memory_bytes: Option<u64>,
+    /// Processes of the run, i.e. Legion nodes.
+    pub(crate) ranks: usize,
+}
+
+/// Why a Legion configuration cannot start, found before Legion is loaded: Legion and Realm
+/// abort the whole process on most of these (or hang, for `-ll:bgwork 0`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ConfigError {
+    /// A flag that takes a value came without one.
+    #[error("the Legion flag {flag} needs a value ({expected})")]
+    MissingValue {
+        /// The flag.
+        flag: String,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// A flag's value is not what the flag takes.
+    #[error("the Legion flag {flag} {value:?} is malformed: expected {expected}")]
+    BadValue {
+        /// The flag.
+        flag: String,
+        /// The value given.
+        value: String,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// A count below what the backend needs.
+    #[error("the Legion flag {flag} {value} is too small: {reason}")]
+    TooFew {
+        /// The flag.
+        flag: &'static str,
+        /// The count given.
+        value: u64,
+        /// What needs more.
+        reason: &'static str,
+    },
+    /// More local processors than one Legion process supports.
+    #[error(
+        "the processors asked of Legion ({listing}) come to {total} in one process; this \
+         Legion supports at most {limit} (LEGION_MAX_NUM_PROCS, utility processors included): \
+         ask for at most {spare} CPU processors"
+    )]
+    TooManyProcessors {
+        /// The processor flags and their counts.
+        listing: String,
+        /// Their sum.
+        total: u64,
+        /// The build's limit.
+        limit: u64,
+        /// The most CPU processors the other flags leave room for.
+        spare: u64,
+    },
+    /// GPU processors, which diffuse's point task cannot run on.
+    #[error(
+        "the Legion flag -ll:gpu {gpus} is not supported: diffuse's Legion point task has no \
+         GPU variant, so Legion would abort at the first point placed on a GPU; leave -ll:gpu \
+         out (the embedded backend's --gpu runs compiled kernels on a GPU)"
+    )]
+    Gpus {
+        /// The GPUs asked for.
+        gpus: u64,
+    },
+    /// More host memory than the machine has.
+    #[error(
+        "the host memory asked of Legion ({listing}) comes to {total} MiB; this machine has \
+         {physical} MiB: ask for less"
+    )]
+    Memory {
+        /// The memory flags and their sizes.
+        listing: String,
+        /// Their sum in MiB.
+        total: u64,
+        /// The machine's memory in MiB.
+        physical: u64,
+    },
+    /// The processor count and `-ll:cpu` both given, and different.
+    #[error(
+        "the processor count {cpus} (--procs / DIFFUSE_PROCS) and the Legion flag -ll:cpu \
+         {flag} disagree: give only one of them"
+    )]
+    CpuConflict {
+        /// `LegionConfig::cpus`.
+        cpus: usize,
+        /// `-ll:cpu`'s value.
+        flag: u64,
+    },
+    /// A node count other than the run's processes.
+    #[error(
+        "--nodes {nodes} with the Legion backend: Legion's nodes are the run's processes and \
+         this run has {ranks}; start {nodes} processes (`diffuse launch -n {nodes} -- ...`) or \
+         leave --nodes out"
+    )]
+    Nodes {
+        /// The nodes asked for.
+        nodes: usize,
+        /// The run's processes.
+        ranks: usize,
+    },
+}
+
+/// Flags whose value is a count of processors (`true`) or of threads.
+const COUNTS: &[(&str, bool)] = &[
+    ("-ll:cpu", true),
+    ("-ll:util", true),
+    ("-ll:io", true),
+    ("-ll:py", true),
+    ("-ll:gpu", true),
+    ("-ll:bgwork", false),
+    ("-ll:ahandlers", false),
+];
+
+/// Flags whose value is a memory size (MiB, or with a `k`/`m`/`g`/`t` unit), and whether it
+/// is host memory allocated whatever the machine (`-ll:zsize`, `-ll:ib_zsize` and `-ll:fsize`
+/// only exist with GPUs, which the backend refuses).
+const SIZES: &[(&str, bool)] = &[
+    ("-ll:csize", true),
+    ("-ll:rsize", true),
+    ("-ll:ib_rsize", true),
+    ("-ll:zsize", false),
+    ("-ll:ib_zsize", false),
+    ("-ll:fsize", false),
+    ("-ll:stacksize", false),
+];
+
+const COUNT: &str = "a non-negative whole number";
+const SIZE: &str = "a size in MiB, or with a unit: 512m, 4g";
+
+impl LegionConfig {
+    /// [`LegionConfig::flags`], checked against every limit Legion has that is known before
+    /// it starts (see [`ConfigError`]): Legion reports most of them by aborting the process.
+    pub(crate) fn checked_flags(&self, limits: &Limits) -> Result<Vec<String>, ConfigError> {
+        if let Some(nodes) = self.nodes {
+            if nodes != limits.ranks {
+                return Err(ConfigError::Nodes {
+                    nodes,
+                    ranks: limits.ranks,
+                });
+            }
+        }
+        let flags = self.flags();
+        let given = last_values(&flags)?;
+        let count = |name: &str| -> Result<Option<u64>, ConfigError> {
+            given.get(name).map_or(Ok(None), |v| {
+                parse_count(v).map(Some).ok_or_else(|| bad(name, v, COUNT))
+            })
+        };
+        let mut counts = Vec::new();
+        for &(name, _) in COUNTS {
+            counts.push((name, count(name)?));
+        }
+        let mut sizes = Vec::new();
+        for &(name, host) in SIZES {
+            if let Some(v) = given.get(name) {
+                let mib = parse_mib(v).ok_or_else(|| bad(name, v, SIZE))?;
+                sizes.push((name, host, v.clone(), mib));
+            }
+        }
+        let get = |name: &str| {
+            counts
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, c)| *c)
+        };
+        let cpus = get("-ll:cpu").unwrap_or(1);
+        if let (Some(asked), true) = (self.cpus, self.flags.iter().any(|f| f == "-ll:cpu")) {
+            if asked as u64 != cpus {
+                return Err(ConfigError::CpuConflict {
+                    cpus: asked,
+                    flag: cpus,
+                });
+            }
+        }
+        if cpus == 0 {
+            return Err(ConfigError::TooFew {
+                flag: "-ll:cpu",
+                value: 0,
+                reason: "diffuse's point tasks run on CPU processors, so Legion needs at least \
+                         one (--procs / DIFFUSE_PROCS / -ll:cpu)",
+            });
+        }
+        if get("-ll:bgwork") == Some(0) {
+            return Err(ConfigError::TooFew {
+                flag: "-ll:bgwork",
+                value: 0,
+                reason: "Realm needs at least one background worker thread (with none it \
+                         never finishes starting)",
+            });
+        }
+        if let Some(gpus) = get("-ll:gpu").filter(|&g| g > 0) {
+            return Err(ConfigError::Gpus { gpus });
+        }
+        let processors: Vec<(&str, u64)> = COUNTS
+            .iter()
+            .filter(|(_, processor)| *processor)
+            .map(|&(name, _)| (name, get(name).unwrap_or(0)))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        let total = processors
+            .iter()
+            .fold(0u64, |t, &(_, c)| t.saturating_add(c));
+        if total > limits.max_procs {
+            let others = processors
+                .iter()
+                .filter(|&&(name, _)| name != "-ll:cpu")
+                .fold(0u64, |t, &(_, c)| t.saturating_add(c));
+            return Err(ConfigError::TooManyProcessors {
+                listing: listing(processors.iter().map(|&(n, c)| (n, c.to_string()))),
+                total,
+                limit: limits.max_procs,
+                spare: limits.max_procs.saturating_sub(others),
+            });
+        }
+        if let Some(physical) = limits.memory_bytes.map(|b| b >> 20) {
+            // Every processor has a thread with a stack of -ll:stacksize.
+            let host: Vec<(&str, String, u64)> = sizes
+                .iter()
+                .filter_map(|(name, host, value, mib)| match (*name, host) {
+                    ("-ll:stacksize", _) => Some((
+                        *name,
+                        format!("{value} x {total} processors"),
+                        mib.saturating_mul(total),
+                    )),
+                    (_, true) => Some((*name, value.clone(), *mib)),
+                    _ => None,
+                })
+                .collect();
+            let sum = host.iter().fold(0u64, |t, (_, _, m)| t.saturating_add(*m));
+            if sum > physical {
+                return Err(ConfigError::Memory {
+                    listing: listing(host.iter().map(|(n, v, _)| (*n, v.clone()))),
+                    total: sum,
+                    physical,
+                });
+            }
+        }
+        Ok(flags)
+    }
+}
+
+/// "-ll:cpu 64 and -ll:util 1" from (flag, value) pairs.
+fn listing<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> String {
+    let parts: Vec<String> = pairs.map(|(n, v)| format!("{n} {v}")).collect();
+    match parts.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+fn bad(flag: &str, value: &str, expected: &'static str) -> ConfigError {
+    ConfigError::BadValue {
+        flag: flag.to_string(),
+        value: value.to_string(),
+        expected,
+    }
+}
+
+/// The value each counted or sized flag has in `flags` (the last one given wins, as in
+/// Realm), and an error for one of them without a value.
+fn last_values(flags: &[String]) -> Result<std::collections::HashMap<&str, String>, ConfigError> {
+    let mut values = std::collections::HashMap::new();
+    let mut tokens = flags.iter().peekable();
+    while let Some(flag) = tokens.next() {
+        let expected = if COUNTS.iter().any(|(n, _)| n == flag) {
+            COUNT
+        } else if SIZES.iter().any(|(n, _)| n == flag) {
+            SIZE
+        } else {
+            continue;
+        };
+        match tokens.next_if(|v| !v.starts_with('-')) {
+            Some(value) => values.insert(flag.as_str(), value.clone()),
+            None => {
+                return Err(ConfigError::MissingValue {
+                    flag: flag.clone(),
+                    expected,
+                })
+            }
+        };
+    }
+    Ok(values)
+}
+
+/// A count as Realm reads it: decimal digits only.
+fn parse_count(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// A size in MiB as Realm reads it: a decimal number in MiB, or with a unit `k`, `m`, `g`
+/// or `t` (either case, optionally followed by `b`), rounded up to whole MiB.
+fn parse_mib(value: &str) -> Option<u64> {
+    let lower = value.to_ascii_lowercase();
+    let body = lower
+        .strip_suffix('b')
+        .filter(|b| b.ends_with(['k', 'm', 'g', 't']));
+    let body = body.unwrap_or(&lower);
+    let (number, unit_kib) = match body.as_bytes().last()? {
+        b'k' => (&body[..body.len() - 1], 1.0),
+        b'm' => (&body[..body.len() - 1], 1024.0),
+        b'g' => (&body[..body.len() - 1], 1024.0 * 1024.0),
+        b't' => (&body[..body.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        _ => (body, 1024.0),
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let kib = number.parse::<f64>().ok()? * unit_kib;
+    kib.is_finite().then(|| (kib / 1024.0).ceil() as u64)
 }
 
 /// 60% of the machine's physical memory in MiB (1 GiB if it cannot be read).
@@ -87,8 +418,7 @@ fn default_sysmem_mib() -> usize {
 /// The system memory Legion is given by `flags` (the last `-ll:csize`, in MiB), in bytes.
 pub(crate) fn sysmem_bytes(flags: &[String]) -> Option<u64> {
     let at = flags.iter().rposition(|f| f == "-ll:csize")?;
-    let mib: u64 = flags.get(at + 1)?.parse().ok()?;
-    mib.checked_mul(1 << 20)
+    parse_mib(flags.get(at + 1)?)?.checked_mul(1 << 20)
 }
 
 /// True for a command-line argument that belongs to Legion or Realm (`-ll:cpu`,
@@ -100,4 +430,164 @@ pub fn is_legion_flag(arg: &str) -> bool {
     ]
     .iter()
     .any(|p| arg.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A machine of 64 processors per process and 16 GiB, in a run of one process.
+    const LIMITS: Limits = Limits {
+        max_procs: 64,
+        memory_bytes: Some(16 << 30),
+        ranks: 1,
+    };
+
+    fn config(cpus: Option<usize>, flags: &[&str]) -> LegionConfig {
+        LegionConfig {
+            cpus,
+            sysmem_mib: Some(1024),
+            flags: flags.iter().map(|f| f.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn refused(cpus: Option<usize>, flags: &[&str]) -> String {
+        match config(cpus, flags).checked_flags(&LIMITS) {
+            Err(e) => e.to_string(),
+            Ok(flags) => panic!("{flags:?} were accepted"),
+        }
+    }
+
+    #[test]
+    fn configurations_within_the_limits_start_with_the_flags_given() {
+        let ok = config(
+            Some(2),
+            &["-ll:util", "2", "-ll:csize", "4g", "-lg:prof", "1"],
+        );
+        let flags = ok.checked_flags(&LIMITS).unwrap();
+        assert_eq!(flags, ok.flags());
+        // 63 CPU processors and the utility processor are Legion's 64.
+        assert!(config(Some(63), &[]).checked_flags(&LIMITS).is_ok());
+        // The same count twice is no conflict; the last of repeated flags counts, as in Realm.
+        assert!(config(Some(2), &["-ll:cpu", "2"])
+            .checked_flags(&LIMITS)
+            .is_ok());
+        assert!(config(None, &["-ll:cpu", "70", "-ll:cpu", "4"])
+            .checked_flags(&LIMITS)
+            .is_ok());
+    }
+
+    #[test]
+    fn processors_past_legions_limit_are_refused_naming_the_counts() {
+        let e = refused(Some(64), &[]);
+        assert!(e.contains("-ll:cpu 64 and -ll:util 1"), "{e}");
+        assert!(e.contains("come to 65") && e.contains("at most 64"), "{e}");
+        assert!(e.contains("at most 63 CPU processors"), "{e}");
+        let e = refused(Some(8), &["-ll:util", "40", "-ll:io", "20"]);
+        assert!(e.contains("-ll:io 20") && e.contains("come to 68"), "{e}");
+        assert!(e.contains("at most 4 CPU processors"), "{e}");
+        let e = refused(None, &["-ll:cpu", "18446744073709551615", "-ll:util", "1"]);
+        assert!(e.contains("at most 63 CPU processors"), "{e}");
+    }
+
+    #[test]
+    fn counts_the_backend_cannot_run_with_are_refused() {
+        for (cpus, flags, want) in [
+            (Some(0), &[][..], "-ll:cpu 0 is too small"),
+            (None, &["-ll:cpu", "0"][..], "-ll:cpu 0 is too small"),
+            (None, &["-ll:bgwork", "0"][..], "-ll:bgwork 0 is too small"),
+            (None, &["-ll:gpu", "1"][..], "-ll:gpu 1 is not supported"),
+            (
+                Some(4),
+                &["-ll:cpu", "2"][..],
+                "count 4 (--procs / DIFFUSE_PROCS)",
+            ),
+        ] {
+            let e = refused(cpus, flags);
+            assert!(e.contains(want), "{flags:?}: {e}");
+        }
+        // -ll:gpu 0 asks for nothing.
+        assert!(config(None, &["-ll:gpu", "0"])
+            .checked_flags(&LIMITS)
+            .is_ok());
+    }
+
+    #[test]
+    fn malformed_or_missing_values_are_named() {
+        for (flags, want) in [
+            (&["-ll:cpu", "abc"][..], r#"-ll:cpu "abc" is malformed"#),
+            (&["-ll:util", "0x2"][..], r#"-ll:util "0x2" is malformed"#),
+            (
+                &["-ll:csize", "lots"][..],
+                r#"-ll:csize "lots" is malformed"#,
+            ),
+            (
+                &["-ll:csize", "1.2.3g"][..],
+                r#"-ll:csize "1.2.3g" is malformed"#,
+            ),
+            (&["-ll:cpu"][..], "-ll:cpu needs a value"),
+            (
+                &["-ll:csize", "-ll:cpu", "2"][..],
+                "-ll:csize needs a value",
+            ),
+        ] {
+            let e = refused(None, flags);
+            assert!(e.contains(want), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn host_memory_past_the_machine_is_refused_naming_each_flag() {
+        let e = refused(None, &["-ll:csize", "1t"]);
+        assert!(
+            e.contains("(-ll:csize 1t)") && e.contains("1048576 MiB"),
+            "{e}"
+        );
+        assert!(e.contains("this machine has 16384 MiB"), "{e}");
+        let e = refused(Some(2), &["-ll:rsize", "15g", "-ll:stacksize", "1024"]);
+        assert!(
+            e.contains("-ll:csize 1024, -ll:rsize 15g and -ll:stacksize 1024 x 3 processors"),
+            "{e}"
+        );
+        // Zero-copy and framebuffer memory exist only with GPUs.
+        assert!(config(None, &["-ll:zsize", "100000"])
+            .checked_flags(&LIMITS)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_node_count_must_be_the_runs_processes() {
+        let mut c = config(Some(2), &[]);
+        c.nodes = Some(2);
+        let e = c.checked_flags(&LIMITS).unwrap_err().to_string();
+        assert!(
+            e.contains("--nodes 2") && e.contains("this run has 1"),
+            "{e}"
+        );
+        assert!(e.contains("diffuse launch -n 2"), "{e}");
+        c.nodes = Some(1);
+        assert!(c.checked_flags(&LIMITS).is_ok());
+    }
+
+    #[test]
+    fn sizes_read_as_realm_reads_them() {
+        for (value, mib) in [
+            ("4096", 4096),
+            ("1g", 1024),
+            ("1G", 1024),
+            ("1gb", 1024),
+            ("1.5g", 1536),
+            ("1048576k", 1024),
+            ("1t", 1 << 20),
+            ("512m", 512),
+        ] {
+            assert_eq!(parse_mib(value), Some(mib), "{value}");
+        }
+        for value in ["", "g", "b", "-1", "1x", "1.2.3", "inf"] {
+            assert_eq!(parse_mib(value), None, "{value}");
+        }
+        let flags: Vec<String> = ["-ll:csize", "2g"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(sysmem_bytes(&flags), Some(2 << 30));
+    }
 }

@@ -325,3 +325,112 @@ fn task_steal_lets_an_idle_processor_take_points_placed_elsewhere() {
         "no point was stolen by the idle processor: {stolen:?}"
     );
 }
+
+/// `LegionBackend::start(config)`'s error, which must come before Legion starts (a refused
+/// configuration leaves the process's runtime to the other tests).
+fn refused(config: LegionConfig) -> String {
+    match LegionBackend::start(&config) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("Legion started with {config:?}"),
+    }
+}
+
+#[test]
+fn configurations_past_legions_limits_are_errors_naming_flag_value_and_limit() {
+    let with = |cpus: Option<usize>, flags: &[&str]| LegionConfig {
+        cpus,
+        flags: flags.iter().map(|f| f.to_string()).collect(),
+        ..Default::default()
+    };
+    for (config, want) in [
+        // Each of these aborted the process (exit 134) or hung inside Legion.
+        (with(Some(64), &[]), "come to 65 in one process"),
+        (with(Some(0), &[]), "-ll:cpu 0 is too small"),
+        (with(None, &["-ll:cpu", "0"]), "-ll:cpu 0 is too small"),
+        (with(None, &["-ll:gpu", "1"]), "-ll:gpu 1 is not supported"),
+        (
+            with(None, &["-ll:bgwork", "0"]),
+            "-ll:bgwork 0 is too small",
+        ),
+        (
+            with(None, &["-ll:csize", "100000000"]),
+            "(-ll:csize 100000000)",
+        ),
+        (
+            with(None, &["-ll:util", "abc"]),
+            r#"-ll:util "abc" is malformed"#,
+        ),
+        // Silently overridden before.
+        (with(Some(4), &["-ll:cpu", "2"]), "-ll:cpu 2 disagree"),
+        (
+            LegionConfig {
+                nodes: Some(2),
+                ..Default::default()
+            },
+            "--nodes 2 with the Legion backend",
+        ),
+    ] {
+        let message = refused(config);
+        assert!(message.contains(want), "{message}");
+    }
+    // The process's Legion still starts afterwards, with the tests' configuration.
+    assert_eq!(legion(None).machine().cpus(), 2);
+}
+
+/// Runs the test binary's `legion::start_with_flags_from_env` with `flags` in a process of its
+/// own, returning its exit code and standard error.
+fn start_in_a_process_of_its_own(flags: &str) -> (Option<i32>, String) {
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let output = std::process::Command::new(this)
+        .args([
+            "legion::start_with_flags_from_env",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("DIFFUSE_TEST_LEGION_FLAGS", flags)
+        .output()
+        .expect("the test binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn flags_legion_itself_rejects_exit_with_status_1_and_its_reason() {
+    // Unknown to Realm (an assertion) and to Legion (a fatal exception): both aborted the
+    // process (status 134), Legion's reason lost in a buffer of standard output.
+    for (flags, reason) in [
+        (
+            "-ll:bogusflag",
+            "unrecognized lowlevel option: -ll:bogusflag",
+        ),
+        ("-lg:bogus 1", "unknown Legion option '-lg:bogus'"),
+    ] {
+        let (code, stderr) = start_in_a_process_of_its_own(flags);
+        assert_eq!(code, Some(1), "{flags}: {stderr}");
+        assert!(stderr.contains(reason), "{flags}: {stderr}");
+        assert!(
+            stderr.contains("error: Legion refused to start") && stderr.contains(flags),
+            "{flags}: {stderr}"
+        );
+    }
+}
+
+/// Child side: starts Legion with the flags in `DIFFUSE_TEST_LEGION_FLAGS`.
+#[test]
+#[ignore = "runs in a process of its own (flags_legion_itself_rejects_...)"]
+fn start_with_flags_from_env() {
+    let flags = std::env::var("DIFFUSE_TEST_LEGION_FLAGS").unwrap_or_default();
+    let config = LegionConfig {
+        cpus: Some(1),
+        sysmem_mib: Some(256),
+        flags: flags.split_whitespace().map(str::to_string).collect(),
+        ..Default::default()
+    };
+    match LegionBackend::start(&config) {
+        Ok(_) => println!("Legion started with {flags}"),
+        Err(e) => panic!("refused before starting: {e}"),
+    }
+}
