@@ -13,18 +13,19 @@ import tempfile
 CRASH_STATUSES = (101, 134, 137)
 
 
-def run_isolated(code, timeout=300, memory_bytes=None):
+def run_isolated(code, timeout=300, memory_bytes=None, stdin=None):
     """Runs ``code`` with this interpreter in a new process (its address space limited to
     ``memory_bytes`` if given, so that a huge allocation fails there instead of exhausting
-    the machine); returns the ``CompletedProcess`` with text output."""
+    the machine; ``stdin`` its input text); returns the ``CompletedProcess`` with text
+    output."""
 
     def limit():
         if memory_bytes is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
     # Run away from the source tree, so that the installed package is the one imported.
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=limit, check=False,
+    return subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=limit, check=False,
                           cwd=tempfile.gettempdir())
 
 
