@@ -12,6 +12,7 @@ pub mod cli_output;
 pub mod embedded;
 pub mod placement;
 mod plans;
+mod poison;
 pub mod runtime;
 
 use std::sync::Arc;

@@ -9,9 +9,17 @@
 //! after the cut ([`cheapest_cut`]), e.g. between two iterations of a loop. An explicit flush,
 //! a read or write of data, and dropping the runtime run everything.
 //!
-//! Errors: a task that fails (a kernel error or panic) fails the flush, read or write that ran
-//! it, and the tasks buffered after it are dropped with it (they may depend on it); the stores
-//! they would have written keep their previous contents. The runtime stays usable.
+//! Errors: a task that fails (out of memory, a kernel error or panic, a backend error) fails
+//! the flush, read or write that ran it, and loses exactly what depends on it: the stores it
+//! would have changed, and those of later tasks that read them, are poisoned (see
+//! `poison.rs`): reading one reports the failure. Every other task runs, so stores that do
+//! not depend on the failure get the sequential program's values. When a fused task fails,
+//! its constituents run again one by one where that is safe (nothing ran, or no constituent
+//! observes a store the group changes), so that only the failing constituent and what
+//! depends on it are lost; otherwise everything the fused task changes is poisoned. A backend
+//! that reports failures only at the next flush (Legion) gets the same treatment then, from
+//! the record of the launches it accepted (without running constituents again). The runtime
+//! stays usable.
 //!
 //! Window size: fixed when configured; otherwise adaptive. It starts at
 //! [`ADAPTIVE_START`] tasks; whenever a full window turns out to be a single fusible group
@@ -29,11 +37,16 @@ use diffuse_jit::Jit;
 
 use crate::placement::Placement;
 use crate::plans::{Launcher, TemplateKey};
+use crate::poison::{rerun_unsafe, Accesses, Failure, Poisoned};
 
 /// The window size an adaptive window starts with.
 pub const ADAPTIVE_START: usize = 16;
 /// The largest adaptive window.
 pub const ADAPTIVE_MAX: usize = 256;
+
+/// Launches a backend that defers failures may have accepted before the runtime waits for
+/// it and settles what failed (see `Runtime::settle`).
+const ACCEPTED_MAX: usize = 4096;
 
 /// How the runtime buffers and fuses tasks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -108,6 +121,30 @@ struct Window {
     /// Time spent deciding what runs: planning (memo lookup or analysis), cuts, and
     /// launch plans; execution excluded.
     analysis: std::time::Duration,
+    /// Stores whose values a failure lost.
+    poisoned: Poisoned,
+    /// The ticket of the next launch plan.
+    next_ticket: u64,
+    /// For a backend that defers failures: what happened since its last flush, in program
+    /// order, to replay at the flush from `settled` once the failures are known.
+    since_settled: Vec<Event>,
+    /// For a backend that defers failures: the poisoned stores as of its last flush.
+    settled: Poisoned,
+}
+
+/// What happened to one task or launch, for a backend that defers failures.
+enum Event {
+    /// A launch the backend accepted and may still report failed.
+    Accepted {
+        ticket: u64,
+        name: String,
+        accesses: Accesses,
+    },
+    /// A task whose results were lost without it running (it read a poisoned store).
+    Lost {
+        accesses: Accesses,
+        failure: Box<Failure>,
+    },
 }
 
 /// Buffers and fuses tasks in front of a backend and hands it launch plans; the [`Executor`]
@@ -141,6 +178,10 @@ impl Runtime {
                 launcher,
                 log: None,
                 analysis: std::time::Duration::ZERO,
+                poisoned: Poisoned::default(),
+                next_ticket: 1,
+                since_settled: Vec::new(),
+                settled: Poisoned::default(),
             }),
         }
     }
@@ -257,27 +298,185 @@ impl Runtime {
         let mut result = Ok(());
         for (len, temporaries, key) in runs {
             let members: Vec<IndexTask> = tasks.drain(..len).collect();
-            let outcome = self.launch(window, key, members, &temporaries, &mut executed);
-            if let Err(e) = outcome {
-                // Later tasks may depend on the failed one: drop them with it. The error
-                // itself goes back to the caller; the log says what else was lost.
-                let dropped = window.tasks.len() + tasks.len();
-                if dropped > 0 {
-                    tracing::warn!(
-                        error = %e,
-                        dropped,
-                        "a task failed; the tasks after it are dropped"
-                    );
-                }
-                window.tasks.clear();
+            let outcome = self.run_group(window, key, members, &temporaries, &mut executed);
+            // Later groups run: what depends on a failure is poisoned, the rest is computed.
+            if let (Err(e), Ok(())) = (outcome, &result) {
                 result = Err(e);
-                break;
             }
         }
         if let (Some(log), Some(issued)) = (window.log.as_mut(), issued) {
             log.push(FlushRecord { issued, executed });
         }
+        // A long run without reads must not keep an ever longer record of accepted launches.
+        if window.since_settled.len() >= ACCEPTED_MAX {
+            result = result.and(self.settle(window));
+        }
         result
+    }
+
+    /// Runs one group: as planned, or one task at a time when it reads a poisoned store (only
+    /// the tasks that depend on the failure are skipped); recovers from its failure.
+    fn run_group(
+        &self,
+        window: &mut Window,
+        key: Option<TemplateKey>,
+        tasks: Vec<IndexTask>,
+        temporaries: &[StoreId],
+        executed: &mut Vec<String>,
+    ) -> Result<(), IrError> {
+        if !window.poisoned.is_empty()
+            && tasks
+                .iter()
+                .any(|t| window.poisoned.read_by(&Accesses::of(t)).is_some())
+        {
+            return self.run_one_by_one(window, tasks, executed);
+        }
+        let kept = tasks.clone();
+        match self.launch(window, key, tasks, temporaries, executed) {
+            Ok(()) => {
+                if !window.poisoned.is_empty() {
+                    kept.iter()
+                        .for_each(|t| window.poisoned.ran(&Accesses::of(t)));
+                }
+                Ok(())
+            }
+            Err(error) => self.recover(window, kept, error, executed),
+        }
+    }
+
+    /// After `tasks` failed as one launch with `error`: runs them again one by one when
+    /// that is safe, so that only the failing task and what depends on it are lost;
+    /// otherwise poisons everything they change.
+    fn recover(
+        &self,
+        window: &mut Window,
+        tasks: Vec<IndexTask>,
+        error: IrError,
+        executed: &mut Vec<String>,
+    ) -> Result<(), IrError> {
+        // Every store buffer is allocated before any point runs: out of memory means
+        // nothing ran.
+        let nothing_ran = matches!(error, IrError::OutOfMemory { .. });
+        if tasks.len() > 1 && (nothing_ran || !rerun_unsafe(&tasks)) {
+            tracing::warn!(
+                error = %error,
+                tasks = tasks.len(),
+                "a fused task failed; its tasks run again one by one"
+            );
+            return self.run_one_by_one(window, tasks, executed);
+        }
+        let failure = Failure {
+            task: joined_name(&tasks),
+            cause: error.clone(),
+        };
+        let mut changed = Accesses::default();
+        tasks.iter().for_each(|t| changed.add(t));
+        self.lose(window, changed, failure);
+        Err(error)
+    }
+
+    /// Runs `tasks` unfused, in order: a task that reads a poisoned store is skipped and
+    /// poisons what it changes; a task that fails poisons what it changes. Returns the first
+    /// failure.
+    fn run_one_by_one(
+        &self,
+        window: &mut Window,
+        tasks: Vec<IndexTask>,
+        executed: &mut Vec<String>,
+    ) -> Result<(), IrError> {
+        let mut first = Ok(());
+        for task in tasks {
+            let accesses = Accesses::of(&task);
+            if let Some(failure) = window.poisoned.read_by(&accesses) {
+                self.lose(window, accesses, failure);
+                continue;
+            }
+            let name = task.kind().name().to_string();
+            let key = TemplateKey::Task {
+                kind: task.kind().id(),
+            };
+            match self.launch(window, Some(key), vec![task], &[], executed) {
+                Ok(()) => window.poisoned.ran(&accesses),
+                Err(cause) => {
+                    let failure = Failure {
+                        task: name,
+                        cause: cause.clone(),
+                    };
+                    self.lose(window, accesses, failure);
+                    if first.is_ok() {
+                        first = Err(cause);
+                    }
+                }
+            }
+        }
+        first
+    }
+
+    /// Waits for the backend; when it reports launches that failed after it accepted them,
+    /// poisons what each failed launch changed and what later accepted launches computed from
+    /// it.
+    fn settle(&self, window: &mut Window) -> Result<(), IrError> {
+        let outcome = self.backend.flush();
+        let events = std::mem::take(&mut window.since_settled);
+        let Err(error) = outcome else {
+            if self.backend.defers_failures() {
+                window.settled = window.poisoned.clone();
+            }
+            return Ok(());
+        };
+        let failures: Vec<(u64, IrError)> = match &error {
+            IrError::Launches(failures) => failures.clone(),
+            // Not attributable to one launch: every launch since the last flush is suspect.
+            other => events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Accepted { ticket, .. } => Some((*ticket, other.clone())),
+                    Event::Lost { .. } => None,
+                })
+                .collect(),
+        };
+        // Replay what happened since the last flush, in program order, now knowing which
+        // launches failed.
+        let mut poisoned = window.settled.clone();
+        for event in &events {
+            let (ticket, name, accesses) = match event {
+                Event::Lost { accesses, failure } => {
+                    poisoned.poison(accesses, failure);
+                    continue;
+                }
+                Event::Accepted {
+                    ticket,
+                    name,
+                    accesses,
+                } => (ticket, name, accesses),
+            };
+            let failed = failures.iter().find(|(t, _)| t == ticket);
+            if let Some((_, cause)) = failed {
+                let failure = Failure {
+                    task: name.clone(),
+                    cause: cause.clone(),
+                };
+                poisoned.poison(accesses, &failure);
+            } else if let Some(failure) = poisoned.read_by(accesses) {
+                poisoned.poison(accesses, &failure);
+            } else {
+                poisoned.ran(accesses);
+            }
+        }
+        window.settled = poisoned.clone();
+        window.poisoned = poisoned;
+        Err(error)
+    }
+
+    /// Records that the results of a task with `accesses` are lost to `failure`.
+    fn lose(&self, window: &mut Window, accesses: Accesses, failure: Failure) {
+        window.poisoned.poison(&accesses, &failure);
+        if self.backend.defers_failures() {
+            window.since_settled.push(Event::Lost {
+                accesses,
+                failure: Box::new(failure),
+            });
+        }
     }
 
     /// Plans one group and has the backend run it; records what ran when logging.
@@ -290,8 +489,22 @@ impl Runtime {
         executed: &mut Vec<String>,
     ) -> Result<(), IrError> {
         let building = std::time::Instant::now();
-        let plan: LaunchPlan = window.launcher.plan(key, tasks, temporaries)?;
+        let ticket = window.next_ticket;
+        window.next_ticket += 1;
+        let plan: LaunchPlan = window
+            .launcher
+            .plan(key, tasks, temporaries)?
+            .with_ticket(ticket);
         window.analysis += building.elapsed();
+        if self.backend.defers_failures() {
+            let mut accesses = Accesses::default();
+            plan.tasks().iter().for_each(|t| accesses.add(t));
+            window.since_settled.push(Event::Accepted {
+                ticket,
+                name: plan.template().name().to_string(),
+                accesses,
+            });
+        }
         if window.log.is_some() {
             let t = plan.template();
             executed.push(if t.constituents() == 1 && t.temporaries() == 0 {
@@ -321,8 +534,7 @@ impl Executor for Runtime {
             };
             // The window's lock stays held, so tasks from several threads run in the order
             // they were accepted.
-            let plan = window.launcher.plan(Some(key), vec![task], &[])?;
-            return self.backend.execute(plan);
+            return self.run_group(&mut window, Some(key), vec![task], &[], &mut Vec::new());
         }
         window.tasks.push(task);
         if window.tasks.len() >= window.capacity {
@@ -333,18 +545,27 @@ impl Executor for Runtime {
 
     fn flush(&self) -> Result<(), IrError> {
         let mut window = self.lock();
-        self.drain(&mut window, false)?;
-        self.backend.flush()
+        let drained = self.drain(&mut window, false);
+        let settled = self.settle(&mut window);
+        drained.and(settled)
     }
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
         self.flush()?;
+        if let Some(failure) = self.lock().poisoned.get(store.id()) {
+            return Err(failure.error_for(store.id()));
+        }
         self.backend.read(store, rect)
     }
 
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
         self.flush()?;
-        self.backend.write(store, rect, data)
+        let whole = rect == store.bounds();
+        self.backend.write(store, rect, data)?;
+        if whole {
+            self.lock().poisoned.overwritten(store.id());
+        }
+        Ok(())
     }
 }
 
@@ -355,4 +576,13 @@ impl Drop for Runtime {
             tracing::warn!(error = %e, "tasks pending at shutdown failed");
         }
     }
+}
+
+/// The name of a group of tasks as one launch: the kinds joined by `+`.
+fn joined_name(tasks: &[IndexTask]) -> String {
+    tasks
+        .iter()
+        .map(|t| t.kind().name())
+        .collect::<Vec<_>>()
+        .join("+")
 }

@@ -14,6 +14,8 @@
 mod distributed;
 #[path = "embedded/elementwise_prop.rs"]
 mod elementwise_prop;
+#[path = "embedded/failures.rs"]
+mod failures;
 #[path = "embedded/faults.rs"]
 mod faults;
 #[path = "embedded/float_errors.rs"]

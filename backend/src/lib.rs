@@ -45,8 +45,18 @@ pub trait Backend: Send + Sync {
 
     /// Runs one plan: every point task on the processor its placement names, then the
     /// reductions folded in the plan's order. A failing point fails the call with an error
-    /// naming the task and the point.
+    /// naming the task and the point. Every store buffer of the plan is allocated before any
+    /// point runs, so an `IrError::OutOfMemory` from this call means nothing was written.
+    /// A backend that [defers failures](Backend::defers_failures) may accept the plan and
+    /// report its failure at the next flush instead.
     fn execute(&self, plan: LaunchPlan) -> Result<(), IrError>;
+
+    /// True when `execute` returns before the plan has run and failures of accepted plans
+    /// are reported by the next `flush` as `IrError::Launches`, each with its plan's
+    /// [ticket](LaunchPlan::ticket), so that the runtime can tell which launch failed.
+    fn defers_failures(&self) -> bool {
+        false
+    }
 
     /// Waits until every plan accepted so far has run.
     fn flush(&self) -> Result<(), IrError>;

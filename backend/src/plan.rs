@@ -266,6 +266,7 @@ pub struct LaunchPlan {
     template: Arc<LaunchTemplate>,
     tasks: Vec<IndexTask>,
     stores: Vec<StoreRef>,
+    ticket: u64,
 }
 
 impl LaunchPlan {
@@ -281,6 +282,7 @@ impl LaunchPlan {
                 template,
                 tasks,
                 stores,
+                ticket: 0,
             }),
             None => Err(tasks),
         }
@@ -326,6 +328,18 @@ impl LaunchPlan {
             }
         }
         Some(stores)
+    }
+
+    /// This plan with the number `ticket`, by which a backend that defers failures reports
+    /// this plan's (see `Backend::defers_failures`).
+    pub fn with_ticket(mut self, ticket: u64) -> Self {
+        self.ticket = ticket;
+        self
+    }
+
+    /// The number the runtime gave this plan (0 when it gave none).
+    pub fn ticket(&self) -> u64 {
+        self.ticket
     }
 
     /// The decisions.

@@ -7,7 +7,7 @@ use crate::store::StoreId;
 use crate::tuple::{Point, Shape};
 
 /// Everything that can go wrong building, submitting or running IR.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum IrError {
     /// A tuple with more dimensions than the IR supports.
     #[error("{dims} dimensions requested; at most {max} are supported")]
@@ -298,6 +298,44 @@ pub enum IrError {
         /// What happened.
         message: String,
     },
+    /// A store without a value: a task that computes it, or a value it depends on, failed.
+    /// Reading it, or running a task that reads it, reports the original failure.
+    #[error("store {store} has no value: task `{task}`, on which it depends, failed: {cause}")]
+    Poisoned {
+        /// The store.
+        store: StoreId,
+        /// The task that failed (a fused task's joined name when the constituent that failed
+        /// is not known).
+        task: String,
+        /// Why it failed.
+        cause: Box<IrError>,
+    },
+    /// Launches an asynchronous backend accepted and that failed afterwards, reported at the
+    /// next flush: each with the ticket of its plan (`LaunchPlan::ticket`), in launch order.
+    #[error("{}", launch_failures(.0))]
+    Launches(Vec<(u64, IrError)>),
+}
+
+fn launch_failures(failures: &[(u64, IrError)]) -> String {
+    match failures {
+        [] => "no launch failed".to_string(),
+        [(_, only)] => only.to_string(),
+        [(_, first), rest @ ..] => format!("{first} (and {} more failed launches)", rest.len()),
+    }
+}
+
+impl IrError {
+    /// The failure behind this error: the cause of a [`IrError::Poisoned`] store, the first
+    /// of several failed launches, otherwise the error itself.
+    pub fn root_cause(&self) -> &IrError {
+        match self {
+            IrError::Poisoned { cause, .. } => cause.root_cause(),
+            IrError::Launches(failures) => failures
+                .first()
+                .map_or(self, |(_, first)| first.root_cause()),
+            other => other,
+        }
+    }
 }
 
 /// A failure inside one point task.

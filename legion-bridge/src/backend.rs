@@ -13,7 +13,7 @@ use diffuse_backend::point::{Device, PointPath};
 use diffuse_backend::{
     check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape, ProcKind, Processor,
 };
-use diffuse_ir::{HostData, IrError, KernelError, Point, Rect, StoreRef};
+use diffuse_ir::{HostData, IrError, Point, Rect, StoreRef};
 
 use crate::process::{self, LegionProcess};
 use crate::LegionConfig;
@@ -118,17 +118,18 @@ pub(crate) struct Shared {
     pub(crate) strip_bytes: usize,
     /// The floating-point exceptions point tasks raised on this process.
     pub(crate) fp: diffuse_backend::point::fp::FpRecorder,
-    errors: Mutex<Vec<KernelError>>,
+    errors: Mutex<Vec<(u64, IrError)>>,
     records: Mutex<Option<Vec<PointRecord>>>,
 }
 
 impl Shared {
-    /// Keeps a point task's failure for the next flush.
-    pub(crate) fn fail(&self, error: KernelError) {
+    /// Keeps the failure of the launch with ticket `ticket` (see `LaunchPlan::ticket`) for
+    /// the next flush.
+    pub(crate) fn fail(&self, ticket: u64, error: IrError) {
         self.errors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(error);
+            .push((ticket, error));
     }
 
     /// True when point tasks should record where they ran.
@@ -151,15 +152,18 @@ impl Shared {
         }
     }
 
-    /// The first failure since the last call, as an error (later ones are dropped: they
-    /// are usually its consequences).
+    /// The launches that failed since the last call, as one error naming each launch's
+    /// ticket (the first failure of each launch; its other points usually fail alike).
     fn take_error(&self) -> Result<(), IrError> {
-        let first = {
-            let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-            let first = errors.drain(..).next();
-            first
-        };
-        first.map_or(Ok(()), |e| Err(IrError::Kernel(e)))
+        let mut failures: Vec<(u64, IrError)> =
+            std::mem::take(&mut *self.errors.lock().unwrap_or_else(|e| e.into_inner()));
+        if failures.is_empty() {
+            return Ok(());
+        }
+        // Points report in any order: keep launch order, one failure per launch.
+        failures.sort_by_key(|(ticket, _)| *ticket);
+        failures.dedup_by_key(|(ticket, _)| *ticket);
+        Err(IrError::Launches(failures))
     }
 }
 
@@ -167,6 +171,8 @@ impl Shared {
 pub struct LegionBackend {
     process: &'static LegionProcess,
     shared: Arc<Shared>,
+    /// The system memory Legion was given (`-ll:csize`), in bytes.
+    sysmem_bytes: u64,
 }
 
 impl LegionBackend {
@@ -176,6 +182,7 @@ impl LegionBackend {
         let process = process::process(config).map_err(legion_error)?;
         Ok(LegionBackend {
             process,
+            sysmem_bytes: crate::config::sysmem_bytes(&process.flags).unwrap_or(u64::MAX),
             shared: Arc::new(Shared {
                 counters: Counters::default(),
                 scratch: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
@@ -246,21 +253,35 @@ impl Backend for LegionBackend {
     }
 
     fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+        // A store larger than all of Legion's system memory fails here, before anything of
+        // the plan runs, so that the runtime can still run the plan's other tasks.
+        if let Some(store) = plan
+            .stores()
+            .iter()
+            .find(|s| s.size_bytes() as u64 > self.sysmem_bytes)
+        {
+            let in_use = self.shared.counters.store_bytes();
+            return Err(crate::driver::out_of_memory(
+                store,
+                in_use,
+                self.sysmem_bytes,
+            ));
+        }
         self.shared.counters.tasks.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::clone(&self.shared);
         self.process
             .send(Box::new(move |driver| {
-                let name = plan.template().name().to_string();
+                let ticket = plan.ticket();
                 if let Err(e) = driver.execute(plan, &shared) {
-                    shared.fail(KernelError {
-                        kind: name,
-                        point: Point::scalar(),
-                        reason: e.to_string(),
-                    });
+                    shared.fail(ticket, e);
                 }
             }))
             .map_err(legion_error)?;
         Ok(())
+    }
+
+    fn defers_failures(&self) -> bool {
+        true
     }
 
     fn flush(&self) -> Result<(), IrError> {

@@ -259,18 +259,7 @@ impl Driver {
         let bytes = store.size_bytes() as u64;
         let in_use = shared.counters.store_bytes();
         if in_use.saturating_add(bytes) > self.limits.sysmem_bytes {
-            return Err(IrError::OutOfMemory {
-                backend: "legion".into(),
-                store: store.id(),
-                shape: store.shape(),
-                dtype: store.dtype(),
-                bytes: bytes as usize,
-                reason: format!(
-                    "{in_use} bytes are in use of the {}-byte system memory Legion was given \
-                     (-ll:csize)",
-                    self.limits.sysmem_bytes
-                ),
-            });
+            return Err(out_of_memory(store, in_use, self.limits.sysmem_bytes));
         }
         let recycled = self.free.get_mut(&key).and_then(Vec::pop);
         let region = match recycled {
@@ -993,5 +982,21 @@ fn visit_rows(rect: &Rect, strides: &Tuple, mut f: impl FnMut(isize, usize)) {
             let offset: i64 = (0..dims).map(|d| p[d] * strides[d]).sum();
             f(offset as isize, 1);
         }
+    }
+}
+
+/// The error for a store whose region would take the live stores (`in_use` bytes) past the
+/// `limit` bytes of system memory Legion was given.
+pub(crate) fn out_of_memory(store: &StoreRef, in_use: u64, limit: u64) -> IrError {
+    IrError::OutOfMemory {
+        backend: "legion".into(),
+        store: store.id(),
+        shape: store.shape(),
+        dtype: store.dtype(),
+        bytes: store.size_bytes(),
+        reason: format!(
+            "{in_use} bytes are in use of the {limit}-byte system memory Legion was given \
+             (-ll:csize)"
+        ),
     }
 }

@@ -105,7 +105,7 @@ unsafe extern "C" fn point_task(
                     })
                 });
             if let Err(e) = outcome {
-                entry.shared.fail(e);
+                entry.shared.fail(entry.plan.ticket(), e.into());
             }
             entry.point_finished(args);
         }

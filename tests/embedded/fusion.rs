@@ -269,6 +269,10 @@ impl Backend for Observed {
         result
     }
 
+    fn defers_failures(&self) -> bool {
+        self.backend.defers_failures()
+    }
+
     fn flush(&self) -> Result<(), IrError> {
         self.backend.flush()
     }
@@ -2149,7 +2153,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
             r.runtime.record_streams(true);
             let c = &r.ctx;
             let x = c.store_from_vec(&[n as i64], data.clone()).unwrap();
-            let (result, _v) = faulty_chain(c, &x, 1 << 2, panics);
+            let (result, lost) = faulty_chain(c, &x, 1 << 2, panics);
             let err = result.expect_err(&what);
             let IrError::Kernel(k) = &err else {
                 panic!("{what}: expected IrError::Kernel, got {err:?}");
@@ -2168,7 +2172,31 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
                 .into_iter()
                 .flat_map(|f| f.executed)
                 .collect();
-            assert_eq!(executed, vec![fused_name.clone()], "{what}: not fused");
+            // The fused task failed; its constituents ran again one by one to find the one
+            // that fails (`mul` reads its lost result, so it does not run).
+            assert_eq!(
+                executed,
+                vec![
+                    fused_name.clone(),
+                    ew_add_kind().name().to_string(),
+                    fail_at_kind().name().to_string()
+                ],
+                "{what}: not fused, or not recovered"
+            );
+            // `v` depends on the failure: reading it reports the failure.
+            let poisoned = c.read::<f64>(&lost.view()).expect_err(&what);
+            let IrError::Poisoned { store, task, .. } = &poisoned else {
+                panic!("{what}: expected IrError::Poisoned, got {poisoned:?}");
+            };
+            assert_eq!(
+                (*store, task.as_str()),
+                (lost.id(), fail_at_kind().name()),
+                "{what}"
+            );
+            assert!(
+                matches!(poisoned.root_cause(), IrError::Kernel(k) if k.point.as_slice() == [2])
+            );
+            assert!(poisoned.to_string().contains(reason), "{what}: {poisoned}");
 
             // The context still works: the same chain without the fault, and host copies.
             let (result, v) = faulty_chain(c, &x, 0, panics);
