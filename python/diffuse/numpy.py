@@ -8,6 +8,8 @@ back), with a one-time warning naming the function, so unmodified programs still
 """
 
 import builtins
+import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -136,10 +138,33 @@ class ndarray:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
-    # -- host values ------------------------------------------------------------------
+    # -- host values and NumPy's protocols --------------------------------------------
     def __array__(self, dtype=None, copy=None):
+        """A NumPy copy of the elements (``numpy.asarray(x)``); the elements live in
+        diffuse's memory, so ``copy=False`` cannot be honored."""
+        if copy is False:
+            raise ValueError(
+                "Unable to avoid copy while creating an array as requested: a diffuse "
+                "array's elements are not in host memory"
+            )
         out = _np.frombuffer(self._a.to_bytes(), dtype=self.dtype).reshape(self.shape).copy()
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs on diffuse arrays (``numpy.add(x, 1)``, ``numpy.exp(x, out=y)``):
+        diffuse's own operation where it has one, else NumPy's on host copies."""
+        return _ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions on diffuse arrays (``numpy.sum(x)``): diffuse's own where it
+        has one taking these arguments, else NumPy's on host copies."""
+        if not builtins.all(issubclass(t, (ndarray, _np.ndarray)) for t in types):
+            return NotImplemented
+        impl = _FUNCTIONS.get(func)
+        if impl is not None:
+            return impl(*args, **kwargs)
+        return _fallback(func.__name__, getattr(func, "_implementation", func), *args,
+                         **kwargs)
 
     def item(self, *args):
         if args:
@@ -281,7 +306,10 @@ class ndarray:
         if isinstance(value, (numbers.Number, _np.generic)):
             target.assign_scalar(_scalar_for(value, self._a.dtype))
         else:
-            src = asarray(value)
+            # Nested sequences convert as NumPy's do (Python integers checked against the
+            # dtype); arrays cast.
+            src = asarray(value, None if isinstance(value, (ndarray, _np.ndarray))
+                          else self.dtype)
             if src.dtype != self.dtype:
                 src = src.astype(self.dtype)
             shape = tuple(hi - lo for lo, hi in bounds)
@@ -433,15 +461,18 @@ class ndarray:
     def __rmatmul__(self, o): return matmul(o, self)
 
     def _inplace(self, op, o):
-        result = _binary(op, self, o)
-        if result.dtype != self.dtype:
-            if not _np.can_cast(result.dtype, self.dtype, casting="same_kind"):
-                raise TypeError(
-                    f"Cannot cast ufunc '{op}' output from dtype('{result.dtype}') to "
-                    f"dtype('{self.dtype}') with casting rule 'same_kind'"
-                )
-            result = result.astype(self.dtype)
-        self[...] = result
+        try:
+            result = _binary(op, self, o)
+        except ValueError:
+            # NumPy refuses an output it cannot cast to before computing (bool **= -1 is
+            # that casting error, not a negative power).
+            weak = _is_scalar(o) and not isinstance(o, _np.generic)
+            dtype = _np.result_type(self.dtype, o if weak else asarray(o).dtype)
+            if op in _FLOAT_BINARY and dtype.kind != "f":
+                dtype = _np.dtype(_np.float64)
+            _check_output_cast(dtype, self.dtype, op)
+            raise
+        _store_output(self, result, op)
         return self
 
     def __iadd__(self, o): return self._inplace("add", o)
@@ -460,50 +491,49 @@ class ndarray:
     __hash__ = None
 
     # -- reductions and methods -------------------------------------------------------
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        return sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    # NumPy's methods take the arguments of NumPy's functions after the array (``out=``
+    # and the others diffuse lacks run on NumPy).
+    def sum(self, *args, **kwargs):
+        return sum(self, *args, **kwargs)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def prod(self, *args, **kwargs):
+        return prod(self, *args, **kwargs)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def mean(self, *args, **kwargs):
+        return mean(self, *args, **kwargs)
 
-    def argmax(self, axis=None, keepdims=False):
-        return argmax(self, axis=axis, keepdims=keepdims)
+    def argmax(self, *args, **kwargs):
+        return argmax(self, *args, **kwargs)
 
-    def argmin(self, axis=None, keepdims=False):
-        return argmin(self, axis=axis, keepdims=keepdims)
+    def argmin(self, *args, **kwargs):
+        return argmin(self, *args, **kwargs)
 
-    def min(self, axis=None, keepdims=False):
-        return amin(self, axis=axis, keepdims=keepdims)
+    def min(self, *args, **kwargs):
+        return amin(self, *args, **kwargs)
 
-    def max(self, axis=None, keepdims=False):
-        return amax(self, axis=axis, keepdims=keepdims)
+    def max(self, *args, **kwargs):
+        return amax(self, *args, **kwargs)
 
-    def dot(self, other):
-        return dot(self, other)
+    def dot(self, *args, **kwargs):
+        return dot(self, *args, **kwargs)
 
-    def any(self, axis=None, keepdims=False):
-        return any(self, axis=axis, keepdims=keepdims)
+    def any(self, *args, **kwargs):
+        return any(self, *args, **kwargs)
 
-    def all(self, axis=None, keepdims=False):
-        return all(self, axis=axis, keepdims=keepdims)
+    def all(self, *args, **kwargs):
+        return all(self, *args, **kwargs)
 
     def __getattr__(self, name):
         attr = None if name.startswith("__") else getattr(_np.ndarray, name, None)
         if attr is None:
             raise AttributeError(f"'ndarray' object has no attribute '{name}'")
+        if not callable(attr):  # a property NumPy has (strides, flags, ...): of a copy
+            return getattr(_np.asarray(self), name)
 
         def method(*args, **kwargs):
-            _warn_fallback(f"ndarray.{name}")
-            host = _np.asarray(self)
-            before = host.copy()
-            result = getattr(host, name)(*[_to_numpy(a) for a in args],
-                                         **{k: _to_numpy(v) for k, v in kwargs.items()})
-            if not _np.array_equal(host, before, equal_nan=host.dtype.kind == "f"):
-                self[...] = host  # the method changed the array in place (fill, sort, ...)
-            return _to_diffuse(result)
+            # The array is an argument like the others: what the method changes in place
+            # (sort, put, partition, out=...) is written back.
+            return _fallback(f"ndarray.{name}", attr, self, *args, **kwargs)
         return method
 
 
@@ -633,21 +663,179 @@ def _to_numpy(x):
     return x
 
 
+class _HostCopies:
+    """The host copies of the diffuse arrays passed to a NumPy call: one per array (an
+    array passed twice is one copy, as NumPy would see one array), with its bytes before
+    the call, so that what the call changed in place can be written back."""
+
+    __slots__ = ("_copies",)
+
+    def __init__(self):
+        self._copies = {}  # id(diffuse array) -> (array, host copy, bytes before)
+
+    def host(self, x):
+        """``x`` with every diffuse array in it (also in lists and tuples) a host copy."""
+        if isinstance(x, ndarray):
+            entry = self._copies.get(id(x))
+            if entry is None:
+                copy = _np.asarray(x)
+                entry = self._copies[id(x)] = (x, copy, copy.tobytes())
+            return entry[1]
+        if isinstance(x, (list, tuple)) and builtins.any(
+                isinstance(v, (ndarray, list, tuple)) for v in x):
+            return type(x)(self.host(v) for v in x)
+        return x
+
+    def write_back(self):
+        """Writes every host copy the call changed into its diffuse array (only those:
+        the others keep their lazy values)."""
+        for array, copy, before in self._copies.values():
+            if copy.tobytes() != before:
+                array[...] = copy
+
+    def result(self, x):
+        """The call's result as diffuse arrays: a host copy it returns (``out=``) is its
+        diffuse array again, as NumPy returns ``out`` itself."""
+        if isinstance(x, _np.ndarray):
+            for array, copy, _ in self._copies.values():
+                if x is copy:
+                    return array
+            return asarray(x) if _dtype_name(x.dtype) is not None else x
+        if isinstance(x, tuple):
+            return tuple(self.result(v) for v in x)
+        if isinstance(x, list):
+            return [self.result(v) for v in x]
+        return x
+
+
 def _to_diffuse(x):
-    if isinstance(x, _np.ndarray) and _dtype_name(x.dtype) is not None:
-        return asarray(x)
-    if isinstance(x, tuple):
-        return tuple(_to_diffuse(v) for v in x)
-    if isinstance(x, list):
-        return [_to_diffuse(v) for v in x]
-    return x
+    return _HostCopies().result(x)
+
+
+def _on_host(func, *args, **kwargs):
+    """``func`` (NumPy's) on host copies of the diffuse arrays among its arguments; every
+    array the call changed in place (an argument, ``out=``) is written back."""
+    copies = _HostCopies()
+    result = func(*copies.host(list(args)), **{k: copies.host(v) for k, v in kwargs.items()})
+    copies.write_back()
+    return copies.result(result)
 
 
 def _fallback(name, func, *args, **kwargs):
+    """``_on_host``, with the one-time warning that ``name`` is not native."""
     _warn_fallback(name)
-    args = [_to_numpy(a) for a in args]
-    kwargs = {k: _to_numpy(v) for k, v in kwargs.items()}
-    return _to_diffuse(func(*args, **kwargs))
+    return _on_host(func, *args, **kwargs)
+
+
+# diffuse's functions of NumPy's ufuncs, by the ufunc's name (``absolute`` for ``abs``).
+_UFUNCS = {}
+
+
+def _ufunc(ufunc, method, inputs, kwargs):
+    """NumPy's ``ufunc.method(*inputs, **kwargs)`` with diffuse arrays among its operands:
+    diffuse's operation for a plain call (``out=`` diffuse arrays written as NumPy writes
+    them), anything else on NumPy with the arrays it changes written back."""
+    impl = _UFUNCS.get(ufunc.__name__) if method == "__call__" else None
+    out = kwargs.get("out")
+    outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+    if impl is not None and kwargs.keys() <= {"out"} and len(inputs) == ufunc.nin \
+            and builtins.all(isinstance(o, (ndarray, _np.ndarray)) for o in outs):
+        result = impl(*inputs)
+        if not outs:
+            return result
+        results = result if isinstance(result, tuple) else (result,)
+        for o, r in zip(outs, results):
+            _store_output(o, r, ufunc.__name__)
+        return outs if len(outs) > 1 else outs[0]
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    return _fallback(name, getattr(ufunc, method), *inputs, **kwargs)
+
+
+def _check_output_cast(dtype, to, op):
+    """NumPy's error for an output of ``op`` in ``dtype`` that ``same_kind`` cannot cast
+    to ``to``."""
+    if not _np.can_cast(dtype, to, casting="same_kind"):
+        raise TypeError(
+            f"Cannot cast ufunc '{op}' output from dtype('{dtype}') to dtype('{to}') with "
+            "casting rule 'same_kind'"
+        )
+
+
+def _store_output(out, result, op):
+    """Writes ``result`` of ``op`` into ``out`` (a diffuse or a NumPy array) as NumPy
+    writes a ufunc's output: cast with the ``same_kind`` rule, broadcast to ``out``'s
+    shape."""
+    result = asarray(result)
+    if result.dtype != out.dtype:
+        _check_output_cast(result.dtype, out.dtype, op)
+        result = result.astype(out.dtype)
+    if _np.broadcast_shapes(result.shape, out.shape) != out.shape:
+        raise ValueError(
+            f"non-broadcastable output operand with shape {out.shape} doesn't match the "
+            f"broadcast shape {result.shape}"
+        )
+    out[...] = result if isinstance(out, ndarray) else _np.asarray(result)
+
+
+class _Ufunc:
+    """One of NumPy's ufuncs that diffuse implements: a call runs diffuse's operation
+    (with NumPy's keywords: ``out=`` natively, the others on NumPy), the ufunc's methods
+    (``at``, ``reduce``, ``outer``, ...) and attributes are NumPy's, on host copies with
+    what they change written back."""
+
+    def __init__(self, impl, ufunc):
+        self._impl, self._ufunc = impl, ufunc
+        self.__name__, self.__doc__ = impl.__name__, impl.__doc__
+
+    def __call__(self, *inputs, **kwargs):
+        if not kwargs:
+            return self._impl(*inputs)
+        return _ufunc(self._ufunc, "__call__", inputs, kwargs)
+
+    def __getattr__(self, name):
+        attr = getattr(self._ufunc, name)
+        if not callable(attr):
+            return attr
+
+        def method(*args, **kwargs):
+            return _ufunc(self._ufunc, name, args, kwargs)
+        return method
+
+    def __repr__(self):
+        return f"<diffuse ufunc '{self.__name__}'>"
+
+
+def _numpy_compatible(impl, func):
+    """diffuse's ``impl`` of NumPy's function ``func`` taking ``func``'s whole signature:
+    a call with arguments ``impl`` lacks (``out=``, ``where=``, ...) or in NumPy's
+    positions runs NumPy's ``func`` on host copies (writing back what it changes)."""
+    numpy_sig, own = inspect.signature(func), inspect.signature(impl)
+    names = set(own.parameters)
+    # Leading positions where both take the same parameter: calls within them need no
+    # binding (the common, fast case).
+    positions = 0
+    for a, b in zip(numpy_sig.parameters.values(), own.parameters.values()):
+        if a.name != b.name or b.kind not in (b.POSITIONAL_ONLY, b.POSITIONAL_OR_KEYWORD):
+            break
+        positions += 1
+
+    @functools.wraps(impl)
+    def f(*args, **kwargs):
+        if len(args) <= positions and kwargs.keys() <= names:
+            return impl(*args, **kwargs)
+        bound = numpy_sig.bind(*args, **kwargs)  # NumPy's TypeError for a wrong call
+        given = {k: v for k, v in bound.arguments.items()
+                 if v is not numpy_sig.parameters[k].default}
+        if given.keys() <= names:
+            return impl(**given)
+        return _fallback(f"{func.__name__} with {', '.join(sorted(given.keys() - names))}",
+                         getattr(func, "_implementation", func), *args, **kwargs)
+    return f
+
+
+# diffuse's versions of NumPy's functions (filled in at the end of the module): what
+# ``__array_function__`` dispatches to.
+_FUNCTIONS = {}
 
 
 def array(obj, dtype=None, copy=True):
@@ -664,7 +852,7 @@ def array(obj, dtype=None, copy=True):
             host, name = host.astype(_np.int64), "int64"
         else:
             raise TypeError(f"diffuse arrays cannot hold dtype {host.dtype}")
-    host = _np.ascontiguousarray(host)
+    # (tobytes is row-major for any layout; ascontiguousarray would make a 0-d array 1-d)
     return ndarray(_native.from_bytes(host.tobytes(), list(host.shape), name))
 
 
@@ -673,12 +861,30 @@ def asarray(obj, dtype=None):
     return array(obj, dtype=dtype, copy=False)
 
 
+# The values of each integer dtype diffuse holds.
+_INT_RANGE = {"int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+
+
 def _scalar_for(value, dtype):
+    """The scalar ``value`` (Python's or NumPy's) as an element of the dtype named ``dtype``,
+    converted as NumPy converts a scalar meeting an array of that dtype (NEP 50): an integer
+    outside an integer dtype is NumPy's OverflowError (never wrapped), a float into an
+    integer dtype truncates (NaN: ValueError, infinity: OverflowError), a float beyond
+    float32 is infinity with NumPy's overflow warning. Every scalar going to the native
+    side passes here."""
     if dtype == "bool":
         return bool(value)
-    if dtype.startswith("int"):
-        return int(value)
+    if dtype in _INT_RANGE:
+        v = int(value)
+        lo, hi = _INT_RANGE[dtype]
+        if not lo <= v <= hi:
+            raise OverflowError(f"Python integer {v} out of bounds for {dtype}")
+        return v
+    if dtype == "float32":
+        return float(_np.float32(float(value)))  # NumPy's rounding and overflow warning
     return float(value)
+
+
 
 
 def _is_scalar(x):
@@ -698,14 +904,21 @@ def _broadcast_shapes(*shapes):
 def _binary(op, x, y, reflected=False):
     """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
     # Fast paths: the common cases need no promotion or broadcasting checks.
+    # An operation the native side lacks for the dtype (TypeError) goes on to NumPy's.
     xd = x._a.dtype
     if type(y) is float and xd == "float64":
-        return ndarray(x._a.binary_scalar(op, y, reflected and op not in _COMMUTATIVE))
+        try:
+            return ndarray(x._a.binary_scalar(op, y, reflected and op not in _COMMUTATIVE))
+        except TypeError:
+            pass
     if type(y) is ndarray and y._a.dtype == xd and xd in ("float64", "float32") \
             and x._a.shape == y._a.shape:
         # Same float dtype and shape: no promotion (true_divide stays in the dtype).
         a, b = (y, x) if reflected else (x, y)
-        return ndarray(a._a.binary(op, b._a))
+        try:
+            return ndarray(a._a.binary(op, b._a))
+        except TypeError:
+            pass
     if isinstance(y, _np.ndarray) and y.ndim > 0:
         y = asarray(y)
     if isinstance(y, ndarray):
@@ -732,12 +945,27 @@ def _binary(op, x, y, reflected=False):
         name = _dtype_name(dtype)
         if name is None:
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
+        try:
+            scalar = _scalar_for(value, name)
+        except OverflowError:
+            # A value beyond the dtype: NumPy's outcome on one element of the array's dtype
+            # is its TypeError for an operation the dtype lacks, its OverflowError, or, for
+            # a comparison of integers, the answer for every element (all of them lie on
+            # the same side of such a value).
+            one = _np.zeros(1, x.dtype)
+            with _np.errstate(all="ignore"):
+                answer = getattr(_np, op)(*((value, one) if reflected else (one, value)))
+            if op in _COMPARISONS:
+                return full(x.shape, bool(answer[0]), dtype="bool")
+            if op in ("logical_and", "logical_or"):  # only the value's truth matters
+                return _binary(op, x, bool(value), reflected)
+            raise
         xx = x if x.dtype == dtype else x.astype(dtype)
         if op == "power" and dtype.kind == "i" and not reflected:
-            return _int_power(xx, int(value))
+            return _int_power(xx, scalar)
         try:
             reflect = reflected and op not in _COMMUTATIVE
-            return ndarray(xx._a.binary_scalar(op, _scalar_for(value, name), reflect))
+            return ndarray(xx._a.binary_scalar(op, scalar, reflect))
         except TypeError:
             return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
     return NotImplemented
@@ -813,8 +1041,11 @@ def square(x, /):
     return multiply(x, x)  # noqa: F821 (defined above)
 
 
-def where(condition, x, y):
-    """``x`` where ``condition`` holds, else ``y`` (broadcasting)."""
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` holds, else ``y`` (broadcasting); with ``condition``
+    alone, NumPy's ``nonzero(condition)``."""
+    if x is None and y is None:
+        return _fallback("where with one argument", _np.where, condition)
     c = asarray(condition)
     if c.dtype != _np.bool_:
         c = c.astype("bool")
@@ -831,6 +1062,14 @@ def where(condition, x, y):
 def clip(a, a_min, a_max):
     """``minimum(maximum(a, a_min), a_max)``."""
     out = asarray(a)
+    if out.dtype.name in _INT_RANGE:
+        # As NumPy: a Python integer bound beyond the dtype on the side that clips nothing
+        # is no bound; beyond it on the other side it fails to convert (OverflowError).
+        lo, hi = _INT_RANGE[out.dtype.name]
+        if type(a_min) is int and a_min < lo:
+            a_min = None
+        if type(a_max) is int and a_max > hi:
+            a_max = None
     if a_min is not None:
         out = maximum(out, a_min)  # noqa: F821
     if a_max is not None:
@@ -889,11 +1128,18 @@ def zeros(shape, dtype=float):
 
 
 def full(shape, fill_value, dtype=None):
-    dtype = _np.result_type(fill_value) if dtype is None else _np.dtype(dtype)
-    name = _dtype_name(dtype)
+    """``fill_value`` everywhere: the value converted as NumPy's ``full`` converts it (a
+    cast: Python integers beyond ``dtype`` raise OverflowError, NaN into an integer dtype
+    is its minimum with NumPy's warning)."""
+    if isinstance(fill_value, ndarray):
+        fill_value = _np.asarray(fill_value)
+    if _np.ndim(fill_value) != 0:
+        return _fallback("full with an array fill value", _np.full, shape, fill_value, dtype)
+    value = _np.full((), fill_value, dtype)
+    name = _dtype_name(value.dtype)
     if name is None:
         return _fallback("full", _np.full, shape, fill_value, dtype)
-    return ndarray(_native.full_(list(_shape_tuple(shape)), _scalar_for(fill_value, name), name))
+    return ndarray(_native.full_(list(_shape_tuple(shape)), value.item(), name))
 
 
 def ones(shape, dtype=float):
@@ -904,12 +1150,20 @@ def empty(shape, dtype=float):
     return zeros(shape, dtype)
 
 
+def _shape_of(a):
+    return a.shape if isinstance(a, ndarray) else _np.shape(a)
+
+
+def _dtype_of(a):
+    return a.dtype if isinstance(a, ndarray) else _np.asarray(a).dtype
+
+
 def zeros_like(a, dtype=None):
-    return zeros(_np.shape(a), dtype or a.dtype)
+    return zeros(_shape_of(a), dtype or _dtype_of(a))
 
 
 def ones_like(a, dtype=None):
-    return ones(_np.shape(a), dtype or a.dtype)
+    return ones(_shape_of(a), dtype or _dtype_of(a))
 
 
 def empty_like(a, dtype=None):
@@ -917,7 +1171,7 @@ def empty_like(a, dtype=None):
 
 
 def full_like(a, fill_value, dtype=None):
-    return full(_np.shape(a), fill_value, dtype or a.dtype)
+    return full(_shape_of(a), fill_value, dtype or _dtype_of(a))
 
 
 def eye(N, M=None, k=0, dtype=float):
@@ -1164,3 +1418,19 @@ def __getattr__(name):
         fallback.__name__ = name
         return fallback
     return attr
+
+
+def _wrap_numpy_names():
+    """Makes the functions of NATIVE take NumPy's whole interface: ufuncs as ``_Ufunc``,
+    functions NumPy dispatches through ``_numpy_compatible``."""
+    for name in NATIVE:
+        numpy_attr = getattr(_np, name, None)
+        impl = globals()[name]
+        if isinstance(numpy_attr, _np.ufunc):
+            _UFUNCS.setdefault(numpy_attr.__name__, impl)
+            globals()[name] = _Ufunc(impl, numpy_attr)
+        elif hasattr(numpy_attr, "_implementation"):
+            globals()[name] = _FUNCTIONS[numpy_attr] = _numpy_compatible(impl, numpy_attr)
+
+
+_wrap_numpy_names()

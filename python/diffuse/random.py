@@ -1,7 +1,8 @@
 """``diffuse.numpy.random``: NumPy's random numbers as diffuse arrays.
 
 The numbers are NumPy's own (same seeds, same streams, drawn on the host), so a program
-gives the same results on diffuse as on NumPy; arrays come back as diffuse arrays.
+gives the same results on diffuse as on NumPy; arrays come back as diffuse arrays, and what
+NumPy changes in place (``shuffle(x)``, ``out=``) is written back to the diffuse array.
 """
 
 import numpy as _np
@@ -9,28 +10,23 @@ import numpy as _np
 from . import numpy as _dnp
 
 
-def _wrap(value):
-    if isinstance(value, _np.ndarray):
-        return _dnp.asarray(value)
-    return value
-
-
-def _forward(name):
+def _forward(func, name):
+    """NumPy's ``func`` on host copies of diffuse arguments, giving diffuse arrays."""
     def f(*args, **kwargs):
-        return _wrap(getattr(_np.random, name)(*args, **kwargs))
+        return _dnp._on_host(func, *args, **kwargs)
     f.__name__ = name
-    f.__doc__ = f"NumPy's ``random.{name}``, as a diffuse array."
+    f.__doc__ = f"NumPy's ``random.{name}``, with diffuse arrays."
     return f
 
 
 seed = _np.random.seed
 for _name in ("random", "rand", "randn", "uniform", "normal", "randint", "standard_normal",
-              "random_sample", "choice", "permutation"):
-    globals()[_name] = _forward(_name)
+              "random_sample", "choice", "permutation", "shuffle"):
+    globals()[_name] = _forward(getattr(_np.random, _name), _name)
 
 
 class Generator:
-    """NumPy's ``Generator``, giving diffuse arrays."""
+    """NumPy's ``Generator``, giving diffuse arrays (and writing back what it changes)."""
 
     def __init__(self, generator):
         self._g = generator
@@ -39,7 +35,7 @@ class Generator:
         attr = getattr(self._g, name)
         if not callable(attr):
             return attr
-        return lambda *args, **kwargs: _wrap(attr(*args, **kwargs))
+        return _forward(attr, name)
 
 
 def default_rng(seed=None):
@@ -48,4 +44,7 @@ def default_rng(seed=None):
 
 
 def __getattr__(name):
-    return getattr(_np.random, name)
+    attr = getattr(_np.random, name)
+    if callable(attr) and not isinstance(attr, type):
+        return _forward(attr, name)
+    return attr

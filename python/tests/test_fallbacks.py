@@ -1,0 +1,138 @@
+"""What NumPy changes in place through a fallback reaches the diffuse arrays (issue 25,
+item 3): NumPy's in-place functions, ufuncs with ``out=``, ndarray methods and the random
+shuffles, called through ``diffuse.numpy`` (its fallback) or through ``numpy`` itself (the
+``__array_function__``/``__array_ufunc__`` protocols), on whole arrays, boxes and strided
+views, leave the diffuse array (and the array a view is of) as NumPy leaves a NumPy array.
+Before, ``np.putmask(b, mask, 7.0)`` left ``b`` unchanged."""
+
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import diffuse.numpy as dnp
+
+
+def _random(xp):
+    return dnp.random if xp is dnp else onp.random
+
+
+# Each case changes its target `t` (a view of the base array) in place through the module
+# `xp` (NumPy, or diffuse.numpy for a diffuse target) and returns what the call returned.
+CASES = {
+    "putmask": lambda xp, t: xp.putmask(t, t > 0, 7.0),
+    "place": lambda xp, t: xp.place(t, t < 0, [7.0, 8.0]),
+    "copyto": lambda xp, t: xp.copyto(t, 3.0),
+    "copyto where": lambda xp, t: xp.copyto(t, -t, where=t > 0),
+    "put": lambda xp, t: xp.put(t, [0, 2, -1], [9.0, 8.0, 7.0]),
+    "fill_diagonal": lambda xp, t: xp.fill_diagonal(t, 5.0) if t.ndim == 2 else None,
+    "nan_to_num copy=False": lambda xp, t: xp.nan_to_num(t, copy=False),
+    "add out= (native)": lambda xp, t: xp.add(t, 1.0, out=t),
+    "multiply out= other (native)": lambda xp, t: xp.multiply(t, t, out=t),
+    "negative out= (native)": lambda xp, t: xp.negative(t, out=t),
+    "divmod out= (native)": lambda xp, t: xp.divmod(t, 3.0, out=(xp.zeros_like(t), t)),
+    "add out= where=": lambda xp, t: xp.add(t, 1.0, out=t, where=t > 0),
+    "fabs out=": lambda xp, t: xp.fabs(t, out=t),
+    "add.at": lambda xp, t: xp.add.at(t, (0,) * t.ndim, 1.0),
+    "cumsum out=": lambda xp, t: xp.cumsum(t, axis=-1, out=t),
+    "clip out=": lambda xp, t: xp.clip(t, -1.0, 1.0, out=t),
+    "sum out=": lambda xp, t: xp.sum(t, axis=0, out=t[0]),
+    "sort (not in place)": lambda xp, t: xp.sort(t),
+    "ndarray.sort": lambda xp, t: t.sort(),
+    "ndarray.partition": lambda xp, t: t.partition(1),
+    "ndarray.put": lambda xp, t: t.put([1], [4.5]),
+    "ndarray.fill": lambda xp, t: t.fill(3.5),
+    "ndarray.clip out=": lambda xp, t: t.clip(0.0, 2.0, out=t),
+    "ndarray.round out=": lambda xp, t: t.round(out=t),
+    "random.shuffle": lambda xp, t: (_random(xp).seed(5), _random(xp).shuffle(t)),
+    "Generator.shuffle": lambda xp, t: _random(xp).default_rng(7).shuffle(t),
+    "Generator.permuted out=": lambda xp, t: _random(xp).default_rng(7).permuted(t, 1, out=t),
+}
+
+# Views of a (4, 6) base: whole, a box, strided (steps, a transpose, a column).
+VIEWS = {
+    "whole": lambda b: b,
+    "box": lambda b: b[1:3, 1:5],
+    "steps": lambda b: b[::2, 1::2],
+    "transpose": lambda b: b.T,
+    "column": lambda b: b[:, 1],
+    "row": lambda b: b[2],
+}
+
+BASES = hnp.arrays(onp.float64, (4, 6), elements=st.floats(-10, 10, width=32))
+
+
+def _outcome(case, xp, base, view):
+    t = VIEWS[view](base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = CASES[case](xp, t)
+        except Exception as e:  # noqa: BLE001 (the outcome compared)
+            return t, e
+    return t, result
+
+
+def _same_result(got, want, t, t_np):
+    if isinstance(want, tuple):
+        for g, w in zip(got, want):
+            _same_result(g, w, t, t_np)
+        return
+    # `out=` comes back as the array passed, as NumPy returns it.
+    assert (got is t) == (want is t_np)
+    if want is None or got is t:
+        assert got is None or got is t
+        return
+    onp.testing.assert_array_equal(onp.asarray(got), onp.asarray(want))
+
+
+@pytest.mark.parametrize("entry", ["numpy", "diffuse.numpy"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@settings(max_examples=12, deadline=None)
+@given(base=BASES, view=st.sampled_from(sorted(VIEWS)))
+def test_in_place_changes_reach_the_diffuse_array(entry, case, base, view):
+    if entry == "numpy" and "random" in case or entry == "numpy" and "Generator" in case:
+        pytest.skip("NumPy's random module takes no diffuse arrays by protocol")
+    t_np, want = _outcome(case, onp, base.copy(), view)
+    d = dnp.array(base)
+    t, got = _outcome(case, onp if entry == "numpy" else dnp, d, view)
+    if isinstance(want, Exception):
+        assert isinstance(got, type(want)) or isinstance(want, type(got)), (want, got)
+    else:
+        assert not isinstance(got, Exception), got
+        _same_result(got, want, t, t_np)
+    expected_base = base.copy()
+    VIEWS[view](expected_base)[...] = t_np  # the NumPy view's values, in its base
+    onp.testing.assert_array_equal(onp.asarray(d), expected_base)
+    onp.testing.assert_array_equal(onp.asarray(t), t_np)
+
+
+def test_the_issues_example():
+    b = dnp.zeros(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dnp.putmask(b, onp.array([True, False, True, False]), 7.0)
+    assert b.tolist() == [7.0, 0.0, 7.0, 0.0]
+
+
+def test_only_changed_arguments_are_written():
+    """An argument NumPy only reads stays the lazy diffuse array it was (no write)."""
+    a = dnp.arange(6.0)
+    src = dnp.ones(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dnp.copyto(a, src)
+    assert a.tolist() == [1.0] * 6
+    assert src.tolist() == [1.0] * 6
+
+
+def test_an_array_passed_twice_is_one_array():
+    """NumPy sees one array when the same diffuse array is passed twice (aliasing)."""
+    a = dnp.arange(5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dnp.copyto(a, a[::-1])
+    assert a.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]

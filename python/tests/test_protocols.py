@@ -1,0 +1,161 @@
+"""NumPy's own functions and ufuncs accept diffuse arrays (issue 25, "Also"): through
+``__array_function__`` and ``__array_ufunc__`` ``numpy.<f>(x)`` runs diffuse's version when
+it has one and NumPy's on host copies otherwise, with NumPy's keywords (``axis=``,
+``keepdims=``, ``dtype=``, ``out=``, ``where=``, ...), giving what NumPy gives on NumPy
+arrays; ``numpy.asarray(x)`` works. Before, ``numpy.sum(x)`` raised TypeError (unexpected
+keyword ``out``)."""
+
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import diffuse.numpy as dnp
+
+# name: call on (numpy module, a 2-d float array x, a 1-d float array v).
+FUNCTIONS = {
+    "sum": lambda np, x, v: np.sum(x),
+    "sum axis keepdims": lambda np, x, v: np.sum(x, axis=1, keepdims=True),
+    "sum dtype": lambda np, x, v: np.sum(x, dtype=np.float32),
+    "sum positional": lambda np, x, v: np.sum(x, 0, None, None, True),
+    "sum where": lambda np, x, v: np.sum(x, where=x > 0),
+    "sum initial": lambda np, x, v: np.sum(x, initial=5.0),
+    "mean": lambda np, x, v: np.mean(x),
+    "mean axis": lambda np, x, v: np.mean(x, axis=0),
+    "max": lambda np, x, v: np.max(x),
+    "amax axis": lambda np, x, v: np.amax(x, axis=1),
+    "min keepdims": lambda np, x, v: np.min(x, axis=0, keepdims=True),
+    "max initial": lambda np, x, v: np.max(x, initial=100.0),
+    "any": lambda np, x, v: np.any(x > 1),
+    "all axis": lambda np, x, v: np.all(x > -100, axis=0),
+    "prod": lambda np, x, v: np.prod(v),
+    "argmax": lambda np, x, v: np.argmax(x),
+    "argmin axis": lambda np, x, v: np.argmin(x, axis=1),
+    "count_nonzero": lambda np, x, v: np.count_nonzero(x > 0),
+    "dot": lambda np, x, v: np.dot(x, x[0]),
+    "matmul": lambda np, x, v: np.matmul(x, x.T),
+    "where": lambda np, x, v: np.where(x > 0, x, 0.0),
+    "where one argument": lambda np, x, v: np.where(v > 0),
+    "clip": lambda np, x, v: np.clip(x, -1.0, 1.0),
+    "reshape": lambda np, x, v: np.reshape(x, (-1,)),
+    "transpose": lambda np, x, v: np.transpose(x),
+    "ravel": lambda np, x, v: np.ravel(x),
+    "squeeze": lambda np, x, v: np.squeeze(x[:1]),
+    "expand_dims": lambda np, x, v: np.expand_dims(v, 0),
+    "swapaxes": lambda np, x, v: np.swapaxes(x, 0, 1),
+    "zeros_like": lambda np, x, v: np.zeros_like(x),
+    "full_like": lambda np, x, v: np.full_like(x, 2.5),
+    "diag": lambda np, x, v: np.diag(v),
+    "allclose": lambda np, x, v: np.allclose(x, x + 1e-12),
+    "cumsum": lambda np, x, v: np.cumsum(x, axis=0),
+    "sort": lambda np, x, v: np.sort(x, axis=None),
+    "concatenate": lambda np, x, v: np.concatenate([x, x]),
+    "stack": lambda np, x, v: np.stack([v, v], axis=1),
+    "linalg.norm": lambda np, x, v: np.linalg.norm(x),
+    "round": lambda np, x, v: np.round(x, 2),
+    "median": lambda np, x, v: np.median(x),
+    "std ddof": lambda np, x, v: np.std(x, ddof=1),
+    "unique": lambda np, x, v: np.unique(np.floor(v)),
+    "shape": lambda np, x, v: np.shape(x),
+    "ndim": lambda np, x, v: np.ndim(v),
+    "isclose": lambda np, x, v: np.isclose(x, x),
+    "array_equal": lambda np, x, v: np.array_equal(x, x),
+    "asarray": lambda np, x, v: np.asarray(x),
+    "array dtype": lambda np, x, v: np.array(x, dtype=np.float32),
+    # ufuncs
+    "add": lambda np, x, v: np.add(x, 1.0),
+    "add reflected": lambda np, x, v: np.add(2.0, x),
+    "add numpy array": lambda np, x, v: np.add(onp.ones(x.shape), x),
+    "subtract broadcast": lambda np, x, v: np.subtract(x, x[0]),
+    "multiply dtype": lambda np, x, v: np.multiply(x, 2.0, dtype=np.float32),
+    "exp": lambda np, x, v: np.exp(x),
+    "sqrt where": lambda np, x, v: np.sqrt(x, where=x > 0, out=np.zeros_like(x)),
+    "negative out": lambda np, x, v: np.negative(x, out=np.zeros_like(x)),
+    "maximum out": lambda np, x, v: np.maximum(x, 0.0, out=np.zeros_like(x)),
+    "divmod": lambda np, x, v: np.divmod(x, 3.0),
+    "power": lambda np, x, v: np.power(x, 2),
+    "less": lambda np, x, v: np.less(x, 0.5),
+    "logaddexp": lambda np, x, v: np.logaddexp(x, x),
+    "hypot": lambda np, x, v: np.hypot(x, 1.0),
+    "add.reduce": lambda np, x, v: np.add.reduce(x, axis=1),
+    "multiply.outer": lambda np, x, v: np.multiply.outer(v, v),
+    "add.accumulate": lambda np, x, v: np.add.accumulate(v),
+    "operator numpy + diffuse": lambda np, x, v: onp.ones(x.shape) + x,
+    "operator numpy < diffuse": lambda np, x, v: onp.zeros(x.shape) < x,
+}
+
+ARRAYS = hnp.arrays(onp.float64, (3, 4), elements=st.floats(-5, 5, width=32))
+
+
+def _host(value):
+    if isinstance(value, tuple):
+        return tuple(_host(v) for v in value)
+    return onp.asarray(value)
+
+
+def _compare(got, want, name):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), name
+        for g, w in zip(got, want):
+            _compare(g, w, name)
+        return
+    g, w = onp.asarray(got), onp.asarray(want)
+    assert g.shape == w.shape, f"{name}: shape {g.shape}, NumPy's {w.shape}"
+    assert g.dtype == w.dtype, f"{name}: dtype {g.dtype}, NumPy's {w.dtype}"
+    # (float32 sums may add in another order)
+    rtol = 1e-12 if w.dtype != onp.float32 else 1e-5
+    onp.testing.assert_allclose(g, w, rtol=rtol, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@settings(max_examples=10, deadline=None)
+@given(x=ARRAYS)
+def test_numpy_functions_take_diffuse_arrays(name, x):
+    v = x[0].copy()
+    want = FUNCTIONS[name](onp, x, v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = FUNCTIONS[name](onp, dnp.array(x), dnp.array(v))
+    _compare(got, want, name)
+
+
+def test_native_functions_stay_lazy_diffuse_arrays():
+    """Where diffuse has the function, numpy.<f> gives a diffuse array, without warning."""
+    x = dnp.arange(12.0).reshape(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for result in (onp.sum(x), onp.mean(x, axis=0), onp.max(x, keepdims=True),
+                       onp.exp(x), onp.add(x, 1.0), onp.ones(4) * x, onp.where(x > 2, x, 0.0)):
+            assert isinstance(result, dnp.ndarray)
+
+
+def test_out_is_written_and_returned():
+    x = dnp.arange(4.0)
+    out = dnp.zeros(4)
+    assert onp.add(x, 1.0, out=out) is out
+    assert out.tolist() == [1.0, 2.0, 3.0, 4.0]
+    total = dnp.zeros(())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert onp.sum(x, out=total) is total
+    assert total.item() == 6.0
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'divide' output"):
+        onp.true_divide(x, 2.0, out=dnp.zeros(4, dtype=dnp.int64))
+
+
+def test_a_numpy_array_as_out_is_written():
+    x = dnp.arange(3.0)
+    host = onp.zeros(3)
+    host += x
+    assert host.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_asarray_copies_and_refuses_copy_false():
+    x = dnp.arange(3.0)
+    assert onp.asarray(x).tolist() == [0.0, 1.0, 2.0]
+    assert onp.asarray(x, dtype=onp.int32).dtype == onp.int32
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        onp.asarray(x, copy=False)
