@@ -7,16 +7,23 @@
 //   DIFFUSE_RANK, DIFFUSE_RANKS       this process's rank and the number of processes
 //   DIFFUSE_COORDINATOR               host:port where rank 0 listens and the others connect
 //   DIFFUSE_BOOTSTRAP_TIMEOUT         seconds any step may wait for a peer (default 60)
+//   DIFFUSE_RANK_TIMEOUT              seconds a rank may stay silent while the run goes on
+//                                     (default 60; fractions allowed)
 // Ranks form a star around rank 0. Every collective is one exchange: each rank sends its
 // contribution to rank 0, which returns everybody's contributions in rank order; each
 // collective then takes what it needs. Realm uses the bootstrap only while starting and
 // stopping, so simplicity wins over bandwidth. Every wait is bounded: a peer that never comes
 // or goes away fails the collective with a message naming it, never a hang.
 //
-// The connections stay open for the whole run, watched by a thread: a rank whose connection
-// closes without the goodbye `finalize` sends first has died, and this process then exits
-// with a message naming it (without it, the survivors of a rank killed mid-run would wait on
-// it forever).
+// Besides its collective connection, every rank opens a heartbeat connection to rank 0, and
+// both stay open for the whole run, owned by a watchdog thread on each side (rank 0: one per
+// rank; the others: rank 0's). The watchdogs send each other a heartbeat byte several times
+// per DIFFUSE_RANK_TIMEOUT and read the other side's. A rank whose connection closes without
+// the goodbye `finalize` sends first has died; a rank that sends nothing for
+// DIFFUSE_RANK_TIMEOUT is stopped (SIGSTOP) or hung (a frozen node, a lost network): either
+// way this process exits with a message naming it. Without this the survivors would wait on
+// it forever, their Realm threads spinning. Rank 0 first tells the others which rank it gave
+// up on, so that every rank's message names the same culprit.
 
 #define _GNU_SOURCE  // POLLRDHUP
 #include <errno.h>
@@ -37,10 +44,15 @@
 
 #include "bootstrap.h"
 
-// Sent by every rank when it connects: guards against strangers on the port.
+// Sent by every rank when it connects: guards against strangers on the port, and says which
+// of its two connections this is.
 #define HELLO_MAGIC 0x64696675u
-// Sent by `finalize` before a connection closes (where a collective would send a length).
-#define GOODBYE UINT64_MAX
+#define HEARTBEAT_MAGIC 0x64696668u
+// What the watchdogs send each other over the heartbeat connections: one byte each, but for
+// LOST, which is followed by the lost rank's number (4 bytes).
+#define BEAT 'h'
+#define GOODBYE 'g'
+#define LOST 'l'
 #define HOST_BYTES 256
 
 struct bootstrap_state {
@@ -48,7 +60,12 @@ struct bootstrap_state {
   int size;
   // Rank 0: the connection to each rank (index 0 unused). Other ranks: peer[0] is rank 0.
   int* peer;
+  // The heartbeat connections, indexed as `peer`.
+  int* beat;
   int timeout_ms;
+  // How long a rank may stay silent, and how often heartbeats are sent (ms).
+  int silence_ms;
+  int beat_ms;
   // The watchdog thread, and whether it should stop (finalize has begun).
   pthread_t watchdog;
   int watching;
@@ -259,32 +276,100 @@ static int do_allgatherv(const void* send, void* recv, int* sizes, int* displace
   });
 }
 
-// Watches the connections (rank 0: to every rank; the others: to rank 0) without reading
-// them: a connection that reaches its end before a goodbye means the rank behind it died.
+// Sends `byte` to every heartbeat connection without waiting (a full buffer means the peer
+// is not reading: its silence is what the watchdog times).
+static void send_beats(char byte) {
+  for (int r = 0; r < state.size; r++)
+    if (state.beat[r] >= 0) (void)send(state.beat[r], &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+// Ends the run from the watchdog: rank 0 first tells the other ranks whom it lost.
+static void give_up(int lost) {
+  if (state.rank == 0) {
+    char message[5] = {LOST};
+    int32_t who = lost;
+    memcpy(message + 1, &who, sizeof who);
+    for (int r = 1; r < state.size; r++)
+      if (state.beat[r] >= 0 && r != lost)
+        (void)send(state.beat[r], message, sizeof message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  _exit(1);
+}
+
+// Reads what rank `r` sent on its heartbeat connection; returns 0, or -1 once it said
+// goodbye. Exits the process when it died or rank 0 gave up on another rank.
+static int read_beats(int r, int64_t* heard) {
+  char bytes[64];
+  ssize_t n = recv(state.beat[r], bytes, sizeof bytes, MSG_DONTWAIT);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+    n = 0;
+  }
+  if (n == 0) {
+    if (atomic_load(&state.finishing)) return -1;
+    complain("rank %d closed its connection without finishing: it has died; stopping", r);
+    give_up(r);
+  }
+  for (ssize_t i = 0; i < n; i++) {
+    if (bytes[i] == GOODBYE) return -1;
+    if (bytes[i] == LOST) {
+      int32_t lost = -1;
+      if (i + 5 <= n) memcpy(&lost, bytes + i + 1, sizeof lost);
+      complain("rank 0 stopped the run: rank %d died or went silent; stopping", (int)lost);
+      _exit(1);
+    }
+  }
+  *heard = now_ms();
+  return 0;
+}
+
+// The watchdog: heartbeats out every beat_ms, and every rank it watches (rank 0: all; the
+// others: rank 0) must be heard from within silence_ms or say goodbye.
 static void* watch(void* unused) {
   (void)unused;
-  int* said_goodbye = calloc((size_t)state.size, sizeof(int));
-  if (said_goodbye == NULL) return NULL;
-  while (!atomic_load(&state.finishing)) {
-    for (int r = 0; r < state.size && !atomic_load(&state.finishing); r++) {
-      int fd = state.peer[r];
-      if (fd < 0 || said_goodbye[r]) continue;
-      struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
-      if (poll(&p, 1, 0) <= 0) continue;
-      uint64_t first = 0;
-      ssize_t n = recv(fd, &first, sizeof first, MSG_PEEK | MSG_DONTWAIT);
-      if (n == (ssize_t)sizeof first && first == GOODBYE) {
-        said_goodbye[r] = 1;
-      } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        if (atomic_load(&state.finishing)) break;
-        complain("rank %d closed its connection without finishing: it has died; stopping", r);
-        _exit(1);
-      }
-      // Otherwise a collective's message waits to be read by the collective.
-    }
-    usleep(100 * 1000);
+  int64_t* heard = calloc((size_t)state.size, sizeof(int64_t));
+  struct pollfd* polls = calloc((size_t)state.size, sizeof(struct pollfd));
+  int* ranks = calloc((size_t)state.size, sizeof(int));
+  if (heard == NULL || polls == NULL || ranks == NULL) {
+    complain("no memory for the watchdog: ranks that stop are not detected");
+    free(heard), free(polls), free(ranks);
+    return NULL;
   }
-  free(said_goodbye);
+  int64_t start = now_ms(), next_beat = start;
+  for (int r = 0; r < state.size; r++) heard[r] = start;
+  while (!atomic_load(&state.finishing)) {
+    int64_t now = now_ms();
+    if (now >= next_beat) {
+      send_beats(BEAT);
+      next_beat = now + state.beat_ms;
+    }
+    int count = 0;
+    for (int r = 0; r < state.size; r++) {
+      if (state.beat[r] < 0) continue;
+      if (now - heard[r] > state.silence_ms) {
+        complain("rank %d sent nothing for %.1f s (DIFFUSE_RANK_TIMEOUT): it is stopped or "
+                 "hung; stopping",
+                 r, (double)(now - heard[r]) / 1000.0);
+        give_up(r);
+      }
+      polls[count] = (struct pollfd){state.beat[r], POLLIN, 0};
+      ranks[count++] = r;
+    }
+    int wait = (int)(next_beat - now);
+    if (wait > 100) wait = 100;  // so that `finishing` is seen soon
+    if (wait < 1) wait = 1;
+    if (poll(polls, (nfds_t)count, wait) <= 0) continue;
+    for (int i = 0; i < count && !atomic_load(&state.finishing); i++) {
+      if (polls[i].revents == 0) continue;
+      int r = ranks[i];
+      if (read_beats(r, &heard[r]) != 0) {
+        // Goodbye: this rank finished; its connection is not watched any more.
+        close(state.beat[r]);
+        state.beat[r] = -1;
+      }
+    }
+  }
+  free(heard), free(polls), free(ranks);
   return NULL;
 }
 
@@ -294,16 +379,32 @@ static int do_finalize(bootstrap_handle_t* h) {
     pthread_join(state.watchdog, NULL);
     state.watching = 0;
   }
-  uint64_t goodbye = GOODBYE;
-  for (int r = 0; state.peer != NULL && r < state.size; r++)
-    if (state.peer[r] >= 0) (void)send(state.peer[r], &goodbye, sizeof goodbye, MSG_NOSIGNAL);
-  for (int r = 0; state.peer != NULL && r < state.size; r++)
+  if (state.beat != NULL) send_beats(GOODBYE);
+  for (int r = 0; state.peer != NULL && r < state.size; r++) {
     if (state.peer[r] >= 0) close(state.peer[r]);
+    if (state.beat[r] >= 0) close(state.beat[r]);
+  }
   free(state.peer);
+  free(state.beat);
   state.peer = NULL;
+  state.beat = NULL;
   free(h->shared_ranks);
   h->shared_ranks = NULL;
   return 0;
+}
+
+// A number of seconds from the environment in ms, or `fallback` seconds when it is absent;
+// a value that is not a positive number is reported and replaced by the fallback.
+static int env_ms(const char* name, double fallback) {
+  const char* v = getenv(name);
+  if (v == NULL || *v == '\0') return (int)(fallback * 1000);
+  char* end = NULL;
+  double seconds = strtod(v, &end);
+  if (*end != '\0' || !(seconds > 0) || seconds > 86400 * 365) {
+    complain("%s=\"%s\" is not a positive number of seconds; using %g", name, v, fallback);
+    return (int)(fallback * 1000);
+  }
+  return seconds * 1000 < 1 ? 1 : (int)(seconds * 1000);
 }
 
 // An integer environment variable, or -1 when it is absent or not a number.
@@ -358,35 +459,40 @@ static int accept_ranks(const char* port, int64_t deadline) {
     complain("cannot listen on port %s: %s", port, strerror(errno));
     return -1;
   }
-  int joined = 1;
-  while (joined < state.size) {
+  // Every other rank connects twice: its collective and its heartbeat connection.
+  int joined = 1, connections = 0;
+  while (connections < 2 * (state.size - 1)) {
     if (wait_ready(listener, POLLIN, deadline) != 0) {
       complain("only %d of %d ranks joined within %d s; missing:", joined, state.size,
                state.timeout_ms / 1000);
       for (int r = 1; r < state.size; r++)
-        if (state.peer[r] < 0) fprintf(stderr, "  rank %d\n", r);
+        if (state.peer[r] < 0 || state.beat[r] < 0) fprintf(stderr, "  rank %d\n", r);
       close(listener);
       return -1;
     }
     int fd = accept(listener, NULL, NULL);
     if (fd < 0) continue;
     uint32_t hello[3];
-    if (recv_all(fd, hello, sizeof hello, -1) != 0 || hello[0] != HELLO_MAGIC ||
-        (int)hello[2] != state.size || hello[1] == 0 || (int)hello[1] >= state.size ||
-        state.peer[hello[1]] >= 0) {
+    int ok = recv_all(fd, hello, sizeof hello, -1) == 0 &&
+             (hello[0] == HELLO_MAGIC || hello[0] == HEARTBEAT_MAGIC) &&
+             (int)hello[2] == state.size && hello[1] != 0 && (int)hello[1] < state.size;
+    int* slot = !ok ? NULL : hello[0] == HELLO_MAGIC ? &state.peer[hello[1]] : &state.beat[hello[1]];
+    if (slot == NULL || *slot >= 0) {
       complain("ignoring a connection that is not a missing rank of this run");
       close(fd);
       continue;
     }
-    state.peer[hello[1]] = fd;
-    joined++;
+    *slot = fd;
+    connections++;
+    if (state.peer[hello[1]] >= 0 && state.beat[hello[1]] >= 0) joined++;
   }
   close(listener);
   return 0;
 }
 
-// Any other rank: connects to rank 0, retrying until it listens or the deadline passes.
-static int join_rank0(const char* host, const char* port, int64_t deadline) {
+// Any other rank: connects to rank 0, retrying until it listens or the deadline passes, and
+// says which rank it is and which connection (`magic`) this is.
+static int connect_rank0(const char* host, const char* port, uint32_t magic, int64_t deadline) {
   struct addrinfo hints = {0}, *addrs = NULL;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -413,13 +519,20 @@ static int join_rank0(const char* host, const char* port, int64_t deadline) {
              state.timeout_ms / 1000);
     return -1;
   }
-  uint32_t hello[3] = {HELLO_MAGIC, (uint32_t)state.rank, (uint32_t)state.size};
+  uint32_t hello[3] = {magic, (uint32_t)state.rank, (uint32_t)state.size};
   if (send_all(fd, hello, sizeof hello, 0) != 0) {
     close(fd);
     return -1;
   }
-  state.peer[0] = fd;
-  return 0;
+  return fd;
+}
+
+// Any other rank: its collective and heartbeat connections to rank 0.
+static int join_rank0(const char* host, const char* port, int64_t deadline) {
+  state.peer[0] = connect_rank0(host, port, HELLO_MAGIC, deadline);
+  if (state.peer[0] < 0) return -1;
+  state.beat[0] = connect_rank0(host, port, HEARTBEAT_MAGIC, deadline);
+  return state.beat[0] < 0 ? -1 : 0;
 }
 
 // The ranks running on this host (same host name), for Realm's shared-memory transport.
@@ -450,13 +563,17 @@ int realm_ucp_bootstrap_plugin_init(void* arg, bootstrap_handle_t* h) {
   state.rank = (int)rank;
   state.size = (int)size;
   state.timeout_ms = (int)((timeout > 0 ? timeout : 60) * 1000);
+  // Heartbeats several times per timeout, at most a second apart.
+  state.silence_ms = env_ms("DIFFUSE_RANK_TIMEOUT", 60);
+  state.beat_ms = state.silence_ms / 5 > 1000 ? 1000 : state.silence_ms / 5 + 1;
   if (size < 1 || rank < 0 || rank >= size) {
     complain("DIFFUSE_RANK and DIFFUSE_RANKS must be set (0 <= rank < ranks)");
     return BOOTSTRAP_ERROR_INTERNAL;
   }
   state.peer = malloc(sizeof(int) * (size_t)size);
-  if (state.peer == NULL) return BOOTSTRAP_ERROR_INTERNAL;
-  for (int r = 0; r < size; r++) state.peer[r] = -1;
+  state.beat = malloc(sizeof(int) * (size_t)size);
+  if (state.peer == NULL || state.beat == NULL) return BOOTSTRAP_ERROR_INTERNAL;
+  for (int r = 0; r < size; r++) state.peer[r] = state.beat[r] = -1;
   int64_t deadline = now_ms() + state.timeout_ms;
   if (size > 1) {
     char host[HOST_BYTES], port[32];
@@ -466,6 +583,7 @@ int realm_ucp_bootstrap_plugin_init(void* arg, bootstrap_handle_t* h) {
     for (int r = 0; r < size; r++) {
       int yes = 1;
       if (state.peer[r] >= 0) setsockopt(state.peer[r], IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+      if (state.beat[r] >= 0) setsockopt(state.beat[r], IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     }
   }
   h->pg_rank = state.rank;

@@ -6,7 +6,8 @@
 //! PMI-based launchers such as MPICH's, Slurm's `srun`); `DIFFUSE_COORDINATOR` must then be
 //! given explicitly. With more than one rank, Legion runs as one node per process, connected
 //! through Realm's UCX network, and the processes find each other through diffuse's TCP
-//! bootstrap plugin (`bootstrap/diffuse_bootstrap.c`).
+//! bootstrap plugin (`bootstrap/diffuse_bootstrap.c`), whose heartbeats then fail the run when a
+//! rank dies or stays silent for `DIFFUSE_RANK_TIMEOUT` seconds (default 60).
 
 /// This process's place in a run of several processes.
 #[derive(Clone, Debug, PartialEq, Eq)]

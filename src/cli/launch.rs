@@ -6,9 +6,12 @@
 //! network through diffuse's bootstrap plugin and runs the program control replicated. Rank
 //! 0's output passes through; the other ranks' standard error is prefixed with their rank and
 //! their standard output is dropped unless `--output all` (every rank runs the same program
-//! and prints the same results), which prefixes every rank's standard output, rank 0's too. A rank that fails or dies stops the others at once; a rank
-//! still running `--grace` seconds after another finished is stopped: a launch never hangs
-//! on a lost rank.
+//! and prints the same results), which prefixes every rank's standard output, rank 0's too. A
+//! rank that fails or dies stops the others at once; a rank still running `--grace` seconds
+//! after another finished is stopped; a rank that is stopped or hung (alive but silent) is
+//! found by the ranks themselves: the bootstrap's heartbeats make the others exit, naming it,
+//! after `DIFFUSE_RANK_TIMEOUT` seconds (default 60; the environment passes through to every
+//! rank), and the launch then stops it. A launch never hangs on a lost rank.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

@@ -115,56 +115,111 @@ fn a_rank_that_never_starts_fails_the_others_within_the_bootstrap_timeout() {
     );
 }
 
-#[test]
-fn a_rank_that_dies_stops_the_others_without_a_launcher() {
-    // Two ranks started by hand (no `diffuse launch` to stop them); rank 1 is killed once
-    // both run. Rank 0 must exit on its own, naming rank 1, instead of waiting for it.
+/// Rank `rank` of a run of two started by hand (no launcher to stop it) with the extra
+/// environment `env`, running `rank_runs_until_stopped`; its output piped.
+fn rank_by_hand(port: u16, rank: usize, env: &[(&str, &str)]) -> std::process::Child {
     let this = std::env::current_exe().expect("the test binary knows its path");
+    Command::new(this)
+        .args([
+            "distributed::rank_runs_until_stopped",
+            "--ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env("DIFFUSE_RANK", rank.to_string())
+        .env("DIFFUSE_RANKS", "2")
+        .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("a rank starts")
+}
+
+/// Two ranks by hand, once both have run launches together.
+fn two_running_ranks(env: &[(&str, &str)]) -> [std::process::Child; 2] {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let rank = |r: usize| {
-        Command::new(&this)
-            .args([
-                "distributed::rank_runs_until_stopped",
-                "--ignored",
-                "--test-threads=1",
-                "--nocapture",
-            ])
-            .env("DIFFUSE_RANK", r.to_string())
-            .env("DIFFUSE_RANKS", "2")
-            .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("a rank starts")
-    };
-    let mut zero = rank(0);
-    let mut one = rank(1);
-    // Wait until rank 1 has run launches with rank 0.
+    let zero = rank_by_hand(port, 0, env);
+    let mut one = rank_by_hand(port, 1, env);
     let stdout = one.stdout.take().expect("piped");
     let running = std::io::BufRead::lines(std::io::BufReader::new(stdout))
         .map_while(Result::ok)
         .any(|l| l.contains("ranks running"));
     assert!(running, "rank 1 never ran");
-    one.kill().expect("rank 1 can be killed");
-    let _ = one.wait();
-    let killed = Instant::now();
+    [zero, one]
+}
+
+/// Waits for `rank` to exit on its own within `limit` of `since` (killing it and failing
+/// otherwise, naming `what` happened); returns its standard error.
+fn exits_on_its_own(
+    mut rank: std::process::Child,
+    since: Instant,
+    limit: Duration,
+    what: &str,
+) -> String {
     let status = loop {
-        if let Some(status) = zero.try_wait().expect("rank 0 can be waited for") {
+        if let Some(status) = rank.try_wait().expect("a rank can be waited for") {
             break status;
         }
-        if killed.elapsed() > Duration::from_secs(30) {
-            let _ = zero.kill();
-            panic!("rank 0 still ran 30 s after rank 1 died");
+        if since.elapsed() > limit {
+            let _ = rank.kill();
+            panic!("a rank still ran {limit:?} after {what}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let output = zero.wait_with_output().expect("rank 0's output");
-    assert!(!status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = rank.wait_with_output().expect("the rank's output");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_rank_that_dies_stops_the_others_without_a_launcher() {
+    // Rank 1 is killed once both run: rank 0 must exit on its own, naming rank 1, instead of
+    // waiting for it.
+    let [zero, mut one] = two_running_ranks(&[]);
+    one.kill().expect("rank 1 can be killed");
+    let _ = one.wait();
+    let stderr = exits_on_its_own(zero, Instant::now(), Duration::from_secs(30), "rank 1 died");
     assert!(stderr.contains("rank 1 closed its connection"), "{stderr}");
+}
+
+#[test]
+fn a_rank_that_stops_fails_the_others_within_the_rank_timeout() {
+    // A stopped rank (SIGSTOP, like a hung node) keeps its connections open: the other must
+    // exit within DIFFUSE_RANK_TIMEOUT (3 s here) naming it instead of spinning forever.
+    // Rank 1 stopped is noticed by rank 0, which watches every rank; rank 0 stopped by rank 1.
+    for stopped in [1, 0] {
+        let ranks = two_running_ranks(&[("DIFFUSE_RANK_TIMEOUT", "3")]);
+        let pid = ranks[stopped].id().to_string();
+        let stop = Command::new("kill").args(["-STOP", &pid]).status();
+        assert!(
+            stop.is_ok_and(|s| s.success()),
+            "rank {stopped} cannot be stopped"
+        );
+        let since = Instant::now();
+        let [zero, one] = ranks;
+        let (mut frozen, survivor) = if stopped == 1 {
+            (one, zero)
+        } else {
+            (zero, one)
+        };
+        let stderr = exits_on_its_own(survivor, since, Duration::from_secs(20), "a stop");
+        let _ = frozen.kill();
+        let _ = frozen.wait();
+        assert!(
+            stderr.contains(&format!("rank {stopped} sent nothing for"))
+                && stderr.contains("stopped or hung"),
+            "{stderr}"
+        );
+        assert!(
+            since.elapsed() >= Duration::from_secs(2),
+            "gave up before the timeout"
+        );
+    }
 }
 
 /// Rank side: launches over both nodes for up to a minute (until a test stops it).
