@@ -36,6 +36,7 @@ if r["fusion"] == "on" and r["jit"] == "sync" and r["app"] in ("stencil", "black
     assert r["compiled_points"] > 0, f"{r['app']}: no point task ran compiled code: {r}"
 if r["iterations"] is not None:
     # The solvers: converged (rtol 1e-8) before the iteration cap.
+    assert r["converged"] is True, f"{r['app']}: not converged: {r}"
     assert r["residual"] < 1e-8 and r["iterations"] < 1000, f"{r['app']}: not converged: {r}"
 PY
 }
@@ -161,12 +162,36 @@ for app in stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bic
         exit 1
     fi
 done
-if target/release/diffuse-examples stencil --n 1000 --iters 1 --memory-limit 4M >/dev/null 2>target/oom.txt \
-    || ! grep -q "store S.*needs .* bytes; .* of a 4194304-byte limit" target/oom.txt; then
+# --memory-limit bounds the stores (named when one does not fit) and the host data, which
+# is checked before it is allocated: from --n, and from a Matrix Market file's header
+# (2e9 x 2e9 with 2 entries used to have the kernel kill the process).
+if target/release/diffuse-examples black-scholes --n 1000000 --iters 1 --memory-limit 60M \
+    --fusion off >/dev/null 2>target/oom.txt \
+    || ! grep -q "store S.*needs .* bytes; .* of a 62914560-byte limit" target/oom.txt; then
     cat target/oom.txt >&2
-    echo "--memory-limit 4M did not refuse a 8 MB store by name" >&2
+    echo "--memory-limit 60M did not refuse a 8 MB store by name" >&2
     exit 1
 fi
+printf '%%%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 2\n1 1 1\n2 2 1\n' \
+    >target/huge-header.mtx
+for limit in 1G ""; do
+    status=0
+    target/release/diffuse-examples cg --matrix target/huge-header.mtx ${limit:+--memory-limit "$limit"} \
+        >/dev/null 2>target/oom.txt || status=$?
+    if [ "$status" -ne 1 ] || ! grep -q "^error: out of memory: the 2000000000 x 2000000000 matrix" target/oom.txt; then
+        cat target/oom.txt >&2
+        echo "a 2e9 x 2e9 Matrix Market header (--memory-limit '$limit'): expected exit 1 and one line, got $status" >&2
+        exit 1
+    fi
+done
+# Tiny and exactly solvable systems converge (an exact solution between residual checks is
+# convergence, not a breakdown), with and without a tolerance.
+for case in "cg --n 1" "cg --n 2" "cgs --n 3" "bicgstab --n 2" "gmg --n 3" "cg --n 4 --rtol 0 --iters 20000"; do
+    # shellcheck disable=SC2086 # the case is an app and its flags
+    target/release/diffuse-examples $case --json >target/tiny.json
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["converged"] is True and r["check"] < 1e-9, r' \
+        target/tiny.json
+done
 # Without Legion, --backend legion fails with one line naming what is missing.
 if DIFFUSE_LEGION_DIR=/nonexistent target/release/diffuse-examples stencil --n 8 --iters 1 \
     --backend legion >target/no-legion.txt 2>&1; then
@@ -185,7 +210,7 @@ python=$(scripts/python-setup.sh)
 # The same differential, view and solver tests with the package on the Legion backend (one
 # Legion runtime for the whole pytest process).
 (cd python && DIFFUSE_BACKEND=legion "$(dirname "$python")/pytest" -q \
-    tests/test_views.py tests/test_differential.py tests/test_sparse.py)
+    tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py)
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt
