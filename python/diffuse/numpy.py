@@ -214,7 +214,16 @@ class ndarray:
             return _np.asarray(self).astype(dtype)
         if name == self._a.dtype and not copy:
             return self
-        return ndarray(self._a.astype(name))
+        cast = ndarray(self._a.astype(name))
+        if name in _INT_RANGE and self._a.dtype in ("float64", "float32"):
+            # NumPy's cast of floats to integers is C's on x86-64: a value whose truncation
+            # the dtype cannot hold (NaN, infinities, beyond the range) becomes the dtype's
+            # minimum, where diffuse's kernels saturate (NaN to 0). Lazy, fused with the cast.
+            lo, hi = _INT_RANGE[name]
+            fits = logical_and(greater_equal(self, float(lo)),  # noqa: F821 (defined below)
+                               less(self, float(hi) + 1.0))  # noqa: F821
+            cast = where(fits, cast, lo)
+        return cast
 
     def copy(self):
         return ndarray(self._a.unary("copy"))

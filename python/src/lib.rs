@@ -18,7 +18,7 @@ use diffuse_array::{
 };
 use diffuse_ir::{with_element_type, Context, DType, IrError, ReductionOp, Scalar, Tuple, View};
 use diffuse_sparse::{CsrMatrix, HostCsr, SparseError};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
@@ -182,7 +182,13 @@ fn scalar_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Scalar> {
         DType::F64 => Scalar::F64(value.extract::<f64>()?),
         DType::F32 => Scalar::F32(value.extract::<f64>()? as f32),
         DType::I64 => Scalar::I64(value.extract::<i64>()?),
-        DType::I32 => Scalar::I32(value.extract::<i64>()? as i32),
+        DType::I32 => {
+            // Never wrapped: a value beyond int32 is NumPy's OverflowError.
+            let v = value.extract::<i64>()?;
+            Scalar::I32(i32::try_from(v).map_err(|_| {
+                PyOverflowError::new_err(format!("Python integer {v} out of bounds for int32"))
+            })?)
+        }
         DType::Bool => Scalar::Bool(value.extract::<bool>()?),
     })
 }

@@ -192,3 +192,65 @@ def test_float32_overflow_warns_as_numpy():
     with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
         b = a + 1e300
     assert onp.isinf(onp.asarray(b)).all() and b.dtype == onp.float32
+
+
+# Floats an integer dtype cannot hold, and ordinary ones, for casts.
+CAST_VALUES = [math.nan, math.inf, -math.inf, 1e300, -1e300, 3e9, -3e9, 2.0**31, -(2.0**31),
+               2.0**31 - 0.5, -(2.0**31) - 0.5, 2.0**63, -(2.0**63), 1e19, 2.5, -2.5, -0.0, 0.0,
+               7.0]
+
+
+def _cast_outcome(xp, values, source, target, how):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            a = xp.array(onp.array(values, dtype=source))
+            if how == "astype":
+                return a.astype(target)
+            if how == "array":
+                return xp.array(a, dtype=target)
+            b = xp.zeros(len(values), dtype=target)
+            b[...] = a
+            return b
+        except Exception as e:  # noqa: BLE001 (the outcome compared)
+            return e
+
+
+@pytest.mark.parametrize("how", ["astype", "array", "setitem"])
+@pytest.mark.parametrize("source", ["float64", "float32"])
+@pytest.mark.parametrize("target", ["int64", "int32", "bool"])
+def test_float_to_integer_casts_as_numpy(how, source, target):
+    """NaN, infinities and floats beyond an integer dtype cast as NumPy casts them (the
+    dtype's minimum on x86-64), not saturated."""
+    want = _cast_outcome(onp, CAST_VALUES, source, target, how)
+    got = _cast_outcome(dnp, CAST_VALUES, source, target, how)
+    _same(got, want, f"{how} {source} -> {target}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=8),
+       source=st.sampled_from(["float64", "float32"]),
+       target=st.sampled_from(["int64", "int32", "bool"]))
+def test_drawn_float_casts_as_numpy(values, source, target):
+    _same(_cast_outcome(dnp, values, source, target, "astype"),
+          _cast_outcome(onp, values, source, target, "astype"), f"{values} {source} -> {target}")
+
+
+def test_python_floats_into_integer_arrays_as_numpy():
+    """From a list (NumPy's own conversion) NaN is a ValueError, beyond the dtype an
+    OverflowError; a lone Python float truncates as NumPy's setitem does."""
+    for value, error in ((math.nan, ValueError), (math.inf, OverflowError),
+                         (1e300, OverflowError), (3e9, OverflowError)):
+        with pytest.raises(error):
+            onp.array([value], dtype=onp.int32)
+        with pytest.raises(error):
+            dnp.array([value], dtype=dnp.int32)
+
+
+def test_the_native_module_never_wraps_a_scalar():
+    """Below diffuse.numpy, the native module refuses an int32 scalar it would wrap."""
+    from diffuse import _native
+
+    with pytest.raises(OverflowError, match="out of bounds for int32"):
+        _native.full_([2], 2**40, "int32")
+    assert dnp.ndarray(_native.full_([2], -(2**31), "int32")).tolist() == [-(2**31)] * 2
