@@ -282,7 +282,8 @@ class csr_matrix:
         if shape is not None and _shape(shape) != host.shape:
             host = _compressed(host.data, host.indices, host.indptr, shape)
         host = host.astype(_np.float64, copy=False)  # a private copy already
-        host.sum_duplicates()
+        if host.nnz:  # (an empty matrix is canonical: its index pointer stays untouched)
+            host.sum_duplicates()
         self._arrays = _Arrays(host)
 
     def _host(self):
@@ -375,14 +376,16 @@ class csr_matrix:
             return csr_matrix(self._host() @ _host_of(other))
         x = _dnp.asarray(other)
         if x.ndim == 1:
-            if x.shape[0] != self.shape[1]:
+            native = self._arrays.matrix()  # (checks the arrays once if they are lent)
+            shape = self._arrays.host.shape
+            if x.shape[0] != shape[1]:
                 raise ValueError(
-                    f"dimension mismatch: matrix of shape {self.shape} times vector of "
+                    f"dimension mismatch: matrix of shape {shape} times vector of "
                     f"length {x.shape[0]}"
                 )
             if x.dtype != _np.float64:
                 x = x.astype("float64")
-            return _dnp.ndarray(self._arrays.matrix().matvec(x._a))
+            return _dnp.ndarray(native.matvec(x._a))
         warnings.warn("diffuse.sparse: a matrix times a dense matrix runs on SciPy",
                       RuntimeWarning, stacklevel=2)
         return _dnp.asarray(self._host() @ _np.asarray(x))
