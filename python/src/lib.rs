@@ -40,10 +40,15 @@ fn start() -> Result<ArrayContext, String> {
         None => None,
     };
     let backend = match env("DIFFUSE_BACKEND").as_deref() {
-        None | Some("embedded") => BackendConfig::Embedded(EmbeddedConfig {
-            procs,
-            ..Default::default()
-        }),
+        None | Some("embedded") => {
+            if let Some(p) = procs {
+                diffuse::embedded::check_procs("DIFFUSE_PROCS", p).map_err(|e| e.to_string())?;
+            }
+            BackendConfig::Embedded(EmbeddedConfig {
+                procs,
+                ..Default::default()
+            })
+        }
         Some("legion") => BackendConfig::Legion(LegionConfig {
             cpus: procs,
             ..Default::default()
@@ -584,6 +589,7 @@ fn tasks_submitted() -> PyResult<u64> {
 #[pyclass(module = "diffuse._native", frozen)]
 pub struct NativeCsr {
     inner: CsrMatrix,
+    nnz: usize,
 }
 
 #[pymethods]
@@ -599,7 +605,22 @@ impl NativeCsr {
         let indptr = from_ne::<8, i64>(indptr, "indptr", i64::from_ne_bytes)?;
         let host = HostCsr::from_parts(rows, cols, &indptr, &indices, &data).map_err(sparse_err)?;
         let inner = CsrMatrix::from_host(context()?, &host).map_err(sparse_err)?;
-        Ok(NativeCsr { inner })
+        Ok(NativeCsr {
+            inner,
+            nnz: host.nnz(),
+        })
+    }
+
+    /// `(rows, cols)`.
+    #[getter]
+    fn shape(&self) -> (i64, i64) {
+        self.inner.shape()
+    }
+
+    /// Stored entries.
+    #[getter]
+    fn nnz(&self) -> usize {
+        self.nnz
     }
 
     /// `A @ x` for a float64 vector `x` (one index task; lazy).
