@@ -192,6 +192,23 @@ for case in "cg --n 1" "cg --n 2" "cgs --n 3" "bicgstab --n 2" "gmg --n 3" "cg -
     python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["converged"] is True and r["check"] < 1e-9, r' \
         target/tiny.json
 done
+# Legion configurations it cannot run with are refused before it starts, naming flag, value
+# and limit, and what Legion itself rejects while starting ends the run with its reason: exit
+# status 1 either way, never an abort (134), a crash or a hang.
+for case in "--procs 64|LEGION_MAX_NUM_PROCS" "-ll:cpu 0|-ll:cpu 0" "-ll:gpu 1|-ll:gpu 1" \
+    "-ll:bgwork 0|-ll:bgwork 0" "-ll:csize 100000000|-ll:csize 100000000" \
+    "-ll:util abc|-ll:util \"abc\"" "--procs 4 -ll:cpu 2|-ll:cpu 2 disagree" "--nodes 2|--nodes 2" \
+    "-ll:bogusflag|unrecognized lowlevel option: -ll:bogusflag" "-lg:bogus 1|'-lg:bogus'"; do
+    flags=${case%%|*} want=${case#*|} status=0
+    # shellcheck disable=SC2086 # the flags are several words
+    timeout 120 target/release/diffuse-examples stencil --n 8 --iters 1 --backend legion $flags \
+        >/dev/null 2>target/legion-refused.txt || status=$?
+    if [ "$status" -ne 1 ] || ! grep -qF -- "$want" target/legion-refused.txt; then
+        cat target/legion-refused.txt >&2
+        echo "--backend legion $flags: expected exit 1 and '$want', got exit $status" >&2
+        exit 1
+    fi
+done
 # Without Legion, --backend legion fails with one line naming what is missing.
 if DIFFUSE_LEGION_DIR=/nonexistent target/release/diffuse-examples stencil --n 8 --iters 1 \
     --backend legion >target/no-legion.txt 2>&1; then
