@@ -589,7 +589,6 @@ fn tasks_submitted() -> PyResult<u64> {
 #[pyclass(module = "diffuse._native", frozen)]
 pub struct NativeCsr {
     inner: CsrMatrix,
-    nnz: usize,
 }
 
 #[pymethods]
@@ -605,22 +604,7 @@ impl NativeCsr {
         let indptr = from_ne::<8, i64>(indptr, "indptr", i64::from_ne_bytes)?;
         let host = HostCsr::from_parts(rows, cols, &indptr, &indices, &data).map_err(sparse_err)?;
         let inner = CsrMatrix::from_host(context()?, &host).map_err(sparse_err)?;
-        Ok(NativeCsr {
-            inner,
-            nnz: host.nnz(),
-        })
-    }
-
-    /// `(rows, cols)`.
-    #[getter]
-    fn shape(&self) -> (i64, i64) {
-        self.inner.shape()
-    }
-
-    /// Stored entries.
-    #[getter]
-    fn nnz(&self) -> usize {
-        self.nnz
+        Ok(NativeCsr { inner })
     }
 
     /// `A @ x` for a float64 vector `x` (one index task; lazy).
