@@ -243,15 +243,26 @@ macro_rules! log_core {
     %lg_c = arith.subf %lg_f, %lg_b : f64
     %lg_ehi = arith.mulf %lg_ef, %lg_ln2hi : f64
     %lg_res = arith.addf %lg_ehi, %lg_c : f64
-    // log(+inf) = +inf, log(+-0) = -inf, log(x < 0) = log(NaN) = NaN.
+    // log(+inf) = +inf, log(+-0) = -inf, log(x < 0) = log(NaN) = NaN. The first two raise
+    // divide-by-zero and invalid as libm does (NumPy's errstate reports them): -1/0 and 0/0
+    // are computed in those lanes, 0/1 in positive ones, NaN/NaN (quiet) in NaN ones.
     %lg_inf = arith.constant 0x7FF0000000000000 : f64
-    %lg_ninf = arith.constant 0xFFF0000000000000 : f64
-    %lg_nan = arith.constant 0x7FF8000000000000 : f64
     %lg_isinf = arith.cmpf oeq, %lg_in, %lg_inf : f64
     %lg_r1 = arith.select %lg_isinf, %lg_inf, %lg_res : f64
     %lg_isz = arith.cmpf oeq, %lg_in, %lg_zero : f64
-    %lg_bad = arith.select %lg_isz, %lg_ninf, %lg_nan : f64
     %lg_pos = arith.cmpf ogt, %lg_in, %lg_zero : f64
+    %lg_xn = arith.select %lg_pos, %lg_zero, %lg_in : f64
+    %lg_d = arith.subf %lg_xn, %lg_xn : f64
+    %lg_mone = arith.constant -1.0000000000000000e+00 : f64
+    %lg_bnum = arith.select %lg_isz, %lg_mone, %lg_d : f64
+    %lg_bden = arith.select %lg_pos, %lg_one, %lg_d : f64
+    %lg_q = arith.divf %lg_bnum, %lg_bden : f64
+    // NaN results are positive (0/0 gives a negative NaN on x86).
+    %lg_qb = arith.bitcast %lg_q : f64 to i64
+    %lg_absm = arith.constant 0x7FFFFFFFFFFFFFFF : i64
+    %lg_qab = arith.andi %lg_qb, %lg_absm : i64
+    %lg_qa = arith.bitcast %lg_qab : i64 to f64
+    %lg_bad = arith.select %lg_isz, %lg_q, %lg_qa : f64
     %lg_out = arith.select %lg_pos, %lg_r1, %lg_bad : f64
 "
     };

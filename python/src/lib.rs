@@ -22,6 +22,10 @@ use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeErr
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+/// The process's runtime once the array context has started (for what the context does not
+/// expose: the backend's floating-point exception record).
+static RUNTIME: OnceLock<std::sync::Arc<diffuse::Runtime>> = OnceLock::new();
+
 /// The process's array context, or why it could not start.
 fn context() -> PyResult<&'static ArrayContext> {
     static CX: OnceLock<Result<ArrayContext, String>> = OnceLock::new();
@@ -72,6 +76,7 @@ fn start() -> Result<ArrayContext, String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    let _ = RUNTIME.set(runtime.clone());
     Ok(ArrayContext::new(Context::new(runtime)))
 }
 
@@ -235,6 +240,7 @@ impl NativeArray {
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         with_element_type!(self.inner.dtype(), T => {
             let values = py.detach(|| self.inner.to_vec::<T>()).map_err(py_err)?;
+            report_fp_errors(py)?;
             // SAFETY: the element types are plain old data (bool is one byte, 0 or 1); the
             // slice covers exactly the vector's initialized elements.
             let bytes = unsafe {
@@ -250,7 +256,7 @@ impl NativeArray {
     /// The single element as a Python number.
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let a = &self.inner;
-        Ok(match a.dtype() {
+        let value = match a.dtype() {
             DType::F64 => py
                 .detach(|| a.item::<f64>())
                 .map_err(py_err)?
@@ -273,7 +279,9 @@ impl NativeArray {
                 .into_pyobject(py)?
                 .to_owned()
                 .into_any(),
-        })
+        };
+        report_fp_errors(py)?;
+        Ok(value)
     }
 
     /// `op(self)` element-wise.
@@ -572,11 +580,36 @@ fn where_(cond: &NativeArray, a: &NativeArray, b: &NativeArray) -> PyResult<Nati
         .map_err(py_err)
 }
 
-/// Executes everything submitted so far (the window flushes).
+/// Executes everything submitted so far (the window flushes); nothing before the runtime
+/// has started.
 #[pyfunction]
 fn flush(py: Python<'_>) -> PyResult<()> {
+    if RUNTIME.get().is_none() {
+        return Ok(());
+    }
     let cx = context()?;
-    py.detach(|| cx.flush()).map_err(py_err)
+    py.detach(|| cx.flush()).map_err(py_err)?;
+    report_fp_errors(py)
+}
+
+/// Hands the floating-point exceptions work raised since the last call (`(task name, bits)`:
+/// divide 1, over 2, under 4, invalid 8) to `diffuse._errstate.report`, which warns, raises
+/// or ignores them as NumPy's error state says. Called after everything that runs work.
+fn report_fp_errors(py: Python<'_>) -> PyResult<()> {
+    let Some(runtime) = RUNTIME.get() else {
+        return Ok(());
+    };
+    let raised = runtime.backend().take_fp_errors();
+    if raised.is_empty() {
+        return Ok(());
+    }
+    let raised: Vec<(String, u8)> = raised
+        .iter()
+        .map(|(task, flags)| (task.to_string(), flags.bits()))
+        .collect();
+    py.import("diffuse._errstate")?
+        .call_method1("report", (raised,))?;
+    Ok(())
 }
 
 /// Index tasks submitted so far in this process.

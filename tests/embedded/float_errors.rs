@@ -171,31 +171,117 @@ fn chain(ctx: &Context, a: f64, b: f64) -> Vec<f64> {
 fn a_division_by_zero_inside_a_fused_chain_is_recorded_on_every_path() {
     for path in PATHS {
         let (backend, ctx) = setup(path);
-        let got = chain(&ctx, 1.0, 0.0);
-        assert!(got.iter().all(|v| *v == f64::INFINITY), "{got:?}");
+        // An error-free run first, so that the compiled kernel exists and is seen to run.
+        chain(&ctx, 3.0, 2.0);
         let stats = backend.stats();
         match path {
             Path::Unfused => assert_eq!(stats.tasks_executed, 3, "{stats:?}"),
             Path::Strips => assert!(stats.strip_points > 0, "no strips: {stats:?}"),
             Path::Compiled => assert!(stats.compiled_points > 0, "nothing compiled: {stats:?}"),
         }
+        let got = chain(&ctx, 1.0, 0.0);
+        assert!(got.iter().all(|v| *v == f64::INFINITY), "{got:?}");
         let raised = backend.take_fp_errors();
-        assert_eq!(union(&raised), FpFlags::DIVIDE, "{path:?}: {raised:?}");
-        let div = div_kind().name().to_string();
-        match path {
-            // Native kernels are watched one constituent at a time: the divide alone raised.
-            Path::Unfused | Path::Strips => {
-                assert_eq!(raised.len(), 1, "{path:?}: {raised:?}");
-                assert_eq!(&*raised[0].0, div, "{path:?}");
-            }
-            // One compiled call runs the whole chain: the fused task's name includes it.
-            Path::Compiled => assert!(
-                raised
-                    .iter()
-                    .any(|(name, _)| name.contains(&div) && name.contains('+')),
-                "{raised:?}"
-            ),
+        // Native kernels are watched one constituent at a time, and a compiled point that
+        // raised runs again natively: the divide alone raised, on every path.
+        assert_eq!(
+            raised,
+            vec![(Arc::from(div_kind().name()), FpFlags::DIVIDE)],
+            "{path:?}"
+        );
+    }
+}
+
+/// `max(out, a)` through an ordered comparison, as vector code compiles it (`cmpf olt`).
+const MAX: Arith = Arith {
+    // The same value without an ordered comparison, which LLVM may compile to a signaling
+    // one (even behind a NaN test): `total_cmp` compares bits, `!=` is quiet.
+    native: |_, o, a| {
+        if !o.is_nan() && !a.is_nan() && o != a && o.total_cmp(&a).is_lt() {
+            a
+        } else {
+            o
         }
+    },
+    mlir: "%c = arith.cmpf olt, %x0, %x1 : {T}\n%r = arith.select %c, %x1, %x0 : {T}\n\
+           linalg.yield %r : {T}",
+    scaled: false,
+};
+
+/// `out = max(a, b)` (`MAX`), element-wise.
+fn max_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "fp_max", true, MAX)
+}
+
+/// `out = max(out, a)` in place (`ReadWrite`), element-wise: a fused task of it cannot run
+/// a point twice.
+fn max_into_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    crate::unary_kind(
+        &K,
+        "fp_max_into",
+        Privilege::ReadWrite,
+        true,
+        Arith {
+            mlir: "%c = arith.cmpf olt, %o, %x0 : {T}\n%r = arith.select %c, %x0, %o : {T}\n\
+                   linalg.yield %r : {T}",
+            ..MAX
+        },
+    )
+}
+
+#[test]
+fn a_compiled_kernel_that_cannot_run_twice_reports_under_the_fused_name() {
+    let (backend, ctx) = setup(Path::Compiled);
+    let (a, b, acc) = (filled(&ctx, 1.0), filled(&ctx, 0.0), filled(&ctx, 0.0));
+    let launch = Tuple::shape(&[2]).unwrap();
+    for _ in 0..2 {
+        let q = apply(&ctx, &div_kind(), &a, &b);
+        ctx.submit(
+            IndexTask::new(&max_into_kind(), launch)
+                .arg(
+                    &acc,
+                    acc.view().blocked(launch).unwrap(),
+                    Privilege::ReadWrite,
+                )
+                .arg(&q, q.view().blocked(launch).unwrap(), Privilege::Read),
+        )
+        .unwrap();
+        ctx.read::<f64>(&acc.view()).unwrap();
+    }
+    let got = ctx.read::<f64>(&acc.view()).unwrap();
+    assert!(got.iter().all(|v| *v == f64::INFINITY), "{got:?}");
+    assert!(backend.stats().compiled_points > 0, "{:?}", backend.stats());
+    let raised = backend.take_fp_errors();
+    let div = div_kind().name().to_string();
+    assert_eq!(union(&raised), FpFlags::DIVIDE, "{raised:?}");
+    assert!(
+        raised
+            .iter()
+            .any(|(name, _)| name.contains(&div) && name.contains('+')),
+        "{raised:?}"
+    );
+}
+
+#[test]
+fn comparisons_of_nan_raise_nothing_compiled_or_native() {
+    // Ordered comparisons of NaN in vector code raise `invalid`, IEEE comparisons do not
+    // (and NumPy reports nothing): a compiled point that raised runs again natively.
+    for path in PATHS {
+        let (backend, ctx) = setup(path);
+        let (nan, two, one) = (filled(&ctx, f64::NAN), filled(&ctx, 2.0), filled(&ctx, 1.0));
+        for (i, a) in [&two, &nan, &nan].into_iter().enumerate() {
+            let m = apply(&ctx, &max_kind(), a, &one);
+            let out = apply(&ctx, &mul_kind(), &m, &one);
+            let got = ctx.read::<f64>(&out.view()).unwrap();
+            assert_eq!(got[0].is_nan(), i > 0, "{got:?}");
+            if path == Path::Compiled && i == 0 {
+                let stats = backend.stats();
+                assert!(stats.compiled_points > 0, "nothing compiled: {stats:?}");
+            }
+        }
+        assert_eq!(backend.take_fp_errors(), Vec::new(), "{path:?}");
     }
 }
 
@@ -245,13 +331,14 @@ fn legion_records_a_division_by_zero_compiled_and_native() {
             },
         );
         let ctx = Context::new(Arc::new(runtime));
-        backend.take_fp_errors();
         let before = backend.stats().compiled_points;
-        let got = chain(&ctx, -1.0, 0.0);
-        assert!(got.iter().all(|v| *v == f64::NEG_INFINITY), "{got:?}");
+        chain(&ctx, 3.0, 2.0);
         if compiled {
             assert!(backend.stats().compiled_points > before, "nothing compiled");
         }
+        backend.take_fp_errors();
+        let got = chain(&ctx, -1.0, 0.0);
+        assert!(got.iter().all(|v| *v == f64::NEG_INFINITY), "{got:?}");
         let raised = backend.take_fp_errors();
         assert_eq!(
             union(&raised),

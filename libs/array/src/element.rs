@@ -118,10 +118,19 @@ pub fn float_divmod<T: Float>(a: T, b: T) -> (T, T) {
     (quotient, rem)
 }
 
+/// Raises the floating-point divide-by-zero flag, which NumPy reports for integer division by
+/// zero too: the point executor reads the flags after each kernel (`diffuse_backend::point::fp`)
+/// and the Python package warns or raises as NumPy's error state says.
+#[cold]
+fn raise_divide_by_zero() {
+    std::hint::black_box(std::hint::black_box(1.0_f64) / std::hint::black_box(0.0_f64));
+}
+
 /// NumPy's integer `floor_divide`: floored, 0 for a zero divisor, wrapping for the most
 /// negative value divided by -1.
 pub fn int_floor_divide(a: i64, b: i64) -> i64 {
     if b == 0 {
+        raise_divide_by_zero();
         return 0;
     }
     let (q, r) = (a.wrapping_div(b), a.wrapping_rem(b));
@@ -135,6 +144,7 @@ pub fn int_floor_divide(a: i64, b: i64) -> i64 {
 /// NumPy's integer `remainder`: with the divisor's sign, 0 for a zero divisor.
 pub fn int_remainder(a: i64, b: i64) -> i64 {
     if b == 0 {
+        raise_divide_by_zero();
         return 0;
     }
     let r = a.wrapping_rem(b);
