@@ -1,7 +1,8 @@
 """Fuzz: the Python constructors (diffuse.numpy's array creation and random numbers,
 diffuse.sparse's matrices in all their forms) with extreme arguments (huge and negative
-shapes, 2**63, NaN, infinities, wrong types, ragged lists, empty sizes) either build what
-they were asked for or raise a Python exception: the process never dies (a signal, an
+shapes, 2**63, NaN, infinities, wrong types, ragged lists, empty sizes), and matrices
+whose arrays are then assigned or written with them, either build what they were asked
+for or raise a Python exception: the process never dies (a signal, an
 abort, a Rust panic) and never hangs.
 
 The cases run in child processes whose address space is limited (``FUZZ_MEMORY``), so a
@@ -107,7 +108,12 @@ TEMPLATES = [
     lambda r: f"dsp.diags({rng_data(r)}, {_value(r)})",
     lambda r: f"dsp.diags({rng_data(r)}, {_value(r)}, shape={_shape(r)})",
     lambda r: f"dsp.random({_value(r)}, {_value(r)}, density={_value(r)})",
+    # A matrix whose arrays are then assigned, or written into, with extreme values.
+    lambda r: f"assigned(dsp.eye(3), {r.choice(ATTRIBUTES)}, {rng_data(r)})",
+    lambda r: f"assigned(dsp.eye(3), 'shape', {_shape(r)})",
+    lambda r: f"written(dsp.eye(3), {r.choice(ATTRIBUTES)}, {r.randint(-1, 3)}, {_value(r)})",
 ]
+ATTRIBUTES = ["'data'", "'indices'", "'indptr'"]
 
 
 def rng_data(rng):
@@ -130,6 +136,16 @@ import diffuse.numpy as dnp
 import diffuse.sparse as dsp
 
 warnings.simplefilter("ignore")
+
+
+def assigned(m, name, value):
+    setattr(m, name, value)
+    return m
+
+
+def written(m, name, k, value):
+    getattr(m, name)[k] = value
+    return m
 
 
 def touch(result):
