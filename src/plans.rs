@@ -98,7 +98,7 @@ impl Launcher {
         key: Option<TemplateKey>,
         tasks: Vec<IndexTask>,
         temporaries: &[StoreId],
-    ) -> Result<LaunchPlan, IrError> {
+    ) -> Result<LaunchPlan, (IrError, Vec<IndexTask>)> {
         let mut tasks = tasks;
         if let Some(cached) = key.and_then(|k| self.templates.get_mut(&k)) {
             for entry in cached.iter_mut() {
@@ -113,7 +113,10 @@ impl Launcher {
                 }
             }
         }
-        let mut entry = self.derive(&tasks, temporaries)?;
+        let mut entry = match self.derive(&tasks, temporaries) {
+            Ok(entry) => entry,
+            Err(e) => return Err((e, tasks)),
+        };
         if entry.pending.is_some() {
             resolve(self.jit.as_ref(), &self.gpu, &mut entry);
         }
@@ -128,9 +131,12 @@ impl Launcher {
             }
             list.push(entry);
         }
-        LaunchPlan::new(template, tasks).map_err(|_| IrError::Backend {
-            backend: self.backend.clone(),
-            message: "a launch template does not fit the tasks it was derived from".into(),
+        LaunchPlan::new(template, tasks).map_err(|tasks| {
+            let e = IrError::Backend {
+                backend: self.backend.clone(),
+                message: "a launch template does not fit the tasks it was derived from".into(),
+            };
+            (e, tasks)
         })
     }
 

@@ -324,23 +324,25 @@ impl Runtime {
         temporaries: &[StoreId],
         executed: &mut Vec<String>,
     ) -> Result<(), IrError> {
-        if !window.poisoned.is_empty()
-            && tasks
+        // Only after a failure are there poisoned stores to look for.
+        let accesses: Option<Vec<Accesses>> =
+            (!window.poisoned.is_empty()).then(|| tasks.iter().map(Accesses::of).collect());
+        if let Some(accesses) = &accesses {
+            if accesses
                 .iter()
-                .any(|t| window.poisoned.read_by(&Accesses::of(t)).is_some())
-        {
-            return self.run_one_by_one(window, tasks, executed);
+                .any(|a| window.poisoned.read_by(a).is_some())
+            {
+                return self.run_one_by_one(window, tasks, executed);
+            }
         }
-        let kept = tasks.clone();
         match self.launch(window, key, tasks, temporaries, executed) {
             Ok(()) => {
-                if !window.poisoned.is_empty() {
-                    kept.iter()
-                        .for_each(|t| window.poisoned.ran(&Accesses::of(t)));
+                for a in accesses.iter().flatten() {
+                    window.poisoned.ran(a);
                 }
                 Ok(())
             }
-            Err(error) => self.recover(window, kept, error, executed),
+            Err((error, tasks)) => self.recover(window, tasks, error, executed),
         }
     }
 
@@ -397,7 +399,7 @@ impl Runtime {
             };
             match self.launch(window, Some(key), vec![task], &[], executed) {
                 Ok(()) => window.poisoned.ran(&accesses),
-                Err(cause) => {
+                Err((cause, _)) => {
                     let failure = Failure {
                         task: name,
                         cause: cause.clone(),
@@ -479,7 +481,8 @@ impl Runtime {
         }
     }
 
-    /// Plans one group and has the backend run it; records what ran when logging.
+    /// Plans one group and has the backend run it; records what ran when logging. On failure
+    /// gives the tasks back with the error.
     fn launch(
         &self,
         window: &mut Window,
@@ -487,7 +490,7 @@ impl Runtime {
         tasks: Vec<IndexTask>,
         temporaries: &[StoreId],
         executed: &mut Vec<String>,
-    ) -> Result<(), IrError> {
+    ) -> Result<(), (IrError, Vec<IndexTask>)> {
         let building = std::time::Instant::now();
         let ticket = window.next_ticket;
         window.next_ticket += 1;
@@ -513,7 +516,9 @@ impl Runtime {
                 format!("{} (temporaries: {})", t.name(), t.temporaries())
             });
         }
-        self.backend.execute(plan)
+        self.backend
+            .execute(&plan)
+            .map_err(|e| (e, plan.into_tasks()))
     }
 }
 

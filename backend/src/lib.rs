@@ -49,7 +49,7 @@ pub trait Backend: Send + Sync {
     /// point runs, so an `IrError::OutOfMemory` from this call means nothing was written.
     /// A backend that [defers failures](Backend::defers_failures) may accept the plan and
     /// report its failure at the next flush instead.
-    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError>;
+    fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError>;
 
     /// True when `execute` returns before the plan has run and failures of accepted plans
     /// are reported by the next `flush` as `IrError::Launches`, each with its plan's

@@ -262,6 +262,7 @@ impl std::fmt::Debug for LaunchTemplate {
 }
 
 /// A template with this run's tasks: what a backend executes.
+#[derive(Clone)]
 pub struct LaunchPlan {
     template: Arc<LaunchTemplate>,
     tasks: Vec<IndexTask>,
@@ -340,6 +341,12 @@ impl LaunchPlan {
     /// The number the runtime gave this plan (0 when it gave none).
     pub fn ticket(&self) -> u64 {
         self.ticket
+    }
+
+    /// The constituent tasks, given back (e.g. to run them one by one after the plan
+    /// failed).
+    pub fn into_tasks(self) -> Vec<IndexTask> {
+        self.tasks
     }
 
     /// The decisions.

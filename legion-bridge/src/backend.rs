@@ -252,7 +252,7 @@ impl Backend for LegionBackend {
         self.process.machine
     }
 
-    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+    fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError> {
         // A store larger than all of Legion's system memory fails here, before anything of
         // the plan runs, so that the runtime can still run the plan's other tasks.
         if let Some(store) = plan
@@ -269,6 +269,8 @@ impl Backend for LegionBackend {
         }
         self.shared.counters.tasks.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::clone(&self.shared);
+        // The driver thread runs the plan after this call returns: it gets its own copy.
+        let plan = plan.clone();
         self.process
             .send(Box::new(move |driver| {
                 let ticket = plan.ticket();

@@ -71,7 +71,7 @@ impl diffuse_backend::Backend for LegionBackend {
     fn machine(&self) -> diffuse_backend::MachineShape {
         match self.never {}
     }
-    fn execute(&self, _plan: diffuse_backend::LaunchPlan) -> Result<(), IrError> {
+    fn execute(&self, _plan: &diffuse_backend::LaunchPlan) -> Result<(), IrError> {
         match self.never {}
     }
     fn flush(&self) -> Result<(), IrError> {

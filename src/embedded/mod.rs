@@ -248,9 +248,9 @@ impl Backend for EmbeddedBackend {
         }
     }
 
-    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+    fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError> {
         let _order = self.lock();
-        execute::run(self, &plan)?;
+        execute::run(self, plan)?;
         self.tasks_executed.fetch_add(1, Ordering::Relaxed);
         self.points_executed.fetch_add(
             plan.template().launch_domain().volume() as u64,

@@ -250,7 +250,7 @@ impl Backend for Observed {
         self.backend.machine()
     }
 
-    fn execute(&self, plan: LaunchPlan) -> Result<(), IrError> {
+    fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError> {
         let t = plan.template();
         let fused = t.constituents() > 1 || t.temporaries() > 0;
         let temporaries = t.temporaries();
