@@ -111,9 +111,11 @@ pub struct AppArgs {
     /// Worker processors (default: one per core).
     #[arg(long)]
     pub procs: Option<usize>,
-    /// Most memory the embedded backend's stores may take, in bytes with an optional K, M,
-    /// G or T suffix (powers of 1024); a store past it is an error naming it. Default: the
-    /// machine's memory.
+    /// Most memory the embedded backend's stores may take, and separately the run's host
+    /// data (inputs, results read back, references), in bytes with an optional K, M, G or T
+    /// suffix (powers of 1024); a store past it is an error naming it, host data past it is
+    /// refused before it is allocated. At most the machine's memory. Default: the memory
+    /// available when the run starts (`MemAvailable`).
     #[arg(long, value_parser = parse_bytes)]
     pub memory_limit: Option<usize>,
     /// Print one JSON record on stdout instead of a human-readable summary.
@@ -272,7 +274,7 @@ impl Runtime {
             ctx,
             arrays,
             runtime,
-            host_limit: memory_limit(args),
+            host_limit: memory_limit(args)?,
             streams: args.streams,
             mapple,
             jit_wait: args.jit_wait,
@@ -484,11 +486,18 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
 }
 
 /// The most bytes the run's host data may take: `--memory-limit`, else the memory available
-/// now (what the embedded backend's stores may take by default too).
-pub fn memory_limit(args: &AppArgs) -> usize {
-    args.memory_limit
-        .or_else(diffuse::backend::memory::available_memory)
-        .unwrap_or(usize::MAX)
+/// now (what the embedded backend's stores may take by default too). A `--memory-limit`
+/// past the machine's memory is refused: it would let a run allocate until the kernel
+/// kills it.
+pub fn memory_limit(args: &AppArgs) -> anyhow::Result<usize> {
+    let physical = diffuse::backend::memory::physical_memory();
+    match (args.memory_limit, physical) {
+        (Some(limit), Some(physical)) if limit > physical => anyhow::bail!(
+            "--memory-limit {limit} is more than the {physical} bytes of memory of this machine"
+        ),
+        (Some(limit), _) => Ok(limit),
+        (None, _) => Ok(diffuse::backend::memory::available_memory().unwrap_or(usize::MAX)),
+    }
 }
 
 /// Bytes of `vectors` host vectors of `elements` `f64` values each, saturating at
@@ -508,7 +517,7 @@ pub fn extent(n: usize) -> anyhow::Result<i64> {
 /// Linux's overcommit a large allocation succeeds and the kernel kills the process once
 /// its pages are touched, and data that grows piece by piece would be allocated until then.
 pub fn ensure_fits(args: &AppArgs, bytes: u128, what: &str) -> anyhow::Result<()> {
-    fits_in(memory_limit(args), bytes, what, "a smaller --n")
+    fits_in(memory_limit(args)?, bytes, what, "a smaller --n")
 }
 
 /// [`ensure_fits`] against `limit`; `remedy` is what to try instead.

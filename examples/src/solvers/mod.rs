@@ -477,6 +477,25 @@ pub(crate) mod tests {
         assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--rtol"));
         let args = solver_args(0, 5, 1, Switch::On);
         assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--n"));
+        // A limit past the machine's memory would let the kernel kill the run.
+        let mut args = solver_args(4, 5, 1, Switch::On);
+        args.common.memory_limit = Some(usize::MAX);
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(
+            message.contains("--memory-limit 18446744073709551615 is more than"),
+            "{message}"
+        );
+        let mut args = solver_args(4, 0, 1, Switch::On);
+        args.rtol = 1e-8;
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(message.contains("--iters must be at least 1"), "{message}");
+        let mut args = solver_args(4, 5, 1, Switch::On);
+        args.common.procs = Some(diffuse::embedded::max_procs() + 1);
+        let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
+        assert!(
+            message.contains("--procs") && message.contains("processors the embedded"),
+            "{message}"
+        );
     }
 
     /// With a tolerance, the loop stops at the first check that sees the residual below
