@@ -237,9 +237,13 @@ fn run(
             continue;
         }
         let (dst, strides) = instances.locate(*a, &place.rect).map_err(fail)?;
+        let kind = plan.tasks()[t.args()[*a].constituent].kind().name();
         // SAFETY: the reduction instance is this point's own (Legion folds instances of
-        // different points itself) and holds the sub-store at `dst` with `strides`.
-        unsafe { point::fold(dst, &strides, &place.rect, acc, op) };
+        // different points itself, unobserved) and holds the sub-store at `dst` with
+        // `strides`.
+        shared.fp.watch(kind, || unsafe {
+            point::fold(dst, &strides, &place.rect, acc, op)
+        });
     }
     Ok(())
 }

@@ -66,8 +66,10 @@ _QUIET = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"
 
 def _operation(kind):
     """The operation a task kind (``array.divide.float64.xx``) computes, by NumPy's name
-    (``None`` for one NumPy never reports exceptions for)."""
+    (``None`` for one NumPy or SciPy never reports exceptions for)."""
     parts = kind.split(".")
+    if parts[0] == "sparse":
+        return None  # SciPy's sparse kernels never check floating-point errors
     if parts[0] != "array" or len(parts) < 2:
         return kind
     if parts[1] in _QUIET:

@@ -98,9 +98,11 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
         };
         if let (Some(acc), false) = (&place.accumulator, place.rect.is_empty()) {
             let shape = plan.store(s).shape();
+            // Folding is the reduction's arithmetic too (a sum may overflow here).
+            let kind = plan.tasks()[t.args()[*a].constituent].kind().name();
             // SAFETY: point tasks have finished; this thread alone touches the buffers, and
             // `rect` lies inside the store, whose buffer holds it row-major.
-            unsafe {
+            backend.fp.watch(kind, || unsafe {
                 point::fold(
                     store_address(stores.buffers[s], shape, &place.rect),
                     &shape.row_major_strides(),
@@ -108,7 +110,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
                     acc,
                     op,
                 )
-            };
+            });
         }
     }
     Ok(())

@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use diffuse::backend::point::fp::FpFlags;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
-use diffuse_ir::{Context, DType, IndexTask, Privilege, Store, TaskKind, Tuple};
+use diffuse_ir::{
+    Context, DType, IndexTask, Partition, Privilege, ReductionOp, Store, TaskKind, Tuple,
+};
 use diffuse_jit::Jit;
 
 use crate::{binary_kind, Arith, ADD, MUL, PREFIX};
@@ -349,4 +351,36 @@ fn legion_records_a_division_by_zero_compiled_and_native() {
         assert!(clean.iter().all(|v| *v == 4.0));
         assert!(backend.take_fp_errors().is_empty(), "compiled {compiled}");
     }
+}
+
+#[test]
+fn a_reduction_overflowing_when_points_fold_is_recorded() {
+    // Each point's partial sum is 1e308; their fold overflows.
+    let (backend, ctx) = setup(Path::Unfused);
+    let mut data = vec![0.0; N];
+    data[0] = 1e308;
+    data[N / 2] = 1e308;
+    let input = ctx.store_from_vec(&[N as i64], data).unwrap();
+    let out = ctx.store_from_vec::<f64>(&[], vec![0.0]).unwrap();
+    let launch = Tuple::shape(&[2]).unwrap();
+    let sum = crate::reduce_all_kind(ReductionOp::Sum);
+    ctx.submit(
+        IndexTask::new(&sum, launch)
+            .arg(
+                &input,
+                input.view().blocked(launch).unwrap(),
+                Privilege::Read,
+            )
+            .arg(
+                &out,
+                Partition::replicate(),
+                Privilege::Reduce(ReductionOp::Sum),
+            ),
+    )
+    .unwrap();
+    assert_eq!(ctx.read_scalar::<f64>(&out.view()).unwrap(), f64::INFINITY);
+    assert_eq!(
+        backend.take_fp_errors(),
+        vec![(Arc::from(sum.name()), FpFlags::OVERFLOW)]
+    );
 }
