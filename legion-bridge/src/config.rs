@@ -149,15 +149,13 @@ pub(crate) enum ConfigError {
         /// The most CPU processors the other flags leave room for.
         spare: u64,
     },
-    /// GPU processors, which diffuse's point task cannot run on.
-    #[error(
-        "the Legion flag -ll:gpu {gpus} is not supported: diffuse's Legion point task has no \
-         GPU variant, so Legion would abort at the first point placed on a GPU; leave -ll:gpu \
-         out (the embedded backend's --gpu runs compiled kernels on a GPU)"
-    )]
-    Gpus {
-        /// The GPUs asked for.
-        gpus: u64,
+    /// A flag with which Legion aborts under diffuse.
+    #[error("the Legion flag {flag} is not supported: {reason}")]
+    Unsupported {
+        /// The flag (and its value).
+        flag: String,
+        /// Why Legion would abort, and what to do instead.
+        reason: &'static str,
     },
     /// More host memory than the machine has.
     #[error(
@@ -286,7 +284,20 @@ impl LegionConfig {
             });
         }
         if let Some(gpus) = get("-ll:gpu").filter(|&g| g > 0) {
-            return Err(ConfigError::Gpus { gpus });
+            return Err(ConfigError::Unsupported {
+                flag: format!("-ll:gpu {gpus}"),
+                reason: "diffuse's Legion point task has no GPU variant, so Legion would abort \
+                         at the first point placed on a GPU; leave -ll:gpu out (the embedded \
+                         backend's --gpu runs compiled kernels on a GPU)",
+            });
+        }
+        if self.flags.iter().any(|f| f == "-lg:warn") {
+            return Err(ConfigError::Unsupported {
+                flag: "-lg:warn".into(),
+                reason: "with it Legion 25.12 aborts when diffuse's implicit top-level task \
+                         ends (\"Unable to find variant 0 of task diffuse\"), after the \
+                         program ran; leave it out",
+            });
         }
         let processors: Vec<(&str, u64)> = COUNTS
             .iter()
@@ -498,6 +509,7 @@ mod tests {
             (None, &["-ll:cpu", "0"][..], "-ll:cpu 0 is too small"),
             (None, &["-ll:bgwork", "0"][..], "-ll:bgwork 0 is too small"),
             (None, &["-ll:gpu", "1"][..], "-ll:gpu 1 is not supported"),
+            (None, &["-lg:warn"][..], "-lg:warn is not supported"),
             (
                 Some(4),
                 &["-ll:cpu", "2"][..],

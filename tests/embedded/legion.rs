@@ -348,6 +348,7 @@ fn configurations_past_legions_limits_are_errors_naming_flag_value_and_limit() {
         (with(Some(0), &[]), "-ll:cpu 0 is too small"),
         (with(None, &["-ll:cpu", "0"]), "-ll:cpu 0 is too small"),
         (with(None, &["-ll:gpu", "1"]), "-ll:gpu 1 is not supported"),
+        (with(None, &["-lg:warn"]), "-lg:warn is not supported"),
         (
             with(None, &["-ll:bgwork", "0"]),
             "-ll:bgwork 0 is too small",
