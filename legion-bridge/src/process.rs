@@ -314,8 +314,11 @@ fn warn_if_oversubscribed(flags: &[String]) {
 /// status 1. Legion and Realm abort the process (SIGABRT, exit status 134) on a
 /// configuration they reject; their reason goes to standard error (`-logfile stderr`)
 /// just before. Armed on the driver thread around `legion_runtime_start` and the
-/// top-level task's creation; dropping it disarms it.
-struct StartupGuard;
+/// top-level task's creation; dropping it disarms it, restoring the handler before it (an
+/// application's, such as Python's `faulthandler`).
+struct StartupGuard {
+    previous: usize,
+}
 
 /// The line the guard prints (leaked; read by the signal handler), and whether it is armed.
 static STARTUP_LINE: std::sync::atomic::AtomicPtr<u8> =
@@ -324,7 +327,8 @@ static STARTUP_LINE_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::Ato
 static STARTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 const SIGABRT: c_int = 6;
-const SIG_DFL: usize = 0;
+/// What `signal` returns when it fails.
+const SIG_ERR: usize = usize::MAX;
 
 extern "C" {
     fn signal(signum: c_int, handler: usize) -> usize;
@@ -349,22 +353,21 @@ impl StartupGuard {
             unsafe { atexit(exit_while_starting) };
         }
         STARTING.store(true, Ordering::Release);
+        let handler = abort_while_starting as extern "C" fn(c_int) as usize;
         // SAFETY: the handler only calls async-signal-safe functions (write, _exit).
-        unsafe {
-            signal(
-                SIGABRT,
-                abort_while_starting as extern "C" fn(c_int) as usize,
-            )
-        };
-        StartupGuard
+        let previous = unsafe { signal(SIGABRT, handler) };
+        StartupGuard { previous }
     }
 }
 
 impl Drop for StartupGuard {
     fn drop(&mut self) {
         STARTING.store(false, std::sync::atomic::Ordering::Release);
-        // SAFETY: restores the default action.
-        unsafe { signal(SIGABRT, SIG_DFL) };
+        if self.previous != SIG_ERR {
+            // SAFETY: restores the handler (or action) `signal` returned when the guard was
+            // armed.
+            unsafe { signal(SIGABRT, self.previous) };
+        }
     }
 }
 
