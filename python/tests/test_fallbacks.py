@@ -15,6 +15,10 @@ from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
 
+# Values are compared here; floating-point warnings (NumPy's and diffuse's, reported when
+# work runs) and the fallbacks' notices are not what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 
 def _random(xp):
     return dnp.random if xp is dnp else onp.random

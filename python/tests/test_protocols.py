@@ -15,6 +15,10 @@ from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
 
+# Values are compared here; floating-point warnings (NumPy's and diffuse's, reported when
+# work runs) and the fallbacks' notices are not what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 # name: call on (numpy module, a 2-d float array x, a 1-d float array v).
 FUNCTIONS = {
     "sum": lambda np, x, v: np.sum(x),

@@ -15,6 +15,10 @@ from hypothesis import strategies as st
 
 import diffuse.numpy as dnp
 
+# Values are compared here; floating-point warnings (NumPy's and diffuse's, reported when
+# work runs) and the fallbacks' notices are not what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 DTYPES = ["float64", "float32", "int64", "int32", "bool"]
 BASE = {"bool": [True, False, True, True]}
 BASE.update({d: [1, 0, -5, 7] for d in DTYPES if d != "bool"})
