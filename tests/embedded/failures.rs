@@ -15,37 +15,17 @@ use std::sync::{Arc, OnceLock};
 
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
 use diffuse_ir::{
-    for_each_row, Context, DType, IndexTask, IrError, KernelError, PointTask, Privilege, Store,
-    TaskKind, Tuple,
+    Context, DType, IndexTask, IrError, KernelError, PointTask, Privilege, Store, TaskKind, Tuple,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 
+use crate::fusion::fail_at_kind;
 use crate::{add_assign_kind, add_kind, fill_kind, kind_once, name};
 
 /// Elements per store; launches have [`POINTS`] points of two elements each.
 const N: usize = 8;
 const POINTS: i64 = 4;
-
-/// `out = a`, element-wise, then fails at the points whose bit is set in scalar 0.
-fn copy_then_fail_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("failures.copy_then_fail"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-                .elementwise()
-                .scalar(DType::I64)
-        },
-        |t: &PointTask<'_>| -> Result<(), KernelError> {
-            for_each_row::<f64>(t, 0, &[1], |out, ins| out.copy_from_slice(ins[0]))?;
-            fail_if_marked(t)
-        },
-    )
-}
 
 /// `a += b`, element-wise, then fails at the points whose bit is set in scalar 0: the
 /// store is left updated in some points and not in others.
@@ -70,18 +50,13 @@ fn add_assign_then_fail_kind() -> Arc<TaskKind> {
                     .zip(b.row(r))
                     .for_each(|(x, y)| *x += y);
             }
-            fail_if_marked(t)
+            let p = t.point()[0];
+            if t.scalar::<i64>(0)? & (1 << p) != 0 {
+                return Err(t.error(format!("injected failure at point {p}")));
+            }
+            Ok(())
         },
     )
-}
-
-fn fail_if_marked(t: &PointTask<'_>) -> Result<(), KernelError> {
-    let mask = t.scalar::<i64>(0)?;
-    let p = t.point()[0];
-    if mask & (1 << p) != 0 {
-        return Err(t.error(format!("injected failure at point {p}")));
-    }
-    Ok(())
 }
 
 /// One operation of a random stream, on stores chosen modulo the stores made so far.
@@ -91,7 +66,8 @@ enum Op {
     Add(usize, usize),
     /// `a += b`.
     AddAssign(usize, usize),
-    /// `c = a` into a new store, failing at the points of the mask (0: never).
+    /// `c = a` into a new store ([`fail_at_kind`]), failing at the points of the mask (0:
+    /// never).
     CopyFailing(usize, i64),
     /// `a += b`, failing at the points of the mask.
     AddAssignFailing(usize, usize, i64),
@@ -145,7 +121,7 @@ struct Tracked {
 /// True when `e` reports one of the stream's injected failures.
 fn injected(e: &IrError) -> bool {
     match e.root_cause() {
-        IrError::Kernel(k) => k.reason.contains("injected failure"),
+        IrError::Kernel(k) => k.reason.contains("injected"),
         IrError::OutOfMemory { .. } => true,
         _ => false,
     }
@@ -274,10 +250,11 @@ fn run_case(target: Target, fusion: FusionConfig, ops: &[Op]) -> Result<(), Test
                 let a = pick(a);
                 let out = c.create_store(&[N as i64], DType::F64).unwrap();
                 let _ = c.submit(
-                    IndexTask::new(&copy_then_fail_kind(), launch)
+                    IndexTask::new(&fail_at_kind(), launch)
                         .arg(&out, part(&out), Privilege::Write)
                         .arg(&stores[a].store, part(&stores[a].store), Privilege::Read)
-                        .scalar(*mask),
+                        .scalar(*mask)
+                        .scalar(false),
                 );
                 let model = stores[a].model.clone().filter(|_| *mask == 0);
                 stores.push(Tracked { store: out, model });

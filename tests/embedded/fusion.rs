@@ -185,7 +185,7 @@ fn ew_scale_by_store_kind() -> Arc<TaskKind> {
 
 /// Element-wise `out = a`, then fails at the points whose bit is set in scalar 0: by returning
 /// an error, or (when scalar 1 is true) by panicking.
-fn fail_at_kind() -> Arc<TaskKind> {
+pub(crate) fn fail_at_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
         &K,
