@@ -6,11 +6,16 @@
 //!   time per iteration, speedups, tasks per iteration, warm-up and break-even, memory.
 
 mod bars;
+// diffuse's own command-line output (a shared source file: this crate does not depend on the
+// runtime): results written with errors returned, a broken pipe ending quietly.
+#[path = "../../src/cli_output.rs"]
+mod cli_output;
 mod peers;
 mod records;
 mod weak_scaling;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -50,7 +55,14 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => cli_output::fail(&e),
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::WeakScaling {
             records,
@@ -62,10 +74,11 @@ fn main() -> anyhow::Result<()> {
             let md = weak_scaling::markdown(&table);
             std::fs::write(&markdown, &md)
                 .with_context(|| format!("writing {}", markdown.display()))?;
-            print!("{md}");
+            cli_output::print(&md).context("writing the table to stdout")?;
         }
         Command::Peers { records, out } => {
-            print!("{}", peers::report(&read_records(&records)?, &out)?);
+            let report = peers::report(&read_records(&records)?, &out)?;
+            cli_output::print(&report).context("writing the report to stdout")?;
         }
     }
     Ok(())

@@ -111,15 +111,12 @@ pub fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> 
             .collect()
     };
     let x_range = 0.5..max_nodes + 0.5;
+    // One label per node count, up to what an axis can show.
+    let x_labels = (max_nodes as usize).saturating_add(2).min(MAX_X_LABELS);
     for (area, app) in upper.split_evenly((1, apps.len())).iter().zip(&apps) {
         let fused = series(app, "on", |m| m.seconds * 1e3);
         let unfused = series(app, "off", |m| m.seconds * 1e3);
-        let top = fused
-            .iter()
-            .chain(&unfused)
-            .map(|p| p.1)
-            .fold(0.0, f64::max)
-            * 1.15;
+        let top = axis_top(app, "ms per iteration", fused.iter().chain(&unfused), 1.15)?;
         let mut chart = ChartBuilder::on(area)
             .caption(format!("{app}: ms per iteration"), ("sans-serif", 18))
             .margin(12)
@@ -129,7 +126,7 @@ pub fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> 
         chart
             .configure_mesh()
             .x_desc("processes (one core each)")
-            .x_labels(max_nodes as usize + 2)
+            .x_labels(x_labels)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .draw()?;
         for (points, color, label) in [(&fused, BLUE, "fused"), (&unfused, RED, "unfused")] {
@@ -150,7 +147,7 @@ pub fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> 
     }
     for (area, app) in lower.split_evenly((1, apps.len())).iter().zip(&apps) {
         let moved = series(app, "on", |m| m.bytes / 1024.0);
-        let top = moved.iter().map(|p| p.1).fold(0.0, f64::max) * 1.2;
+        let top = axis_top(app, "KiB moved per iteration", moved.iter(), 1.2)?;
         let mut chart = ChartBuilder::on(area)
             .caption(
                 format!("{app}: KiB moved between nodes per iteration"),
@@ -163,7 +160,7 @@ pub fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> 
         chart
             .configure_mesh()
             .x_desc("processes")
-            .x_labels(max_nodes as usize + 2)
+            .x_labels(x_labels)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .draw()?;
         chart.draw_series(moved.iter().map(|&(x, y)| {
@@ -180,6 +177,27 @@ pub fn figure(table: &BTreeMap<Key, Median>, path: &Path) -> anyhow::Result<()> 
     }
     root.present()?;
     Ok(())
+}
+
+/// The most labels on the node axis.
+const MAX_X_LABELS: usize = 64;
+
+/// The top of `app`'s value axis over `points` with `headroom`: an error naming the value
+/// when it cannot be drawn (a value so large the axis overflows to infinity would make the
+/// plotting library loop over ticks forever).
+fn axis_top<'a>(
+    app: &str,
+    what: &str,
+    points: impl Iterator<Item = &'a (f64, f64)>,
+    headroom: f64,
+) -> anyhow::Result<f64> {
+    let largest = points.map(|p| p.1).fold(0.0, f64::max);
+    let top = largest * headroom;
+    anyhow::ensure!(
+        top.is_finite(),
+        "{app}: {largest} {what} is too large to draw"
+    );
+    Ok(top)
 }
 
 #[cfg(test)]
