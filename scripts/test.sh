@@ -198,7 +198,7 @@ done
 for case in "--procs 64|LEGION_MAX_NUM_PROCS" "-ll:cpu 0|-ll:cpu 0" "-ll:gpu 1|-ll:gpu 1" \
     "-ll:bgwork 0|-ll:bgwork 0" "-ll:csize 100000000|-ll:csize 100000000" \
     "-ll:util abc|-ll:util \"abc\"" "--procs 4 -ll:cpu 2|-ll:cpu 2 disagree" "--nodes 2|--nodes 2" \
-    "-lg:warn|-lg:warn is not supported" \
+    "-lg:warn|-lg:warn is not supported" "-lg:replay 1|Legion could not start" \
     "-ll:bogusflag|unrecognized lowlevel option: -ll:bogusflag" "-lg:bogus 1|'-lg:bogus'"; do
     flags=${case%%|*} want=${case#*|} status=0
     # shellcheck disable=SC2086 # the flags are several words

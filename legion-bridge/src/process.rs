@@ -310,14 +310,15 @@ fn warn_if_oversubscribed(flags: &[String]) {
     }
 }
 
-/// Turns an abort or exit inside Legion's start-up into one line naming the flags and exit
-/// status 1. Legion and Realm abort the process (SIGABRT, exit status 134) on a
-/// configuration they reject; their reason goes to standard error (`-logfile stderr`)
-/// just before. Armed on the driver thread around `legion_runtime_start` and the
-/// top-level task's creation; dropping it disarms it, restoring the handler before it (an
-/// application's, such as Python's `faulthandler`).
+/// Turns an abort, crash or exit inside Legion's start-up into one line naming the flags and
+/// exit status 1. Legion and Realm abort the process (SIGABRT, exit status 134) on a
+/// configuration they reject, their reason on standard error (`-logfile stderr`) just
+/// before, and some flags crash them (`-lg:replay` without its file: SIGSEGV). Armed on the
+/// driver thread around `legion_runtime_start` and the top-level task's creation; dropping
+/// it disarms it, restoring the handlers before it (an application's, such as Python's
+/// `faulthandler`, or UCX's).
 struct StartupGuard {
-    previous: usize,
+    previous: [usize; FATAL_SIGNALS.len()],
 }
 
 /// The line the guard prints (leaked; read by the signal handler), and whether it is armed.
@@ -326,7 +327,8 @@ static STARTUP_LINE: std::sync::atomic::AtomicPtr<u8> =
 static STARTUP_LINE_LEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static STARTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-const SIGABRT: c_int = 6;
+/// The signals Legion's start-up ends the process with: SIGABRT, SIGBUS, SIGSEGV.
+const FATAL_SIGNALS: [c_int; 3] = [6, 7, 11];
 /// What `signal` returns when it fails.
 const SIG_ERR: usize = usize::MAX;
 
@@ -341,8 +343,8 @@ impl StartupGuard {
         use std::sync::atomic::Ordering;
         if STARTUP_LINE.load(Ordering::Acquire).is_null() {
             let line = format!(
-                "error: Legion refused to start (its reason is printed above) with the flags: \
-                 {}\n",
+                "error: Legion could not start (its reason, when it gave one, is printed \
+                 above) with the flags: {}\n",
                 flags.join(" ")
             )
             .into_bytes()
@@ -353,9 +355,9 @@ impl StartupGuard {
             unsafe { atexit(exit_while_starting) };
         }
         STARTING.store(true, Ordering::Release);
-        let handler = abort_while_starting as extern "C" fn(c_int) as usize;
+        let handler = fatal_while_starting as extern "C" fn(c_int) as usize;
         // SAFETY: the handler only calls async-signal-safe functions (write, _exit).
-        let previous = unsafe { signal(SIGABRT, handler) };
+        let previous = FATAL_SIGNALS.map(|number| unsafe { signal(number, handler) });
         StartupGuard { previous }
     }
 }
@@ -363,10 +365,12 @@ impl StartupGuard {
 impl Drop for StartupGuard {
     fn drop(&mut self) {
         STARTING.store(false, std::sync::atomic::Ordering::Release);
-        if self.previous != SIG_ERR {
-            // SAFETY: restores the handler (or action) `signal` returned when the guard was
-            // armed.
-            unsafe { signal(SIGABRT, self.previous) };
+        for (number, previous) in FATAL_SIGNALS.into_iter().zip(self.previous) {
+            if previous != SIG_ERR {
+                // SAFETY: restores the handler (or action) `signal` returned when the guard
+                // was armed.
+                unsafe { signal(number, previous) };
+            }
         }
     }
 }
@@ -381,9 +385,9 @@ fn write_startup_line() {
     }
 }
 
-extern "C" fn abort_while_starting(_signal: c_int) {
+extern "C" fn fatal_while_starting(_signal: c_int) {
     write_startup_line();
-    // SAFETY: ends the process at once, as the abort would have, with status 1.
+    // SAFETY: ends the process at once, as the signal would have, with status 1.
     unsafe { _exit(1) }
 }
 
