@@ -647,7 +647,7 @@ impl NativeCsr {
 }
 
 /// The values of `N`-byte elements in native-endian `bytes`, or a `ValueError` naming `what`
-/// when the length is not a whole number of them.
+/// when the length is not a whole number of them (`MemoryError` when they do not fit).
 fn from_ne<const N: usize, T>(
     bytes: &[u8],
     what: &str,
@@ -659,14 +659,16 @@ fn from_ne<const N: usize, T>(
             bytes.len()
         )));
     }
-    Ok(bytes
-        .chunks_exact(N)
-        .map(|chunk| {
-            let mut element = [0u8; N];
-            element.copy_from_slice(chunk);
-            convert(element)
-        })
-        .collect())
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(bytes.len() / N)
+        .map_err(|_| PyMemoryError::new_err(format!("{what}: {} bytes", bytes.len())))?;
+    values.extend(bytes.chunks_exact(N).map(|chunk| {
+        let mut element = [0u8; N];
+        element.copy_from_slice(chunk);
+        convert(element)
+    }));
+    Ok(values)
 }
 
 /// A sparse library error as the Python exception SciPy would raise for it (`MemoryError`
@@ -677,6 +679,7 @@ fn sparse_err(e: SparseError) -> PyErr {
         SparseError::Ir(ir) if matches!(*ir, IrError::OutOfMemory { .. }) => {
             PyMemoryError::new_err(ir.to_string())
         }
+        e @ SparseError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         other => PyValueError::new_err(other.to_string()),
     }
 }

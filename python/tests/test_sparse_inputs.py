@@ -110,6 +110,25 @@ def test_malformed_input_is_scipys_error_and_the_process_survives():
         assert re.search(pattern, got[args][1]), (args, got[args])
 
 
+def test_a_matrix_too_large_for_memory_is_a_memory_error():
+    """Building the native matrix of a matrix that does not fit raises MemoryError (its
+    vectors are allocated fallibly) instead of aborting in the allocator."""
+    code = textwrap.dedent("""
+        import numpy, diffuse.sparse as dsp
+        for rows in (2**24, 2**26, 2**27, 2**29):
+            try:
+                y = dsp.csr_matrix((rows, 4)) @ numpy.ones(4)
+                assert numpy.asarray(y).shape == (rows,)
+                print(rows, "ok", flush=True)
+            except MemoryError as e:
+                print(rows, "MemoryError", e, flush=True)
+    """)
+    proc = run_isolated(code, timeout=300, memory_bytes=3 << 30)
+    assert death(proc) is None and proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    assert len(proc.stdout.splitlines()) == 4
+    assert "MemoryError" in proc.stdout, proc.stdout
+
+
 # SciPy's full check skips the index pointer of a matrix without entries (the second case).
 @pytest.mark.parametrize("args", [a for a, *_ in MALFORMED[:1] + MALFORMED[2:10]])
 def test_malformed_compressed_arrays_get_scipys_messages(args):

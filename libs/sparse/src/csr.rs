@@ -1,6 +1,7 @@
 //! The compressed sparse row form of a matrix on the host: what a distributed `CsrMatrix`
 //! is built from, and the sequential reference its kernels are checked against.
 
+use crate::alloc;
 use crate::error::SparseError;
 use crate::triplets::Triplets;
 
@@ -89,22 +90,23 @@ impl HostCsr {
             reason: format!("{} rows", t.rows()),
         })?;
         // Counting sort by row, then sort each row by column and merge duplicates.
-        let mut counts = vec![0usize; rows + 1];
+        let entries = t.entries().len();
+        let mut counts = alloc::filled(rows + 1, 0usize, "the row counts")?;
         for &(r, _, _) in t.entries() {
             counts[r as usize + 1] += 1;
         }
         for r in 0..rows {
             counts[r + 1] += counts[r];
         }
-        let mut next = counts.clone();
-        let mut by_row: Vec<(i64, f64)> = vec![(0, 0.0); t.entries().len()];
+        let mut next = alloc::collect(counts.iter().copied(), "the row positions")?;
+        let mut by_row: Vec<(i64, f64)> = alloc::filled(entries, (0, 0.0), "the entries by row")?;
         for &(r, c, v) in t.entries() {
             by_row[next[r as usize]] = (c, v);
             next[r as usize] += 1;
         }
-        let mut row_offsets = Vec::with_capacity(rows + 1);
-        let mut columns: Vec<i64> = Vec::with_capacity(by_row.len());
-        let mut values = Vec::with_capacity(by_row.len());
+        let mut row_offsets = alloc::with_capacity(rows + 1, "the row offsets")?;
+        let mut columns: Vec<i64> = alloc::with_capacity(entries, "the column indices")?;
+        let mut values = alloc::with_capacity(entries, "the values")?;
         row_offsets.push(0);
         for r in 0..rows {
             let row = &mut by_row[counts[r]..counts[r + 1]];
@@ -125,7 +127,10 @@ impl HostCsr {
         }
         let columns = match width {
             // In range: checked against the column count above.
-            IndexWidth::I32 => ColumnIndices::I32(columns.into_iter().map(|c| c as i32).collect()),
+            IndexWidth::I32 => ColumnIndices::I32(alloc::collect(
+                columns.into_iter().map(|c| c as i32),
+                "the 32-bit column indices",
+            )?),
             IndexWidth::I64 => ColumnIndices::I64(columns),
         };
         Ok(HostCsr {
@@ -186,6 +191,8 @@ impl HostCsr {
                 values.len()
             ));
         }
+        // In 0..=values.len() (checked above).
+        t.reserve(nnz as usize)?;
         for (row, w) in row_offsets.windows(2).enumerate() {
             // In 0..=values.len(): non-decreasing from 0 to at most the length (checked).
             for k in w[0] as usize..w[1] as usize {

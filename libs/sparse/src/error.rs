@@ -42,6 +42,14 @@ pub enum SparseError {
     /// The IR refused something (a store, a task); boxed, as IR errors carry shapes inline.
     #[error(transparent)]
     Ir(Box<diffuse_ir::IrError>),
+    /// The memory for part of a matrix could not be allocated.
+    #[error("out of memory: {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What was being allocated.
+        what: String,
+        /// How many bytes it needed.
+        bytes: usize,
+    },
     /// CSR arrays given by a caller that do not describe a matrix (lengths, offsets).
     #[error("bad CSR arrays: {reason}")]
     BadCsr {

@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod alloc;
 mod csr;
 mod error;
 pub mod generators;

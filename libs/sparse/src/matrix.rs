@@ -22,6 +22,7 @@ use diffuse_ir::{
     TaskKind, Tuple,
 };
 
+use crate::alloc;
 use crate::csr::{ColumnIndices, HostCsr, IndexWidth};
 use crate::error::SparseError;
 use crate::mlir::SpmvGenerator;
@@ -103,14 +104,17 @@ impl CsrMatrix {
             x: Partition::image(launch, x_boxes.clone())?,
         };
         let first_entry = |row: i64| entry_boxes[tile_of(row) as usize].lo[0];
-        let starts: Vec<i64> = (0..rows)
-            .map(|r| offsets[r as usize] - first_entry(r))
-            .collect();
-        let ends: Vec<i64> = (0..rows)
-            .map(|r| offsets[r as usize + 1] - first_entry(r))
-            .collect();
+        let rows_len = offsets.len().saturating_sub(1);
+        let starts = alloc::collect(
+            (0..rows_len).map(|r| offsets[r] - first_entry(r as i64)),
+            "the row starts",
+        )?;
+        let ends = alloc::collect(
+            (0..rows_len).map(|r| offsets[r + 1] - first_entry(r as i64)),
+            "the row ends",
+        )?;
         // The tile of every entry, for its local column.
-        let mut first_column = vec![0i64; host.nnz()];
+        let mut first_column = alloc::filled(host.nnz(), 0i64, "the entries' first columns")?;
         for c in 0..tiles as usize {
             let (e0, e1) = (entry_boxes[c].lo[0] as usize, entry_boxes[c].hi[0] as usize);
             first_column[e0..e1].fill(x_boxes[c].lo[0]);
@@ -121,20 +125,25 @@ impl CsrMatrix {
         let columns = match host.columns() {
             ColumnIndices::I32(c) => ir.store_from_vec(
                 &[nnz],
-                c.iter()
-                    .zip(&first_column)
-                    .map(|(&col, &lo)| (i64::from(col) - lo) as i32)
-                    .collect(),
+                alloc::collect(
+                    c.iter()
+                        .zip(&first_column)
+                        .map(|(&col, &lo)| (i64::from(col) - lo) as i32),
+                    "the local column indices",
+                )?,
             )?,
             ColumnIndices::I64(c) => ir.store_from_vec(
                 &[nnz],
-                c.iter()
-                    .zip(&first_column)
-                    .map(|(&col, &lo)| col - lo)
-                    .collect(),
+                alloc::collect(
+                    c.iter().zip(&first_column).map(|(&col, &lo)| col - lo),
+                    "the local column indices",
+                )?,
             )?,
         };
-        let values = ir.store_from_vec(&[nnz], host.values().to_vec())?;
+        let values = ir.store_from_vec(
+            &[nnz],
+            alloc::collect(host.values().iter().copied(), "the values")?,
+        )?;
         Ok(CsrMatrix {
             cx: cx.clone(),
             rows,

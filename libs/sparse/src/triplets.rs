@@ -40,6 +40,17 @@ impl Triplets {
         Ok(())
     }
 
+    /// Makes room for `additional` more entries (a refused allocation is an error, not an
+    /// abort).
+    pub fn reserve(&mut self, additional: usize) -> Result<(), SparseError> {
+        self.entries
+            .try_reserve(additional)
+            .map_err(|_| SparseError::OutOfMemory {
+                what: format!("{additional} matrix entries"),
+                bytes: additional.saturating_mul(std::mem::size_of::<(i64, i64, f64)>()),
+            })
+    }
+
     /// Number of rows.
     pub fn rows(&self) -> i64 {
         self.rows
