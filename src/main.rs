@@ -207,6 +207,16 @@ fn main() -> ExitCode {
             grace,
             command,
         } => {
+            // Every rank is a process of this machine: as many as the embedded backend
+            // would run threads at most (a count past it used to abort allocating them).
+            let most = diffuse::embedded::max_procs();
+            if ranks > most {
+                return diffuse::cli_output::fail(&anyhow::anyhow!(
+                    "diffuse launch: -n {ranks} is more than the {most} processes this machine \
+                     runs ({} per core)",
+                    diffuse::embedded::PROCS_PER_CORE
+                ));
+            }
             let launch = cli::launch::Launch {
                 ranks,
                 coordinator,

@@ -167,7 +167,16 @@ fn no_argument_crashes_or_hangs_the_diffuse_command() {
     }
     // `launch`'s own flags (its exit status is a rank's, and its messages about ranks are
     // the launcher's; commands here only start or fail to start).
-    for ranks in ["0", "-1", "1", "", "x", "18446744073709551616"] {
+    for ranks in [
+        "0",
+        "-1",
+        "1",
+        "",
+        "x",
+        "1000000000000000",
+        "18446744073709551615",
+        "18446744073709551616",
+    ] {
         cases.push((
             strings(&["launch", &format!("-n={ranks}"), "--", "true"]),
             Stdout::Null,
