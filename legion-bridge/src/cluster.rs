@@ -88,6 +88,21 @@ impl Cluster {
                 }
                 Some(_) => {}
             }
+            // The bootstrap plugin reads these; checked here so that a typo is an error
+            // naming it rather than the default taken silently.
+            for (name, whole) in [
+                ("DIFFUSE_BOOTSTRAP_TIMEOUT", true),
+                ("DIFFUSE_RANK_TIMEOUT", false),
+            ] {
+                if let Some(value) = var(name).filter(|v| !v.is_empty()) {
+                    if !valid_seconds(&value, whole) {
+                        return Err(format!(
+                            "{name}={value:?} is not a positive {} of seconds",
+                            if whole { "whole number" } else { "number" }
+                        ));
+                    }
+                }
+            }
         }
         Ok(Cluster {
             rank,
@@ -108,6 +123,17 @@ impl Cluster {
         }
         env
     }
+}
+
+/// True for a positive number of seconds the bootstrap accepts (whole when `whole`; at most a
+/// year).
+fn valid_seconds(value: &str, whole: bool) -> bool {
+    let number = if whole {
+        value.parse::<u32>().ok().map(f64::from)
+    } else {
+        value.parse::<f64>().ok()
+    };
+    number.is_some_and(|s| s > 0.0 && s <= 365.0 * 86_400.0)
 }
 
 /// True for `host:port` with a non-empty host and a port number.
@@ -174,5 +200,25 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.contains("host:port"), "{e}");
+        let ranks = |name: &'static str, value: &'static str| {
+            place(&[
+                ("DIFFUSE_RANK", "0"),
+                ("DIFFUSE_RANKS", "2"),
+                ("DIFFUSE_COORDINATOR", "127.0.0.1:1"),
+                (name, value),
+            ])
+        };
+        for (name, value) in [
+            ("DIFFUSE_RANK_TIMEOUT", "0"),
+            ("DIFFUSE_RANK_TIMEOUT", "3s"),
+            ("DIFFUSE_RANK_TIMEOUT", "NaN"),
+            ("DIFFUSE_BOOTSTRAP_TIMEOUT", "2.5"),
+            ("DIFFUSE_BOOTSTRAP_TIMEOUT", "-1"),
+        ] {
+            let e = ranks(name, value).unwrap_err();
+            assert!(e.contains(&format!("{name}={value:?}")), "{e}");
+        }
+        assert!(ranks("DIFFUSE_RANK_TIMEOUT", "2.5").is_ok());
+        assert!(ranks("DIFFUSE_BOOTSTRAP_TIMEOUT", "30").is_ok());
     }
 }
