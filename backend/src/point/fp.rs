@@ -112,20 +112,27 @@ mod hw {
         unsafe { asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
     }
 
+    fn x87_status() -> u16 {
+        let sw: u16;
+        // SAFETY: stores the x87 status word into AX.
+        unsafe { asm!("fnstsw ax", out("ax") sw, options(nostack, nomem, preserves_flags)) };
+        sw
+    }
+
+    // Writing either register costs more than reading it: only set flags are cleared.
     pub(super) fn clear() {
         let csr = mxcsr();
         if csr & MASK != 0 {
             set_mxcsr(csr & !MASK);
         }
-        // SAFETY: clears the x87 exception flags (no exception is unmasked, so none fires).
-        unsafe { asm!("fnclex", options(nostack, nomem, preserves_flags)) };
+        if u32::from(x87_status()) & MASK != 0 {
+            // SAFETY: clears the x87 exception flags (all are masked, so none fires).
+            unsafe { asm!("fnclex", options(nostack, nomem, preserves_flags)) };
+        }
     }
 
     pub(super) fn raised() -> FpFlags {
-        let sw: u16;
-        // SAFETY: stores the x87 status word into AX.
-        unsafe { asm!("fnstsw ax", out("ax") sw, options(nostack, nomem, preserves_flags)) };
-        let bits = mxcsr() | u32::from(sw);
+        let bits = mxcsr() | u32::from(x87_status());
         let mut flags = FpFlags::NONE;
         for (bit, flag) in [
             (0, FpFlags::INVALID),
