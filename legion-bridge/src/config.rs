@@ -305,46 +305,66 @@ impl LegionConfig {
             .map(|&(name, _)| (name, get(name).unwrap_or(0)))
             .filter(|&(_, c)| c > 0)
             .collect();
-        let total = processors
-            .iter()
-            .fold(0u64, |t, &(_, c)| t.saturating_add(c));
-        if total > limits.max_procs {
-            let others = processors
+        check_processors(&processors, limits.max_procs)?;
+        if let Some(physical) = limits.memory_bytes {
+            let threads = processors
                 .iter()
-                .filter(|&&(name, _)| name != "-ll:cpu")
                 .fold(0u64, |t, &(_, c)| t.saturating_add(c));
-            return Err(ConfigError::TooManyProcessors {
-                listing: listing(processors.iter().map(|&(n, c)| (n, c.to_string()))),
-                total,
-                limit: limits.max_procs,
-                spare: limits.max_procs.saturating_sub(others),
-            });
-        }
-        if let Some(physical) = limits.memory_bytes.map(|b| b >> 20) {
-            // Every processor has a thread with a stack of -ll:stacksize.
-            let host: Vec<(&str, String, u64)> = sizes
-                .iter()
-                .filter_map(|(name, host, value, mib)| match (*name, host) {
-                    ("-ll:stacksize", _) => Some((
-                        *name,
-                        format!("{value} x {total} processors"),
-                        mib.saturating_mul(total),
-                    )),
-                    (_, true) => Some((*name, value.clone(), *mib)),
-                    _ => None,
-                })
-                .collect();
-            let sum = host.iter().fold(0u64, |t, (_, _, m)| t.saturating_add(*m));
-            if sum > physical {
-                return Err(ConfigError::Memory {
-                    listing: listing(host.iter().map(|(n, v, _)| (*n, v.clone()))),
-                    total: sum,
-                    physical,
-                });
-            }
+            check_host_memory(&sizes, threads, physical >> 20)?;
         }
         Ok(flags)
     }
+}
+
+/// The local processors (flag, count) within Legion's `limit` per process.
+fn check_processors(processors: &[(&str, u64)], limit: u64) -> Result<(), ConfigError> {
+    let sum = |cpus: bool| {
+        processors
+            .iter()
+            .filter(|&&(name, _)| (name == "-ll:cpu") == cpus)
+            .fold(0u64, |t, &(_, c)| t.saturating_add(c))
+    };
+    let (cpus, others) = (sum(true), sum(false));
+    let total = cpus.saturating_add(others);
+    if total <= limit {
+        return Ok(());
+    }
+    Err(ConfigError::TooManyProcessors {
+        listing: listing(processors.iter().map(|&(n, c)| (n, c.to_string()))),
+        total,
+        limit,
+        spare: limit.saturating_sub(others),
+    })
+}
+
+/// The host memory of the size flags (flag, host memory?, value, MiB) within the machine's
+/// `physical` MiB; every one of `threads` processors has a stack of `-ll:stacksize`.
+fn check_host_memory(
+    sizes: &[(&str, bool, String, u64)],
+    threads: u64,
+    physical: u64,
+) -> Result<(), ConfigError> {
+    let host: Vec<(&str, String, u64)> = sizes
+        .iter()
+        .filter_map(|(name, host, value, mib)| match (*name, host) {
+            ("-ll:stacksize", _) => Some((
+                *name,
+                format!("{value} x {threads} processors"),
+                mib.saturating_mul(threads),
+            )),
+            (_, true) => Some((*name, value.clone(), *mib)),
+            _ => None,
+        })
+        .collect();
+    let total = host.iter().fold(0u64, |t, (_, _, m)| t.saturating_add(*m));
+    if total <= physical {
+        return Ok(());
+    }
+    Err(ConfigError::Memory {
+        listing: listing(host.iter().map(|(n, v, _)| (*n, v.clone()))),
+        total,
+        physical,
+    })
 }
 
 /// "-ll:cpu 64 and -ll:util 1" from (flag, value) pairs.
