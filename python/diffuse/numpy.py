@@ -16,8 +16,7 @@ import warnings
 
 import numpy as _np
 
-from . import _errstate, _layout, _native
-from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
+from . import _layout, _native
 
 __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
@@ -104,9 +103,6 @@ class ndarray:
 
     def __init__(self, native):
         self._a = native
-        if _errstate.eager:
-            # An error state that raises (or calls) applies at the operation, as in NumPy.
-            _errstate.settle()
 
     # -- description ------------------------------------------------------------------
     @property
@@ -862,6 +858,11 @@ def array(obj, dtype=None, copy=True):
         if host.dtype.kind == "f":
             host, name = host.astype(_np.float64), "float64"
         elif host.dtype.kind in "iu":
+            if host.dtype.kind == "u" and host.size and host.max() > _INT_RANGE["int64"][1]:
+                raise OverflowError(
+                    f"array: {host.max()} ({host.dtype}) is out of bounds for int64, the "
+                    "widest integer dtype diffuse holds"
+                )
             host, name = host.astype(_np.int64), "int64"
         else:
             raise TypeError(f"diffuse arrays cannot hold dtype {host.dtype}")
@@ -1214,15 +1215,30 @@ def diag(v, k=0):
 
 
 def arange(start, stop=None, step=1, dtype=None):
+    """NumPy's ``arange``: ``ceil((stop - start) / step)`` values (computed in Python, as
+    NumPy does), ``first + i * (second - first)`` where ``first`` and ``second`` are
+    ``start`` and ``start + step`` in ``dtype`` (NumPy's conversions and errors)."""
     if stop is None:
         start, stop = 0, start
     if dtype is None:
         dtype = _np.result_type(start, stop, step)
         dtype = _np.int64 if dtype.kind in "iu" else _np.float64
     name = _dtype_name(dtype)
-    if name is None or step == 0:
+    if name in (None, "bool") or step == 0 \
+            or not builtins.all(_is_scalar(v) for v in (start, stop, step)):
         return _fallback("arange", _np.arange, start, stop, step, dtype)
-    return ndarray(_native.arange_(float(start), float(stop), float(step), name))
+    try:
+        n = math.ceil((stop - start) / step)
+    except (OverflowError, ValueError):  # NaN or infinite bounds
+        raise ValueError("arange: cannot compute length") from None
+    if n <= 0:
+        return zeros((0,), name)
+    first, second = _scalar_for(start, name), _scalar_for(start + step, name)
+    out = ndarray(_native.arange_(0.0, float(n), 1.0, name))  # 0, 1, ...: exact
+    delta = second - first
+    if delta != 1:
+        out = out * delta
+    return out + first if first != 0 else out
 
 
 def linspace(start, stop, num=50, dtype=None):
@@ -1396,12 +1412,20 @@ def matmul(a, b):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08):
-    """True when every ``|a - b| <= atol + rtol * |b|``."""
-    a, b = asarray(a), asarray(b)
-    diff = absolute(subtract(a, b))  # noqa: F821
-    limit = add(multiply(absolute(b), rtol), atol)  # noqa: F821
-    within = less_equal(diff, limit).astype("int64")  # noqa: F821
-    return within.size == 0 or amin(within).item() == 1
+    """NumPy's ``allclose``: everywhere ``|a - b| <= atol + rtol * |b|`` with ``b``
+    finite, or ``a == b`` (equal infinities); ``b`` in a float dtype first, as NumPy's
+    ``isclose`` has it."""
+    a = asarray(a)
+    if _is_scalar(b):  # a Python float: weak, in a's dtype where it meets a
+        b = float(b)
+        magnitude, finite = builtins.abs(b), math.isfinite(b)
+    else:
+        b = asarray(b)
+        b = b if b.dtype.kind == "f" else b.astype("float64")
+        magnitude, finite = absolute(b), isfinite(b)  # noqa: F821 (defined above)
+    near = less_equal(absolute(subtract(a, b)), atol + rtol * magnitude)  # noqa: F821
+    close = logical_or(logical_and(near, finite), equal(a, b))  # noqa: F821
+    return builtins.bool(all(close))
 
 
 def flush():

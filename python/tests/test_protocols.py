@@ -163,3 +163,19 @@ def test_asarray_copies_and_refuses_copy_false():
     assert onp.asarray(x, dtype=onp.int32).dtype == onp.int32
     with pytest.raises(ValueError, match="Unable to avoid copy"):
         onp.asarray(x, copy=False)
+
+
+def test_allclose_of_infinities_and_nans_as_numpy():
+    for a, b in (([onp.inf, 1.0], [onp.inf, 1.0]), ([onp.inf], [-onp.inf]),
+                 ([onp.nan], [onp.nan]), ([1.0, onp.inf], onp.inf), ([2**62], 2**62)):
+        assert dnp.allclose(dnp.array(a), b) == onp.allclose(onp.array(a), b), (a, b)
+
+
+def test_unsigned_values_beyond_int64_are_refused_not_wrapped():
+    """NumPy's uint64 becomes diffuse's int64: a value beyond it is an OverflowError (it
+    was wrapped to a negative number)."""
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        dnp.array([2**63])
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        dnp.asarray(onp.array([1, 2**64 - 1], dtype=onp.uint64))
+    assert dnp.array(onp.array([7, 2**63 - 1], dtype=onp.uint64)).tolist() == [7, 2**63 - 1]
