@@ -307,7 +307,9 @@ static int read_beats(int r, int64_t* heard) {
   }
   if (n == 0) {
     if (atomic_load(&state.finishing)) return -1;
-    complain("rank %d closed its connection without finishing: it has died; stopping", r);
+    complain("rank %d closed its connection without finishing (it died, or stopped on a rank "
+             "it lost); stopping",
+             r);
     give_up(r);
   }
   for (ssize_t i = 0; i < n; i++) {
@@ -335,10 +337,15 @@ static void* watch(void* unused) {
     free(heard), free(polls), free(ranks);
     return NULL;
   }
-  int64_t start = now_ms(), next_beat = start;
+  int64_t start = now_ms(), next_beat = start, last = start;
   for (int r = 0; r < state.size; r++) heard[r] = start;
   while (!atomic_load(&state.finishing)) {
     int64_t now = now_ms();
+    // This process itself was stopped (or starved) for a while: the others' silence over that
+    // time says nothing about them, so they get a fresh window to be heard from.
+    if (now - last > state.silence_ms / 2)
+      for (int r = 0; r < state.size; r++) heard[r] = now;
+    last = now;
     if (now >= next_beat) {
       send_beats(BEAT);
       next_beat = now + state.beat_ms;
