@@ -72,6 +72,15 @@ fn files(dir: &std::path::Path) -> Vec<String> {
             "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 -1\n",
         ),
         write("zero.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 0\n"),
+        // Valid mappers (as --matrix: a file of the wrong kind).
+        format!(
+            "{}/../mapper/tests/mapple/fixtures/reference_grammar.mapple",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        format!(
+            "{}/../mapper/tests/mapple/fixtures/manual_block1d.mapple",
+            env!("CARGO_MANIFEST_DIR")
+        ),
     ]
 }
 
@@ -99,6 +108,8 @@ fn flags(app: &str, files: &[String]) -> Vec<(&'static str, Vec<String>)> {
         ("--fusion", words(&["on", "off"])),
         ("--jit", words(&["on", "sync", "off"])),
         ("--jit-wait", words(&["true", "false"])),
+        // Legion's own limits are checked before it starts (issue 25, item 8).
+        ("--backend", words(&["embedded", "legion"])),
     ];
     if SOLVERS.contains(&app) {
         all.extend([
