@@ -1242,10 +1242,15 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def linspace(start, stop, num=50, dtype=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``; for an integer or bool
+    ``dtype`` computed in float64 and, as NumPy 2 does, floored (integers) and cast."""
     name = _dtype_name(dtype or _np.float64)
     if name is None:
         return _fallback("linspace", _np.linspace, start, stop, num, dtype=dtype)
-    return ndarray(_native.linspace_(float(start), float(stop), int(num), name))
+    if name in ("float64", "float32"):
+        return ndarray(_native.linspace_(float(start), float(stop), int(num), name))
+    values = ndarray(_native.linspace_(float(start), float(stop), int(num), "float64"))
+    return (values if name == "bool" else floor(values)).astype(name)  # noqa: F821
 
 
 # -- reductions ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ the array's dtype was wrapped (``int32 < 2**40`` was False, ``int32 + 2**40`` an
 
 import math
 import operator
+import sys
 import warnings
 
 import numpy as onp
@@ -101,6 +102,7 @@ CASES.update({
     "asarray(v)": lambda xp, a, v: xp.asarray(v),
     "arange(v, v + 2, dtype)": lambda xp, a, v: xp.arange(v, v + 2, dtype=a.dtype),
     "allclose(a, v)": lambda xp, a, v: xp.allclose(a, v),
+    "linspace(-3, v, 5, dtype)": lambda xp, a, v: xp.linspace(-3, v, 5, dtype=a.dtype),
     "a.fill(v)": _fill,
     "a[0] = v": _setitem(0),
     "a[...] = v": _setitem(Ellipsis),
@@ -133,6 +135,12 @@ def _expected(case, dtype, value):
     (``where(m, int32, 2**40)`` stores 0), which diffuse refuses with OverflowError as
     NumPy's other functions do. (What diffuse cannot hold, integers beyond int64 in
     NumPy's object or uint64 arrays, may also be refused: see ``_same``.)"""
+    if case.startswith("linspace") and type(value) is int and not -(2**63) <= value < 2**63:
+        # NumPy's linspace fails on such an integer (object arithmetic); diffuse takes it
+        # as the float NumPy makes of every other bound (or fails to: OverflowError).
+        if abs(value) > sys.float_info.max:
+            return OverflowError()
+        value = float(value)
     want = _run(onp, case, dtype, value)
     if case.startswith("where") and type(value) is int and isinstance(want, onp.ndarray) \
             and want.dtype.kind == "i":
