@@ -699,6 +699,12 @@ class _HostCopies:
         """Writes every host copy the call changed into its diffuse array (only those:
         the others keep their lazy values)."""
         for array, copy, before in self._copies.values():
+            if copy.shape != array.shape:  # ndarray.resize and the like
+                raise ValueError(
+                    f"NumPy changed the shape of a diffuse array in place (from "
+                    f"{array.shape} to {copy.shape}); diffuse arrays keep their shape: use "
+                    "the function that returns a new array (numpy.resize, reshape)"
+                )
             if copy.tobytes() != before:
                 array[...] = copy
 

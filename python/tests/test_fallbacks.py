@@ -51,6 +51,8 @@ CASES = {
     "ndarray.fill": lambda xp, t: t.fill(3.5),
     "ndarray.clip out=": lambda xp, t: t.clip(0.0, 2.0, out=t),
     "ndarray.round out=": lambda xp, t: t.round(out=t),
+    "ndarray.sum out=": lambda xp, t: t.sum(axis=0, out=t[0]),
+    "ndarray.cumsum out=": lambda xp, t: t.cumsum(axis=-1, out=t),
     "random.shuffle": lambda xp, t: (_random(xp).seed(5), _random(xp).shuffle(t)),
     "Generator.shuffle": lambda xp, t: _random(xp).default_rng(7).shuffle(t),
     "Generator.permuted out=": lambda xp, t: _random(xp).default_rng(7).permuted(t, 1, out=t),
@@ -140,3 +142,13 @@ def test_an_array_passed_twice_is_one_array():
         warnings.simplefilter("ignore")
         dnp.copyto(a, a[::-1])
     assert a.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]
+
+
+def test_a_change_of_shape_in_place_is_refused():
+    """``ndarray.resize`` changes the host copy's shape: diffuse refuses, naming why."""
+    a = dnp.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"changed the shape of a diffuse array in place"):
+            a.resize((2, 3), refcheck=False)
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
