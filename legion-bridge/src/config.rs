@@ -602,6 +602,47 @@ mod tests {
         assert!(c.checked_flags(&LIMITS).is_ok());
     }
 
+    proptest::proptest! {
+        /// Any mix of processor counts, sizes and other flags, well-formed or not: the checks
+        /// never panic, and what they accept is within every limit they know.
+        #[test]
+        fn accepted_flags_are_within_every_limit(
+            cpus in proptest::option::of(0usize..80),
+            picks in proptest::collection::vec((0usize..12, 0usize..9), 0..8),
+        ) {
+            const NAMES: [&str; 12] = [
+                "-ll:cpu", "-ll:util", "-ll:io", "-ll:gpu", "-ll:bgwork", "-ll:csize",
+                "-ll:rsize", "-ll:stacksize", "-ll:zsize", "-lg:prof", "-lg:warn", "-level",
+            ];
+            const VALUES: [&str; 9] = ["0", "1", "2", "63", "64", "4g", "1t", "abc", "-ll:cpu"];
+            let mut flags = Vec::new();
+            for (name, value) in picks {
+                flags.push(NAMES[name]);
+                flags.push(VALUES[value]);
+            }
+            let config = config(cpus, &flags);
+            if let Ok(flags) = config.checked_flags(&LIMITS) {
+                let given = last_values(&flags).expect("accepted flags have their values");
+                let count = |name: &str| given.get(name).and_then(|v| parse_count(v));
+                let cpus = count("-ll:cpu").unwrap_or(0);
+                proptest::prop_assert!(cpus >= 1);
+                proptest::prop_assert!(count("-ll:bgwork") != Some(0));
+                proptest::prop_assert!(count("-ll:gpu").unwrap_or(0) == 0);
+                let processors = ["-ll:cpu", "-ll:util", "-ll:io"]
+                    .iter()
+                    .map(|n| count(n).unwrap_or(0))
+                    .sum::<u64>();
+                proptest::prop_assert!(processors <= LIMITS.max_procs);
+                let host = ["-ll:csize", "-ll:rsize"]
+                    .iter()
+                    .filter_map(|n| given.get(n).and_then(|v| parse_mib(v)))
+                    .sum::<u64>();
+                proptest::prop_assert!(host <= 16 << 10);
+                proptest::prop_assert!(!flags.iter().any(|f| f == "-lg:warn"));
+            }
+        }
+    }
+
     #[test]
     fn sizes_read_as_realm_reads_them() {
         for (value, mib) in [
