@@ -47,6 +47,10 @@ enum Command {
         /// Seconds the other ranks may keep running once one has finished.
         #[arg(long, default_value_t = 60)]
         grace: u64,
+        /// Seconds a rank may stay silent (stopped, hung) before the others stop the run,
+        /// naming it (DIFFUSE_RANK_TIMEOUT of every rank; default 60).
+        #[arg(long)]
+        rank_timeout: Option<f64>,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -205,6 +209,7 @@ fn main() -> ExitCode {
             coordinator,
             output,
             grace,
+            rank_timeout,
             command,
         } => {
             // Every rank is a process of this machine: as many as the embedded backend
@@ -222,6 +227,7 @@ fn main() -> ExitCode {
                 coordinator,
                 all_output: matches!(output, Output::All),
                 grace: std::time::Duration::from_secs(grace),
+                rank_timeout,
                 command,
             };
             return match cli::launch::run(&launch) {

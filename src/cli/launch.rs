@@ -10,8 +10,8 @@
 //! rank that fails or dies stops the others at once; a rank still running `--grace` seconds
 //! after another finished is stopped; a rank that is stopped or hung (alive but silent) is
 //! found by the ranks themselves: the bootstrap's heartbeats make the others exit, naming it,
-//! after `DIFFUSE_RANK_TIMEOUT` seconds (default 60; the environment passes through to every
-//! rank), and the launch then stops it. A launch never hangs on a lost rank.
+//! after `DIFFUSE_RANK_TIMEOUT` seconds (default 60; `--rank-timeout` sets it for every rank,
+//! else the environment's passes through), and the launch then stops it. A launch never hangs on a lost rank.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -31,6 +31,9 @@ pub struct Launch {
     pub all_output: bool,
     /// Seconds the other ranks may keep running after one finished.
     pub grace: Duration,
+    /// Seconds a rank may stay silent before the others stop the run (`DIFFUSE_RANK_TIMEOUT`
+    /// of every rank); `None` leaves the environment's.
+    pub rank_timeout: Option<f64>,
     /// The command and its arguments.
     pub command: Vec<String>,
 }
@@ -55,6 +58,11 @@ pub fn run(launch: &Launch) -> anyhow::Result<Outcome> {
     let Some((program, args)) = launch.command.split_first() else {
         bail!("no command to launch: diffuse launch -n N -- COMMAND [ARGS...]");
     };
+    if let Some(t) = launch.rank_timeout {
+        if !(t > 0.0 && t <= 365.0 * 86_400.0) {
+            bail!("--rank-timeout {t}: expected a positive number of seconds (at most a year)");
+        }
+    }
     let coordinator = match &launch.coordinator {
         Some(c) => c.clone(),
         None => format!("127.0.0.1:{}", free_port()?),
@@ -67,6 +75,9 @@ pub fn run(launch: &Launch) -> anyhow::Result<Outcome> {
             .env("DIFFUSE_RANKS", launch.ranks.to_string())
             .env("DIFFUSE_COORDINATOR", &coordinator)
             .stdin(Stdio::null());
+        if let Some(t) = launch.rank_timeout {
+            cmd.env("DIFFUSE_RANK_TIMEOUT", t.to_string());
+        }
         if rank > 0 {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         } else if launch.all_output {
@@ -229,6 +240,7 @@ mod tests {
             coordinator: None,
             all_output: false,
             grace: Duration::from_secs(2),
+            rank_timeout: None,
             command: vec!["sh".into(), "-c".into(), script.into()],
         }
     }
@@ -238,10 +250,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("diffuse-launch-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = format!(
-            "echo $DIFFUSE_RANK $DIFFUSE_RANKS $DIFFUSE_COORDINATOR > {}/$DIFFUSE_RANK",
+            "echo $DIFFUSE_RANK $DIFFUSE_RANKS $DIFFUSE_COORDINATOR $DIFFUSE_RANK_TIMEOUT \
+             > {}/$DIFFUSE_RANK",
             dir.display()
         );
-        assert_eq!(run(&launch(3, &script)).unwrap(), Outcome::Success);
+        let mut three = launch(3, &script);
+        three.rank_timeout = Some(2.5);
+        assert_eq!(run(&three).unwrap(), Outcome::Success);
         let places: Vec<String> = (0..3)
             .map(|r| std::fs::read_to_string(dir.join(r.to_string())).unwrap())
             .collect();
@@ -250,6 +265,7 @@ mod tests {
             let fields: Vec<&str> = place.split_whitespace().collect();
             assert_eq!(fields[..2], [r.to_string(), "3".to_string()]);
             assert!(fields[2].starts_with("127.0.0.1:"), "{place}");
+            assert_eq!(fields.get(3), Some(&"2.5"), "{place}");
         }
         assert!(places
             .windows(2)
@@ -287,6 +303,12 @@ mod tests {
         assert!(run(&l).unwrap_err().to_string().contains("no command"));
         let l = launch(0, "true");
         assert!(run(&l).unwrap_err().to_string().contains("-n"));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let mut l = launch(1, "true");
+            l.rank_timeout = Some(bad);
+            let e = run(&l).unwrap_err().to_string();
+            assert!(e.contains("--rank-timeout"), "{e}");
+        }
         let mut l = launch(1, "true");
         l.command = vec!["/nonexistent/diffuse-program".into()];
         assert!(run(&l).unwrap_err().to_string().contains("starting rank 0"));

@@ -222,6 +222,59 @@ fn a_rank_that_stops_fails_the_others_within_the_rank_timeout() {
     }
 }
 
+#[test]
+fn diffuse_launch_ends_a_run_whose_rank_stops_within_its_rank_timeout() {
+    // The same through `diffuse launch --rank-timeout 3`: rank 0 names the stopped rank 1
+    // and exits, and the launch stops rank 1 and exits with status 1.
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let mut launch = Command::new(env!("CARGO_BIN_EXE_diffuse"))
+        .args([
+            "launch",
+            "-n",
+            "2",
+            "--output",
+            "all",
+            "--rank-timeout",
+            "3",
+            "--",
+        ])
+        .arg(this)
+        .args([
+            "distributed::rank_runs_until_stopped",
+            "--ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("diffuse launch starts");
+    let stdout = launch.stdout.take().expect("piped");
+    let running = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("[rank 1]") && l.contains("ranks running"));
+    assert!(running, "rank 1 never ran");
+    // Rank 1: the child of the launch whose environment says so.
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", launch.id()))
+        .expect("the launch's children are listed");
+    let one = children
+        .split_whitespace()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == b"DIFFUSE_RANK=1"))
+        })
+        .expect("rank 1 is a child of the launch")
+        .to_string();
+    let stop = Command::new("kill").args(["-STOP", &one]).status();
+    assert!(stop.is_ok_and(|s| s.success()), "rank 1 cannot be stopped");
+    let stderr = exits_on_its_own(launch, Instant::now(), Duration::from_secs(20), "a stop");
+    assert!(
+        stderr.contains("rank 1 sent nothing for")
+            && stderr.contains("rank 0 exited with status 1"),
+        "{stderr}"
+    );
+}
+
 /// Rank side: launches over both nodes for up to a minute (until a test stops it).
 #[test]
 #[ignore = "runs as a rank (a_rank_that_dies_stops_the_others_without_a_launcher)"]
