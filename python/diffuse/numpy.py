@@ -939,8 +939,8 @@ def _binary(op, x, y, reflected=False):
             return ndarray(a._a.binary(op, b._a))
         except TypeError:
             pass
-    if isinstance(y, _np.ndarray) and y.ndim > 0:
-        y = asarray(y)
+    if isinstance(y, _np.ndarray) and y.ndim > 0 or isinstance(y, (list, tuple)):
+        y = asarray(y)  # (a sequence is an array to NumPy, with its own dtype)
     if isinstance(y, ndarray):
         a, b = (y, x) if reflected else (x, y)
         _broadcast_shapes(a.shape, b.shape)
@@ -1039,10 +1039,13 @@ def _make_unary(op):
 def _make_binary(op):
     def f(x1, x2, /):
         if isinstance(x1, ndarray):
-            return _binary(op, x1, x2)
-        if isinstance(x2, ndarray):
-            return _binary(op, x2, x1, True)
-        return getattr(_np, op)(x1, x2)
+            result = _binary(op, x1, x2)
+        elif isinstance(x2, ndarray):
+            result = _binary(op, x2, x1, True)
+        else:
+            return getattr(_np, op)(x1, x2)
+        # An operand diffuse does not know (NotImplemented to an operator): NumPy's.
+        return _fallback(op, getattr(_np, op), x1, x2) if result is NotImplemented else result
     f.__name__ = op
     f.__doc__ = f"NumPy's ``{op}``, element-wise on diffuse with broadcasting."
     return f

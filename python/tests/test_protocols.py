@@ -179,3 +179,16 @@ def test_unsigned_values_beyond_int64_are_refused_not_wrapped():
     with pytest.raises(OverflowError, match="out of bounds for int64"):
         dnp.asarray(onp.array([1, 2**64 - 1], dtype=onp.uint64))
     assert dnp.array(onp.array([7, 2**63 - 1], dtype=onp.uint64)).tolist() == [7, 2**63 - 1]
+
+
+def test_sequences_are_operands_as_in_numpy():
+    """A list meets a diffuse array as NumPy's array of it (a ufunc returned NotImplemented
+    and the operators raised TypeError)."""
+    x = dnp.arange(3.0)
+    i = dnp.array([1, 2, 3], dtype=dnp.int32)
+    for got, want in ((dnp.add(x, [1, 2, 3]), onp.add(onp.arange(3.0), [1, 2, 3])),
+                      (x + [1, 2, 3], onp.arange(3.0) + [1, 2, 3]),
+                      ([1, 5, 0] * x, [1, 5, 0] * onp.arange(3.0)),
+                      (dnp.maximum((1, 5, 0), x), onp.maximum((1, 5, 0), onp.arange(3.0))),
+                      (i + [1, 2, 3], onp.array([1, 2, 3], dtype=onp.int32) + [1, 2, 3])):
+        _compare(got, want, "sequence operand")
