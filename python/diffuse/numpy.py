@@ -1243,11 +1243,14 @@ def arange(start, stop=None, step=1, dtype=None):
     if n <= 0:
         return zeros((0,), name)
     first, second = _scalar_for(start, name), _scalar_for(start + step, name)
-    out = ndarray(_native.arange_(0.0, float(n), 1.0, name))  # 0, 1, ...: exact
+    index = ndarray(_native.arange_(0.0, float(n), 1.0, name))  # 0, 1, ...: exact
     delta = second - first
-    if delta != 1:
-        out = out * delta
-    return out + first if first != 0 else out
+    out = index if delta == 1 else index * delta
+    if first:
+        return out + first
+    if math.copysign(1.0, first) < 0:  # -0.0: NumPy's first element is start itself
+        return where(index == 0, first, out)
+    return out
 
 
 def linspace(start, stop, num=50, dtype=None):
