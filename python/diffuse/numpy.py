@@ -16,7 +16,8 @@ import warnings
 
 import numpy as _np
 
-from . import _layout, _native
+from . import _errstate, _layout, _native
+from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 
 __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
@@ -103,6 +104,9 @@ class ndarray:
 
     def __init__(self, native):
         self._a = native
+        if _errstate.eager:
+            # An error state that raises (or calls) applies at the operation, as in NumPy.
+            _errstate.settle()
 
     # -- description ------------------------------------------------------------------
     @property
