@@ -508,7 +508,11 @@ fn from_bytes(data: &[u8], shape: Vec<i64>, dtype: &str) -> PyResult<NativeArray
         return Err(PyValueError::new_err("bool data must be bytes 0 or 1"));
     }
     with_element_type!(dtype, T => {
-        let mut values: Vec<T> = Vec::with_capacity(count as usize);
+        let mut values: Vec<T> = Vec::new();
+        // A refused allocation is a MemoryError, not an abort in the allocator.
+        values.try_reserve_exact(count as usize).map_err(|_| {
+            PyMemoryError::new_err(format!("cannot allocate {} bytes for an array", data.len()))
+        })?;
         // SAFETY: `data` holds exactly `count` elements of T's size (checked above), T is
         // plain old data and every bool byte is 0 or 1; the copy fills the capacity.
         unsafe {
