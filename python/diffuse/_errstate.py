@@ -57,11 +57,13 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 # Operations NumPy never reports exceptions for: its comparison, min/max and selection loops
-# clear the `invalid` flag that ordered comparisons of NaN raise in vector code.
+# clear the `invalid` flag that ordered comparisons of NaN raise in vector code, and copies,
+# negation, absolute values and rounding raise none (so a fused kernel's report does not
+# name them).
 _QUIET = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "maximum",
           "minimum", "max", "min", "max_along", "min_along", "argmax", "argmin", "sign",
           "where", "clip", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
-          "logical_not"}
+          "logical_not", "copy", "neg", "abs", "floor", "ceil", "trunc", "rint"}
 
 
 def _operation(kind):

@@ -384,3 +384,25 @@ fn a_reduction_overflowing_when_points_fold_is_recorded() {
         vec![(Arc::from(sum.name()), FpFlags::OVERFLOW)]
     );
 }
+
+#[test]
+fn underflow_alone_keeps_a_compiled_point_compiled() {
+    // Underflow is common in lanes a kernel discards and NumPy ignores it by default: a
+    // compiled point that raised only underflow is not run again, and reports it as the
+    // fused task's.
+    let (backend, ctx) = setup(Path::Compiled);
+    chain(&ctx, 3.0, 2.0);
+    let before = backend.stats().compiled_points;
+    assert!(before > 0, "nothing compiled");
+    chain(&ctx, 1e-300, 1e300);
+    assert!(
+        backend.stats().compiled_points > before,
+        "the point ran again natively"
+    );
+    let raised = backend.take_fp_errors();
+    assert_eq!(union(&raised), FpFlags::UNDERFLOW, "{raised:?}");
+    assert!(
+        raised.iter().all(|(name, _)| name.contains('+')),
+        "{raised:?}"
+    );
+}
