@@ -1,10 +1,25 @@
 """Hypothesis profiles: the default runs the same examples every time (CI must not depend on
-luck); `HYPOTHESIS_PROFILE=explore` draws new ones on every run, for hunting bugs."""
+luck); `HYPOTHESIS_PROFILE=explore` draws new ones on every run, for hunting bugs. And
+diffuse.numpy's one-time fallback warnings start afresh in every test."""
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("default", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True)
+def _fallback_notices_per_test():
+    """Each test sees diffuse.numpy's one-time fallback warnings afresh, whatever ran before
+    it (the warnings are once per process)."""
+    from diffuse import numpy as dnp
+
+    saved = set(dnp._warned)
+    dnp._warned.clear()
+    yield
+    dnp._warned.clear()
+    dnp._warned.update(saved)
