@@ -167,6 +167,8 @@ class ndarray:
         impl = _FUNCTIONS.get(func)
         if impl is not None:
             return impl(*args, **kwargs)
+        if func in _METADATA:  # no copy of the elements, no fallback
+            return func(*[_stand_in(a) for a in args], **kwargs)
         return _fallback(func.__name__, getattr(func, "_implementation", func), *args,
                          **kwargs)
 
@@ -855,6 +857,16 @@ def _numpy_compatible(impl, func):
 # diffuse's versions of NumPy's functions (filled in at the end of the module): what
 # ``__array_function__`` dispatches to.
 _FUNCTIONS = {}
+
+# NumPy's functions of an array's shape and dtype alone: they get a stand-in.
+_METADATA = frozenset((_np.shape, _np.ndim, _np.size, _np.result_type, _np.can_cast,
+                       _np.iscomplexobj, _np.isrealobj))
+
+
+def _stand_in(x):
+    """For a diffuse array, a NumPy array of its shape and dtype holding one element (a
+    broadcast view): what NumPy's metadata functions need, without copying the elements."""
+    return _np.broadcast_to(_np.empty((), x.dtype), x.shape) if isinstance(x, ndarray) else x
 
 
 def array(obj, dtype=None, copy=True):

@@ -192,3 +192,15 @@ def test_sequences_are_operands_as_in_numpy():
                       (dnp.maximum((1, 5, 0), x), onp.maximum((1, 5, 0), onp.arange(3.0))),
                       (i + [1, 2, 3], onp.array([1, 2, 3], dtype=onp.int32) + [1, 2, 3])):
         _compare(got, want, "sequence operand")
+
+
+def test_metadata_functions_read_no_elements():
+    """numpy.shape, ndim, size, result_type, can_cast, iscomplexobj and isrealobj answer
+    from the array's shape and dtype: no copy, no fallback warning, NumPy's answers."""
+    x, h = dnp.ones((2, 3), dtype=dnp.float32), onp.ones((2, 3), dtype=onp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for f in (onp.shape, onp.ndim, onp.size, onp.iscomplexobj, onp.isrealobj,
+                  lambda a: onp.size(a, 1), lambda a: onp.result_type(a, 1.0, onp.int64),
+                  lambda a: onp.can_cast(a, onp.float64), lambda a: onp.can_cast(a, onp.int8)):
+            assert f(x) == f(h)
