@@ -842,7 +842,7 @@ def _numpy_compatible(impl, func):
 
     @functools.wraps(impl)
     def f(*args, **kwargs):
-        if len(args) <= positions and kwargs.keys() <= names:
+        if len(args) <= positions and (not kwargs or kwargs.keys() <= names):
             return impl(*args, **kwargs)
         bound = numpy_sig.bind(*args, **kwargs)  # NumPy's TypeError for a wrong call
         given = {k: v for k, v in bound.arguments.items()
