@@ -249,7 +249,12 @@ impl NativeArray {
                     values.len() * std::mem::size_of::<T>(),
                 )
             };
-            Ok(PyBytes::new(py, bytes))
+            // Fallible (MemoryError), where `PyBytes::new` panics when Python cannot
+            // allocate the object.
+            PyBytes::new_with(py, bytes.len(), |buf| {
+                buf.copy_from_slice(bytes);
+                Ok(())
+            })
         })
     }
 
