@@ -5,11 +5,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diffuse_ir::{Point, Privilege, Shape, Tuple};
+use diffuse_ir::{Point, Shape, Tuple};
 use diffuse_jit::MemRef;
 
-use super::{accumulator, fp, ArgPlacement, Contribution, PointRunner};
-use crate::plan::{CompiledKernel, LaunchTemplate, Slot};
+use super::{accumulator, ArgPlacement, Contribution, PointRunner};
+use crate::plan::{CompiledKernel, Slot};
 
 /// Where a point task's compiled kernel ran.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -25,9 +25,8 @@ static GPU_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Runs point `p` of the runner's plan through `kernel` (on the GPU when `gpu` and the
 /// kernel has a GPU version, else or if that launch fails on the CPU); returns its reduction
-/// contributions and where it ran, or `None` if the point's sub-stores do not fit the kernel,
-/// or the call raised a floating-point exception and may be repeated natively to tell which
-/// constituent raised what (the caller then runs it natively).
+/// contributions and where it ran, or `None` if the point's sub-stores do not fit the kernel
+/// (the caller then runs it natively).
 pub(super) fn run_point(
     runner: &PointRunner<'_>,
     kernel: &CompiledKernel,
@@ -112,47 +111,8 @@ pub(super) fn run_point(
     // proved that no two point tasks write the same element and that a written store is
     // reached through one parameter; temporaries are null and never dereferenced (the kernel
     // keeps them in registers or allocates them itself).
-    fp::clear();
     let outcome = unsafe { kernel.cpu.call(&memrefs, runner.scalars) };
-    let flags = fp::raised();
-    if !flags.is_empty() {
-        // Rare: something raised a floating-point exception. One call ran every constituent,
-        // and vectorized code raises exceptions the operations do not (ordered comparisons
-        // of NaN, lanes of both sides of a select, the math prelude's range reduction), so
-        // when the point can run again with the same effect it runs natively, where each
-        // constituent's exceptions are its own (and its accumulators start afresh).
-        // Underflow alone does not justify that: it is common in discarded lanes (erf's two
-        // branches), and NumPy ignores it unless asked.
-        if outcome.is_ok() && flags != fp::FpFlags::UNDERFLOW && rerunnable(t) {
-            return None;
-        }
-        runner.fp.record(t.name(), flags);
-    }
     Some(outcome.map(|()| (contributions(places), Device::Cpu)))
-}
-
-/// True when running a point of `t` again gives what running it once gave: every store it
-/// writes is first written (`Write`, which covers the sub-store) and then only read through
-/// the same partition, so the values a second run reads are the ones the first run read.
-/// Reductions go to per-point accumulators and do not count.
-fn rerunnable(t: &LaunchTemplate) -> bool {
-    let args = t.args();
-    let accesses = |slot: Slot| {
-        args.iter()
-            .filter(move |a| a.slot == slot && !a.privilege.is_reduction())
-    };
-    args.iter().all(|a| {
-        if matches!(a.slot, Slot::Temporary(_)) || !a.privilege.writes() {
-            return true;
-        }
-        let mut all = accesses(a.slot);
-        let first = all.next().map(|f| (f.privilege, &f.partition));
-        first.is_some_and(|(privilege, partition)| {
-            privilege == Privilege::Write
-                && accesses(a.slot)
-                    .all(|b| b.privilege != Privilege::ReadWrite && b.partition == *partition)
-        })
-    })
 }
 
 /// True when the point's sub-stores have the shapes the kernel was compiled for: one

@@ -1,10 +1,9 @@
 //! IEEE 754 floating-point exceptions raised by point tasks, for NumPy's `errstate`.
 //!
-//! The CPU keeps sticky status flags per thread (MXCSR and the x87 status word on x86-64,
-//! FPSR on AArch64) that every operation dividing by zero, overflowing, underflowing or
-//! producing an invalid result sets. The point executor clears them before a kernel runs and
-//! reads them after ([`clear`], [`raised`]: a few instructions per kernel call, nothing per
-//! element), and records what a call raised, under the task's name, in its backend's
+//! The CPU keeps sticky status flags per thread (MXCSR on x86-64, FPSR on AArch64) that
+//! every operation dividing by zero, overflowing, underflowing or producing an invalid result
+//! sets. The point executor clears them before a point runs and reads them after ([`clear`], [`raised`]: a few instructions per point, nothing per
+//! element), and records what a point raised, under the task's name, in its backend's
 //! [`FpRecorder`]; the application takes the record after work has run
 //! ([`crate::Backend::take_fp_errors`]) and warns or raises as its error state says. A kernel
 //! that meets an error the hardware does not flag (integer division by zero) raises it
@@ -92,13 +91,21 @@ pub const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarc
 
 #[cfg(target_arch = "x86_64")]
 mod hw {
-    //! MXCSR (SSE/AVX, what Rust and LLVM compute with) and the x87 status word (some libm
-    //! routines); both keep the flags in bits 0 (invalid), 2 (zero divide), 3 (overflow) and
-    //! 4 (underflow).
+    //! MXCSR, the status of SSE/AVX arithmetic (what Rust, LLVM and glibc's `double`
+    //! functions compute with): flags in bits 0 (invalid), 2 (zero divide), 3 (overflow) and
+    //! 4 (underflow). The x87 status word is not read: nothing diffuse runs computes `f64` or
+    //! `f32` on the x87 unit, and reading it would double the cost.
     use super::FpFlags;
     use std::arch::asm;
 
     const MASK: u32 = 0x3f;
+
+    const BITS: [(u32, FpFlags); 4] = [
+        (0, FpFlags::INVALID),
+        (2, FpFlags::DIVIDE),
+        (3, FpFlags::OVERFLOW),
+        (4, FpFlags::UNDERFLOW),
+    ];
 
     fn mxcsr() -> u32 {
         let mut csr: u32 = 0;
@@ -112,53 +119,26 @@ mod hw {
         unsafe { asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
     }
 
-    fn x87_status() -> u16 {
-        let sw: u16;
-        // SAFETY: stores the x87 status word into AX.
-        unsafe { asm!("fnstsw ax", out("ax") sw, options(nostack, nomem, preserves_flags)) };
-        sw
-    }
-
-    // Writing either register costs more than reading it: only set flags are cleared.
+    // Writing MXCSR costs more than reading it: only set flags are cleared.
     pub(super) fn clear() {
         let csr = mxcsr();
         if csr & MASK != 0 {
             set_mxcsr(csr & !MASK);
         }
-        if u32::from(x87_status()) & MASK != 0 {
-            // SAFETY: clears the x87 exception flags (all are masked, so none fires).
-            unsafe { asm!("fnclex", options(nostack, nomem, preserves_flags)) };
-        }
     }
 
     pub(super) fn raised() -> FpFlags {
-        let bits = mxcsr() | u32::from(x87_status());
-        let mut flags = FpFlags::NONE;
-        for (bit, flag) in [
-            (0, FpFlags::INVALID),
-            (2, FpFlags::DIVIDE),
-            (3, FpFlags::OVERFLOW),
-            (4, FpFlags::UNDERFLOW),
-        ] {
-            if bits & (1 << bit) != 0 {
-                flags |= flag;
-            }
-        }
-        flags
+        let csr = mxcsr();
+        BITS.iter()
+            .filter(|(bit, _)| csr & (1 << bit) != 0)
+            .fold(FpFlags::NONE, |acc, &(_, flag)| acc | flag)
     }
 
     pub(super) fn raise(flags: FpFlags) {
-        let mut bits = 0;
-        for (bit, flag) in [
-            (0, FpFlags::INVALID),
-            (2, FpFlags::DIVIDE),
-            (3, FpFlags::OVERFLOW),
-            (4, FpFlags::UNDERFLOW),
-        ] {
-            if flags.contains(flag) {
-                bits |= 1 << bit;
-            }
-        }
+        let bits = BITS
+            .iter()
+            .filter(|(_, flag)| flags.contains(*flag))
+            .fold(0u32, |acc, &(bit, _)| acc | (1 << bit));
         if bits != 0 {
             set_mxcsr(mxcsr() | bits);
         }

@@ -21,7 +21,7 @@ use diffuse_ir::{
 };
 
 use crate::memory::{for_each_rect_row, BufferCache, HostBuffer, MemoryStats};
-use crate::plan::LaunchPlan;
+use crate::plan::{LaunchPlan, LaunchTemplate, Slot};
 
 pub use compiled::Device;
 
@@ -101,7 +101,32 @@ pub struct PointRunner<'a> {
 impl PointRunner<'_> {
     /// Runs point `p`; `gpu` when it is placed on a GPU and the process has one (the
     /// compiled kernel then runs there if it has a GPU version).
+    ///
+    /// The thread's floating-point exception flags are cleared before and read after (a few
+    /// instructions per point). What a point raised is recorded under the task's name; a
+    /// fused point that raised more than underflow runs again natively when that has the
+    /// same effect ([`rerunnable`]), each constituent watched on its own, so that reports
+    /// name the operation that raised (vector code also raises exceptions the operations do
+    /// not: ordered comparisons of NaN, lanes of both sides of a select, the math prelude's
+    /// range reduction). Underflow alone is common in such discarded lanes and ignored by
+    /// NumPy unless asked, so it does not cost a second run.
     pub fn run(&self, p: &Point, gpu: bool) -> Result<PointDone, KernelError> {
+        let t = self.plan.template();
+        fp::clear();
+        let done = self.run_once(p, gpu)?;
+        let flags = fp::raised();
+        if flags.is_empty() {
+            return Ok(done);
+        }
+        if t.constituents() > 1 && flags != fp::FpFlags::UNDERFLOW && rerunnable(t) {
+            return native::run_point(self, p, true);
+        }
+        self.fp.record(t.name(), flags);
+        Ok(done)
+    }
+
+    /// Runs point `p` once, compiled when it can, without watching its constituents.
+    fn run_once(&self, p: &Point, gpu: bool) -> Result<PointDone, KernelError> {
         let t = self.plan.template();
         if let Some(kernel) = t.kernel() {
             if let Some(outcome) = compiled::run_point(self, kernel, p, gpu) {
@@ -117,7 +142,7 @@ impl PointRunner<'_> {
                     });
             }
         }
-        native::run_point(self, p)
+        native::run_point(self, p, false)
     }
 
     /// The address and strides of argument `arg` over `rect` (a store slot), as a kernel
@@ -139,6 +164,30 @@ impl PointRunner<'_> {
             reason,
         })
     }
+}
+
+/// True when running a point of `t` again gives what running it once gave: every store it
+/// writes is first written (`Write`, which covers the sub-store) and then only read through
+/// the same partition, so the values a second run reads are the ones the first run read.
+/// Reductions go to per-point accumulators and do not count.
+fn rerunnable(t: &LaunchTemplate) -> bool {
+    let args = t.args();
+    let accesses = |slot: Slot| {
+        args.iter()
+            .filter(move |a| a.slot == slot && !a.privilege.is_reduction())
+    };
+    args.iter().all(|a| {
+        if matches!(a.slot, Slot::Temporary(_)) || !a.privilege.writes() {
+            return true;
+        }
+        let mut all = accesses(a.slot);
+        let first = all.next().map(|f| (f.privilege, &f.partition));
+        first.is_some_and(|(privilege, partition)| {
+            privilege == Privilege::Write
+                && accesses(a.slot)
+                    .all(|b| b.privilege != Privilege::ReadWrite && b.partition == *partition)
+        })
+    })
 }
 
 /// Runs one point task of `kind`, turning a panicking kernel into a kernel error.

@@ -14,8 +14,13 @@ use super::{
 use crate::memory::HostBuffer;
 use crate::plan::{LaunchPlan, Slot};
 
-/// Runs point `p` of the runner's plan natively.
-pub(super) fn run_point(runner: &PointRunner<'_>, p: &Point) -> Result<PointDone, KernelError> {
+/// Runs point `p` of the runner's plan natively; with `watch`, records the floating-point
+/// exceptions of each constituent under its own name.
+pub(super) fn run_point(
+    runner: &PointRunner<'_>,
+    p: &Point,
+    watch: bool,
+) -> Result<PointDone, KernelError> {
     let plan = runner.plan;
     let t = plan.template();
     let places: Vec<ArgPlacement> = (0..t.args().len())
@@ -26,7 +31,11 @@ pub(super) fn run_point(runner: &PointRunner<'_>, p: &Point) -> Result<PointDone
             point: *p,
             reason,
         })?;
-    let point = PointRun { runner, point: *p };
+    let point = PointRun {
+        runner,
+        point: *p,
+        watch,
+    };
     match strip_plan(plan, &places, runner.strip_bytes.max(1)) {
         Some(strips) => point.run_strips(&places, strips).map(|()| PointDone {
             contributions: Vec::new(),
@@ -102,6 +111,8 @@ fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) ->
 struct PointRun<'a> {
     runner: &'a PointRunner<'a>,
     point: Point,
+    /// Whether each constituent's floating-point exceptions are recorded under its name.
+    watch: bool,
 }
 
 impl PointRun<'_> {
@@ -226,7 +237,8 @@ impl PointRun<'_> {
             .collect()
     }
 
-    /// Runs constituent `c` over `views`, recording the floating-point exceptions it raises.
+    /// Runs constituent `c` over `views` (recording the floating-point exceptions it raises
+    /// when the point is watched).
     fn run(&self, c: usize, views: &[RawView]) -> Result<(), KernelError> {
         let task = &self.runner.plan.tasks()[c];
         let pt = PointTask::new(
@@ -236,6 +248,9 @@ impl PointRun<'_> {
             views,
             task.scalars(),
         );
+        if !self.watch {
+            return run_point_task(task.kind(), &pt);
+        }
         self.runner
             .fp
             .watch(task.kind().name(), || run_point_task(task.kind(), &pt))
