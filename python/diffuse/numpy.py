@@ -716,11 +716,17 @@ class _HostCopies:
 
     def result(self, x):
         """The call's result as diffuse arrays: a host copy it returns (``out=``) is its
-        diffuse array again, as NumPy returns ``out`` itself."""
+        diffuse array again, as NumPy returns ``out`` itself, and a writable view of one
+        (``flip``, ``moveaxis``, ``ndarray.view``) is that view of the diffuse array, so
+        that writes through it reach the array as in NumPy."""
         if isinstance(x, _np.ndarray):
             for array, copy, _ in self._copies.values():
                 if x is copy:
                     return array
+                if x.flags.writeable and _is_view_of(x, copy):
+                    view = _view_in_store(array, copy, x)
+                    if view is not None:
+                        return view
             return asarray(x) if _dtype_name(x.dtype) is not None else x
         if isinstance(x, tuple):
             return tuple(self.result(v) for v in x)
@@ -731,6 +737,51 @@ class _HostCopies:
 
 def _to_diffuse(x):
     return _HostCopies().result(x)
+
+
+def _is_view_of(x, copy):
+    base = x.base
+    while base is not None and base is not copy:
+        base = base.base
+    return base is copy and x.dtype == copy.dtype
+
+
+def _view_in_store(array, copy, x):
+    """The NumPy view ``x`` of ``copy`` (the host copy of ``array``) as the same view of
+    ``array``'s store, or None when a stride of ``x`` does not step along one axis of
+    ``copy`` without carrying into the next (then the result stays a copy)."""
+    size = copy.itemsize
+    start = x.__array_interface__["data"][0] - copy.__array_interface__["data"][0]
+    if start % size or builtins.any(s % size for s in x.strides):
+        return None
+    shape = copy.shape
+    c = _layout.c_strides(shape)
+    point, rest = [], start // size
+    for cs in c:
+        point.append(rest // cs)
+        rest %= cs
+    # Each dimension of x steps q elements along one axis of copy; an axis's index must
+    # stay inside it over the whole view (no carry), which makes the mapping exact.
+    lo, hi, steps = list(point), list(point), []
+    for n, stride in zip(x.shape, x.strides):
+        stride //= size
+        if n == 1:
+            steps.append(None)
+            continue
+        axis = next((a for a in range(len(shape)) if stride % c[a] == 0
+                     and builtins.abs(stride // c[a]) * (n - 1) < shape[a]), None)
+        if axis is None or stride == 0:
+            return None
+        q = stride // c[axis]
+        steps.append((axis, q))
+        lo[axis] += builtins.min(0, q * (n - 1))
+        hi[axis] += builtins.max(0, q * (n - 1))
+    if builtins.any(lo_a < 0 or hi_a >= n_a for lo_a, hi_a, n_a in zip(lo, hi, shape)):
+        return None
+    store, sid, store_shape, _, offset, strides = array._as_strided()
+    offset += builtins.sum(p * s for p, s in zip(point, strides))
+    vstrides = [0 if st is None else st[1] * strides[st[0]] for st in steps]
+    return _make_view(store, sid, store_shape, list(x.shape), offset, vstrides)
 
 
 def _on_host(func, *args, **kwargs):

@@ -152,3 +152,36 @@ def test_a_change_of_shape_in_place_is_refused():
         with pytest.raises(ValueError, match=r"changed the shape of a diffuse array in place"):
             a.resize((2, 3), refcheck=False)
     assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# NumPy's functions giving a writable view of their argument.
+VIEWING = {
+    "flip": lambda xp, t: xp.flip(t),
+    "flip axis": lambda xp, t: xp.flip(t, axis=-1),
+    "moveaxis": lambda xp, t: xp.moveaxis(t, 0, -1),
+    "atleast_3d": lambda xp, t: xp.atleast_3d(t),
+    "real": lambda xp, t: xp.real(t),
+    "ndarray.view": lambda xp, t: t.view(),
+    "rot90": lambda xp, t: xp.rot90(t) if t.ndim == 2 else xp.flip(t),
+}
+
+
+@pytest.mark.parametrize("entry", ["numpy", "diffuse.numpy"])
+@pytest.mark.parametrize("case", sorted(VIEWING))
+@settings(max_examples=8, deadline=None)
+@given(base=BASES, view=st.sampled_from(sorted(VIEWS)))
+def test_views_numpy_gives_write_through(entry, case, base, view):
+    """A view NumPy returns of an argument is a view of the diffuse array: writes through
+    it reach the array, and the array's later writes show in it (it was a copy)."""
+    expected = base.copy()
+    v_np = VIEWING[case](onp, VIEWS[view](expected))
+    d = dnp.array(base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = VIEWING[case](onp if entry == "numpy" else dnp, VIEWS[view](d))
+    v_np[(0,) * v_np.ndim] = 99.0
+    v[(0,) * v.ndim] = 99.0
+    onp.testing.assert_array_equal(onp.asarray(d), expected)
+    VIEWS[view](expected)[...] += 1.0
+    VIEWS[view](d)[...] += 1.0
+    onp.testing.assert_array_equal(onp.asarray(v), v_np)
