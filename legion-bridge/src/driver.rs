@@ -692,6 +692,7 @@ impl Driver {
             self.api.legion_future_destroy(f);
         }
         LaunchEntry::retire(self.unfenced.drain(..));
+        crate::process::renew_exit_hook();
     }
 
     /// Maps `store` inline with `privilege`, hands `f` the address of element `rect.lo`
@@ -734,6 +735,7 @@ impl Driver {
             api.legion_runtime_unmap_region(self.runtime, self.ctx, mapped);
             api.legion_physical_region_destroy(mapped);
             api.legion_inline_launcher_destroy(launcher);
+            crate::process::renew_exit_hook();
             result.map_err(|message| {
                 legion_error(format!(
                     "mapping store {} on the host: {message}",

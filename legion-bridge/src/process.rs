@@ -412,19 +412,55 @@ fn machine_shape(api: &ffi::LegionApi) -> MachineShape {
 
 extern "C" {
     fn atexit(callback: extern "C" fn()) -> c_int;
+    fn on_exit(
+        callback: extern "C" fn(c_int, *mut std::ffi::c_void),
+        arg: *mut std::ffi::c_void,
+    ) -> c_int;
+    fn fflush(stream: *mut std::ffi::c_void) -> c_int;
 }
 
 /// Shuts Legion down when the process exits normally.
 fn register_exit_hook() {
     // SAFETY: `shutdown_at_exit` is a plain function that never unwinds.
-    unsafe { atexit(shutdown_at_exit) };
+    unsafe { on_exit(shutdown_at_exit, std::ptr::null_mut()) };
+}
+
+/// How many times [`renew_exit_hook`] registers the exit hook again.
+const EXIT_HOOK_RENEWALS: usize = 16;
+
+/// Registers the exit hook again (the first [`EXIT_HOOK_RENEWALS`] times it is called; the
+/// driver calls it after fences and host mappings), so that it runs before the exit handlers
+/// Realm registers after Legion started. Exit runs handlers last-registered first, and Realm
+/// builds some singletons at their first use, registering their destructors then: its
+/// transfer queue at the first copy or fill, whose destructor asserts that no transfer is
+/// left. In a run of several processes whose program ended without [`shutdown`], that
+/// destructor ran while Legion still ran (the other ranks' transfers still arriving) and
+/// aborted the finished run. The hook is idempotent: the first to run shuts Legion down and
+/// ends the process.
+pub(crate) fn renew_exit_hook() {
+    static RENEWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if RENEWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < EXIT_HOOK_RENEWALS {
+        register_exit_hook();
+    }
 }
 
 /// How long exit waits for Legion to finish outstanding work and shut down.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(30);
 
-extern "C" fn shutdown_at_exit() {
+/// Shuts Legion down (unless the program did), then ends the process with its exit status
+/// without running the exit handlers and static destructors registered before Legion
+/// started, Realm's among them: with Legion shut down nothing is left for them to do, and
+/// Realm's assert that no transfer is left over. In runs of several processes one sometimes
+/// is (seen under load: "~XferDesQueue(): Assertion `guid_to_xd.empty()' failed"), which
+/// turned a finished run, its results printed, into an abort (SIGABRT).
+extern "C" fn shutdown_at_exit(status: c_int, _arg: *mut std::ffi::c_void) {
     shutdown();
+    // SAFETY: flushes C's buffered streams (Rust's and Python's are flushed before `exit`),
+    // then ends the process as `exit(status)` was about to.
+    unsafe {
+        fflush(std::ptr::null_mut());
+        _exit(status)
+    }
 }
 
 /// Finishes the work of every Legion backend of the process and shuts Legion down (waiting
