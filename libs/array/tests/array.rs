@@ -26,10 +26,10 @@ mod creation_prop;
 mod edge_cases;
 #[path = "array/errors.rs"]
 mod errors;
-#[path = "array/float_errors.rs"]
-mod float_errors;
 #[path = "array/expr_prop.rs"]
 mod expr_prop;
+#[path = "array/float_errors.rs"]
+mod float_errors;
 #[path = "array/mlir_kernels.rs"]
 mod mlir_kernels;
 #[path = "array/model.rs"]
