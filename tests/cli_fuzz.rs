@@ -102,20 +102,11 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// `mapple show` with `overrides` in place of a valid call's flags.
 fn show(file: &str, overrides: &[(&str, String)]) -> Vec<String> {
-    let mut flags: Vec<(String, String)> = [("--task", "tiles"), ("--ispace", "6,6")]
-        .iter()
-        .map(|(f, v)| (f.to_string(), v.to_string()))
-        .collect();
-    for (flag, value) in overrides {
-        match flags.iter_mut().find(|(f, _)| f == flag) {
-            Some(slot) => slot.1 = value.clone(),
-            None => flags.push((flag.to_string(), value.clone())),
-        }
-    }
-    ["mapple".to_string(), "show".to_string(), file.to_string()]
-        .into_iter()
-        .chain(flags.into_iter().map(|(f, v)| format!("{f}={v}")))
-        .collect()
+    harness::with_overrides(
+        &["mapple", "show", file],
+        &[("--task", "tiles"), ("--ispace", "6,6")],
+        overrides,
+    )
 }
 
 #[test]

@@ -134,26 +134,17 @@ fn args(app: &str, overrides: &[(&str, String)]) -> Vec<String> {
         "cfd" | "gmg" => "3",
         _ => "2",
     };
-    let mut args: Vec<(String, String)> = [
-        ("--n", n),
-        ("--iters", "1"),
-        ("--jit", "off"),
-        ("--memory-limit", "256M"),
-        ("--procs", "2"),
-    ]
-    .iter()
-    .map(|(f, v)| (f.to_string(), v.to_string()))
-    .collect();
-    for (flag, value) in overrides {
-        match args.iter_mut().find(|(f, _)| f == flag) {
-            Some(slot) => slot.1 = value.clone(),
-            None => args.push((flag.to_string(), value.clone())),
-        }
-    }
-    // `--flag=value`, so that values starting with `-` are values.
-    std::iter::once(app.to_string())
-        .chain(args.into_iter().map(|(f, v)| format!("{f}={v}")))
-        .collect()
+    harness::with_overrides(
+        &[app],
+        &[
+            ("--n", n),
+            ("--iters", "1"),
+            ("--jit", "off"),
+            ("--memory-limit", "256M"),
+            ("--procs", "2"),
+        ],
+        overrides,
+    )
 }
 
 #[test]

@@ -224,3 +224,26 @@ pub fn run_all(program: &str, cases: Vec<(Vec<String>, Stdout)>, limit: Duration
     println!("{total} runs, {} unacceptable", failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `head` followed by `defaults` as `--flag=value` arguments (so that values starting with
+/// `-` stay values), each flag of `overrides` replacing its default or added after them.
+pub fn with_overrides(
+    head: &[&str],
+    defaults: &[(&str, &str)],
+    overrides: &[(&str, String)],
+) -> Vec<String> {
+    let mut flags: Vec<(String, String)> = defaults
+        .iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect();
+    for (flag, value) in overrides {
+        match flags.iter_mut().find(|(f, _)| f == flag) {
+            Some(slot) => slot.1 = value.clone(),
+            None => flags.push((flag.to_string(), value.clone())),
+        }
+    }
+    head.iter()
+        .map(|s| s.to_string())
+        .chain(flags.into_iter().map(|(f, v)| format!("{f}={v}")))
+        .collect()
+}
