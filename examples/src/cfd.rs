@@ -443,7 +443,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     let side = args.n as u128;
     ensure_fits(
         args,
-        host_f64s(16, side * side),
+        host_f64s(16, side.saturating_mul(side)),
         &format!("the {side} x {side} grids of --n {side}"),
     )?;
     simulate(args, &Fields::at_rest(args.n))

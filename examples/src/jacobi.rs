@@ -45,7 +45,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     let side = args.n as u128;
     ensure_fits(
         args,
-        host_f64s(3, side * side),
+        host_f64s(3, side.saturating_mul(side)),
         &format!("the {side} x {side} matrix of --n {side}"),
     )?;
     let rt = Runtime::start(args)?;

@@ -49,7 +49,7 @@ pub fn grid_side(args: &AppArgs) -> anyhow::Result<usize> {
     let side = args.n as u128 + 2;
     ensure_fits(
         args,
-        host_f64s(3, side * side),
+        host_f64s(3, side.saturating_mul(side)),
         &format!("the {side} x {side} grid of --n {}", args.n),
     )?;
     // Fits in memory, so in `usize`.

@@ -144,10 +144,11 @@ fn load_matrix(args: &SolverArgs, method: &str) -> anyhow::Result<HostCsr> {
             anyhow::ensure!(args.common.n >= 1, "--n must be at least 1");
             let side = args.common.n as u128;
             let what = format!("2-D Poisson {side} x {side}");
-            // Five entries a row.
+            // Five entries a row (saturating: `--n` may be up to 2^64 - 1).
+            let rows = side.saturating_mul(side);
             common::ensure_fits(
                 &args.common,
-                system_bytes(side * side, 5 * side * side, 0),
+                system_bytes(rows, rows.saturating_mul(5), 0),
                 &format!("the {what} matrix"),
             )?;
             // Fits in memory, so in an `i64`.
