@@ -290,8 +290,8 @@ fn solve<M: Krylov>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
             break false;
         }
         let analysed = rt.runtime.planner_stats().analysed;
-        let settled =
-            analysed == analysed_at_check || iterations >= WARMUP_STRETCHES * args.check_every;
+        let settled = analysed == analysed_at_check
+            || iterations >= WARMUP_STRETCHES.saturating_mul(args.check_every);
         if check && iterations > 0 && timed.is_none() && settled {
             warmup_iters = iterations;
             warmup_seconds = warmup.elapsed().as_secs_f64();
