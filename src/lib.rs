@@ -1,6 +1,8 @@
-//! `diffuse`: the runtime that wires the pipeline (library ops -> IR -> window -> fusion ->
-//! JIT -> placement -> launch plans -> backend), the embedded backend, and the constructors
-//! that start a runtime over either backend from a configuration. `ARCHITECTURE.md` at the
+//! `diffuse`: the facade over the pipeline (library ops -> IR -> window -> fusion -> JIT ->
+//! placement -> launch plans -> backend). It re-exports the crates an application needs and
+//! starts a runtime (`diffuse-runtime`) over the backend a configuration selects: the embedded
+//! backend (`diffuse-embedded`) or Legion (`diffuse-legion`). The crate's binary is the
+//! `diffuse` CLI (Mapple tools and the multi-process launcher). `ARCHITECTURE.md` at the
 //! repository root has the picture; the project README follows (its examples are compiled
 //! and run as doctests).
 #![doc = include_str!("../README.md")]
@@ -9,23 +11,21 @@
 #![allow(clippy::result_large_err)]
 
 pub mod cli_output;
-pub mod embedded;
-pub mod placement;
-mod plans;
-mod poison;
-pub mod runtime;
 
 use std::sync::Arc;
 
 pub use diffuse_backend as backend;
 pub use diffuse_backend::{Backend, BackendStats, MachineShape};
+pub use diffuse_embedded as embedded;
+pub use diffuse_embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use diffuse_ir as ir;
 pub use diffuse_legion as legion;
 pub use diffuse_legion::{LegionBackend, LegionConfig};
 pub use diffuse_mapper as mapper;
-pub use embedded::{EmbeddedBackend, EmbeddedConfig};
-pub use placement::{MapplePlacement, Placement};
-pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};
+pub use diffuse_runtime::{placement, runtime};
+pub use diffuse_runtime::{
+    FlushRecord, FusionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
+};
 
 /// Which backend a runtime executes on, with its settings.
 #[derive(Clone, Debug)]

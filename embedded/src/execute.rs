@@ -11,7 +11,7 @@ use diffuse_backend::point::{self, Device, PointPath, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, ProcKind, Slot};
 use diffuse_ir::{IrError, Point, Privilege, Rect, Shape, Tuple};
 
-use super::EmbeddedBackend;
+use crate::EmbeddedBackend;
 
 /// The store buffers of one plan: every store argument lives in its store's row-major
 /// buffer.

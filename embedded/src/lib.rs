@@ -1,10 +1,14 @@
-//! The embedded backend: executes launch plans in-process on a pool of worker processors.
+//! `diffuse-embedded`: the embedded backend, which executes launch plans in-process on a
+//! pool of worker processors.
 //!
 //! Stores live in host buffers attached to the IR stores themselves (freed when the last
 //! reference goes). A plan's point tasks run in parallel, each on the worker thread of the
 //! processor its placement names (see `execute.rs`); `Reduce` arguments get private per-point
 //! accumulators that are folded into the store in point order afterwards, so results never
 //! depend on thread timing.
+#![warn(missing_docs)]
+// Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
+#![allow(clippy::result_large_err)]
 
 mod execute;
 
