@@ -147,8 +147,12 @@ fn run(command: MappleCommand) -> anyhow::Result<String> {
                 printed.push('\n');
             }
             if explain {
-                for line in diffuse_mapper::effects::explain(mapper.env().file(), mapper.program())
-                {
+                let backends = [diffuse_embedded::CAPABILITIES, diffuse_legion::CAPABILITIES];
+                for line in diffuse_mapper::effects::explain(
+                    mapper.env().file(),
+                    mapper.program(),
+                    &backends,
+                ) {
                     printed.push_str(&line);
                     printed.push('\n');
                 }

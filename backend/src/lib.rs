@@ -12,8 +12,9 @@
 //! A backend implements [`Backend`]: execute plans, move data between the host and stores,
 //! describe its machine ([`MachineShape`], what mappers see) and report [`BackendStats`].
 //! This crate depends on the IR, the JIT (kernel handles only; compiling is the runtime's
-//! business) and the mapper's vocabulary (processor and memory kinds), never on a concrete
-//! backend, so the embedded and the Legion backends build on it independently.
+//! business) and the machine vocabulary (`diffuse-machine`: processor and memory kinds,
+//! layouts, capabilities), never on a mapper or a concrete backend, so the embedded and the
+//! Legion backends build on it independently.
 
 #![warn(missing_docs)]
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
@@ -25,12 +26,14 @@ mod plan;
 pub mod point;
 mod stats;
 
-pub use placement::{ArgMemory, LaunchPlacement, MachineShape};
+pub use placement::{ArgMemory, LaunchPlacement};
 pub use plan::{ArgLayout, CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, Slot};
 pub use stats::BackendStats;
 
-pub use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind, StealScope};
-pub use diffuse_mapper::machine::{ProcKind, Processor};
+pub use diffuse_machine::{
+    AlignOp, Capabilities, Directive, Effect, LayoutConstraint, MachineShape, MemKind, ProcKind,
+    Processor, StealScope,
+};
 
 use diffuse_ir::{HostData, IrError, Rect, StoreRef};
 
@@ -42,6 +45,10 @@ pub trait Backend: Send + Sync {
 
     /// The processors the backend offers, as mappers see them.
     fn machine(&self) -> MachineShape;
+
+    /// What the backend can act on of the decisions a mapper expresses (which Mapple
+    /// statements take effect on it, and how).
+    fn capabilities(&self) -> Capabilities;
 
     /// Runs one plan: every point task on the processor its placement names, then the
     /// reductions folded in the plan's order. A failing point fails the call with an error

@@ -1,48 +1,7 @@
-//! Where a launch runs: the machine a backend offers and the runtime's placement decisions
-//! for one launch, in the vocabulary of Mapple (processor kinds, memory kinds, layouts).
+//! Where a launch runs: the runtime's placement decisions for one launch, in the machine's
+//! vocabulary (processor kinds, memory kinds, layouts).
 
-use diffuse_mapper::ast::{LayoutConstraint, MemKind, StealScope};
-use diffuse_mapper::machine::{Machine, ProcKind, Processor};
-
-/// The processors of a backend's machine: `nodes` nodes with the same processors each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MachineShape {
-    /// Number of nodes.
-    pub nodes: usize,
-    /// CPU processors per node.
-    pub cpus_per_node: usize,
-    /// GPUs per node (0 without a usable GPU).
-    pub gpus_per_node: usize,
-    /// OpenMP processors per node (0 when the backend has none).
-    pub omps_per_node: usize,
-}
-
-impl MachineShape {
-    /// Processors of `kind` on each node.
-    pub fn per_node(&self, kind: ProcKind) -> usize {
-        match kind {
-            ProcKind::Cpu => self.cpus_per_node,
-            ProcKind::Gpu => self.gpus_per_node,
-            ProcKind::Omp => self.omps_per_node,
-            ProcKind::Io | ProcKind::Py | ProcKind::ProcSet => 0,
-        }
-    }
-
-    /// All CPU processors of the machine.
-    pub fn cpus(&self) -> usize {
-        self.nodes * self.cpus_per_node
-    }
-
-    /// The machine as a Mapple program sees it (`Machine(CPU)`, `Machine(GPU)`, ...).
-    pub fn mapple_machine(&self) -> Machine {
-        [ProcKind::Cpu, ProcKind::Gpu, ProcKind::Omp]
-            .into_iter()
-            .filter(|&k| self.per_node(k) > 0)
-            .fold(Machine::new(self.nodes), |m, k| {
-                m.with_procs(k, self.per_node(k))
-            })
-    }
-}
+use diffuse_machine::{LayoutConstraint, MemKind, ProcKind, Processor, StealScope};
 
 /// The memory one store of a launch is placed in, and the layout asked for it.
 #[derive(Clone, Debug, PartialEq, Eq)]

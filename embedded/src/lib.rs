@@ -10,12 +10,17 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+mod capabilities;
 mod execute;
+
+pub use capabilities::CAPABILITIES;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape};
+use diffuse_backend::{
+    check_host_copy, Backend, BackendStats, Capabilities, LaunchPlan, MachineShape,
+};
 use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
 use diffuse_jit::gpu_available;
 
@@ -240,6 +245,10 @@ impl EmbeddedBackend {
 impl Backend for EmbeddedBackend {
     fn name(&self) -> &str {
         "embedded"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
     }
 
     fn machine(&self) -> MachineShape {

@@ -236,14 +236,10 @@ impl Runtime {
                 let placement = MapplePlacement::new(
                     &file.display().to_string(),
                     &source,
-                    machine.mapple_machine(),
+                    machine,
                     args.mapper_log,
                 )?;
-                let target = match args.backend {
-                    Backend::Embedded => diffuse::mapper::effects::Target::Embedded,
-                    Backend::Legion => diffuse::mapper::effects::Target::Legion,
-                };
-                for notice in placement.notices(target) {
+                for notice in placement.notices(&backend.capabilities()) {
                     eprint_line(&format!("notice: {notice}"));
                 }
                 Some(Arc::new(placement))
@@ -261,9 +257,7 @@ impl Runtime {
                         }
                     });
                 }
-                Some(Arc::new(MapplePlacement::prefer_gpus(
-                    machine.mapple_machine(),
-                )?))
+                Some(Arc::new(MapplePlacement::prefer_gpus(machine)?))
             }
             (None, false) => None,
         };

@@ -252,6 +252,10 @@ impl Backend for LegionBackend {
         self.process.machine
     }
 
+    fn capabilities(&self) -> diffuse_backend::Capabilities {
+        crate::CAPABILITIES
+    }
+
     fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError> {
         // A store larger than all of Legion's system memory fails here, before anything of
         // the plan runs, so that the runtime can still run the plan's other tasks.

@@ -15,11 +15,13 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+mod capabilities;
 mod cluster;
 // The checks and flag helpers serve the build with Legion; without it only the settings do.
 #[cfg_attr(not(legion), allow(dead_code))]
 mod config;
 
+pub use capabilities::CAPABILITIES;
 pub use cluster::Cluster;
 pub use config::{is_legion_flag, LegionConfig};
 

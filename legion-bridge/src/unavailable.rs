@@ -71,6 +71,9 @@ impl diffuse_backend::Backend for LegionBackend {
     fn machine(&self) -> diffuse_backend::MachineShape {
         match self.never {}
     }
+    fn capabilities(&self) -> diffuse_backend::Capabilities {
+        match self.never {}
+    }
     fn execute(&self, _plan: &diffuse_backend::LaunchPlan) -> Result<(), IrError> {
         match self.never {}
     }

@@ -52,68 +52,10 @@ use std::str::FromStr;
 
 use crate::decompose::DecomposeError;
 
+pub use diffuse_machine::{MachineShape, ProcKind, Processor, UnknownProcKind};
+
 /// The most parts `balance_split` and `auto_split` accept.
 const MAX_PARTS: usize = 16;
-
-/// A kind of processor, as named in `Task` statements and in `Machine(KIND)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ProcKind {
-    /// `CPU`: a latency-optimised core (Legion's `LOC_PROC`).
-    Cpu,
-    /// `GPU`: a throughput-optimised processor (Legion's `TOC_PROC`).
-    Gpu,
-    /// `OMP`: an OpenMP processor (`OMP_PROC`).
-    Omp,
-    /// `IO`: an I/O processor (`IO_PROC`).
-    Io,
-    /// `PY`: a Python processor (`PY_PROC`).
-    Py,
-    /// `PROC`: a processor set (`PROC_SET`).
-    ProcSet,
-}
-
-impl ProcKind {
-    /// Every processor kind, in the manual's order.
-    pub const ALL: [ProcKind; 6] = [
-        ProcKind::Cpu,
-        ProcKind::Gpu,
-        ProcKind::Omp,
-        ProcKind::Io,
-        ProcKind::Py,
-        ProcKind::ProcSet,
-    ];
-
-    /// The name Mapple uses for this kind (`CPU`, `GPU`, `OMP`, `IO`, `PY`, `PROC`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcKind::Cpu => "CPU",
-            ProcKind::Gpu => "GPU",
-            ProcKind::Omp => "OMP",
-            ProcKind::Io => "IO",
-            ProcKind::Py => "PY",
-            ProcKind::ProcSet => "PROC",
-        }
-    }
-
-    /// The kind with this Mapple name (exact, upper case), if any.
-    pub fn from_name(name: &str) -> Option<ProcKind> {
-        ProcKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-}
-
-impl fmt::Display for ProcKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ProcKind {
-    type Err = MachineError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProcKind::from_name(s.trim()).ok_or_else(|| MachineError::UnknownProcKind(s.to_string()))
-    }
-}
 
 /// A machine: a number of nodes, each with the same number of processors of every kind.
 ///
@@ -178,6 +120,19 @@ impl FromStr for Machine {
     }
 }
 
+/// The machine a backend offers, as a Mapple program sees it (`Machine(CPU)`,
+/// `Machine(GPU)`, ...): the kinds it has processors of.
+impl From<MachineShape> for Machine {
+    fn from(shape: MachineShape) -> Machine {
+        [ProcKind::Cpu, ProcKind::Gpu, ProcKind::Omp]
+            .into_iter()
+            .filter(|&k| shape.per_node(k) > 0)
+            .fold(Machine::new(shape.nodes), |m, k| {
+                m.with_procs(k, shape.per_node(k))
+            })
+    }
+}
+
 /// The prime factors of `n` (> 0), smallest first (none for 1).
 fn prime_factors(mut n: i64) -> Vec<i64> {
     let mut out = Vec::new();
@@ -193,23 +148,6 @@ fn prime_factors(mut n: i64) -> Vec<i64> {
         out.push(n);
     }
     out
-}
-
-/// One processor of the original machine: its kind, its node and its index within the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Processor {
-    /// The processor's kind.
-    pub kind: ProcKind,
-    /// The node it is on (`0..nodes`).
-    pub node: usize,
-    /// Its index among the processors of its kind on that node.
-    pub index: usize,
-}
-
-impl fmt::Display for Processor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "node {} {} {}", self.node, self.kind, self.index)
-    }
 }
 
 /// The operation an error comes from.
@@ -449,9 +387,6 @@ pub enum MachineError {
         /// The shape of the space.
         shape: Vec<i64>,
     },
-    /// A processor kind name that Mapple does not know.
-    #[error("unknown processor kind `{0}` (expected CPU, GPU, OMP, IO, PY or PROC)")]
-    UnknownProcKind(String),
     /// A `--machine` argument that is not `NxP` with positive `N` and `P`.
     #[error("bad machine `{0}`: expected NODESxPROCS with positive numbers, e.g. 2x4")]
     BadMachineSpec(String),
@@ -467,7 +402,7 @@ impl MachineError {
             MachineError::NoProcessors { .. } | MachineError::TooLarge { .. } => {
                 Some(Primitive::Machine)
             }
-            MachineError::UnknownProcKind(_) | MachineError::BadMachineSpec(_) => None,
+            MachineError::BadMachineSpec(_) => None,
             other => other.clone().op_slot().map(|op| *op),
         }
     }

@@ -161,30 +161,32 @@ pub struct MapplePlacement {
 
 impl MapplePlacement {
     /// Loads the mapper `source` (named `file` in errors) for `machine` (a backend's
-    /// [`MachineShape::mapple_machine`]). With `log`, every launch's decisions are recorded
-    /// in the DSL manual's format (see [`MapplePlacement::take_log`]).
+    /// [`MachineShape`], or a Mapple [`Machine`]). With `log`, every launch's decisions are
+    /// recorded in the DSL manual's format (see [`MapplePlacement::take_log`]).
     pub fn new(
         file: &str,
         source: &str,
-        machine: Machine,
+        machine: impl Into<Machine>,
         log: bool,
     ) -> Result<Self, diffuse_mapper::error::MappleError> {
         Ok(MapplePlacement {
-            mapper: Mapper::from_source(file, source, machine)?,
+            mapper: Mapper::from_source(file, source, machine.into())?,
             logging: AtomicBool::new(log),
             log: Mutex::new(Vec::new()),
         })
     }
 
     /// A mapper that prefers GPUs for every task and falls back to CPUs (`--gpu`).
-    pub fn prefer_gpus(machine: Machine) -> Result<Self, diffuse_mapper::error::MappleError> {
+    pub fn prefer_gpus(
+        machine: impl Into<Machine>,
+    ) -> Result<Self, diffuse_mapper::error::MappleError> {
         Self::new("<--gpu>", "Task * GPU,CPU;\n", machine, false)
     }
 
-    /// The notices for the mapper's statements that `target` cannot act on (see
+    /// The notices for the mapper's statements that `backend` cannot act on (see
     /// [`diffuse_mapper::effects::notices`]); a runtime logs them when it loads the mapper.
-    pub fn notices(&self, target: diffuse_mapper::effects::Target) -> Vec<String> {
-        diffuse_mapper::effects::notices(self.mapper.env().file(), self.mapper.program(), target)
+    pub fn notices(&self, backend: &diffuse_backend::Capabilities) -> Vec<String> {
+        diffuse_mapper::effects::notices(self.mapper.env().file(), self.mapper.program(), backend)
     }
 
     /// Starts or stops recording decisions.

@@ -344,8 +344,8 @@ fn rank_points_of_one_launch() {
          def alternate(Task task) {{ return m[task.ipoint[0] % 2, 0]; }}\n\
          IndexTaskMap {task} alternate;\n"
     );
-    let mapple = MapplePlacement::new("alternate.mapple", &source, machine.mapple_machine(), true)
-        .expect("the mapper loads");
+    let mapple =
+        MapplePlacement::new("alternate.mapple", &source, machine, true).expect("the mapper loads");
     for (i, r) in run(Some(Arc::new(mapple))).iter().enumerate() {
         assert_eq!(
             r.processor.node,

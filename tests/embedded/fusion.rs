@@ -250,6 +250,10 @@ impl Backend for Observed {
         self.backend.machine()
     }
 
+    fn capabilities(&self) -> diffuse::backend::Capabilities {
+        self.backend.capabilities()
+    }
+
     fn execute(&self, plan: &LaunchPlan) -> Result<(), IrError> {
         let t = plan.template();
         let fused = t.constituents() > 1 || t.temporaries() > 0;

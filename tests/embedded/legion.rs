@@ -119,9 +119,7 @@ fn points_run_on_the_processors_the_mapper_names() {
          def swapped(Task task) {{ return m[0, (task.ipoint[0] + 1) % 2]; }}\n\
          IndexTaskMap {task} swapped;\n"
     );
-    let placement = Arc::new(
-        MapplePlacement::new("swap.mapple", &source, machine.mapple_machine(), true).unwrap(),
-    );
+    let placement = Arc::new(MapplePlacement::new("swap.mapple", &source, machine, true).unwrap());
     backend.record_points();
     let runtime = Arc::new(Runtime::new(
         backend.clone(),
@@ -181,9 +179,7 @@ fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
         "this test is about machines without GPUs"
     );
     let source = "Region * * CPU FBMEM;\n";
-    let placement = Arc::new(
-        MapplePlacement::new("fb.mapple", source, machine.mapple_machine(), false).unwrap(),
-    );
+    let placement = Arc::new(MapplePlacement::new("fb.mapple", source, machine, false).unwrap());
     let runtime = Arc::new(Runtime::new(
         backend,
         RuntimeConfig {
@@ -202,15 +198,8 @@ fn backpressure_and_garbage_collection_statements_act_on_legion() {
     let backend = legion(None);
     let task = diffuse::placement::mapple_name(&name("add"));
     let source = format!("Backpressure {task} 1;\nGarbageCollect {task} *;\n");
-    let placement = Arc::new(
-        MapplePlacement::new(
-            "limit.mapple",
-            &source,
-            backend.machine().mapple_machine(),
-            false,
-        )
-        .unwrap(),
-    );
+    let placement =
+        Arc::new(MapplePlacement::new("limit.mapple", &source, backend.machine(), false).unwrap());
     let runtime = Arc::new(Runtime::new(
         backend.clone(),
         RuntimeConfig {
@@ -273,15 +262,8 @@ fn napping_points_on_processor_zero(extra: &str) -> Vec<usize> {
          def first(Task task) {{ return m[0, 0]; }}\n\
          IndexTaskMap {task} first;\n{extra}"
     );
-    let placement = Arc::new(
-        MapplePlacement::new(
-            "nap.mapple",
-            &source,
-            backend.machine().mapple_machine(),
-            false,
-        )
-        .unwrap(),
-    );
+    let placement =
+        Arc::new(MapplePlacement::new("nap.mapple", &source, backend.machine(), false).unwrap());
     backend.record_points();
     let runtime = Arc::new(Runtime::new(
         backend.clone(),

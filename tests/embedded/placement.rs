@@ -21,9 +21,7 @@ fn rig(source: &str, fusion: FusionConfig) -> (Context, Arc<MapplePlacement>) {
         ..Default::default()
     });
     let machine = diffuse::start_backend(&backend).unwrap().machine();
-    let placement = Arc::new(
-        MapplePlacement::new("test.mapple", source, machine.mapple_machine(), true).unwrap(),
-    );
+    let placement = Arc::new(MapplePlacement::new("test.mapple", source, machine, true).unwrap());
     let runtime = diffuse::start(
         &backend,
         RuntimeConfig {

@@ -3,8 +3,9 @@
 //! `greedy_split`, `volume`, `has`, `ControlReplicate`, `TaskSteal`. Placements are checked
 //! point by point against hand-worked values of the paper's Figure 6 semantics.
 
+use diffuse_machine::{Capabilities, Directive, Effect};
 use diffuse_mapper::ast::{AlignOp, LayoutConstraint, MemKind, StealScope, StmtKind};
-use diffuse_mapper::effects::{effect, notices, Target};
+use diffuse_mapper::effects::{effect, notices};
 use diffuse_mapper::machine::ProcKind;
 use diffuse_mapper::placement::RegionRef;
 
@@ -140,21 +141,33 @@ IndexTaskMap spread g;
     }
 }
 
+/// A backend that acts on everything.
+const ALL: Capabilities = Capabilities::new("all", |_| Effect::acts("acts"));
+
+/// A backend with one driver and no stealing, like the embedded one.
+const SINGLE: Capabilities = Capabilities::new("single", |d| match d {
+    Directive::ControlReplicate | Directive::TaskSteal(_) => Effect::inert("cannot"),
+    _ => Effect::acts("acts"),
+});
+
 #[test]
-fn control_replication_and_stealing_act_on_legion_and_get_a_notice_on_the_embedded_backend() {
+fn statements_a_backend_cannot_act_on_get_a_notice_naming_them_and_the_backend() {
     let src = "ControlReplicate main,top;\nTaskSteal * CPU SAME_NODE;\nTask * CPU;\n";
     let m = mapper(src, machine(1, 2));
     let stmts = &m.program().stmts;
     assert!(matches!(&stmts[0].kind, StmtKind::ControlReplicate(t) if t.len() == 2));
     for stmt in stmts {
-        assert!(effect(&stmt.kind, Target::Legion).acts);
+        assert!(effect(&stmt.kind, &ALL).acts);
     }
-    assert!(notices("t.mapple", m.program(), Target::Legion).is_empty());
-    assert!(!effect(&stmts[0].kind, Target::Embedded).acts);
-    assert!(!effect(&stmts[1].kind, Target::Embedded).acts);
-    let said = notices("t.mapple", m.program(), Target::Embedded);
+    assert!(notices("t.mapple", m.program(), &ALL).is_empty());
+    assert!(!effect(&stmts[0].kind, &SINGLE).acts);
+    assert!(!effect(&stmts[1].kind, &SINGLE).acts);
+    assert!(effect(&stmts[2].kind, &SINGLE).acts);
+    let said = notices("t.mapple", m.program(), &SINGLE);
     assert_eq!(said.len(), 2, "{said:?}");
-    assert!(said[0].starts_with("t.mapple:1:1: `ControlReplicate main,top;` has no effect"));
+    assert!(said[0].starts_with(
+        "t.mapple:1:1: `ControlReplicate main,top;` has no effect on the single backend: cannot"
+    ));
     assert!(said[1].starts_with("t.mapple:2:1: `TaskSteal * CPU SAME_NODE;` has no effect"));
 }
 
