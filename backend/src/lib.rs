@@ -11,8 +11,8 @@
 //!
 //! A backend implements [`Backend`]: execute plans, move data between the host and stores,
 //! describe its machine ([`MachineShape`], what mappers see) and report [`BackendStats`].
-//! This crate depends on the IR, the JIT (kernel handles only; compiling is the runtime's
-//! business) and the machine vocabulary (`diffuse-machine`: processor and memory kinds,
+//! This crate depends on the IR (whose compiled-kernel ABI kernels are called through, see
+//! [`PointKernel`]) and the machine vocabulary (`diffuse-machine`: processor and memory kinds,
 //! layouts, capabilities), never on a mapper or a concrete backend, so the embedded and the
 //! Legion backends build on it independently.
 
@@ -20,12 +20,14 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+mod kernel;
 pub mod memory;
 mod placement;
 mod plan;
 pub mod point;
 mod stats;
 
+pub use kernel::PointKernel;
 pub use placement::{ArgMemory, LaunchPlacement};
 pub use plan::{ArgLayout, CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, Slot};
 pub use stats::BackendStats;

@@ -8,12 +8,12 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diffuse_ir::{
-    IndexTask, Partition, Privilege, ReductionOp, Scalar, Shape, StoreId, StoreRef, TaskArg,
-};
-use diffuse_jit::{CpuKernel, GpuKernel};
-
+use crate::kernel::PointKernel;
 use crate::placement::LaunchPlacement;
+use diffuse_ir::{
+    IndexTask, KernelSignature, Partition, Privilege, ReductionOp, Scalar, Shape, StoreId,
+    StoreRef, TaskArg,
+};
 
 /// Where one argument's data lives during a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,10 +57,17 @@ pub struct KernelParamSource {
 /// A compiled kernel chosen for a launch, with its parameter bindings.
 #[derive(Clone)]
 pub struct CompiledKernel {
+    /// What the kernel computes (parameters and constituents).
+    pub signature: Arc<KernelSignature>,
+    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`: at each
+    /// point every mutated parameter must have that extent and every read parameter must
+    /// broadcast to it (extent equal, or 1 in a dimension the signature marks as unit).
+    /// `None` when each constituent iterates over its own output.
+    pub iteration_space: Option<usize>,
     /// The kernel for the host CPU.
-    pub cpu: Arc<CpuKernel>,
+    pub cpu: Arc<dyn PointKernel>,
     /// The same kernel for the GPU, when the placement asks for GPUs and it could be built.
-    pub gpu: Option<Arc<GpuKernel>>,
+    pub gpu: Option<Arc<dyn PointKernel>>,
     /// One source per kernel parameter, in parameter order.
     pub params: Vec<KernelParamSource>,
 }

@@ -14,6 +14,7 @@
 // them; errors are built only on the cold path, so their size costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+mod compiled;
 mod context;
 mod dispatch;
 mod dtype;
@@ -32,6 +33,7 @@ mod task;
 mod tuple;
 mod validate;
 
+pub use compiled::{KernelParam, KernelSignature, KernelStep, MemRef};
 pub use context::{Context, Detached, Executor};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;

@@ -14,7 +14,7 @@ use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
 use crate::kernel::CpuKernel;
 use crate::math;
-use crate::signature::KernelSignature;
+use diffuse_ir::KernelSignature;
 
 /// Counters of a [`Jit`]'s work.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use diffuse_ir::{element_type, MlirArg, MlirSignature, Privilege};
 
 use crate::error::JitError;
-use crate::signature::{KernelParam, KernelSignature};
+use diffuse_ir::{KernelParam, KernelSignature};
 
 /// The name of the composed entry function (called through `_mlir_ciface_kernel`).
 pub(crate) const ENTRY: &str = "kernel";
@@ -594,7 +594,7 @@ mod tests {
     use diffuse_ir::{DType, ReductionOp, TaskKind};
 
     use super::*;
-    use crate::signature::KernelStep;
+    use diffuse_ir::KernelStep;
 
     fn param(privilege: Privilege, store: usize) -> KernelParam {
         KernelParam {

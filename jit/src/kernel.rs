@@ -1,23 +1,9 @@
 //! A compiled CPU kernel and its calling convention: one memref descriptor per parameter,
 //! then the scalars, passed through the packed entry point.
 
-use diffuse_ir::Scalar;
+use diffuse_ir::{KernelSignature, MemRef, Scalar};
 
 use crate::compiler::NativeCode;
-use crate::signature::KernelSignature;
-
-/// Where one parameter's sub-store lives for one call: the address of its first element
-/// (null for a temporary, which the kernel never touches in memory), its extent and its
-/// strides in elements (the innermost stride must be 1 unless that extent is at most 1).
-#[derive(Clone, Copy, Debug)]
-pub struct MemRef<'a> {
-    /// Address of element (0, .., 0) of the sub-store.
-    pub ptr: *mut u8,
-    /// Extent per dimension.
-    pub sizes: &'a [i64],
-    /// Stride per dimension, in elements.
-    pub strides: &'a [i64],
-}
 
 /// A fused kernel compiled for this CPU.
 pub struct CpuKernel {

@@ -73,11 +73,10 @@ mod error;
 mod gpu;
 mod kernel;
 mod math;
-mod signature;
 mod support;
 
 pub use cache::{CompileMode, Jit, JitStats, Lookup};
+pub use diffuse_ir::{KernelParam, KernelSignature, KernelStep, MemRef};
 pub use error::JitError;
 pub use gpu::{gpu_available, GpuError, GpuInfo, GpuJit, GpuKernel, GpuTarget, PtxModule};
-pub use kernel::{CpuKernel, MemRef};
-pub use signature::{KernelParam, KernelSignature, KernelStep};
+pub use kernel::CpuKernel;

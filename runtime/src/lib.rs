@@ -9,6 +9,7 @@
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
+mod kernels;
 pub mod placement;
 mod plans;
 mod poison;

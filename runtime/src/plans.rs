@@ -13,12 +13,14 @@
 use std::sync::{Arc, OnceLock};
 
 use diffuse_backend::{
-    CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, MachineShape, ProcKind, Slot,
+    CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, MachineShape, PointKernel,
+    ProcKind, Slot,
 };
 use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
 use diffuse_jit::{GpuJit, Jit, KernelParam, KernelSignature, KernelStep, Lookup};
 use hashbrown::HashMap;
 
+use crate::kernels::{DeviceKernel, HostKernel};
 use crate::placement::{decide, Placement};
 
 /// Where a template is cached.
@@ -198,8 +200,10 @@ fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut 
                 .then(|| gpu_jit.get_or_init(|| Arc::new(GpuJit::new())))
                 .and_then(|g| g.kernel(&pending.signature).ok());
             Some(Arc::new(CompiledKernel {
-                cpu,
-                gpu,
+                signature: Arc::new(cpu.signature().clone()),
+                iteration_space: cpu.iteration_space(),
+                cpu: Arc::new(HostKernel(cpu)),
+                gpu: gpu.map(|g| Arc::new(DeviceKernel(g)) as Arc<dyn PointKernel>),
                 params: pending.params.clone(),
             }))
         }

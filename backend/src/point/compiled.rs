@@ -5,8 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diffuse_ir::{Point, Shape, Tuple};
-use diffuse_jit::MemRef;
+use diffuse_ir::{MemRef, Point, Shape, Tuple};
 
 use super::{accumulator, ArgPlacement, Contribution, PointRunner};
 use crate::plan::{CompiledKernel, Slot};
@@ -96,7 +95,7 @@ pub(super) fn run_point(
     if let Some(device_kernel) = kernel.gpu.as_ref().filter(|_| gpu) {
         // SAFETY: as for the CPU call below; the launch copies the sub-stores to the device
         // and back.
-        match unsafe { device_kernel.launch(&memrefs, runner.scalars) } {
+        match unsafe { device_kernel.call(&memrefs, runner.scalars) } {
             Ok(()) => return Some(Ok((contributions(places), Device::Gpu))),
             Err(e) => {
                 if !GPU_FAILED.swap(true, Ordering::Relaxed) {
@@ -116,11 +115,11 @@ pub(super) fn run_point(
 }
 
 /// True when the point's sub-stores have the shapes the kernel was compiled for: one
-/// iteration space for all (see [`diffuse_jit::CpuKernel::iteration_space`]), or per
+/// iteration space for all (see [`CompiledKernel::iteration_space`]), or per
 /// element-wise constituent, inputs matching its output's extent except in dimensions
 /// compiled as broadcast (extent 1).
 fn fits(kernel: &CompiledKernel, places: &[ArgPlacement]) -> bool {
-    let sig = kernel.cpu.signature();
+    let sig = &kernel.signature;
     let broadcasts = |q: usize, space: Shape| {
         let e = places[q].rect.extent();
         let unit = sig.params[q].unit_dims;
@@ -130,7 +129,7 @@ fn fits(kernel: &CompiledKernel, places: &[ArgPlacement]) -> bool {
                 e[k] == space[d] || (k < 8 && unit & (1 << k) != 0 && e[k] == 1)
             })
     };
-    if let Some(p) = kernel.cpu.iteration_space() {
+    if let Some(p) = kernel.iteration_space {
         let space = places[p].rect.extent();
         return sig.params.iter().enumerate().all(|(q, param)| {
             if param.privilege.mutates() {

@@ -40,8 +40,8 @@ use thiserror::Error;
 use crate::compiler::{MlirFailure, MlirSession, NativeCode};
 use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
-use crate::kernel::{check_arguments, MemRef};
-use crate::signature::KernelSignature;
+use crate::kernel::check_arguments;
+use diffuse_ir::{KernelSignature, MemRef};
 
 /// The GPU a launch would run on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,7 @@
-//! The canonical description of a fused kernel: what it computes, independent of which
-//! stores it runs on. It is the kernel cache's key.
+//! The compiled-kernel ABI: the canonical description of a fused kernel ([`KernelSignature`]:
+//! what it computes, independent of which stores it runs on; the JIT's cache key) and how one
+//! point's sub-stores are passed to it ([`MemRef`]). The runtime builds signatures, the JIT
+//! compiles them, and backends call the result; all three meet here.
 //!
 //! Parameters are numbered by first use and stores renamed by first occurrence (the
 //! De Bruijn-like renaming of the fusion memoization), and the key also carries what a
@@ -9,7 +11,20 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use diffuse_ir::{DType, Privilege, TaskKind};
+use crate::{DType, Privilege, TaskKind};
+
+/// Where one parameter's sub-store lives for one call: the address of its first element
+/// (null for a temporary, which the kernel never touches in memory), its extent and its
+/// strides in elements (the innermost stride must be 1 unless that extent is at most 1).
+#[derive(Clone, Copy, Debug)]
+pub struct MemRef<'a> {
+    /// Address of element (0, .., 0) of the sub-store.
+    pub ptr: *mut u8,
+    /// Extent per dimension.
+    pub sizes: &'a [i64],
+    /// Stride per dimension, in elements.
+    pub strides: &'a [i64],
+}
 
 /// One memref parameter of a fused kernel: a distinct (store, partition) pair the fused task
 /// touches, or a temporary.
