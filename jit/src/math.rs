@@ -84,10 +84,71 @@
 //! | `log` | 2.2 / 2.2 | 4.7 / 4.7 |
 //! | Black-Scholes call (`log`, `sqrt`, 2 `erf`, `exp`) | 19.4 / 22.3 | 55 / 58 |
 
-/// MLIR body of `exp` on `f64`: reads `%ex_in`, defines `%ex_out`; its SSA names start with
-/// `%ex_`.
-macro_rules! exp_core {
-    () => {
+use std::sync::OnceLock;
+
+/// Appends the straight-line Horner evaluation at `%<x>` of the polynomial whose
+/// `coefficients` are listed highest degree first, separated by white space: an MLIR float
+/// constant (defined as `%<stem><k>` for the coefficient of degree k) or, starting with `%`,
+/// an SSA value the body defines before. Step k multiplies the running value by x into
+/// `%<stem>m<k>` and adds coefficient k into `%<stem>h<k>`, so the result is `%<stem>h0`.
+/// Each step carries `fastmath<contract>` so that LLVM may fuse it into an FMA.
+fn horner(out: &mut String, stem: &str, x: &str, coefficients: &str) {
+    let coefficients: Vec<&str> = coefficients.split_whitespace().collect();
+    let degree = coefficients.len() - 1;
+    let mut running = String::new();
+    for (k, coefficient) in (0..=degree).rev().zip(coefficients) {
+        let operand = match coefficient.strip_prefix('%') {
+            Some(name) => name.to_string(),
+            None => {
+                out.push_str(&format!(
+                    "    %{stem}{k} = arith.constant {coefficient} : f64\n"
+                ));
+                format!("{stem}{k}")
+            }
+        };
+        if k == degree {
+            running = operand;
+            continue;
+        }
+        out.push_str(&format!(
+            "    %{stem}m{k} = arith.mulf %{running}, %{x} fastmath<contract> : f64\n"
+        ));
+        out.push_str(&format!(
+            "    %{stem}h{k} = arith.addf %{stem}m{k}, %{operand} fastmath<contract> : f64\n"
+        ));
+        running = format!("{stem}h{k}");
+    }
+}
+
+/// `exp(r) = 1 + r + r^2 q(r)` as one polynomial in r for [`horner`]: q (degree 9), then the
+/// two unit coefficients.
+const EXP_Q: &str = "2.5000059632807066e-08 2.7630248442108974e-07 2.7557586379864445e-06 \
+    2.4801493098732055e-05 1.9841269506572212e-04 1.3888888943630274e-03 \
+    8.3333333334944647e-03 4.1666666666530155e-02 1.6666666666666413e-01 \
+    5.0000000000000111e-01 %ex_one %ex_one";
+
+/// For [`horner`]: T(z) of `log`, degree 6, coefficients t6..t0.
+const LOG_T: &str = "1.4796261218667198e-01 1.5314021116126811e-01 1.8183565407241495e-01 \
+    2.2222198553787670e-01 2.8571428742562111e-01 3.9999999999413965e-01 \
+    6.6666666666667340e-01";
+
+/// For [`horner`]: P(x^2) of `erf` for |x| < 1, degree 10, coefficients p10..p0.
+const ERF_P: &str = "9.4076202079930796e-09 -1.5177731915120781e-07 1.6308100176275080e-06 \
+    -1.4913033502617804e-05 1.2054662748485355e-04 -8.5483040202043430e-04 \
+    5.2239771310407445e-03 -2.6866170582901968e-02 1.1283791670551899e-01 \
+    -3.7612638903173518e-01 1.2837916709551214e-01";
+
+/// For [`horner`]: G(1/|x| - tc) of `erf` for |x| >= 1, degree 13, coefficients g13..g0.
+const ERF_G: &str = "6.6140012694186319e-03 -2.2597341404273778e-02 3.7800523354440355e-02 \
+    -4.0928533690210260e-02 2.8800740604407921e-02 -4.4777905963924768e-03 \
+    -2.5355884095697626e-02 5.0758548931859174e-02 -5.8795025774674728e-02 \
+    3.4319975087293952e-02 3.8999328067585874e-02 -1.7758685093194662e-01 \
+    3.9687045602865728e-01 2.8972211632347983e-01";
+
+/// Appends the MLIR body of `exp` on `f64`: reads `%ex_in`, defines `%ex_out`; its SSA names
+/// start with `%ex_`.
+fn exp_core(out: &mut String) {
+    out.push_str(
         r"
     // Clamp x to [-760, 760] (exp over/underflows well inside); NaN passes through.
     %ex_lim = arith.constant 7.6000000000000000e+02 : f64
@@ -112,39 +173,11 @@ macro_rules! exp_core {
     // exp(r) = 1 + r + r^2 q(r), |r| <= ln2/2, q a minimax polynomial of degree 9;
     // Horner on the coefficients c<k> of r^k.
     %ex_one = arith.constant 1.0000000000000000e+00 : f64
-    %ex_c11 = arith.constant 2.5000059632807066e-08 : f64
-    %ex_c10 = arith.constant 2.7630248442108974e-07 : f64
-    %ex_cm10 = arith.mulf %ex_c11, %ex_r fastmath<contract> : f64
-    %ex_ch10 = arith.addf %ex_cm10, %ex_c10 fastmath<contract> : f64
-    %ex_c9 = arith.constant 2.7557586379864445e-06 : f64
-    %ex_cm9 = arith.mulf %ex_ch10, %ex_r fastmath<contract> : f64
-    %ex_ch9 = arith.addf %ex_cm9, %ex_c9 fastmath<contract> : f64
-    %ex_c8 = arith.constant 2.4801493098732055e-05 : f64
-    %ex_cm8 = arith.mulf %ex_ch9, %ex_r fastmath<contract> : f64
-    %ex_ch8 = arith.addf %ex_cm8, %ex_c8 fastmath<contract> : f64
-    %ex_c7 = arith.constant 1.9841269506572212e-04 : f64
-    %ex_cm7 = arith.mulf %ex_ch8, %ex_r fastmath<contract> : f64
-    %ex_ch7 = arith.addf %ex_cm7, %ex_c7 fastmath<contract> : f64
-    %ex_c6 = arith.constant 1.3888888943630274e-03 : f64
-    %ex_cm6 = arith.mulf %ex_ch7, %ex_r fastmath<contract> : f64
-    %ex_ch6 = arith.addf %ex_cm6, %ex_c6 fastmath<contract> : f64
-    %ex_c5 = arith.constant 8.3333333334944647e-03 : f64
-    %ex_cm5 = arith.mulf %ex_ch6, %ex_r fastmath<contract> : f64
-    %ex_ch5 = arith.addf %ex_cm5, %ex_c5 fastmath<contract> : f64
-    %ex_c4 = arith.constant 4.1666666666530155e-02 : f64
-    %ex_cm4 = arith.mulf %ex_ch5, %ex_r fastmath<contract> : f64
-    %ex_ch4 = arith.addf %ex_cm4, %ex_c4 fastmath<contract> : f64
-    %ex_c3 = arith.constant 1.6666666666666413e-01 : f64
-    %ex_cm3 = arith.mulf %ex_ch4, %ex_r fastmath<contract> : f64
-    %ex_ch3 = arith.addf %ex_cm3, %ex_c3 fastmath<contract> : f64
-    %ex_c2 = arith.constant 5.0000000000000111e-01 : f64
-    %ex_cm2 = arith.mulf %ex_ch3, %ex_r fastmath<contract> : f64
-    %ex_ch2 = arith.addf %ex_cm2, %ex_c2 fastmath<contract> : f64
-    %ex_cm1 = arith.mulf %ex_ch2, %ex_r fastmath<contract> : f64
-    %ex_ch1 = arith.addf %ex_cm1, %ex_one fastmath<contract> : f64
-    %ex_cm0 = arith.mulf %ex_ch1, %ex_r fastmath<contract> : f64
-    %ex_ch0 = arith.addf %ex_cm0, %ex_one fastmath<contract> : f64
-    // 2^k = 2^k1 * 2^k2 with k1 = floor(k / 2), k2 = k - k1, so each factor is a normal double.
+",
+    );
+    horner(out, "ex_c", "ex_r", EXP_Q);
+    out.push_str(
+        r"    // 2^k = 2^k1 * 2^k2 with k1 = floor(k / 2), k2 = k - k1, so each factor is a normal double.
     %ex_tb = arith.bitcast %ex_t : f64 to i64
     %ex_shiftb = arith.constant 4843621399236968448 : i64
     %ex_k = arith.subi %ex_tb, %ex_shiftb : i64
@@ -165,14 +198,14 @@ macro_rules! exp_core {
     %ex_s2 = arith.bitcast %ex_e2s : i64 to f64
     %ex_y = arith.mulf %ex_ch0, %ex_s1 : f64
     %ex_out = arith.mulf %ex_y, %ex_s2 : f64
-"
-    };
+",
+    );
 }
 
-/// MLIR body of `log` on `f64`: reads `%lg_in`, defines `%lg_out`; its SSA names start with
-/// `%lg_`.
-macro_rules! log_core {
-    () => {
+/// Appends the MLIR body of `log` on `f64`: reads `%lg_in`, defines `%lg_out`; its SSA names
+/// start with `%lg_`.
+fn log_core(out: &mut String) {
+    out.push_str(
         r"
     // Scale subnormals by 2^54 so that the exponent/mantissa split below sees a normal number.
     %lg_min = arith.constant 2.2250738585072014e-308 : f64
@@ -213,26 +246,11 @@ macro_rules! log_core {
     %lg_z = arith.mulf %lg_s, %lg_s : f64
     %lg_hf = arith.mulf %lg_f, %lg_half : f64
     %lg_hfsq = arith.mulf %lg_hf, %lg_f : f64
-    %lg_t6 = arith.constant 1.4796261218667198e-01 : f64
-    %lg_t5 = arith.constant 1.5314021116126811e-01 : f64
-    %lg_tm5 = arith.mulf %lg_t6, %lg_z fastmath<contract> : f64
-    %lg_th5 = arith.addf %lg_tm5, %lg_t5 fastmath<contract> : f64
-    %lg_t4 = arith.constant 1.8183565407241495e-01 : f64
-    %lg_tm4 = arith.mulf %lg_th5, %lg_z fastmath<contract> : f64
-    %lg_th4 = arith.addf %lg_tm4, %lg_t4 fastmath<contract> : f64
-    %lg_t3 = arith.constant 2.2222198553787670e-01 : f64
-    %lg_tm3 = arith.mulf %lg_th4, %lg_z fastmath<contract> : f64
-    %lg_th3 = arith.addf %lg_tm3, %lg_t3 fastmath<contract> : f64
-    %lg_t2 = arith.constant 2.8571428742562111e-01 : f64
-    %lg_tm2 = arith.mulf %lg_th3, %lg_z fastmath<contract> : f64
-    %lg_th2 = arith.addf %lg_tm2, %lg_t2 fastmath<contract> : f64
-    %lg_t1 = arith.constant 3.9999999999413965e-01 : f64
-    %lg_tm1 = arith.mulf %lg_th2, %lg_z fastmath<contract> : f64
-    %lg_th1 = arith.addf %lg_tm1, %lg_t1 fastmath<contract> : f64
-    %lg_t0 = arith.constant 6.6666666666667340e-01 : f64
-    %lg_tm0 = arith.mulf %lg_th1, %lg_z fastmath<contract> : f64
-    %lg_th0 = arith.addf %lg_tm0, %lg_t0 fastmath<contract> : f64
-    %lg_rz = arith.mulf %lg_th0, %lg_z : f64
+",
+    );
+    horner(out, "lg_t", "lg_z", LOG_T);
+    out.push_str(
+        r"    %lg_rz = arith.mulf %lg_th0, %lg_z : f64
     %lg_hr = arith.addf %lg_hfsq, %lg_rz : f64
     %lg_shr = arith.mulf %lg_s, %lg_hr : f64
     // log(x) = e ln2hi + (f - (hfsq - (s (hfsq + R) + e ln2lo))), hfsq = f^2/2, R = z T(z);
@@ -255,16 +273,15 @@ macro_rules! log_core {
     %lg_bad = arith.select %lg_isz, %lg_ninf, %lg_nan : f64
     %lg_pos = arith.cmpf ogt, %lg_in, %lg_zero : f64
     %lg_out = arith.select %lg_pos, %lg_r1, %lg_bad : f64
-"
-    };
+",
+    );
 }
 
-/// MLIR body of `erf` on `f64`: reads `%ef_in`, defines `%ef_out`; its SSA names start with
-/// `%ef_` (and `%ex_` for the embedded `exp(-x^2)`).
-macro_rules! erf_core {
-    () => {
-        concat!(
-            r"
+/// Appends the MLIR body of `erf` on `f64`: reads `%ef_in`, defines `%ef_out`; its SSA names
+/// start with `%ef_` (and `%ex_` for the embedded `exp(-x^2)`).
+fn erf_core(out: &mut String) {
+    out.push_str(
+        r"
     // |x| < 1.0: erf(x) = x + x P(x^2), with 1 + P a minimax polynomial of degree 10
     // for erf(x) / x (relative error).
     %ef_xb = arith.bitcast %ef_in : f64 to i64
@@ -278,38 +295,11 @@ macro_rules! erf_core {
     %ef_zero = arith.constant 0.0000000000000000e+00 : f64
     %ef_xs = arith.select %ef_small, %ef_in, %ef_zero : f64
     %ef_z = arith.mulf %ef_xs, %ef_xs : f64
-    %ef_p10 = arith.constant 9.4076202079930796e-09 : f64
-    %ef_p9 = arith.constant -1.5177731915120781e-07 : f64
-    %ef_pm9 = arith.mulf %ef_p10, %ef_z fastmath<contract> : f64
-    %ef_ph9 = arith.addf %ef_pm9, %ef_p9 fastmath<contract> : f64
-    %ef_p8 = arith.constant 1.6308100176275080e-06 : f64
-    %ef_pm8 = arith.mulf %ef_ph9, %ef_z fastmath<contract> : f64
-    %ef_ph8 = arith.addf %ef_pm8, %ef_p8 fastmath<contract> : f64
-    %ef_p7 = arith.constant -1.4913033502617804e-05 : f64
-    %ef_pm7 = arith.mulf %ef_ph8, %ef_z fastmath<contract> : f64
-    %ef_ph7 = arith.addf %ef_pm7, %ef_p7 fastmath<contract> : f64
-    %ef_p6 = arith.constant 1.2054662748485355e-04 : f64
-    %ef_pm6 = arith.mulf %ef_ph7, %ef_z fastmath<contract> : f64
-    %ef_ph6 = arith.addf %ef_pm6, %ef_p6 fastmath<contract> : f64
-    %ef_p5 = arith.constant -8.5483040202043430e-04 : f64
-    %ef_pm5 = arith.mulf %ef_ph6, %ef_z fastmath<contract> : f64
-    %ef_ph5 = arith.addf %ef_pm5, %ef_p5 fastmath<contract> : f64
-    %ef_p4 = arith.constant 5.2239771310407445e-03 : f64
-    %ef_pm4 = arith.mulf %ef_ph5, %ef_z fastmath<contract> : f64
-    %ef_ph4 = arith.addf %ef_pm4, %ef_p4 fastmath<contract> : f64
-    %ef_p3 = arith.constant -2.6866170582901968e-02 : f64
-    %ef_pm3 = arith.mulf %ef_ph4, %ef_z fastmath<contract> : f64
-    %ef_ph3 = arith.addf %ef_pm3, %ef_p3 fastmath<contract> : f64
-    %ef_p2 = arith.constant 1.1283791670551899e-01 : f64
-    %ef_pm2 = arith.mulf %ef_ph3, %ef_z fastmath<contract> : f64
-    %ef_ph2 = arith.addf %ef_pm2, %ef_p2 fastmath<contract> : f64
-    %ef_p1 = arith.constant -3.7612638903173518e-01 : f64
-    %ef_pm1 = arith.mulf %ef_ph2, %ef_z fastmath<contract> : f64
-    %ef_ph1 = arith.addf %ef_pm1, %ef_p1 fastmath<contract> : f64
-    %ef_p0 = arith.constant 1.2837916709551214e-01 : f64
-    %ef_pm0 = arith.mulf %ef_ph1, %ef_z fastmath<contract> : f64
-    %ef_ph0 = arith.addf %ef_pm0, %ef_p0 fastmath<contract> : f64
-    %ef_xp = arith.mulf %ef_xs, %ef_ph0 : f64
+",
+    );
+    horner(out, "ef_p", "ef_z", ERF_P);
+    out.push_str(
+        r"    %ef_xp = arith.mulf %ef_xs, %ef_ph0 : f64
     %ef_rs = arith.addf %ef_xs, %ef_xp : f64
     // |x| >= 1.0: erf(|x|) = 1 - exp(-x^2) G(1/|x|), G a minimax polynomial of degree 13
     // in 1/|x| - tc for erfc(x) exp(x^2) on [a, 6] (absolute error of erf);
@@ -322,50 +312,16 @@ macro_rules! erf_core {
     %ef_t = arith.divf %ef_one, %ef_xc : f64
     %ef_tc = arith.constant 5.8333333333333337e-01 : f64
     %ef_u = arith.subf %ef_t, %ef_tc : f64
-    %ef_g13 = arith.constant 6.6140012694186319e-03 : f64
-    %ef_g12 = arith.constant -2.2597341404273778e-02 : f64
-    %ef_gm12 = arith.mulf %ef_g13, %ef_u fastmath<contract> : f64
-    %ef_gh12 = arith.addf %ef_gm12, %ef_g12 fastmath<contract> : f64
-    %ef_g11 = arith.constant 3.7800523354440355e-02 : f64
-    %ef_gm11 = arith.mulf %ef_gh12, %ef_u fastmath<contract> : f64
-    %ef_gh11 = arith.addf %ef_gm11, %ef_g11 fastmath<contract> : f64
-    %ef_g10 = arith.constant -4.0928533690210260e-02 : f64
-    %ef_gm10 = arith.mulf %ef_gh11, %ef_u fastmath<contract> : f64
-    %ef_gh10 = arith.addf %ef_gm10, %ef_g10 fastmath<contract> : f64
-    %ef_g9 = arith.constant 2.8800740604407921e-02 : f64
-    %ef_gm9 = arith.mulf %ef_gh10, %ef_u fastmath<contract> : f64
-    %ef_gh9 = arith.addf %ef_gm9, %ef_g9 fastmath<contract> : f64
-    %ef_g8 = arith.constant -4.4777905963924768e-03 : f64
-    %ef_gm8 = arith.mulf %ef_gh9, %ef_u fastmath<contract> : f64
-    %ef_gh8 = arith.addf %ef_gm8, %ef_g8 fastmath<contract> : f64
-    %ef_g7 = arith.constant -2.5355884095697626e-02 : f64
-    %ef_gm7 = arith.mulf %ef_gh8, %ef_u fastmath<contract> : f64
-    %ef_gh7 = arith.addf %ef_gm7, %ef_g7 fastmath<contract> : f64
-    %ef_g6 = arith.constant 5.0758548931859174e-02 : f64
-    %ef_gm6 = arith.mulf %ef_gh7, %ef_u fastmath<contract> : f64
-    %ef_gh6 = arith.addf %ef_gm6, %ef_g6 fastmath<contract> : f64
-    %ef_g5 = arith.constant -5.8795025774674728e-02 : f64
-    %ef_gm5 = arith.mulf %ef_gh6, %ef_u fastmath<contract> : f64
-    %ef_gh5 = arith.addf %ef_gm5, %ef_g5 fastmath<contract> : f64
-    %ef_g4 = arith.constant 3.4319975087293952e-02 : f64
-    %ef_gm4 = arith.mulf %ef_gh5, %ef_u fastmath<contract> : f64
-    %ef_gh4 = arith.addf %ef_gm4, %ef_g4 fastmath<contract> : f64
-    %ef_g3 = arith.constant 3.8999328067585874e-02 : f64
-    %ef_gm3 = arith.mulf %ef_gh4, %ef_u fastmath<contract> : f64
-    %ef_gh3 = arith.addf %ef_gm3, %ef_g3 fastmath<contract> : f64
-    %ef_g2 = arith.constant -1.7758685093194662e-01 : f64
-    %ef_gm2 = arith.mulf %ef_gh3, %ef_u fastmath<contract> : f64
-    %ef_gh2 = arith.addf %ef_gm2, %ef_g2 fastmath<contract> : f64
-    %ef_g1 = arith.constant 3.9687045602865728e-01 : f64
-    %ef_gm1 = arith.mulf %ef_gh2, %ef_u fastmath<contract> : f64
-    %ef_gh1 = arith.addf %ef_gm1, %ef_g1 fastmath<contract> : f64
-    %ef_g0 = arith.constant 2.8972211632347983e-01 : f64
-    %ef_gm0 = arith.mulf %ef_gh1, %ef_u fastmath<contract> : f64
-    %ef_gh0 = arith.addf %ef_gm0, %ef_g0 fastmath<contract> : f64
-    %ef_xx = arith.mulf %ef_xc, %ef_xc : f64
+",
+    );
+    horner(out, "ef_g", "ef_u", ERF_G);
+    out.push_str(
+        r"    %ef_xx = arith.mulf %ef_xc, %ef_xc : f64
     %ex_in = arith.negf %ef_xx : f64",
-            exp_core!(),
-            r"    // exp(-x^2) is %ex_out; erfc(|x|) = exp(-x^2) G, then the sign of x is copied
+    );
+    exp_core(out);
+    out.push_str(
+        r"    // exp(-x^2) is %ex_out; erfc(|x|) = exp(-x^2) G, then the sign of x is copied
     // onto 1 - erfc(|x|).
     %ef_erfc = arith.mulf %ex_out, %ef_gh0 : f64
     %ef_rl = arith.subf %ef_one, %ef_erfc : f64
@@ -375,45 +331,50 @@ macro_rules! erf_core {
     %ef_rlsb = arith.ori %ef_rlb, %ef_sign : i64
     %ef_rls = arith.bitcast %ef_rlsb : i64 to f64
     %ef_out = arith.select %ef_small, %ef_rs, %ef_rls : f64
-"
-        )
-    };
+",
+    );
 }
 
 /// MLIR text, to be pasted into a `builtin.module` body, that defines
 /// `func.func private @exp(f64) -> f64`, `@log(f64) -> f64`, `@erf(f64) -> f64` and the `f32`
 /// versions `@expf`, `@logf`, `@erff`, branch-free (see the module documentation).
 pub(crate) fn prelude() -> &'static str {
-    concat!(
-        "func.func private @exp(%ex_in: f64) -> f64 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {",
-        exp_core!(),
-        "    return %ex_out : f64\n}\n",
-        "func.func private @log(%lg_in: f64) -> f64 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {",
-        log_core!(),
-        "    return %lg_out : f64\n}\n",
-        "func.func private @erf(%ef_in: f64) -> f64 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {",
-        erf_core!(),
-        "    return %ef_out : f64\n}\n",
-        "func.func private @expf(%x: f32) -> f32 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {\n",
-        "    %ex_in = arith.extf %x : f32 to f64",
-        exp_core!(),
-        "    %r = arith.truncf %ex_out : f64 to f32\n    return %r : f32\n}\n",
-        "func.func private @logf(%x: f32) -> f32 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {\n",
-        "    %lg_in = arith.extf %x : f32 to f64",
-        log_core!(),
-        "    %r = arith.truncf %lg_out : f64 to f32\n    return %r : f32\n}\n",
-        "func.func private @erff(%x: f32) -> f32 ",
-        "attributes {llvm.linkage = #llvm.linkage<internal>} {\n",
-        "    %ef_in = arith.extf %x : f32 to f64",
-        erf_core!(),
-        "    %r = arith.truncf %ef_out : f64 to f32\n    return %r : f32\n}\n",
-    )
+    static PRELUDE: OnceLock<String> = OnceLock::new();
+    PRELUDE.get_or_init(|| {
+        // (name, SSA prefix of the body's `_in` and `_out`, body)
+        let functions: [(&str, &str, Body); 3] = [
+            ("exp", "ex", exp_core),
+            ("log", "lg", log_core),
+            ("erf", "ef", erf_core),
+        ];
+        let mut out = String::new();
+        for (name, prefix, body) in functions {
+            out.push_str(&format!(
+                "func.func private @{name}(%{prefix}_in: f64) -> f64 {LINKAGE}"
+            ));
+            body(&mut out);
+            out.push_str(&format!("    return %{prefix}_out : f64\n}}\n"));
+        }
+        // The `f32` versions compute in `f64` and round once at the end.
+        for (name, prefix, body) in functions {
+            out.push_str(&format!(
+                "func.func private @{name}f(%x: f32) -> f32 {LINKAGE}\n    %{prefix}_in = arith.extf %x : f32 to f64"
+            ));
+            body(&mut out);
+            out.push_str(&format!(
+                "    %r = arith.truncf %{prefix}_out : f64 to f32\n    return %r : f32\n}}\n"
+            ));
+        }
+        out
+    })
 }
+
+/// Appends the MLIR body of a prelude function (`exp_core`, `log_core`, `erf_core`).
+type Body = fn(&mut String);
+
+/// The attributes and opening brace of every prelude function: internal linkage, so that a
+/// definition that is not inlined neither clashes with nor stands for libm's.
+const LINKAGE: &str = "attributes {llvm.linkage = #llvm.linkage<internal>} {";
 
 #[cfg(test)]
 mod tests {
