@@ -574,6 +574,7 @@ fn saturate(e: &mut Emitter, x: &str, to: DType) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{assert_contains, assert_lacks};
     use super::*;
 
     fn arg(dtype: DType, rank: usize, privilege: Privilege, unit_dims: u8) -> MlirArg {
@@ -630,16 +631,14 @@ mod tests {
             ],
             &[],
         );
-        assert!(text.contains(
-            "indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = [\"parallel\", \"parallel\"]"
-        ), "{text}");
-        assert!(
-            text.contains(
-                "ins(%a0, %a1 : tensor<?x?xf64>, tensor<?xf64>) outs(%a2 : tensor<?x?xf64>)"
-            ),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = [\"parallel\", \"parallel\"]",
+                "ins(%a0, %a1 : tensor<?x?xf64>, tensor<?xf64>) outs(%a2 : tensor<?x?xf64>)",
+                "arith.addf %x0, %x1 : f64",
+            ],
         );
-        assert!(text.contains("arith.addf %x0, %x1 : f64"), "{text}");
         // A unit dimension of the output too is indexed normally; a missing one is skipped.
         let mut out = write(DType::F64, 3);
         out.unit_dims = 0b010;
@@ -648,7 +647,12 @@ mod tests {
             &[read(DType::F64, 2, 0b11), read(DType::F64, 3, 0b100), out],
             &[],
         );
-        assert!(text.contains("affine_map<(d0, d1, d2) -> (d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>"), "{text}");
+        assert_contains(
+            &text,
+            &[
+                "affine_map<(d0, d1, d2) -> (d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>",
+            ],
+        );
     }
 
     #[test]
@@ -660,7 +664,7 @@ mod tests {
             &[DType::I32],
         );
         assert!(text.starts_with("func.func private @k0(%a0: tensor<?xi32>, %a1: tensor<?xi32>, %s0: i32) -> (tensor<?xi32>)"), "{text}");
-        assert!(text.contains("arith.subi %s0, %x0 : i32"), "{text}");
+        assert_contains(&text, &["arith.subi %s0, %x0 : i32"]);
         // A scalar fill: no inputs, one 0-d output.
         let fill = kind(
             ElementwiseOp::Unary(UnaryOp::Copy),
@@ -669,9 +673,14 @@ mod tests {
             &[Slot::Scalar],
         );
         let text = generate(&fill, &[write(DType::Bool, 0)], &[DType::Bool]);
-        assert!(text.contains("linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []} outs(%a0 : tensor<i8>)"), "{text}");
-        assert!(text.contains("linalg.yield %s0 : i8"), "{text}");
-        assert!(text.contains("return %r0 : tensor<i8>"), "{text}");
+        assert_contains(
+            &text,
+            &[
+                "linalg.generic {indexing_maps = [affine_map<() -> ()>], iterator_types = []} outs(%a0 : tensor<i8>)",
+                "linalg.yield %s0 : i8",
+                "return %r0 : tensor<i8>",
+            ],
+        );
     }
 
     #[test]
@@ -689,12 +698,14 @@ mod tests {
             (BinaryOp::NotEqual, "cmpf une"),
         ] {
             let text = generate(&binary(op, DType::F32, &aa), &args, &[]);
-            assert!(
-                text.contains(&format!("arith.{pred}, %x0, %x1 : f32")),
-                "{text}"
+            assert_contains(
+                &text,
+                &[
+                    &format!("arith.{pred}, %x0, %x1 : f32"),
+                    "arith.extui %v0 : i1 to i8",
+                    "-> (tensor<?xi8>)",
+                ],
             );
-            assert!(text.contains("arith.extui %v0 : i1 to i8"), "{text}");
-            assert!(text.contains("-> (tensor<?xi8>)"), "{text}");
         }
         let args = [
             read(DType::I64, 1, 0),
@@ -702,7 +713,7 @@ mod tests {
             write(DType::Bool, 1),
         ];
         let text = generate(&binary(BinaryOp::LessEqual, DType::I64, &aa), &args, &[]);
-        assert!(text.contains("arith.cmpi sle, %x0, %x1 : i64"), "{text}");
+        assert_contains(&text, &["arith.cmpi sle, %x0, %x1 : i64"]);
     }
 
     #[test]
@@ -722,12 +733,14 @@ mod tests {
             ],
             &[DType::F64],
         );
-        assert!(
-            text.contains("affine_map<(d0, d1) -> (0)>, affine_map<(d0, d1) -> (d0, d1)>"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "affine_map<(d0, d1) -> (0)>, affine_map<(d0, d1) -> (d0, d1)>",
+                "arith.cmpi ne, %x0, %v0 : i8",
+                "arith.select %v1, %x1, %s0 : f64",
+            ],
         );
-        assert!(text.contains("arith.cmpi ne, %x0, %v0 : i8"), "{text}");
-        assert!(text.contains("arith.select %v1, %x1, %s0 : f64"), "{text}");
     }
 
     #[test]
@@ -735,36 +748,37 @@ mod tests {
         let g = kind(ElementwiseOp::Cast, DType::F32, DType::I32, &[Slot::Array]);
         let text = generate(&g, &[read(DType::F32, 1, 0), write(DType::I32, 1)], &[]);
         // Through f64, as the native cast goes.
-        assert!(text.contains("arith.extf %x0 : f32 to f64"), "{text}");
+        assert_contains(&text, &["arith.extf %x0 : f32 to f64"]);
         // -2^31 and 2^31 as f64 bits, and the saturated values.
-        assert!(
-            text.contains("arith.constant 0xC1E0000000000000 : f64"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "arith.constant 0xC1E0000000000000 : f64",
+                "arith.constant 0x41E0000000000000 : f64",
+                "arith.constant 2147483647 : i32",
+                "arith.constant -2147483648 : i32",
+            ],
         );
-        assert!(
-            text.contains("arith.constant 0x41E0000000000000 : f64"),
-            "{text}"
-        );
-        assert!(text.contains("arith.constant 2147483647 : i32"), "{text}");
-        assert!(text.contains("arith.constant -2147483648 : i32"), "{text}");
         // fptosi only sees the value selected when it fits.
         let safe = text.lines().find(|l| l.contains("arith.fptosi")).unwrap();
         assert!(safe.contains(": f64 to i32"), "{text}");
         let operand = safe.split_whitespace().nth(3).unwrap();
-        assert!(
-            text.contains(&format!("{operand} = arith.select")),
-            "{text}"
-        );
+        assert_contains(&text, &[&format!("{operand} = arith.select")]);
         // i64 -> f32 rounds twice, through an f64 that is not a bare `sitofp`.
         let g = kind(ElementwiseOp::Cast, DType::I64, DType::F32, &[Slot::Array]);
         let text = generate(&g, &[read(DType::I64, 1, 0), write(DType::F32, 1)], &[]);
-        assert!(!text.contains("arith.sitofp %x0"), "{text}");
-        assert!(text.contains("%v8 = arith.addf %v7, %v5 : f64"), "{text}");
-        assert!(text.contains("arith.truncf %v8 : f64 to f32"), "{text}");
+        assert_lacks(&text, &["arith.sitofp %x0"]);
+        assert_contains(
+            &text,
+            &[
+                "%v8 = arith.addf %v7, %v5 : f64",
+                "arith.truncf %v8 : f64 to f32",
+            ],
+        );
         // Float to bool is `!= 0.0`, true for NaN.
         let g = kind(ElementwiseOp::Cast, DType::F64, DType::Bool, &[Slot::Array]);
         let text = generate(&g, &[read(DType::F64, 1, 0), write(DType::Bool, 1)], &[]);
-        assert!(text.contains("arith.cmpf une, %x0, %v0 : f64"), "{text}");
+        assert_contains(&text, &["arith.cmpf une, %x0, %v0 : f64"]);
     }
 
     #[test]

@@ -30,6 +30,8 @@
 
 mod elementwise;
 mod reduce;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::BTreeMap;
 use std::fmt::{Display, Write as _};
@@ -345,16 +347,8 @@ fn generic(
 
 #[cfg(test)]
 mod tests {
+    use super::test_support::{arg, assert_contains};
     use super::*;
-
-    fn arg(dtype: DType, rank: usize, privilege: Privilege) -> MlirArg {
-        MlirArg {
-            dtype,
-            rank,
-            privilege,
-            unit_dims: 0,
-        }
-    }
 
     #[test]
     fn functions_return_one_value_per_non_read_argument() {
@@ -375,10 +369,7 @@ mod tests {
         assert!(text.starts_with(
             "func.func private @f(%a0: tensor<?xf64>, %a1: tensor<?x?xi32>, %a2: tensor<f32>, %s0: i8) -> (tensor<?x?xi32>, tensor<f32>) {"
         ), "{text}");
-        assert!(
-            text.contains("return %a1, %a2 : tensor<?x?xi32>, tensor<f32>"),
-            "{text}"
-        );
+        assert_contains(&text, &["return %a1, %a2 : tensor<?x?xi32>, tensor<f32>"]);
         let wrong = function("k", "f", &sig, |_| Ok(vec![arg_name(1)]));
         assert!(wrong.unwrap_err().reason.contains("1 values for 2"));
     }

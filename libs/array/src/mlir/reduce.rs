@@ -323,16 +323,8 @@ impl MlirGenerator for ProductGenerator {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{arg, assert_contains, assert_lacks};
     use super::*;
-
-    fn arg(dtype: DType, rank: usize, privilege: Privilege) -> MlirArg {
-        MlirArg {
-            dtype,
-            rank,
-            privilege,
-            unit_dims: 0,
-        }
-    }
 
     /// The text `g` generates as `symbol` for `args` (no scalars).
     fn generate(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> String {
@@ -340,13 +332,25 @@ mod tests {
             .expect("generates")
     }
 
+    /// The generator of kind `name`: a reduction by `op`, of the elementwise products of two
+    /// inputs when `product`.
+    fn reduction(name: &str, op: ReductionOp, product: bool) -> ReductionGenerator {
+        ReductionGenerator {
+            name: name.into(),
+            op,
+            product,
+        }
+    }
+
+    /// True when `g` refuses to generate `symbol` for `args` (no scalars).
+    fn rejects(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> bool {
+        g.generate(symbol, &MlirSignature { args, scalars: &[] })
+            .is_err()
+    }
+
     #[test]
     fn reductions_fold_every_dimension_into_the_partial_value() {
-        let g = ReductionGenerator {
-            name: "array.max.f32".into(),
-            op: ReductionOp::Max,
-            product: false,
-        };
+        let g = reduction("array.max.f32", ReductionOp::Max, false);
         let args = [
             arg(DType::F32, 3, Privilege::Read),
             arg(DType::F32, 0, Privilege::Reduce(ReductionOp::Max)),
@@ -358,86 +362,60 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>], iterator_types = [\"reduction\", \"reduction\", \"reduction\"]"), "{text}");
-        assert!(text.contains("outs(%a1 : tensor<f32>)"), "{text}");
+        assert_contains(
+            &text,
+            &[
+                "indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>], iterator_types = [\"reduction\", \"reduction\", \"reduction\"]",
+                "outs(%a1 : tensor<f32>)",
+            ],
+        );
         // NaN-propagating; of two equal values the partial one stays.
-        assert!(
-            text.contains("%v0 = arith.cmpf oge, %o0, %x0 : f32"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "%v0 = arith.cmpf oge, %o0, %x0 : f32",
+                "%v1 = arith.select %v0, %o0, %x0 : f32",
+                "arith.cmpf uno, %o0, %x0 : f32",
+            ],
         );
-        assert!(
-            text.contains("%v1 = arith.select %v0, %o0, %x0 : f32"),
-            "{text}"
-        );
-        assert!(text.contains("arith.cmpf uno, %o0, %x0 : f32"), "{text}");
         // The output must be the 0-d reduction by the kind's operator.
         let wrong = [
             args[0],
             arg(DType::F32, 0, Privilege::Reduce(ReductionOp::Min)),
         ];
-        assert!(g
-            .generate(
-                "k1",
-                &MlirSignature {
-                    args: &wrong,
-                    scalars: &[]
-                }
-            )
-            .is_err());
+        assert!(rejects(&g, "k1", &wrong));
         let wrong = [
             args[0],
             arg(DType::F32, 1, Privilege::Reduce(ReductionOp::Max)),
         ];
-        assert!(g
-            .generate(
-                "k1",
-                &MlirSignature {
-                    args: &wrong,
-                    scalars: &[]
-                }
-            )
-            .is_err());
+        assert!(rejects(&g, "k1", &wrong));
     }
 
     #[test]
     fn dot_sums_wrapping_products() {
-        let g = ReductionGenerator {
-            name: "array.dot.i64".into(),
-            op: ReductionOp::Sum,
-            product: true,
-        };
+        let g = reduction("array.dot.i64", ReductionOp::Sum, true);
         let args = [
             arg(DType::I64, 1, Privilege::Read),
             arg(DType::I64, 1, Privilege::Read),
             arg(DType::I64, 0, Privilege::Reduce(ReductionOp::Sum)),
         ];
         let text = generate(&g, "k0", &args);
-        assert!(
-            text.contains("ins(%a0, %a1 : tensor<?xi64>, tensor<?xi64>) outs(%a2 : tensor<i64>)"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "ins(%a0, %a1 : tensor<?xi64>, tensor<?xi64>) outs(%a2 : tensor<i64>)",
+                "%v0 = arith.muli %x0, %x1 : i64",
+                "%v1 = arith.addi %o0, %v0 : i64",
+            ],
         );
-        assert!(text.contains("%v0 = arith.muli %x0, %x1 : i64"), "{text}");
-        assert!(text.contains("%v1 = arith.addi %o0, %v0 : i64"), "{text}");
         // The two inputs have one rank.
         let wrong = [args[0], arg(DType::I64, 2, Privilege::Read), args[2]];
-        assert!(g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &wrong,
-                    scalars: &[]
-                }
-            )
-            .is_err());
+        assert!(rejects(&g, "k0", &wrong));
     }
 
     #[test]
     fn float_sums_and_products_fold_lanes_in_the_native_order() {
-        let g = ReductionGenerator {
-            name: "array.prod.f32".into(),
-            op: ReductionOp::Prod,
-            product: false,
-        };
+        let g = reduction("array.prod.f32", ReductionOp::Prod, false);
         let reduce = Privilege::Reduce(ReductionOp::Prod);
         let args = [
             arg(DType::F32, 1, Privilege::Read),
@@ -446,95 +424,66 @@ mod tests {
         let text = generate(&g, "k0", &args);
         // Full chunks of eight: `%v12` = the length minus its remainder modulo 8 (`%v9`),
         // every lane starting from the identity 1.0.
-        assert!(
-            text.contains("%v11 = arith.remui %v10, %v9 : index"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "%v11 = arith.remui %v10, %v9 : index",
+                "%v12 = arith.subi %v10, %v11 : index",
+                "%v13 = arith.constant 0x3F800000 : f32",
+                "%v14:8 = scf.for %i0 = %v1 to %v12 step %v9 iter_args(%p0 = %v13, %p1 = %v13, %p2 = %v13, %p3 = %v13, %p4 = %v13, %p5 = %v13, %p6 = %v13, %p7 = %v13) -> (f32, f32, f32, f32, f32, f32, f32, f32) {",
+            ],
         );
-        assert!(
-            text.contains("%v12 = arith.subi %v10, %v11 : index"),
-            "{text}"
-        );
-        assert!(
-            text.contains("%v13 = arith.constant 0x3F800000 : f32"),
-            "{text}"
-        );
-        assert!(text.contains("%v14:8 = scf.for %i0 = %v1 to %v12 step %v9 iter_args(%p0 = %v13, %p1 = %v13, %p2 = %v13, %p3 = %v13, %p4 = %v13, %p5 = %v13, %p6 = %v13, %p7 = %v13) -> (f32, f32, f32, f32, f32, f32, f32, f32) {"), "{text}");
         // Lane k takes the values 8i + k.
-        assert!(
-            text.contains("%v35 = arith.addi %i0, %v8 : index"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "%v35 = arith.addi %i0, %v8 : index",
+                "%v36 = tensor.extract %a0[%v35] : tensor<?xf32>",
+                "%v37 = arith.mulf %p7, %v36 : f32",
+            ],
         );
-        assert!(
-            text.contains("%v36 = tensor.extract %a0[%v35] : tensor<?xf32>"),
-            "{text}"
-        );
-        assert!(text.contains("%v37 = arith.mulf %p7, %v36 : f32"), "{text}");
         // The lanes fold into the partial value in order, then the remainder one by one.
-        assert!(
-            text.contains("%v38 = arith.mulf %v0, %v14#0 : f32"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "%v38 = arith.mulf %v0, %v14#0 : f32",
+                "%v45 = arith.mulf %v44, %v14#7 : f32",
+                "%v46 = scf.for %i1 = %v12 to %v10 step %v2 iter_args(%p8 = %v45) -> (f32) {",
+                "%r0 = tensor.insert %v46 into %a1[] : tensor<f32>",
+            ],
         );
-        assert!(
-            text.contains("%v45 = arith.mulf %v44, %v14#7 : f32"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "%v46 = scf.for %i1 = %v12 to %v10 step %v2 iter_args(%p8 = %v45) -> (f32) {"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("%r0 = tensor.insert %v46 into %a1[] : tensor<f32>"),
-            "{text}"
-        );
-        assert!(!text.contains("linalg"), "{text}");
+        assert_lacks(&text, &["linalg"]);
 
         // A 2-d dot: one loop over the rows carries the partial value; the products are
         // added to lanes starting from -0.0.
-        let g = ReductionGenerator {
-            name: "array.dot.f64".into(),
-            op: ReductionOp::Sum,
-            product: true,
-        };
+        let g = reduction("array.dot.f64", ReductionOp::Sum, true);
         let args = [
             arg(DType::F64, 2, Privilege::Read),
             arg(DType::F64, 2, Privilege::Read),
             arg(DType::F64, 0, Privilege::Reduce(ReductionOp::Sum)),
         ];
         let text = generate(&g, "k0", &args);
-        assert!(
-            text.contains("arith.constant 0x8000000000000000 : f64"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "arith.constant 0x8000000000000000 : f64",
+                "= scf.for %i0 = %v1 to %v10 step %v2 iter_args(%p0 = %v0) -> (f64) {",
+                "tensor.extract %a0[%i0, %i1] : tensor<?x?xf64>",
+                "tensor.extract %a1[%i0, %i1] : tensor<?x?xf64>",
+                "arith.mulf",
+            ],
         );
-        assert!(
-            text.contains("= scf.for %i0 = %v1 to %v10 step %v2 iter_args(%p0 = %v0) -> (f64) {"),
-            "{text}"
-        );
-        assert!(
-            text.contains("tensor.extract %a0[%i0, %i1] : tensor<?x?xf64>"),
-            "{text}"
-        );
-        assert!(
-            text.contains("tensor.extract %a1[%i0, %i1] : tensor<?x?xf64>"),
-            "{text}"
-        );
-        assert!(text.contains("arith.mulf"), "{text}");
-        assert!(!text.contains("math.fma"), "{text}");
+        assert_lacks(&text, &["math.fma"]);
 
         // A 0-d input: one value, folded into the partial value.
         let args = [
             arg(DType::F32, 0, Privilege::Read),
             arg(DType::F32, 0, reduce),
         ];
-        let g = ReductionGenerator {
-            name: "array.prod.f32".into(),
-            op: ReductionOp::Prod,
-            product: false,
-        };
+        let g = reduction("array.prod.f32", ReductionOp::Prod, false);
         let text = generate(&g, "k0", &args);
-        assert!(text.contains("%v2 = arith.mulf %v0, %v1 : f32"), "{text}");
-        assert!(!text.contains("scf.for"), "{text}");
+        assert_contains(&text, &["%v2 = arith.mulf %v0, %v1 : f32"]);
+        assert_lacks(&text, &["scf.for"]);
     }
 
     #[test]
@@ -549,21 +498,20 @@ mod tests {
             arg(DType::F64, 1, Privilege::Write),
         ];
         let text = generate(&g, "k0", &args);
-        assert!(
-            text.contains("%r0 = linalg.fill ins(%v0 : f64) outs(%a2 : tensor<?xf64>)"),
-            "{text}"
+        assert_contains(
+            &text,
+            &[
+                "%r0 = linalg.fill ins(%v0 : f64) outs(%a2 : tensor<?xf64>)",
+                "arith.constant 0x8000000000000000 : f64",
+                "indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = [\"parallel\", \"reduction\"]",
+                "outs(%r0 : tensor<?xf64>)",
+                "return %r1 : tensor<?xf64>",
+            ],
         );
-        assert!(
-            text.contains("arith.constant 0x8000000000000000 : f64"),
-            "{text}"
-        );
-        assert!(text.contains("indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = [\"parallel\", \"reduction\"]"), "{text}");
-        assert!(text.contains("outs(%r0 : tensor<?xf64>)"), "{text}");
-        assert!(text.contains("return %r1 : tensor<?xf64>"), "{text}");
         args[2].privilege = Privilege::Reduce(ReductionOp::Sum);
         let text = generate(&g, "k0", &args);
-        assert!(!text.contains("linalg.fill"), "{text}");
-        assert!(text.contains("outs(%a2 : tensor<?xf64>)"), "{text}");
+        assert_lacks(&text, &["linalg.fill"]);
+        assert_contains(&text, &["outs(%a2 : tensor<?xf64>)"]);
         let g = ProductGenerator {
             name: "array.matmul.i32".into(),
             product: Product::Matmul,
@@ -574,21 +522,18 @@ mod tests {
             arg(DType::I32, 2, Privilege::Write),
         ];
         let text = generate(&g, "k0", &args);
-        assert!(text.contains("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>"), "{text}");
-        assert!(text.contains("arith.constant 0 : i32"), "{text}");
+        assert_contains(
+            &text,
+            &[
+                "affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>",
+                "arith.constant 0 : i32",
+            ],
+        );
         let wrong = [
             args[0],
             args[1],
             arg(DType::I32, 2, Privilege::Reduce(ReductionOp::Sum)),
         ];
-        assert!(g
-            .generate(
-                "k0",
-                &MlirSignature {
-                    args: &wrong,
-                    scalars: &[]
-                }
-            )
-            .is_err());
+        assert!(rejects(&g, "k0", &wrong));
     }
 }
