@@ -3,8 +3,7 @@
 # package: the `legate` wheel carries Legion and Realm as shared libraries with their headers.
 # Everything goes into a cache directory (default ~/.cache/diffuse/legion-26.1.0, or
 # $DIFFUSE_LEGION_DIR), which `legion-bridge/build.rs` and the backend look in; `$DIR/ready`
-# marks a complete installation. Idempotent; needs no root. See
-# ../shared/notes/toolchain-recipes.md ("Legion from the `legate` wheels on PyPI") for the pins:
+# marks a complete installation. Idempotent; needs no root. The pins:
 # - legate 26.1.0: Realm built with the UCX network module (26.6.x has none); Legion 25.12.
 # - libucx-cu12 1.19.0: the libucp Realm loads (1.22 aborts at start-up on IB_SEG_SIZE).
 # - nvidia-libcal-cu12: libucc, which Realm also needs at load time.

@@ -3,8 +3,11 @@
 # each step checks first and does nothing when its part is already there.
 set -euo pipefail
 
-# LLVM/MLIR 22 (bookworm-security ships 22.1.x), for the MLIR JIT; see
-# ../shared/notes/toolchain-recipes.md for why each package is needed.
+# LLVM/MLIR 22 (bookworm-security ships 22.1.x), for the MLIR JIT. MLIR is linked statically
+# (Debian's libMLIR.so lacks the C API), and that link needs Polly (`libpolly-22-dev`, else
+# "could not find native static library Polly"), zstd and zlib; the bindings' bindgen needs
+# libclang; `mlir-22-tools` gives `mlir-opt` for debugging pass pipelines; `libomp-22-dev` is
+# LLVM 22's OpenMP runtime.
 APT_PACKAGES=(
     llvm-22-dev libmlir-22-dev mlir-22-tools libclang-22-dev libpolly-22-dev
     libzstd-dev zlib1g-dev libomp-22-dev

@@ -138,11 +138,10 @@ fn kernel_panic_surfaces_as_kernel_error() {
     }
 }
 
-/// The reason of a panicking kernel should carry the panic message. It does not:
-/// src/embedded/launch.rs:64 calls `panic_message(&panic)` with `panic: Box<dyn Any + Send>`,
-/// so `&Box<..>` is unsized to `&dyn Any` whose concrete type is the `Box` itself, and neither
-/// `downcast_ref::<&str>` nor `downcast_ref::<String>` ever matches: every panic is reported as
-/// "native kernel panicked: non-string panic payload" (should be `panic_message(&*panic)`).
+/// The reason of a panicking kernel carries the panic message. The payload must reach
+/// `panic_message` as `&*panic`: `&panic` (a `&Box<dyn Any + Send>`) unsizes to a `&dyn Any`
+/// whose concrete type is the `Box` itself, neither `downcast_ref::<&str>` nor
+/// `downcast_ref::<String>` matches, and every panic would read "non-string panic payload".
 #[test]
 fn kernel_panic_reason_carries_the_panic_message() {
     let c = ctx(2);
