@@ -29,12 +29,14 @@ mod stats;
 
 pub use kernel::PointKernel;
 pub use placement::{ArgMemory, LaunchPlacement};
-pub use plan::{ArgLayout, CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, Slot};
+pub use plan::{
+    ArgLayout, CompiledKernel, FusedArg, KernelParamSource, LaunchPlan, LaunchTemplate, Slot,
+};
 pub use stats::BackendStats;
 
 pub use diffuse_machine::{
-    AlignOp, Capabilities, Directive, Effect, LayoutConstraint, MachineShape, MemKind, ProcKind,
-    Processor, StealScope,
+    AlignOp, Capabilities, Directive, Effect, LayoutConstraint, MachineShape, MemKind, Placing,
+    ProcKind, Processor, StealScope,
 };
 
 use diffuse_ir::{HostData, IrError, Rect, StoreRef};

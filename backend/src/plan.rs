@@ -41,6 +41,21 @@ pub struct ArgLayout {
     pub partition: Partition,
 }
 
+/// One argument of the fused signature (Diffuse paper §4.2.2): a distinct (store slot,
+/// partition) the group touches, with the constituents' accesses joined in program order
+/// ([`Privilege::then`]: a read then a write is `ReadWrite`, a write first stays `Write`).
+/// Temporaries are not arguments. A 0-d store has one element, which every point reaches
+/// whole, so its partition is `Replicate` whatever the constituents name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FusedArg {
+    /// The store slot ([`Slot::Store`]).
+    pub slot: usize,
+    /// The partition every constituent accessing the store through this argument uses.
+    pub partition: Partition,
+    /// The constituents' accesses, joined in program order.
+    pub privilege: Privilege,
+}
+
 /// Where one parameter of a compiled kernel gets its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelParamSource {
@@ -78,6 +93,8 @@ pub struct LaunchTemplate {
     launch: Shape,
     kinds: Vec<u32>,
     args: Vec<ArgLayout>,
+    fused: Vec<FusedArg>,
+    fused_of: Vec<Option<usize>>,
     starts: Vec<usize>,
     overwrites: Vec<bool>,
     temporaries: usize,
@@ -127,6 +144,8 @@ impl LaunchTemplate {
         let mut stores = SlotNumbering::default();
         let mut temps = SlotNumbering::default();
         let mut args = Vec::new();
+        let mut fused: Vec<FusedArg> = Vec::new();
+        let mut fused_of = Vec::new();
         let mut starts = Vec::with_capacity(tasks.len() + 1);
         let mut overwrites = Vec::new();
         let mut reductions = Vec::new();
@@ -151,6 +170,10 @@ impl LaunchTemplate {
                 if arg.privilege.is_reduction() {
                     reductions.push(args.len());
                 }
+                fused_of.push(match slot {
+                    Slot::Store(s) => Some(join_fused(&mut fused, s, arg)),
+                    Slot::Temporary(_) => None,
+                });
                 args.push(ArgLayout {
                     constituent: c,
                     index: a,
@@ -170,6 +193,8 @@ impl LaunchTemplate {
             launch,
             kinds: tasks.iter().map(|t| t.kind().id()).collect(),
             args,
+            fused,
+            fused_of,
             starts,
             overwrites,
             temporaries: temps.len(),
@@ -198,6 +223,19 @@ impl LaunchTemplate {
     /// Every (constituent, argument), constituents in program order.
     pub fn args(&self) -> &[ArgLayout] {
         &self.args
+    }
+
+    /// The fused signature: one argument per distinct (store slot, partition), in order of
+    /// first use. Backends make one data dependence per fused argument (a Legion region
+    /// requirement), and compiled kernels one parameter (see [`LaunchTemplate::fused_arg_of`]).
+    pub fn fused_args(&self) -> &[FusedArg] {
+        &self.fused
+    }
+
+    /// The fused argument (index into [`LaunchTemplate::fused_args`]) argument `i` of
+    /// [`LaunchTemplate::args`] belongs to; `None` for a temporary.
+    pub fn fused_arg_of(&self, i: usize) -> Option<usize> {
+        self.fused_of[i]
     }
 
     /// The indices into [`LaunchTemplate::args`] of constituent `c`'s arguments.
@@ -247,6 +285,34 @@ impl LaunchTemplate {
     pub fn decide_kernel(&self, kernel: Option<Arc<CompiledKernel>>) {
         // An earlier decision stands: every replay after it saw the same kernel.
         let _ = self.kernel.set(kernel);
+    }
+}
+
+/// Adds `arg` (of store slot `slot`) to the fused signature `fused`: its access joins the
+/// argument of the same slot and partition, or it opens a new one. Returns the argument's
+/// index. A launch has a handful of arguments, so a linear search beats hashing.
+fn join_fused(fused: &mut Vec<FusedArg>, slot: usize, arg: &TaskArg) -> usize {
+    let partition = if arg.store.shape().dims() == 0 {
+        Partition::replicate()
+    } else {
+        arg.partition.clone()
+    };
+    match fused
+        .iter()
+        .position(|f| f.slot == slot && f.partition == partition)
+    {
+        Some(i) => {
+            fused[i].privilege = fused[i].privilege.then(arg.privilege);
+            i
+        }
+        None => {
+            fused.push(FusedArg {
+                slot,
+                partition,
+                privilege: arg.privilege,
+            });
+            fused.len() - 1
+        }
     }
 }
 

@@ -8,9 +8,7 @@ pub const CAPABILITIES: Capabilities = Capabilities::new("embedded", effect);
 
 fn effect(directive: Directive) -> Effect {
     match directive {
-        Directive::ProcessorKind => Effect::acts("chooses the processor kind of the task's points"),
-        Directive::IndexPlacement => Effect::acts("places each point of the index launch"),
-        Directive::SinglePlacement => Effect::acts("places the single task"),
+        Directive::Placement(placing) => Effect::placed(placing),
         Directive::RegionMemory => Effect::acts(
             "recorded as the region's memory; data stays in host memory, GPU points copy in",
         ),

@@ -8,9 +8,7 @@ pub const CAPABILITIES: Capabilities = Capabilities::new("legion", effect);
 
 fn effect(directive: Directive) -> Effect {
     match directive {
-        Directive::ProcessorKind => Effect::acts("chooses the processor kind of the task's points"),
-        Directive::IndexPlacement => Effect::acts("places each point of the index launch"),
-        Directive::SinglePlacement => Effect::acts("places the single task"),
+        Directive::Placement(placing) => Effect::placed(placing),
         Directive::RegionMemory => Effect::acts("chooses the memory of the region's instance"),
         Directive::Layout { column_major: true } => Effect::acts(
             "alignment applies; F_order is kept C order (kernels need the last dimension contiguous)",

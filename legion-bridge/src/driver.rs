@@ -8,7 +8,7 @@ use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
-use diffuse_backend::{LaunchPlan, Processor, Slot};
+use diffuse_backend::{LaunchPlan, Processor};
 use diffuse_ir::{
     with_element_type, DType, HostData, IrError, Partition, PartitionKind, Privilege,
     ProjComponent, Projection, Rect, ReductionOp, Shape, StoreId, StoreRef, Tuple,
@@ -843,42 +843,21 @@ enum Target {
     ),
 }
 
-/// One requirement per distinct (store slot, partition) of the plan, privileges joined in
-/// program order, and each template argument's requirement.
+/// One requirement per argument of the plan's fused signature (a distinct store slot and
+/// partition, privileges joined in program order), and each template argument's requirement.
 fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
     let t = plan.template();
-    let mut reqs: Vec<Requirement> = Vec::new();
-    let mut of_arg = Vec::with_capacity(t.args().len());
-    for (i, layout) in t.args().iter().enumerate() {
-        let Slot::Store(slot) = layout.slot else {
-            of_arg.push(None);
-            continue;
-        };
-        let store = plan.store(slot);
-        let partition = if store.shape().dims() == 0 {
-            Partition::replicate()
-        } else {
-            plan.arg(i).partition.clone()
-        };
-        match reqs
-            .iter()
-            .position(|r| r.slot == slot && r.partition == partition)
-        {
-            Some(r) => {
-                reqs[r].privilege = reqs[r].privilege.then(layout.privilege);
-                of_arg.push(Some(r));
-            }
-            None => {
-                reqs.push(Requirement {
-                    slot,
-                    partition,
-                    privilege: layout.privilege,
-                    dtype: store.dtype(),
-                });
-                of_arg.push(Some(reqs.len() - 1));
-            }
-        }
-    }
+    let reqs = t
+        .fused_args()
+        .iter()
+        .map(|f| Requirement {
+            slot: f.slot,
+            partition: f.partition.clone(),
+            privilege: f.privilege,
+            dtype: plan.store(f.slot).dtype(),
+        })
+        .collect();
+    let of_arg = (0..t.args().len()).map(|i| t.fused_arg_of(i)).collect();
     (reqs, of_arg)
 }
 

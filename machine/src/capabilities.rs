@@ -8,12 +8,8 @@ use crate::processor::StealScope;
 /// A kind of mapping decision, as Mapple's statements express them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Directive {
-    /// `Task`: the processor kind of a task's points.
-    ProcessorKind,
-    /// `IndexTaskMap`: the processor of every point of an index launch.
-    IndexPlacement,
-    /// `SingleTaskMap`: the processor of a single task.
-    SinglePlacement,
+    /// Where a task's points run.
+    Placement(Placing),
     /// `Region`: the memory of a region's instance.
     RegionMemory,
     /// `Layout`: the layout of a region's instance; `column_major` when it asks for
@@ -30,6 +26,17 @@ pub enum Directive {
     ControlReplicate,
     /// `TaskSteal`: idle processors may take a task's points, from this scope.
     TaskSteal(StealScope),
+}
+
+/// What a placement directive decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Placing {
+    /// `Task`: the processor kind of a task's points.
+    ProcessorKind,
+    /// `IndexTaskMap`: the processor of every point of an index launch.
+    IndexPoints,
+    /// `SingleTaskMap`: the processor of a single task.
+    SingleTask,
 }
 
 /// What one directive does on one backend.
@@ -52,6 +59,18 @@ impl Effect {
         Effect {
             acts: false,
             what: why,
+        }
+    }
+
+    /// What a placement directive does on a backend that runs every point where the
+    /// runtime's placement puts it.
+    pub const fn placed(placing: Placing) -> Effect {
+        match placing {
+            Placing::ProcessorKind => {
+                Effect::acts("chooses the processor kind of the task's points")
+            }
+            Placing::IndexPoints => Effect::acts("places each point of the index launch"),
+            Placing::SingleTask => Effect::acts("places the single task"),
         }
     }
 }

@@ -11,7 +11,7 @@ mod memory;
 mod processor;
 mod shape;
 
-pub use capabilities::{Capabilities, Directive, Effect};
+pub use capabilities::{Capabilities, Directive, Effect, Placing};
 pub use memory::{AlignOp, LayoutConstraint, MemKind};
 pub use processor::{ProcKind, Processor, StealScope, UnknownProcKind};
 pub use shape::MachineShape;

@@ -4,7 +4,7 @@
 //! Legion's DSL mapper must load everywhere, and its author must learn which statements had
 //! no effect).
 
-use diffuse_machine::{Capabilities, Directive, Effect, LayoutConstraint};
+use diffuse_machine::{Capabilities, Directive, Effect, LayoutConstraint, Placing};
 
 use crate::ast::{Program, StmtKind};
 
@@ -12,9 +12,9 @@ use crate::ast::{Program, StmtKind};
 /// alike because the mapper itself evaluates them (definitions, assignments, expressions).
 pub fn directive(stmt: &StmtKind) -> Option<Directive> {
     Some(match stmt {
-        StmtKind::Task(_) => Directive::ProcessorKind,
-        StmtKind::IndexTaskMap(_) => Directive::IndexPlacement,
-        StmtKind::SingleTaskMap(_) => Directive::SinglePlacement,
+        StmtKind::Task(_) => Directive::Placement(Placing::ProcessorKind),
+        StmtKind::IndexTaskMap(_) => Directive::Placement(Placing::IndexPoints),
+        StmtKind::SingleTaskMap(_) => Directive::Placement(Placing::SingleTask),
         StmtKind::Region(_) => Directive::RegionMemory,
         StmtKind::Layout(l) => Directive::Layout {
             column_major: l.constraints.contains(&LayoutConstraint::FOrder),

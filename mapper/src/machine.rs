@@ -833,6 +833,26 @@ impl MSpace {
         self.split_into_op(op, dim, &factors)
     }
 
+    /// The index of dimension `dim` for `op`, a split by a task shape, which must be
+    /// non-empty with positive extents.
+    fn task_shape_dim(
+        &self,
+        op: Primitive,
+        dim: i64,
+        task_shape: &[i64],
+    ) -> Result<usize, MachineError> {
+        let d = self.dim(op, dim)?;
+        if task_shape.is_empty() || task_shape.iter().any(|&l| l <= 0) {
+            return Err(MachineError::BadTaskShape {
+                op,
+                dim,
+                task_shape: task_shape.to_vec(),
+                shape: self.shape.clone(),
+            });
+        }
+        Ok(d)
+    }
+
     /// `auto_split(dim, task_shape)`: splits dimension `dim` into `task_shape.len()` dimensions
     /// whose sizes `d_m` (product the size of `dim`) minimise `Σ d_m / l_m` for
     /// `task_shape = (l_1, …, l_k)`: the inter-processor communication volume of a block
@@ -843,15 +863,7 @@ impl MSpace {
     /// [`MachineError::Overflow`].
     pub fn auto_split(&self, dim: i64, task_shape: &[i64]) -> Result<MSpace, MachineError> {
         let op = Primitive::AutoSplit;
-        let d = self.dim(op, dim)?;
-        if task_shape.is_empty() || task_shape.iter().any(|&l| l <= 0) {
-            return Err(MachineError::BadTaskShape {
-                op,
-                dim,
-                task_shape: task_shape.to_vec(),
-                shape: self.shape.clone(),
-            });
-        }
+        let d = self.task_shape_dim(op, dim, task_shape)?;
         if task_shape.len() > MAX_PARTS {
             return Err(MachineError::SearchTooLarge {
                 op,
@@ -870,15 +882,7 @@ impl MSpace {
     /// largest, the first such part on ties.
     pub fn greedy_split(&self, dim: i64, task_shape: &[i64]) -> Result<MSpace, MachineError> {
         let op = Primitive::GreedySplit;
-        let d = self.dim(op, dim)?;
-        if task_shape.is_empty() || task_shape.iter().any(|&l| l <= 0) {
-            return Err(MachineError::BadTaskShape {
-                op,
-                dim,
-                task_shape: task_shape.to_vec(),
-                shape: self.shape.clone(),
-            });
-        }
+        let d = self.task_shape_dim(op, dim, task_shape)?;
         let mut factors = vec![1i64; task_shape.len()];
         let mut remaining: Vec<f64> = task_shape.iter().map(|&l| l as f64).collect();
         for p in prime_factors(self.shape[d]).into_iter().rev() {

@@ -213,14 +213,15 @@ fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut 
 }
 
 /// The kernel signature of a fused launch and where each parameter gets its data: one
-/// parameter per distinct (store, partition), one per temporary, and one per reducing
-/// argument (a point-private accumulator of its own, folded constituent by constituent as
-/// the native path does, so two reductions into one store round exactly as unfused).
+/// parameter per argument of the template's fused signature, one per temporary, and one per
+/// reducing argument (a point-private accumulator of its own, folded constituent by
+/// constituent as the native path does, so two reductions into one store round exactly as
+/// unfused).
 fn signature(
     template: &LaunchTemplate,
     tasks: &[IndexTask],
 ) -> (KernelSignature, Vec<KernelParamSource>) {
-    let mut index: HashMap<(Slot, Option<Partition>, Option<usize>), usize> = HashMap::new();
+    let mut index: HashMap<(Slot, Option<usize>, Option<usize>), usize> = HashMap::new();
     let mut renamed: Vec<Slot> = Vec::new();
     let mut params: Vec<KernelParam> = Vec::new();
     let mut sources: Vec<KernelParamSource> = Vec::new();
@@ -238,7 +239,7 @@ fn signature(
             // A temporary is reached through one partition (the true-dependence constraint).
             let key = (
                 layout.slot,
-                (!temporary).then(|| arg.partition.clone()),
+                template.fused_arg_of(flat),
                 arg.privilege.is_reduction().then_some(flat),
             );
             let next = params.len();

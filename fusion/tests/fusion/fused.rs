@@ -1,18 +1,40 @@
-//! The fused task's signature (§4.2.2): one argument per (store, partition) in order of
-//! first use, privileges merged in program order (a read then a write is `ReadWrite`, a
-//! write first stays `Write`), temporaries left out.
+//! The fused signature of a group (§4.2.2), as the launch template every backend reads
+//! builds it: one argument per (store, partition) in order of first use, privileges merged
+//! in program order (a read then a write is `ReadWrite`, a write first stays `Write`),
+//! temporaries left out.
 
-use diffuse_fusion::FusedTask;
+use std::sync::Arc;
+
+use diffuse_backend::{LaunchPlacement, LaunchPlan, LaunchTemplate, ProcKind};
 use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
 
-use crate::common::{analyse, blocked, ctx, group, sh, store, task, view_blocked, R, RW, SUM, W};
+use crate::common::{analyse, blocked, ctx, group, store, task, view_blocked, R, RW, SUM, W};
 
 const L: [i64; 1] = [4];
 
-fn signature(f: &FusedTask) -> Vec<(StoreId, Partition, Privilege)> {
-    f.args()
+/// The fused signature of `tasks` (a fusible group, at least one task) with `temporaries`:
+/// (store, partition, joined privilege) per argument.
+pub fn signature(
+    tasks: &[IndexTask],
+    temporaries: &[StoreId],
+) -> Vec<(StoreId, Partition, Privilege)> {
+    let template = LaunchTemplate::new(tasks, temporaries, |_, _| {
+        Ok::<_, ()>(LaunchPlacement {
+            kind: ProcKind::Cpu,
+            processors: Vec::new(),
+            memories: Vec::new(),
+            pinned: false,
+            in_flight_limit: None,
+            steal: None,
+        })
+    })
+    .expect("the placement cannot fail");
+    let plan = LaunchPlan::new(Arc::new(template), tasks.to_vec())
+        .unwrap_or_else(|_| panic!("the tasks fit the template made from them"));
+    plan.template()
+        .fused_args()
         .iter()
-        .map(|a| (a.store.id(), a.partition.clone(), a.privilege))
+        .map(|a| (plan.store(a.slot).id(), a.partition.clone(), a.privilege))
         .collect()
 }
 
@@ -40,9 +62,8 @@ fn signature_merges_privileges_deduplicates_and_drops_temporaries() {
     drop(t);
     let plan = analyse(&tasks);
     assert_eq!(plan.groups, vec![group(0..4, &[tid], None)]);
-    let fused = FusedTask::new(tasks.clone(), plan.groups[0].temporaries.clone());
     assert_eq!(
-        signature(&fused),
+        signature(&tasks, &plan.groups[0].temporaries),
         vec![
             (a.id(), p.clone(), RW),
             (b.id(), p.clone(), R),
@@ -50,20 +71,10 @@ fn signature_merges_privileges_deduplicates_and_drops_temporaries() {
             (b.id(), q.clone(), R),
         ]
     );
-    assert_eq!(fused.temporaries(), &[tid]);
-    assert!(fused.is_temporary(tid));
-    assert!(!fused.is_temporary(a.id()));
-    assert_eq!(fused.launch_domain(), sh(&L));
-    assert_eq!(fused.constituents().len(), 4);
-    assert_eq!(
-        fused.name(),
-        "fusion-tests::sig[R,R,W]+fusion-tests::sig[R,R,W]+fusion-tests::sig[W]+fusion-tests::sig[R,R]"
-    );
 
     // Without temporaries, t is an argument like any other: written first, then read.
-    let plain = FusedTask::new(tasks, Vec::new());
     assert_eq!(
-        signature(&plain),
+        signature(&tasks, &[]),
         vec![
             (a.id(), p.clone(), RW),
             (b.id(), p.clone(), R),
@@ -98,19 +109,10 @@ fn privilege_union_in_program_order() {
             .iter()
             .map(|&privilege| task(&L, &[(&s, &p, privilege)]))
             .collect();
-        let fused = FusedTask::new(tasks, Vec::new());
         assert_eq!(
-            signature(&fused),
+            signature(&tasks, &[]),
             vec![(s.id(), p.clone(), want)],
             "accesses {accesses:?}"
         );
     }
-}
-
-#[test]
-fn empty_fused_task_has_no_arguments() {
-    let fused = FusedTask::new(Vec::new(), Vec::new());
-    assert!(fused.args().is_empty());
-    assert!(fused.constituents().is_empty());
-    assert_eq!(fused.name(), "");
 }

@@ -16,7 +16,9 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use diffuse_fusion::{FusedTask, Planner, Violation};
+use diffuse_fusion::{Planner, Violation};
+
+use crate::fused::signature;
 use diffuse_ir::{Context, IndexTask, Partition, Privilege, Projection, Store, StoreId, TaskArg};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -261,18 +263,21 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
             &g.temporaries,
             &reference_temporaries(window, g.tasks.clone())
         );
-        // The fused signature: one argument per (store, partition), no temporaries.
-        let fused = FusedTask::new(tasks.to_vec(), g.temporaries.clone());
+        // The fused signature: one argument per (store, partition), no temporaries (a 0-d
+        // store is reached whole, through `Replicate`).
         let mut seen = HashSet::new();
-        for a in fused.args() {
-            prop_assert!(!g.temporaries.contains(&a.store.id()));
-            prop_assert!(seen.insert((a.store.id(), a.partition.clone())));
+        for (store, partition, _) in signature(tasks, &g.temporaries) {
+            prop_assert!(!g.temporaries.contains(&store));
+            prop_assert!(seen.insert((store, partition)));
         }
         let expected: HashSet<_> = tasks
             .iter()
             .flat_map(|t| t.args())
             .filter(|a| !g.temporaries.contains(&a.store.id()))
-            .map(|a| (a.store.id(), a.partition.clone()))
+            .map(|a| match a.store.shape().dims() {
+                0 => (a.store.id(), Partition::replicate()),
+                _ => (a.store.id(), a.partition.clone()),
+            })
             .collect();
         prop_assert_eq!(seen, expected);
     }
