@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Krylov solvers (issue 7) side by side with SciPy, on this machine. Not part of CI: it
+# The Krylov solvers side by side with SciPy, on this machine. Not part of CI: it
 # takes minutes. Usage: scripts/solvers.sh [N] [REPS]   (grid side, default 1000, so 10^6
 # unknowns; repetitions of the timing runs, default 3, medians printed)
 #

@@ -108,7 +108,7 @@ fn flags(app: &str, files: &[String]) -> Vec<(&'static str, Vec<String>)> {
         ("--fusion", words(&["on", "off"])),
         ("--jit", words(&["on", "sync", "off"])),
         ("--jit-wait", words(&["true", "false"])),
-        // Legion's own limits are checked before it starts (issue 25, item 8).
+        // Legion's own limits are checked before it starts.
         ("--backend", words(&["embedded", "legion"])),
     ];
     if SOLVERS.contains(&app) {

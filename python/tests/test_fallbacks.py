@@ -1,9 +1,8 @@
-"""What NumPy changes in place through a fallback reaches the diffuse arrays (issue 25,
-item 3): NumPy's in-place functions, ufuncs with ``out=``, ndarray methods and the random
+"""What NumPy changes in place through a fallback reaches the diffuse arrays: NumPy's in-place functions, ufuncs with ``out=``, ndarray methods and the random
 shuffles, called through ``diffuse.numpy`` (its fallback) or through ``numpy`` itself (the
 ``__array_function__``/``__array_ufunc__`` protocols), on whole arrays, boxes and strided
-views, leave the diffuse array (and the array a view is of) as NumPy leaves a NumPy array.
-Before, ``np.putmask(b, mask, 7.0)`` left ``b`` unchanged."""
+views, leave the diffuse array (and the array a view is of) as NumPy leaves a NumPy array
+(``np.putmask(b, mask, 7.0)`` changes ``b``)."""
 
 import warnings
 

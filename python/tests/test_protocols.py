@@ -1,9 +1,8 @@
-"""NumPy's own functions and ufuncs accept diffuse arrays (issue 25, "Also"): through
+"""NumPy's own functions and ufuncs accept diffuse arrays: through
 ``__array_function__`` and ``__array_ufunc__`` ``numpy.<f>(x)`` runs diffuse's version when
 it has one and NumPy's on host copies otherwise, with NumPy's keywords (``axis=``,
 ``keepdims=``, ``dtype=``, ``out=``, ``where=``, ...), giving what NumPy gives on NumPy
-arrays; ``numpy.asarray(x)`` works. Before, ``numpy.sum(x)`` raised TypeError (unexpected
-keyword ``out``)."""
+arrays (``numpy.sum(x)`` passes ``out`` and works); ``numpy.asarray(x)`` works."""
 
 import warnings
 

@@ -1,8 +1,8 @@
 """Python scalars meeting diffuse arrays follow NumPy 2 (NEP 50), for every operator and
 function that takes one and every dtype diffuse holds: the same result dtype and values as
-NumPy, or the same kind of exception (issue 25, item 2). Before, a Python integer beyond
-the array's dtype was wrapped (``int32 < 2**40`` was False, ``int32 + 2**40`` and
-``full``/``fill``/``a[0] = 2**40`` silently stored the wrapped value)."""
+NumPy, or the same kind of exception. A Python integer beyond the array's dtype is never
+wrapped: ``int32 < 2**40`` is True, and ``int32 + 2**40``, ``full``/``fill`` and
+``a[0] = 2**40`` raise OverflowError."""
 
 import math
 import operator
