@@ -2,8 +2,8 @@
 # The full test suite: formatting, lints, every crate's tests, and a smoke run of every app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/check-references.sh
 scripts/setup.sh
+scripts/check-references.sh
 start=$(date +%s)
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
