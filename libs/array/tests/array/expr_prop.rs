@@ -47,62 +47,16 @@ enum Un {
     Erf,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Bin {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-}
-
-impl Bin {
-    fn op(self) -> BinaryOp {
-        match self {
-            Bin::Add => BinaryOp::Add,
-            Bin::Sub => BinaryOp::Sub,
-            Bin::Mul => BinaryOp::Mul,
-            Bin::Div => BinaryOp::Div,
-            Bin::Pow => BinaryOp::Pow,
-            Bin::Maximum => BinaryOp::Maximum,
-            Bin::Minimum => BinaryOp::Minimum,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cmp {
-    Less,
-    LessEqual,
-    Greater,
-    GreaterEqual,
-    Equal,
-    NotEqual,
-}
-
-impl Cmp {
-    fn op(self) -> BinaryOp {
-        match self {
-            Cmp::Less => BinaryOp::Less,
-            Cmp::LessEqual => BinaryOp::LessEqual,
-            Cmp::Greater => BinaryOp::Greater,
-            Cmp::GreaterEqual => BinaryOp::GreaterEqual,
-            Cmp::Equal => BinaryOp::Equal,
-            Cmp::NotEqual => BinaryOp::NotEqual,
-        }
-    }
-
-    fn eval<T: PartialOrd>(self, a: T, b: T) -> bool {
-        match self {
-            Cmp::Less => a < b,
-            Cmp::LessEqual => a <= b,
-            Cmp::Greater => a > b,
-            Cmp::GreaterEqual => a >= b,
-            Cmp::Equal => a == b,
-            Cmp::NotEqual => a != b,
-        }
+/// The comparison `op` (one of the six) of `a` and `b`, as the reference computes it.
+fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
+    match op {
+        BinaryOp::Less => a < b,
+        BinaryOp::LessEqual => a <= b,
+        BinaryOp::Greater => a > b,
+        BinaryOp::GreaterEqual => a >= b,
+        BinaryOp::Equal => a == b,
+        BinaryOp::NotEqual => a != b,
+        other => unreachable!("{other:?} is not a comparison"),
     }
 }
 
@@ -135,9 +89,9 @@ enum Expr<T> {
     View(Leaf),
     Reduced(Red, Leaf),
     Unary(Un, Box<Expr<T>>),
-    Binary(Bin, Box<Expr<T>>, Box<Expr<T>>),
-    ScalarLeft(Bin, T, Box<Expr<T>>),
-    ScalarRight(Bin, Box<Expr<T>>, T),
+    Binary(BinaryOp, Box<Expr<T>>, Box<Expr<T>>),
+    ScalarLeft(BinaryOp, T, Box<Expr<T>>),
+    ScalarRight(BinaryOp, Box<Expr<T>>, T),
     /// `where_(cond, a, b)`; at most one of `a`, `b` is a scalar.
     Where(Box<Cond<T>>, Val<T>, Val<T>),
 }
@@ -150,8 +104,8 @@ enum Val<T> {
 
 #[derive(Clone, Debug)]
 enum Cond<T> {
-    Cmp(Cmp, Box<Expr<T>>, Val<T>),
-    CmpScalarLeft(Cmp, T, Box<Expr<T>>),
+    Cmp(BinaryOp, Box<Expr<T>>, Val<T>),
+    CmpScalarLeft(BinaryOp, T, Box<Expr<T>>),
     Not(Box<Cond<T>>),
     And(Box<Cond<T>>, Box<Cond<T>>),
     Or(Box<Cond<T>>, Box<Cond<T>>),
@@ -256,14 +210,14 @@ fn run_model_skewed<T: Elem>(case: &Case<T>, skew: f64) -> Outcome<T> {
 /// The element types the property runs on: their operations, values and model semantics.
 trait Elem: Element + PartialOrd {
     const UNARY: &'static [Un];
-    const BINARY: &'static [Bin];
+    const BINARY: &'static [BinaryOp];
     /// Values of assignable arrays.
     fn value() -> BoxedStrategy<Self>;
     /// Values of read-only arrays (exactly summable).
     fn exact_value() -> BoxedStrategy<Self>;
     fn scalar() -> BoxedStrategy<Self>;
     fn un(op: Un, x: Self) -> Self;
-    fn bin(op: Bin, x: Self, y: Self) -> Self;
+    fn bin(op: BinaryOp, x: Self, y: Self) -> Self;
     fn same(a: Self, b: Self) -> bool;
     /// Equality up to the JIT's documented math error: its `exp`, `log` and `erf` are
     /// polynomials within a few ulp of libm, not bitwise libm. `skewed` are the model's values
@@ -286,14 +240,14 @@ impl Elem for f64 {
         Un::Tanh,
         Un::Erf,
     ];
-    const BINARY: &'static [Bin] = &[
-        Bin::Add,
-        Bin::Sub,
-        Bin::Mul,
-        Bin::Div,
-        Bin::Pow,
-        Bin::Maximum,
-        Bin::Minimum,
+    const BINARY: &'static [BinaryOp] = &[
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
     ];
 
     fn value() -> BoxedStrategy<f64> {
@@ -340,15 +294,16 @@ impl Elem for f64 {
         }
     }
 
-    fn bin(op: Bin, x: f64, y: f64) -> f64 {
+    fn bin(op: BinaryOp, x: f64, y: f64) -> f64 {
         match op {
-            Bin::Add => x + y,
-            Bin::Sub => x - y,
-            Bin::Mul => x * y,
-            Bin::Div => x / y,
-            Bin::Pow => x.powf(y),
-            Bin::Maximum => model::fmaximum(x, y),
-            Bin::Minimum => model::fminimum(x, y),
+            BinaryOp::Add => x + y,
+            BinaryOp::Sub => x - y,
+            BinaryOp::Mul => x * y,
+            BinaryOp::Div => x / y,
+            BinaryOp::Pow => x.powf(y),
+            BinaryOp::Maximum => model::fmaximum(x, y),
+            BinaryOp::Minimum => model::fminimum(x, y),
+            other => unreachable!("{other:?} is not generated for f64"),
         }
     }
 
@@ -386,7 +341,13 @@ impl Elem for f64 {
 
 impl Elem for i64 {
     const UNARY: &'static [Un] = &[Un::Neg, Un::Abs];
-    const BINARY: &'static [Bin] = &[Bin::Add, Bin::Sub, Bin::Mul, Bin::Maximum, Bin::Minimum];
+    const BINARY: &'static [BinaryOp] = &[
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+    ];
 
     fn value() -> BoxedStrategy<i64> {
         prop_oneof![
@@ -415,13 +376,13 @@ impl Elem for i64 {
         }
     }
 
-    fn bin(op: Bin, x: i64, y: i64) -> i64 {
+    fn bin(op: BinaryOp, x: i64, y: i64) -> i64 {
         match op {
-            Bin::Add => x.wrapping_add(y),
-            Bin::Sub => x.wrapping_sub(y),
-            Bin::Mul => x.wrapping_mul(y),
-            Bin::Maximum => x.max(y),
-            Bin::Minimum => x.min(y),
+            BinaryOp::Add => x.wrapping_add(y),
+            BinaryOp::Sub => x.wrapping_sub(y),
+            BinaryOp::Mul => x.wrapping_mul(y),
+            BinaryOp::Maximum => x.max(y),
+            BinaryOp::Minimum => x.min(y),
             _ => unreachable!("{op:?} is not generated for i64"),
         }
     }
@@ -548,12 +509,12 @@ fn val<T: Elem>(inner: BoxedStrategy<Expr<T>>) -> BoxedStrategy<Val<T>> {
 fn cond<T: Elem>(inner: BoxedStrategy<Expr<T>>) -> BoxedStrategy<Cond<T>> {
     let cmp = || {
         prop::sample::select(vec![
-            Cmp::Less,
-            Cmp::LessEqual,
-            Cmp::Greater,
-            Cmp::GreaterEqual,
-            Cmp::Equal,
-            Cmp::NotEqual,
+            BinaryOp::Less,
+            BinaryOp::LessEqual,
+            BinaryOp::Greater,
+            BinaryOp::GreaterEqual,
+            BinaryOp::Equal,
+            BinaryOp::NotEqual,
         ])
     };
     let simple = prop_oneof![
@@ -682,26 +643,28 @@ fn lib_un(op: Un, x: &Array) -> ArrayResult {
     }
 }
 
-fn lib_bin(op: Bin, a: &Array, b: &Array) -> ArrayResult {
+fn lib_bin(op: BinaryOp, a: &Array, b: &Array) -> ArrayResult {
     match op {
-        Bin::Add => a + b,
-        Bin::Sub => a - b,
-        Bin::Mul => a * b,
-        Bin::Div => a / b,
-        Bin::Pow => a.pow(b),
-        Bin::Maximum => a.maximum(b),
-        Bin::Minimum => binary(BinaryOp::Minimum, a, b),
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Pow => a.pow(b),
+        BinaryOp::Maximum => a.maximum(b),
+        BinaryOp::Minimum => binary(BinaryOp::Minimum, a, b),
+        other => unreachable!("{other:?} is not generated"),
     }
 }
 
-fn lib_cmp(op: Cmp, a: &Array, b: Operand<'_>) -> ArrayResult {
+fn lib_cmp(op: BinaryOp, a: &Array, b: Operand<'_>) -> ArrayResult {
     match op {
-        Cmp::Less => a.less(b),
-        Cmp::LessEqual => a.less_equal(b),
-        Cmp::Greater => a.greater(b),
-        Cmp::GreaterEqual => a.greater_equal(b),
-        Cmp::Equal => a.equal(b),
-        Cmp::NotEqual => a.not_equal(b),
+        BinaryOp::Less => a.less(b),
+        BinaryOp::LessEqual => a.less_equal(b),
+        BinaryOp::Greater => a.greater(b),
+        BinaryOp::GreaterEqual => a.greater_equal(b),
+        BinaryOp::Equal => a.equal(b),
+        BinaryOp::NotEqual => a.not_equal(b),
+        other => unreachable!("{other:?} is not a comparison"),
     }
 }
 
@@ -731,7 +694,7 @@ fn lib_cond<T: Elem>(bases: &[Array], c: &Cond<T>) -> Result<Array, String> {
             let barr = lib_val(bases, b)?;
             lib_cmp(*op, &a, operand(b, &barr))
         }
-        Cond::CmpScalarLeft(op, s, b) => binary(op.op(), scalar(*s), &lib_eval(bases, b)?),
+        Cond::CmpScalarLeft(op, s, b) => binary(*op, scalar(*s), &lib_eval(bases, b)?),
         Cond::Not(c) => lib_cond(bases, c)?.logical_not(),
         Cond::And(a, b) => &lib_cond(bases, a)? & &lib_cond(bases, b)?,
         Cond::Or(a, b) => lib_cond(bases, a)?.logical_or(&lib_cond(bases, b)?),
@@ -753,8 +716,8 @@ fn lib_eval<T: Elem>(bases: &[Array], e: &Expr<T>) -> Result<Array, String> {
         }
         Expr::Unary(op, x) => lib_un(*op, &lib_eval(bases, x)?),
         Expr::Binary(op, a, b) => lib_bin(*op, &lib_eval(bases, a)?, &lib_eval(bases, b)?),
-        Expr::ScalarLeft(op, s, b) => binary(op.op(), scalar(*s), &lib_eval(bases, b)?),
-        Expr::ScalarRight(op, a, s) => binary(op.op(), &lib_eval(bases, a)?, scalar(*s)),
+        Expr::ScalarLeft(op, s, b) => binary(*op, scalar(*s), &lib_eval(bases, b)?),
+        Expr::ScalarRight(op, a, s) => binary(*op, &lib_eval(bases, a)?, scalar(*s)),
         Expr::Where(c, a, b) => {
             let c = lib_cond(bases, c)?;
             let (aa, ba) = (lib_val(bases, a)?, lib_val(bases, b)?);
@@ -815,9 +778,9 @@ fn model_cond<T: Elem>(bases: &[Dense<T>], c: &Cond<T>) -> Dense<bool> {
         Cond::Cmp(op, a, b) => {
             let a = model_eval(bases, a);
             let b = model_val(bases, b);
-            model::zip(&a, &b, |x, y| op.eval(x, y))
+            model::zip(&a, &b, |x, y| compare(*op, x, y))
         }
-        Cond::CmpScalarLeft(op, s, b) => model_eval(bases, b).map(|y| op.eval(*s, y)),
+        Cond::CmpScalarLeft(op, s, b) => model_eval(bases, b).map(|y| compare(*op, *s, y)),
         Cond::Not(c) => model_cond(bases, c).map(|x| !x),
         Cond::And(a, b) => model::zip(&model_cond(bases, a), &model_cond(bases, b), |x, y| x && y),
         Cond::Or(a, b) => model::zip(&model_cond(bases, a), &model_cond(bases, b), |x, y| x || y),
