@@ -29,7 +29,7 @@
 //!
 //!   *Difference from the older DSL-mapper manual:* the manual says the second dimension
 //!   (`dim2`) is the faster-changing one (`b_dim1 = ⌊a / s_dim2⌋`, `b_dim2 = a mod s_dim2`), which
-//!   would make merge *not* the inverse of split. Following the paper (and issue #6), this
+//!   would make merge *not* the inverse of split. Following the paper, this
 //!   implementation uses Figure 6: the first argument varies fastest. The merged dimension's
 //!   position and size are the same in both sources. To get the manual's order, swap first:
 //!   `m.swap(p, q).merge(p, q)`.

@@ -202,7 +202,7 @@ def test_drawn_scalars_as_numpy(case, dtype, value):
     _check(case, dtype, value)
 
 
-def test_the_issues_examples():
+def test_python_ints_beyond_int32_compare_exactly_and_raise_on_store():
     a = dnp.array([1], dtype=dnp.int32)
     assert (a < 2**40).tolist() == [True]
     assert (a != 2**40).tolist() == [True]
