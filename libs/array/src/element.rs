@@ -176,9 +176,11 @@ pub fn shift_right(a: i64, count: i64, bits: i64) -> i64 {
     }
 }
 
-macro_rules! float_impls {
-    ($t:ty, $erf:path) => {
-        impl Convert for $t {
+/// `Convert` for the numeric types, by Rust's `as` casts (floats to integers truncate toward
+/// zero, saturating; integers to narrower integers wrap).
+macro_rules! cast_convert {
+    ($($t:ty),*) => {
+        $(impl Convert for $t {
             fn as_f64(self) -> f64 {
                 self as f64
             }
@@ -191,7 +193,14 @@ macro_rules! float_impls {
             fn from_i64(x: i64) -> Self {
                 x as $t
             }
-        }
+        })*
+    };
+}
+
+cast_convert!(f64, f32, i64, i32);
+
+macro_rules! float_impls {
+    ($t:ty, $erf:path) => {
         impl Num for $t {
             fn add(self, o: Self) -> Self {
                 self + o
@@ -269,20 +278,6 @@ float_impls!(f32, libm::erff);
 
 macro_rules! int_impls {
     ($t:ty) => {
-        impl Convert for $t {
-            fn as_f64(self) -> f64 {
-                self as f64
-            }
-            fn as_i64(self) -> i64 {
-                self as i64
-            }
-            fn from_f64(x: f64) -> Self {
-                x as $t
-            }
-            fn from_i64(x: i64) -> Self {
-                x as $t
-            }
-        }
         impl Num for $t {
             fn add(self, o: Self) -> Self {
                 self.wrapping_add(o)

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    IndexTask, KernelError, PointTask, Privilege, ProjComponent, Projection, ReductionOp, Shape,
-    Tuple,
+    DType, IndexTask, IrError, KernelError, PointTask, Privilege, ProjComponent, Projection,
+    ReductionOp, Shape, TaskKind, TaskKindBuilder, Tuple,
 };
 
 use crate::array::Array;
@@ -161,18 +161,15 @@ impl Array {
             "array.matvec{}.{dtype}",
             if accumulate { "_partial" } else { "" }
         );
-        let generator = Arc::new(ProductGenerator {
-            name: name.clone(),
-            product: Product::Matvec,
-        });
-        let kind = kind(name, move |b| {
-            let b = b
-                .arg("a", dtype, Privilege::Read)
-                .arg("x", dtype, Privilege::Read)
-                .arg("y", dtype, y_privilege)
-                .mlir(generator);
-            with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype))
-        })?;
+        let operands = ["a", "x", "y"];
+        let kind = product_kind(
+            name,
+            Product::Matvec,
+            dtype,
+            operands,
+            y_privilege,
+            move |b| with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype)),
+        )?;
         // x is tiled like the matrix's columns, y like its rows.
         let y_part = y.view().tiling_with(
             Tuple::shape(&[block(m, launch[0])])?,
@@ -207,18 +204,15 @@ impl Array {
         }
         let launch = cx.launch_for(out_shape);
         let name = format!("array.matmul.{dtype}");
-        let generator = Arc::new(ProductGenerator {
-            name: name.clone(),
-            product: Product::Matmul,
-        });
-        let kind = kind(name, move |bld| {
-            let bld = bld
-                .arg("a", dtype, Privilege::Read)
-                .arg("b", dtype, Privilege::Read)
-                .arg("c", dtype, Privilege::Write)
-                .mlir(generator);
-            with_numeric!(dtype, T => bld.register(matmul_kernel::<T>()), else undefined("matmul", dtype))
-        })?;
+        let operands = ["a", "b", "c"];
+        let kind = product_kind(
+            name,
+            Product::Matmul,
+            dtype,
+            operands,
+            Privilege::Write,
+            move |bld| with_numeric!(dtype, T => bld.register(matmul_kernel::<T>()), else undefined("matmul", dtype)),
+        )?;
         let band = |rows: i64, cols: i64, comps: [ProjComponent; 2]| -> Result<_, ArrayError> {
             Ok((Tuple::shape(&[rows, cols])?, Projection::new(2, &comps)?))
         };
@@ -251,4 +245,29 @@ impl Array {
         cx.submit(task)?;
         Ok(c)
     }
+}
+
+/// Registers (once) the kind `name` of a matrix `product` on `dtype`: the two inputs and the
+/// output named by `operands`, the output with `out_privilege`, the MLIR body from
+/// [`ProductGenerator`] and the native kernel from `native`.
+fn product_kind(
+    name: String,
+    product: Product,
+    dtype: DType,
+    operands: [&str; 3],
+    out_privilege: Privilege,
+    native: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
+) -> Result<Arc<TaskKind>, ArrayError> {
+    let generator = Arc::new(ProductGenerator {
+        name: name.clone(),
+        product,
+    });
+    kind(name, move |b| {
+        native(
+            b.arg(operands[0], dtype, Privilege::Read)
+                .arg(operands[1], dtype, Privilege::Read)
+                .arg(operands[2], dtype, out_privilege)
+                .mlir(generator),
+        )
+    })
 }
