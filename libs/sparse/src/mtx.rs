@@ -133,6 +133,23 @@ enum Symmetry {
     SkewSymmetric,
 }
 
+/// The banner's format words and what they mean.
+const FORMATS: [(&str, Format); 2] = [("coordinate", Format::Coordinate), ("array", Format::Array)];
+
+/// The banner's supported field words and what they mean.
+const FIELDS: [(&str, Field); 3] = [
+    ("real", Field::Real),
+    ("integer", Field::Integer),
+    ("pattern", Field::Pattern),
+];
+
+/// The banner's supported symmetry words and what they mean.
+const SYMMETRIES: [(&str, Symmetry); 3] = [
+    ("general", Symmetry::General),
+    ("symmetric", Symmetry::Symmetric),
+    ("skew-symmetric", Symmetry::SkewSymmetric),
+];
+
 /// The parsed banner line.
 #[derive(Clone, Copy, Debug)]
 struct Header {
@@ -164,6 +181,37 @@ impl<'a> Parser<'a> {
             line,
             reason: reason.into(),
         }
+    }
+
+    /// The value `choices` pairs with the banner's `what` word `token` (case-insensitive).
+    /// Any other word is refused on line 1: `known` is a word Matrix Market defines that this
+    /// reader does not support, every other word is unknown.
+    fn header_word<T: Copy>(
+        &self,
+        what: &str,
+        token: &str,
+        choices: &[(&str, T)],
+        known: Option<&str>,
+    ) -> Result<T, SparseError> {
+        let word = token.to_ascii_lowercase();
+        if let Some(&(_, value)) = choices.iter().find(|(name, _)| *name == word) {
+            return Ok(value);
+        }
+        let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+        let (last, rest) = names.split_last().expect("a header word has choices");
+        let reason = if known == Some(word.as_str()) {
+            format!(
+                "unsupported {what} `{word}`: only {} and {last} matrices are supported",
+                rest.join(", ")
+            )
+        } else {
+            let quoted: Vec<String> = rest.iter().map(|name| format!("`{name}`")).collect();
+            format!(
+                "unsupported {what} `{token}`: expected {} or `{last}`",
+                quoted.join(", ")
+            )
+        };
+        Err(self.error(1, reason))
     }
 
     /// The next line that is neither blank nor a comment, with its 1-based number.
@@ -252,59 +300,9 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        let format = match lower[2].as_str() {
-            "coordinate" => Format::Coordinate,
-            "array" => Format::Array,
-            _ => {
-                return Err(self.error(
-                    1,
-                    format!(
-                        "unsupported format `{}`: expected `coordinate` or `array`",
-                        tokens[2]
-                    ),
-                ))
-            }
-        };
-        let field = match lower[3].as_str() {
-            "real" => Field::Real,
-            "integer" => Field::Integer,
-            "pattern" => Field::Pattern,
-            "complex" => {
-                return Err(self.error(
-                    1,
-                    "unsupported field `complex`: only real, integer and pattern matrices are supported",
-                ))
-            }
-            _ => {
-                return Err(self.error(
-                    1,
-                    format!(
-                        "unsupported field `{}`: expected `real`, `integer` or `pattern`",
-                        tokens[3]
-                    ),
-                ))
-            }
-        };
-        let symmetry = match lower[4].as_str() {
-            "general" => Symmetry::General,
-            "symmetric" => Symmetry::Symmetric,
-            "skew-symmetric" => Symmetry::SkewSymmetric,
-            "hermitian" => {
-                return Err(self.error(
-                    1,
-                    "unsupported symmetry `hermitian`: only general, symmetric and skew-symmetric matrices are supported",
-                ))
-            }
-            _ => {
-                return Err(self.error(
-                    1,
-                    format!(
-                        "unsupported symmetry `{}`: expected `general`, `symmetric` or `skew-symmetric`",
-                        tokens[4]
-                    ),
-                ))
-            }
-        };
+        let format = self.header_word("format", tokens[2], &FORMATS, None)?;
+        let field = self.header_word("field", tokens[3], &FIELDS, Some("complex"))?;
+        let symmetry = self.header_word("symmetry", tokens[4], &SYMMETRIES, Some("hermitian"))?;
         if format == Format::Array && field == Field::Pattern {
             return Err(self.error(
                 1,
@@ -331,16 +329,9 @@ impl<'a> Parser<'a> {
                 format!("missing size line `{usage}`: the file ends after the header"),
             ));
         };
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        if tokens.len() != N {
-            return Err(self.error(
-                number,
-                format!(
-                    "bad size line: expected {N} numbers `{usage}`, found {} fields",
-                    tokens.len()
-                ),
-            ));
-        }
+        let tokens = self.fields(number, line, N, |found| {
+            format!("bad size line: expected {N} numbers `{usage}`, found {found} fields")
+        })?;
         let mut values = [0i64; N];
         for ((value, token), name) in values.iter_mut().zip(&tokens).zip(names) {
             let parsed: i64 = token.parse().map_err(|_| {
@@ -401,16 +392,9 @@ impl<'a> Parser<'a> {
                 ));
             }
             found += 1;
-            let tokens: Vec<&str> = line.split_whitespace().collect();
-            if tokens.len() != fields {
-                return Err(self.error(
-                    number,
-                    format!(
-                        "entry has {} fields, expected {fields} (`{usage}`)",
-                        tokens.len()
-                    ),
-                ));
-            }
+            let tokens = self.fields(number, line, fields, |found| {
+                format!("entry has {found} fields, expected {fields} (`{usage}`)")
+            })?;
             let row = self.parse_index(number, "row", tokens[0], rows)?;
             let col = self.parse_index(number, "column", tokens[1], cols)?;
             let value = match header.field {
@@ -448,13 +432,7 @@ impl<'a> Parser<'a> {
                 format!("truncated file: found {found} entries, but the size line promised {nnz}"),
             ));
         }
-        for (row, col, value) in mirrored {
-            // Cannot fail: the matrix is square and (col, row) was checked.
-            triplets
-                .push(row, col, value)
-                .map_err(|e| self.error(size_line, e.to_string()))?;
-        }
-        Ok(triplets)
+        self.with_mirrored(triplets, mirrored, size_line)
     }
 
     fn parse_array(&mut self, header: Header) -> Result<Triplets, SparseError> {
@@ -486,16 +464,9 @@ impl<'a> Parser<'a> {
                     ));
                 };
                 found += 1;
-                let tokens: Vec<&str> = line.split_whitespace().collect();
-                if tokens.len() != 1 {
-                    return Err(self.error(
-                        number,
-                        format!(
-                            "array value line has {} fields, expected 1 (`value`)",
-                            tokens.len()
-                        ),
-                    ));
-                }
+                let tokens = self.fields(number, line, 1, |found| {
+                    format!("array value line has {found} fields, expected 1 (`value`)")
+                })?;
                 let value = self.parse_value(number, header.field, tokens[0])?;
                 triplets
                     .push(row, col, value)
@@ -517,6 +488,34 @@ impl<'a> Parser<'a> {
                 format!("more values than the {total} promised by the size line"),
             ));
         }
+        self.with_mirrored(triplets, mirrored, size_line)
+    }
+
+    /// The white-space separated fields of data line `number`, refused with `reason(found)`
+    /// unless there are `expected` of them.
+    fn fields<'l>(
+        &self,
+        number: usize,
+        line: &'l str,
+        expected: usize,
+        reason: impl FnOnce(usize) -> String,
+    ) -> Result<Vec<&'l str>, SparseError> {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() != expected {
+            return Err(self.error(number, reason(tokens.len())));
+        }
+        Ok(tokens)
+    }
+
+    /// `triplets` with the `mirrored` entries of a symmetric or skew-symmetric file added.
+    /// Cannot fail for a square matrix whose entries were checked; an error would name the
+    /// size line.
+    fn with_mirrored(
+        &self,
+        mut triplets: Triplets,
+        mirrored: Vec<(i64, i64, f64)>,
+        size_line: usize,
+    ) -> Result<Triplets, SparseError> {
         for (row, col, value) in mirrored {
             triplets
                 .push(row, col, value)

@@ -23,6 +23,18 @@ fn cx(procs: usize) -> ArrayContext {
     )
 }
 
+/// The matrix of `t` with `width` column indices on the host and in stores of `c`.
+fn matrix(c: &ArrayContext, t: &Triplets, width: IndexWidth) -> (HostCsr, CsrMatrix) {
+    let host = HostCsr::from_triplets(t, width).unwrap();
+    let stored = CsrMatrix::from_host(c, &host).unwrap();
+    (host, stored)
+}
+
+/// `values` as a 1-d `f64` array of `c`.
+fn vector(c: &ArrayContext, values: &[f64]) -> Array {
+    Array::from_vec(c, &[values.len() as i64], values.to_vec()).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -43,11 +55,10 @@ proptest! {
             }
         }
         let width = if wide { IndexWidth::I64 } else { IndexWidth::I32 };
-        let host = HostCsr::from_triplets(&t, width).unwrap();
-        let x = x[..cols as usize].to_vec();
         let c = cx(procs);
-        let a = CsrMatrix::from_host(&c, &host).unwrap();
-        let xa = Array::from_vec(&c, &[cols], x.clone()).unwrap();
+        let (host, a) = matrix(&c, &t, width);
+        let x = x[..cols as usize].to_vec();
+        let xa = vector(&c, &x);
         let got = a.spmv(&xa).unwrap().to_vec::<f64>().unwrap();
         let want = host.matvec(&x).unwrap();
         let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
@@ -58,11 +69,9 @@ proptest! {
 #[test]
 fn spmv_results_compose_with_array_operations() {
     let c = cx(2);
-    let host =
-        HostCsr::from_triplets(&generators::poisson_2d(6).unwrap(), IndexWidth::I32).unwrap();
-    let a = CsrMatrix::from_host(&c, &host).unwrap();
+    let (host, a) = matrix(&c, &generators::poisson_2d(6).unwrap(), IndexWidth::I32);
     let x: Vec<f64> = (0..36).map(|i| f64::from(i) * 0.5).collect();
-    let xa = Array::from_vec(&c, &[36], x.clone()).unwrap();
+    let xa = vector(&c, &x);
     // r = x - 0.25 * (A x): the SpMV's output feeds element-wise tasks of the array library.
     let r = (&xa - (&a.spmv(&xa).unwrap() * 0.25)).unwrap();
     let ax = host.matvec(&x).unwrap();
@@ -80,26 +89,21 @@ fn spmv_results_compose_with_array_operations() {
 #[test]
 fn bad_vectors_are_errors() {
     let c = cx(1);
-    let host = HostCsr::from_triplets(
+    let (_, a) = matrix(
+        &c,
         &generators::banded(5, &[(0, 2.0)]).unwrap(),
         IndexWidth::I64,
-    )
-    .unwrap();
-    let a = CsrMatrix::from_host(&c, &host).unwrap();
-    let short = Array::from_vec(&c, &[4], vec![1.0; 4]).unwrap();
+    );
+    let short = vector(&c, &[1.0; 4]);
     assert!(matches!(a.spmv(&short), Err(SparseError::BadShape { .. })));
     let ints = diffuse_array::zeros(&c, &[5], DType::I64).unwrap();
     assert!(matches!(a.spmv(&ints), Err(SparseError::BadShape { .. })));
-    let elsewhere = Array::from_vec(&cx(1), &[5], vec![1.0; 5]).unwrap();
+    let elsewhere = vector(&cx(1), &[1.0; 5]);
     let err = a.spmv(&elsewhere).unwrap_err();
     assert!(matches!(err, SparseError::Array(_)), "{err}");
     // An empty matrix gives an empty product.
-    let empty = CsrMatrix::from_host(
-        &c,
-        &HostCsr::from_triplets(&Triplets::new(0, 3).unwrap(), IndexWidth::I32).unwrap(),
-    )
-    .unwrap();
-    let x3 = Array::from_vec(&c, &[3], vec![1.0; 3]).unwrap();
+    let (_, empty) = matrix(&c, &Triplets::new(0, 3).unwrap(), IndexWidth::I32);
+    let x3 = vector(&c, &[1.0; 3]);
     assert_eq!(
         empty.spmv(&x3).unwrap().to_vec::<f64>().unwrap(),
         Vec::<f64>::new()
@@ -112,11 +116,9 @@ fn bad_vectors_are_errors() {
 fn spmv_of_a_sliced_vector_reads_the_slice() {
     use diffuse_array::SliceArg;
     let c = cx(3);
-    let host =
-        HostCsr::from_triplets(&generators::poisson_2d(3).unwrap(), IndexWidth::I32).unwrap();
-    let a = CsrMatrix::from_host(&c, &host).unwrap();
+    let (host, a) = matrix(&c, &generators::poisson_2d(3).unwrap(), IndexWidth::I32);
     let long: Vec<f64> = (0..20).map(|i| f64::from(i) * 1.5 - 4.0).collect();
-    let base = Array::from_vec(&c, &[20], long.clone()).unwrap();
+    let base = vector(&c, &long);
     let shifted = base.slice(&[SliceArg::from(7i64..16)]).unwrap();
     let got = a.spmv(&shifted).unwrap().to_vec::<f64>().unwrap();
     assert_eq!(got, host.matvec(&long[7..16]).unwrap());
