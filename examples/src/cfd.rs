@@ -161,15 +161,7 @@ impl Columns {
 /// with central differences; as in the original, `du/dx` and `dv/dy` are evaluated twice (once
 /// in the divergence, once squared), and the cross term divides by `2 dx` after multiplying.
 pub fn build_up_b(prm: &Params, u: &Array, v: &Array) -> ArrayResult {
-    let Params {
-        nx,
-        ny,
-        dx,
-        dy,
-        rho,
-        dt,
-        ..
-    } = *prm;
+    let (nx, ny, dx, dy, rho, dt) = (prm.nx, prm.ny, prm.dx, prm.dy, prm.rho, prm.dt);
     let b = zeros(u.context(), &[ny as i64, nx as i64], DType::F64)?;
     for cols in COLUMN_SETS {
         let (u_e, u_w, u_n, u_s) = (cols.e(u)?, cols.w(u)?, cols.n(u)?, cols.s(u)?);
@@ -247,15 +239,7 @@ pub fn velocity_update(
     vn: &Array,
     p: &Array,
 ) -> ArrayResult {
-    let Params {
-        dx,
-        dy,
-        rho,
-        nu,
-        f,
-        dt,
-        ..
-    } = *prm;
+    let (dx, dy, rho, nu, f, dt) = (prm.dx, prm.dy, prm.rho, prm.nu, prm.f, prm.dt);
     let wn = match component {
         Component::U => un,
         Component::V => vn,
