@@ -4,6 +4,8 @@ it has one and NumPy's on host copies otherwise, with NumPy's keywords (``axis=`
 ``keepdims=``, ``dtype=``, ``out=``, ``where=``, ...), giving what NumPy gives on NumPy
 arrays (``numpy.sum(x)`` passes ``out`` and works); ``numpy.asarray(x)`` works."""
 
+import os
+import sys
 import warnings
 
 import numpy as onp
@@ -13,6 +15,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _results import compare_each  # noqa: E402
 
 # Values are compared here; floating-point warnings (NumPy's and diffuse's, reported when
 # work runs) and the fallbacks' notices are not what these tests check.
@@ -100,10 +105,7 @@ def _host(value):
 
 
 def _compare(got, want, name):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want), name
-        for g, w in zip(got, want):
-            _compare(g, w, name)
+    if compare_each(got, want, name, _compare):
         return
     g, w = onp.asarray(got), onp.asarray(want)
     assert g.shape == w.shape, f"{name}: shape {g.shape}, NumPy's {w.shape}"

@@ -6,6 +6,7 @@ wrapped: ``int32 < 2**40`` is True, and ``int32 + 2**40``, ``full``/``fill`` and
 
 import math
 import operator
+import os
 import sys
 import warnings
 
@@ -15,6 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diffuse.numpy as dnp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _results import compare_each  # noqa: E402
 
 # Values are compared here; floating-point warnings (NumPy's and diffuse's, reported when
 # work runs) and the fallbacks' notices are not what these tests check.
@@ -160,10 +164,7 @@ def _same(got, want, context):
                 and isinstance(got, (TypeError, OverflowError)):
             return  # integers beyond int64, diffuse's widest: refused (never wrapped)
         raise AssertionError(f"{context}: NumPy gives {want!r}, diffuse raises {got!r}") from got
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want), context
-        for g, w in zip(got, want):
-            _same(g, w, context)
+    if compare_each(got, want, context, _same):
         return
     w, g = onp.asarray(want), onp.asarray(got)
     if w.dtype.name in DTYPES:
