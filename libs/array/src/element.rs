@@ -199,6 +199,15 @@ macro_rules! cast_convert {
 
 cast_convert!(f64, f32, i64, i32);
 
+/// Trait methods `fn name(self) -> Self` that call the type's own method of that name.
+macro_rules! inherent_unary {
+    ($t:ty: $($name:ident),*) => {
+        $(fn $name(self) -> Self {
+            <$t>::$name(self)
+        })*
+    };
+}
+
 macro_rules! float_impls {
     ($t:ty, $erf:path) => {
         impl Num for $t {
@@ -233,35 +242,15 @@ macro_rules! float_impls {
             }
         }
         impl Float for $t {
+            inherent_unary!($t: exp, ln, sqrt, sin, cos, tanh, floor);
             fn div(self, o: Self) -> Self {
                 self / o
             }
             fn pow(self, o: Self) -> Self {
                 self.powf(o)
             }
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
             fn erf(self) -> Self {
                 $erf(self)
-            }
-            fn sin(self) -> Self {
-                <$t>::sin(self)
-            }
-            fn cos(self) -> Self {
-                <$t>::cos(self)
-            }
-            fn tanh(self) -> Self {
-                <$t>::tanh(self)
-            }
-            fn floor(self) -> Self {
-                <$t>::floor(self)
             }
             fn fmod(self, o: Self) -> Self {
                 self % o

@@ -581,82 +581,77 @@ fn unary_kind(
     out: DType,
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
-    register_kind(
-        ElementwiseOp::Unary(op),
-        dtype,
-        out,
-        slots,
-        move |b, slots| {
-            let unsupported = || undefined(op.name(), dtype);
-            macro_rules! float_fn {
+    let kernel = move |b: TaskKindBuilder, slots: Vec<Slot>| {
+        let unsupported = || undefined(op.name(), dtype);
+        macro_rules! float_fn {
             ($f:expr) => {
                 with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else unsupported())
             };
         }
-            macro_rules! numeric_fn {
+        macro_rules! numeric_fn {
             ($f:expr) => {
                 with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else unsupported())
             };
         }
-            macro_rules! float_test {
+        macro_rules! float_test {
             ($f:expr) => {
                 with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)), else unsupported())
             };
         }
-            match op {
-                UnaryOp::Copy => {
-                    with_any!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x| x)))
-                }
-                UnaryOp::Neg => numeric_fn!(Num::neg),
-                UnaryOp::Abs => numeric_fn!(Num::abs),
-                UnaryOp::Not => b.register(unary_kernel::<bool, bool>(slots, |x| !x)),
-                UnaryOp::Exp => float_fn!(Float::exp),
-                UnaryOp::Log => float_fn!(Float::ln),
-                UnaryOp::Sqrt => float_fn!(Float::sqrt),
-                UnaryOp::Erf => float_fn!(Float::erf),
-                UnaryOp::Sin => float_fn!(Float::sin),
-                UnaryOp::Cos => float_fn!(Float::cos),
-                UnaryOp::Tanh => float_fn!(Float::tanh),
-                UnaryOp::Floor => float_fn!(T::floor),
-                UnaryOp::Ceil => float_fn!(T::ceil),
-                UnaryOp::Trunc => float_fn!(T::trunc),
-                UnaryOp::Rint => float_fn!(T::round_ties_even),
-                UnaryOp::Tan => float_fn!(T::tan),
-                UnaryOp::Arcsin => float_fn!(T::asin),
-                UnaryOp::Arccos => float_fn!(T::acos),
-                UnaryOp::Arctan => float_fn!(T::atan),
-                UnaryOp::Sinh => float_fn!(T::sinh),
-                UnaryOp::Cosh => float_fn!(T::cosh),
-                UnaryOp::Log2 => float_fn!(T::log2),
-                UnaryOp::Log10 => float_fn!(T::log10),
-                UnaryOp::Log1p => float_fn!(T::ln_1p),
-                UnaryOp::Expm1 => float_fn!(T::exp_m1),
-                UnaryOp::Sign => {
-                    with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| {
-                    let zero = T::from_i64(0);
-                    if x > zero {
-                        T::from_i64(1)
-                    } else if x < zero {
-                        T::from_i64(-1)
-                    } else if x == zero {
-                        zero
-                    } else {
-                        x
-                    }
-                })), else unsupported())
-                }
-                UnaryOp::IsNan => float_test!(T::is_nan),
-                UnaryOp::IsInf => float_test!(T::is_infinite),
-                UnaryOp::IsFinite => float_test!(T::is_finite),
-                UnaryOp::Invert if dtype == DType::Bool => {
-                    b.register(unary_kernel::<bool, bool>(slots, |x| !x))
-                }
-                UnaryOp::Invert => {
-                    with_int!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| !x)), else unsupported())
-                }
+        match op {
+            UnaryOp::Copy => {
+                with_any!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x| x)))
             }
-        },
-    )
+            UnaryOp::Neg => numeric_fn!(Num::neg),
+            UnaryOp::Abs => numeric_fn!(Num::abs),
+            UnaryOp::Not => b.register(unary_kernel::<bool, bool>(slots, |x| !x)),
+            UnaryOp::Exp => float_fn!(Float::exp),
+            UnaryOp::Log => float_fn!(Float::ln),
+            UnaryOp::Sqrt => float_fn!(Float::sqrt),
+            UnaryOp::Erf => float_fn!(Float::erf),
+            UnaryOp::Sin => float_fn!(Float::sin),
+            UnaryOp::Cos => float_fn!(Float::cos),
+            UnaryOp::Tanh => float_fn!(Float::tanh),
+            UnaryOp::Floor => float_fn!(T::floor),
+            UnaryOp::Ceil => float_fn!(T::ceil),
+            UnaryOp::Trunc => float_fn!(T::trunc),
+            UnaryOp::Rint => float_fn!(T::round_ties_even),
+            UnaryOp::Tan => float_fn!(T::tan),
+            UnaryOp::Arcsin => float_fn!(T::asin),
+            UnaryOp::Arccos => float_fn!(T::acos),
+            UnaryOp::Arctan => float_fn!(T::atan),
+            UnaryOp::Sinh => float_fn!(T::sinh),
+            UnaryOp::Cosh => float_fn!(T::cosh),
+            UnaryOp::Log2 => float_fn!(T::log2),
+            UnaryOp::Log10 => float_fn!(T::log10),
+            UnaryOp::Log1p => float_fn!(T::ln_1p),
+            UnaryOp::Expm1 => float_fn!(T::exp_m1),
+            UnaryOp::Sign => {
+                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| {
+                let zero = T::from_i64(0);
+                if x > zero {
+                    T::from_i64(1)
+                } else if x < zero {
+                    T::from_i64(-1)
+                } else if x == zero {
+                    zero
+                } else {
+                    x
+                }
+            })), else unsupported())
+            }
+            UnaryOp::IsNan => float_test!(T::is_nan),
+            UnaryOp::IsInf => float_test!(T::is_infinite),
+            UnaryOp::IsFinite => float_test!(T::is_finite),
+            UnaryOp::Invert if dtype == DType::Bool => {
+                b.register(unary_kernel::<bool, bool>(slots, |x| !x))
+            }
+            UnaryOp::Invert => {
+                with_int!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| !x)), else unsupported())
+            }
+        }
+    };
+    register_kind(ElementwiseOp::Unary(op), dtype, out, slots, kernel)
 }
 
 /// Registers (once) and returns the kind for `op` on `dtype` with operand pattern `slots`.
@@ -668,78 +663,73 @@ fn binary_kind(
     out: DType,
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
-    register_kind(
-        ElementwiseOp::Binary(op),
-        dtype,
-        out,
-        slots,
-        move |b, slots| {
-            let unsupported = || undefined(op.name(), dtype);
-            macro_rules! numeric {
+    let kernel = move |b: TaskKindBuilder, slots: Vec<Slot>| {
+        let unsupported = || undefined(op.name(), dtype);
+        macro_rules! numeric {
             ($f:expr) => {
                 with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else unsupported())
             };
         }
-            macro_rules! float {
+        macro_rules! float {
             ($f:expr) => {
                 with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else unsupported())
             };
         }
-            macro_rules! int {
+        macro_rules! int {
             ($f:expr) => {
                 with_int!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else unsupported())
             };
         }
-            match op {
-                BinaryOp::Add => numeric!(Num::add),
-                BinaryOp::Sub => numeric!(Num::sub),
-                BinaryOp::Mul => numeric!(Num::mul),
-                BinaryOp::Maximum => numeric!(Num::maximum),
-                BinaryOp::Minimum => numeric!(Num::minimum),
-                BinaryOp::Less => numeric!(|x: T, y: T| x < y),
-                BinaryOp::LessEqual => numeric!(|x: T, y: T| x <= y),
-                BinaryOp::Greater => numeric!(|x: T, y: T| x > y),
-                BinaryOp::GreaterEqual => numeric!(|x: T, y: T| x >= y),
-                BinaryOp::Div => float!(Float::div),
-                BinaryOp::Pow => float!(Float::pow),
-                BinaryOp::Equal => {
-                    with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x == y)))
-                }
-                BinaryOp::NotEqual => {
-                    with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x != y)))
-                }
-                BinaryOp::And => b.register(binary_kernel::<bool, bool>(slots, |x, y| x && y)),
-                BinaryOp::Or => b.register(binary_kernel::<bool, bool>(slots, |x, y| x || y)),
-                BinaryOp::FloorDivide => {
-                    with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).0)),
-                else int!(|x: T, y: T| int_floor_divide(x.into(), y.into()) as T))
-                }
-                BinaryOp::Remainder => {
-                    with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).1)),
-                else int!(|x: T, y: T| int_remainder(x.into(), y.into()) as T))
-                }
-                BinaryOp::BitAnd if dtype == DType::Bool => {
-                    b.register(binary_kernel::<bool, bool>(slots, |x, y| x & y))
-                }
-                BinaryOp::BitOr if dtype == DType::Bool => {
-                    b.register(binary_kernel::<bool, bool>(slots, |x, y| x | y))
-                }
-                BinaryOp::BitXor if dtype == DType::Bool => {
-                    b.register(binary_kernel::<bool, bool>(slots, |x, y| x ^ y))
-                }
-                BinaryOp::BitAnd => int!(|x: T, y: T| x & y),
-                BinaryOp::BitOr => int!(|x: T, y: T| x | y),
-                BinaryOp::BitXor => int!(|x: T, y: T| x ^ y),
-                BinaryOp::LeftShift => {
-                    int!(|x: T, y: T| shift_left(x.into(), y.into(), T::BITS.into()) as T)
-                }
-                BinaryOp::RightShift => {
-                    int!(|x: T, y: T| shift_right(x.into(), y.into(), T::BITS.into()) as T)
-                }
-                BinaryOp::Arctan2 => float!(T::atan2),
+        match op {
+            BinaryOp::Add => numeric!(Num::add),
+            BinaryOp::Sub => numeric!(Num::sub),
+            BinaryOp::Mul => numeric!(Num::mul),
+            BinaryOp::Maximum => numeric!(Num::maximum),
+            BinaryOp::Minimum => numeric!(Num::minimum),
+            BinaryOp::Less => numeric!(|x: T, y: T| x < y),
+            BinaryOp::LessEqual => numeric!(|x: T, y: T| x <= y),
+            BinaryOp::Greater => numeric!(|x: T, y: T| x > y),
+            BinaryOp::GreaterEqual => numeric!(|x: T, y: T| x >= y),
+            BinaryOp::Div => float!(Float::div),
+            BinaryOp::Pow => float!(Float::pow),
+            BinaryOp::Equal => {
+                with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x == y)))
             }
-        },
-    )
+            BinaryOp::NotEqual => {
+                with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x != y)))
+            }
+            BinaryOp::And => b.register(binary_kernel::<bool, bool>(slots, |x, y| x && y)),
+            BinaryOp::Or => b.register(binary_kernel::<bool, bool>(slots, |x, y| x || y)),
+            BinaryOp::FloorDivide => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).0)),
+            else int!(|x: T, y: T| int_floor_divide(x.into(), y.into()) as T))
+            }
+            BinaryOp::Remainder => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, |x: T, y: T| float_divmod(x, y).1)),
+            else int!(|x: T, y: T| int_remainder(x.into(), y.into()) as T))
+            }
+            BinaryOp::BitAnd if dtype == DType::Bool => {
+                b.register(binary_kernel::<bool, bool>(slots, |x, y| x & y))
+            }
+            BinaryOp::BitOr if dtype == DType::Bool => {
+                b.register(binary_kernel::<bool, bool>(slots, |x, y| x | y))
+            }
+            BinaryOp::BitXor if dtype == DType::Bool => {
+                b.register(binary_kernel::<bool, bool>(slots, |x, y| x ^ y))
+            }
+            BinaryOp::BitAnd => int!(|x: T, y: T| x & y),
+            BinaryOp::BitOr => int!(|x: T, y: T| x | y),
+            BinaryOp::BitXor => int!(|x: T, y: T| x ^ y),
+            BinaryOp::LeftShift => {
+                int!(|x: T, y: T| shift_left(x.into(), y.into(), T::BITS.into()) as T)
+            }
+            BinaryOp::RightShift => {
+                int!(|x: T, y: T| shift_right(x.into(), y.into(), T::BITS.into()) as T)
+            }
+            BinaryOp::Arctan2 => float!(T::atan2),
+        }
+    };
+    register_kind(ElementwiseOp::Binary(op), dtype, out, slots, kernel)
 }
 
 /// `op(x)` element-wise into a new array.

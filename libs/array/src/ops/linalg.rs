@@ -161,15 +161,8 @@ impl Array {
             "array.matvec{}.{dtype}",
             if accumulate { "_partial" } else { "" }
         );
-        let operands = ["a", "x", "y"];
-        let kind = product_kind(
-            name,
-            Product::Matvec,
-            dtype,
-            operands,
-            y_privilege,
-            move |b| with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype)),
-        )?;
+        let native = move |b: TaskKindBuilder| with_numeric!(dtype, T => b.register(matvec_kernel::<T>(accumulate)), else undefined("matvec", dtype));
+        let kind = product_kind(name, Product::Matvec, dtype, y_privilege, native)?;
         // x is tiled like the matrix's columns, y like its rows.
         let y_part = y.view().tiling_with(
             Tuple::shape(&[block(m, launch[0])])?,
@@ -204,15 +197,8 @@ impl Array {
         }
         let launch = cx.launch_for(out_shape);
         let name = format!("array.matmul.{dtype}");
-        let operands = ["a", "b", "c"];
-        let kind = product_kind(
-            name,
-            Product::Matmul,
-            dtype,
-            operands,
-            Privilege::Write,
-            move |bld| with_numeric!(dtype, T => bld.register(matmul_kernel::<T>()), else undefined("matmul", dtype)),
-        )?;
+        let native = move |b: TaskKindBuilder| with_numeric!(dtype, T => b.register(matmul_kernel::<T>()), else undefined("matmul", dtype));
+        let kind = product_kind(name, Product::Matmul, dtype, Privilege::Write, native)?;
         let band = |rows: i64, cols: i64, comps: [ProjComponent; 2]| -> Result<_, ArrayError> {
             Ok((Tuple::shape(&[rows, cols])?, Projection::new(2, &comps)?))
         };
@@ -247,17 +233,20 @@ impl Array {
     }
 }
 
-/// Registers (once) the kind `name` of a matrix `product` on `dtype`: the two inputs and the
-/// output named by `operands`, the output with `out_privilege`, the MLIR body from
-/// [`ProductGenerator`] and the native kernel from `native`.
+/// Registers (once) the kind `name` of a matrix `product` on `dtype`: two inputs read and the
+/// output with `out_privilege` (`a`, `x`, `y` for `y = A x`; `a`, `b`, `c` for `c = a b`),
+/// the MLIR body from [`ProductGenerator`] and the native kernel from `native`.
 fn product_kind(
     name: String,
     product: Product,
     dtype: DType,
-    operands: [&str; 3],
     out_privilege: Privilege,
     native: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
 ) -> Result<Arc<TaskKind>, ArrayError> {
+    let operands = match product {
+        Product::Matvec => ["a", "x", "y"],
+        Product::Matmul => ["a", "b", "c"],
+    };
     let generator = Arc::new(ProductGenerator {
         name: name.clone(),
         product,
