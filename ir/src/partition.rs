@@ -11,7 +11,7 @@
 //! demand and never stored per point.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::{Arc, OnceLock};
 
 use crate::error::IrError;
@@ -293,19 +293,7 @@ impl Partition {
     }
 }
 
-impl PartialEq for Partition {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Partition {}
-
-impl Hash for Partition {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        Arc::as_ptr(&self.0).hash(state);
-    }
-}
+crate::projection::identity_eq!(Partition);
 
 impl fmt::Debug for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,7 +6,7 @@
 //! equality is an id compare.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::{Arc, OnceLock};
 
 use crate::error::IrError;
@@ -141,19 +141,28 @@ impl Projection {
     }
 }
 
-impl PartialEq for Projection {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
+/// `PartialEq`, `Eq` and `Hash` by identity for an interned type `$name(Arc<_>)`: interning
+/// makes equal values share one allocation, so comparing the pointers compares the values.
+macro_rules! identity_eq {
+    ($name:ident) => {
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                std::sync::Arc::ptr_eq(&self.0, &other.0)
+            }
+        }
 
-impl Eq for Projection {}
+        impl Eq for $name {}
 
-impl Hash for Projection {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        Arc::as_ptr(&self.0).hash(state);
-    }
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                std::hash::Hash::hash(&std::sync::Arc::as_ptr(&self.0), state);
+            }
+        }
+    };
 }
+pub(crate) use identity_eq;
+
+identity_eq!(Projection);
 
 impl fmt::Debug for Projection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -170,33 +170,41 @@ impl Store {
     }
 }
 
-impl Clone for Store {
-    fn clone(&self) -> Self {
-        self.core.app_handles.fetch_add(1, Ordering::AcqRel);
-        Store {
-            core: Arc::clone(&self.core),
+/// `Clone` (one more count), `Drop` (one fewer), `Deref` to the [`StoreCore`] and `Debug` as
+/// the core, for a handle type `$handle { core: Arc<StoreCore> }` counted in `core.$count`.
+macro_rules! counted_handle {
+    ($handle:ident, $count:ident) => {
+        impl Clone for $handle {
+            fn clone(&self) -> Self {
+                self.core.$count.fetch_add(1, Ordering::AcqRel);
+                $handle {
+                    core: Arc::clone(&self.core),
+                }
+            }
         }
-    }
+
+        impl Drop for $handle {
+            fn drop(&mut self) {
+                self.core.$count.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+
+        impl Deref for $handle {
+            type Target = StoreCore;
+            fn deref(&self) -> &StoreCore {
+                &self.core
+            }
+        }
+
+        impl fmt::Debug for $handle {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&*self.core, f)
+            }
+        }
+    };
 }
 
-impl Drop for Store {
-    fn drop(&mut self) {
-        self.core.app_handles.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Deref for Store {
-    type Target = StoreCore;
-    fn deref(&self) -> &StoreCore {
-        &self.core
-    }
-}
-
-impl fmt::Debug for Store {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.core, f)
-    }
-}
+counted_handle!(Store, app_handles);
 
 /// A task's reference to a store (RAII): counted separately from application handles, so the
 /// runtime can tell stores the application can still observe from task-internal ones.
@@ -216,30 +224,7 @@ impl StoreRef {
     }
 }
 
-impl Clone for StoreRef {
-    fn clone(&self) -> Self {
-        StoreRef::from_core(Arc::clone(&self.core))
-    }
-}
-
-impl Drop for StoreRef {
-    fn drop(&mut self) {
-        self.core.task_refs.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Deref for StoreRef {
-    type Target = StoreCore;
-    fn deref(&self) -> &StoreCore {
-        &self.core
-    }
-}
-
-impl fmt::Debug for StoreRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.core, f)
-    }
-}
+counted_handle!(StoreRef, task_refs);
 
 /// A rectangular window `[offset, offset + shape)` into a store. Views alias their store; they
 /// never copy. Tasks access a view through a partition built from its offset and shape.

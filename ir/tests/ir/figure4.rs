@@ -13,49 +13,51 @@ fn all_sub_stores(part: &Partition, store: &[i64], launch: &[i64]) -> Vec<(Vec<i
         .collect()
 }
 
+/// `part` gives every launch point of `launch` its sub-store in `want` (row-major launch
+/// order) of a `store`-shaped store, is that store's blocked tiling over `launch`, and is a
+/// valid write partition of an index task over `launch`.
+fn check_blocked_write(
+    name: &str,
+    part: Partition,
+    store: &[i64],
+    launch: &[i64],
+    want: Vec<(Vec<i64>, Rect)>,
+) {
+    assert_eq!(all_sub_stores(&part, store, launch), want, "{name}");
+    let c = ctx();
+    let s = c.create_store(store, DType::F64).unwrap();
+    assert_eq!(s.view().blocked(sh(launch)).unwrap(), part, "{name}");
+    let k = kind(name, &[(DType::F64, Privilege::Write)]);
+    let t = IndexTask::new(&k, sh(launch)).arg(&s, part, Privilege::Write);
+    if let Err(e) = validate(&t) {
+        panic!("{name} is not a valid write partition: {e:?}");
+    }
+}
+
 #[test]
 fn fig4a_2x2_tiles_of_a_4x4_store_over_a_2x2_domain() {
     let part =
         Partition::tiling(sh(&[2, 2]), pt(&[0, 0]), Projection::identity(2).unwrap()).unwrap();
-    let got = all_sub_stores(&part, &[4, 4], &[2, 2]);
     let want = vec![
         (vec![0, 0], rect(&[0, 0], &[2, 2])),
         (vec![0, 1], rect(&[0, 2], &[2, 4])),
         (vec![1, 0], rect(&[2, 0], &[4, 2])),
         (vec![1, 1], rect(&[2, 2], &[4, 4])),
     ];
-    assert_eq!(got, want);
-
-    // The blocked tiling of the whole store is the same partition.
-    let c = ctx();
-    let s = c.create_store(&[4, 4], DType::F64).unwrap();
-    assert_eq!(s.view().blocked(sh(&[2, 2])).unwrap(), part);
-
-    let k = kind("fig4a", &[(DType::F64, Privilege::Write)]);
-    let t = IndexTask::new(&k, sh(&[2, 2])).arg(&s, part, Privilege::Write);
-    validate(&t).expect("Figure 4(a) is a valid write partition");
+    check_blocked_write("fig4a", part, &[4, 4], &[2, 2], want);
 }
 
 #[test]
 fn fig4b_1x4_row_tiles_of_a_4x4_store_over_a_4x1_domain() {
     let part =
         Partition::tiling(sh(&[1, 4]), pt(&[0, 0]), Projection::identity(2).unwrap()).unwrap();
-    let got = all_sub_stores(&part, &[4, 4], &[4, 1]);
     let want = vec![
         (vec![0, 0], rect(&[0, 0], &[1, 4])),
         (vec![1, 0], rect(&[1, 0], &[2, 4])),
         (vec![2, 0], rect(&[2, 0], &[3, 4])),
         (vec![3, 0], rect(&[3, 0], &[4, 4])),
     ];
-    assert_eq!(got, want);
-
-    let c = ctx();
-    let s = c.create_store(&[4, 4], DType::F64).unwrap();
-    assert_eq!(s.view().blocked(sh(&[4, 1])).unwrap(), part);
-
-    let k = kind("fig4b", &[(DType::F64, Privilege::Write)]);
-    let t = IndexTask::new(&k, sh(&[4, 1])).arg(&s, part, Privilege::Write);
-    validate(&t).expect("Figure 4(b) is a valid write partition");
+    check_blocked_write("fig4b", part, &[4, 4], &[4, 1], want);
 }
 
 #[test]

@@ -338,39 +338,25 @@ pub fn scalar_as(value: Scalar, dtype: DType) -> Option<Scalar> {
     }
 }
 
-/// Expands `$body` with `$t` bound to the Rust type of `$dtype` when `$dtype` is one of the
-/// listed `DType` variants (each paired with its Rust type); otherwise evaluates `$otherwise`.
-macro_rules! with_types {
-    ($dtype:expr, [$($variant:ident => $rust:ty),*], $t:ident => $body:expr, else $otherwise:expr) => {
-        match $dtype {
-            $(diffuse_ir::DType::$variant => {
-                type $t = $rust;
-                $body
-            })*
-            _ => $otherwise,
-        }
-    };
-}
-
 /// Expands `$body` with `$t` bound to the Rust type of `$dtype` when it is a float type;
 /// otherwise evaluates `$otherwise`.
 macro_rules! with_float {
     ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
-        $crate::element::with_types!($dtype, [F64 => f64, F32 => f32], $t => $body, else $otherwise)
+        diffuse_ir::with_dtypes!($dtype, [F64 => f64, F32 => f32], $t => $body, else $otherwise)
     };
 }
 
 /// Like [`with_float`] for the integer types.
 macro_rules! with_int {
     ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
-        $crate::element::with_types!($dtype, [I64 => i64, I32 => i32], $t => $body, else $otherwise)
+        diffuse_ir::with_dtypes!($dtype, [I64 => i64, I32 => i32], $t => $body, else $otherwise)
     };
 }
 
 /// Like [`with_float`] for the numeric types (floats and integers).
 macro_rules! with_numeric {
     ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
-        $crate::element::with_types!(
+        diffuse_ir::with_dtypes!(
             $dtype,
             [I64 => i64, I32 => i32, F64 => f64, F32 => f32],
             $t => $body,
@@ -380,4 +366,4 @@ macro_rules! with_numeric {
 }
 
 pub(crate) use diffuse_ir::with_element_type as with_any;
-pub(crate) use {with_float, with_int, with_numeric, with_types};
+pub(crate) use {with_float, with_int, with_numeric};
