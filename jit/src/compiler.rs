@@ -147,16 +147,7 @@ impl MlirSession {
         for &(name, address) in crate::support::symbols().iter().chain(extra) {
             // SAFETY: `raw` is live; the name outlives the call; the address is a function
             // with the signature MLIR's lowering calls it with.
-            unsafe {
-                mlirExecutionEngineRegisterSymbol(
-                    raw,
-                    MlirStringRef {
-                        data: name.as_ptr().cast(),
-                        length: name.len(),
-                    },
-                    address,
-                )
-            };
+            unsafe { mlirExecutionEngineRegisterSymbol(raw, string_ref(name), address) };
         }
         let mut code = NativeCode {
             raw,
@@ -164,30 +155,14 @@ impl MlirSession {
         };
         let packed = format!("_mlir__mlir_ciface_{symbol}");
         // SAFETY: `raw` is a live engine; the name outlives the call.
-        let entry = unsafe {
-            mlirExecutionEngineLookup(
-                raw,
-                MlirStringRef {
-                    data: packed.as_ptr().cast(),
-                    length: packed.len(),
-                },
-            )
-        };
+        let entry = unsafe { mlirExecutionEngineLookup(raw, string_ref(&packed)) };
         if entry.is_null() {
             return Err(self.failure("symbol lookup", format!("no symbol {packed}")));
         }
         code.entry = entry;
         if let Some(path) = object {
             // SAFETY: `raw` is live; the path outlives the call.
-            unsafe {
-                mlirExecutionEngineDumpToObjectFile(
-                    raw,
-                    MlirStringRef {
-                        data: path.as_ptr().cast(),
-                        length: path.len(),
-                    },
-                )
-            };
+            unsafe { mlirExecutionEngineDumpToObjectFile(raw, string_ref(&path)) };
         }
         Ok(code)
     }
@@ -254,5 +229,14 @@ impl Drop for NativeCode {
     fn drop(&mut self) {
         // SAFETY: the engine was created by `mlirExecutionEngineCreate` and is dropped once.
         unsafe { mlirExecutionEngineDestroy(self.raw) }
+    }
+}
+
+/// `text` as the borrowed string MLIR's C API takes (no terminating NUL; valid while `text`
+/// is).
+fn string_ref(text: &str) -> MlirStringRef {
+    MlirStringRef {
+        data: text.as_ptr().cast(),
+        length: text.len(),
     }
 }

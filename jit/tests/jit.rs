@@ -167,6 +167,15 @@ fn memref<'a>(data: &'a mut [f64], sizes: &'a [i64], strides: &'a [i64]) -> MemR
     }
 }
 
+/// The constituent `kind` with its store arguments bound to `bindings` (parameter,
+/// privilege).
+fn step(kind: Arc<TaskKind>, bindings: &[(usize, Privilege)]) -> KernelStep {
+    KernelStep {
+        kind,
+        bindings: bindings.to_vec(),
+    }
+}
+
 /// `t = a + b` (b a broadcast row), `out = (t * a) * s`: t is a temporary.
 fn add_then_scale() -> KernelSignature {
     let add = kind(
@@ -187,25 +196,12 @@ fn add_then_scale() -> KernelSignature {
         }),
         true,
     );
+    let (read, write) = (Privilege::Read, Privilege::Write);
     KernelSignature {
         name: "add+mul".into(),
         steps: vec![
-            KernelStep {
-                kind: add,
-                bindings: vec![
-                    (0, Privilege::Read),
-                    (1, Privilege::Read),
-                    (2, Privilege::Write),
-                ],
-            },
-            KernelStep {
-                kind: mul,
-                bindings: vec![
-                    (2, Privilege::Read),
-                    (0, Privilege::Read),
-                    (3, Privilege::Write),
-                ],
-            },
+            step(add, &[(0, read), (1, read), (2, write)]),
+            step(mul, &[(2, read), (0, read), (3, write)]),
         ],
         params: vec![
             param(0, Privilege::Read, false, 0),
@@ -219,6 +215,7 @@ fn add_then_scale() -> KernelSignature {
 /// A call whose arguments do not fit the kernel is refused before any memory is touched
 /// (the same checks guard GPU launches): wrong counts, ranks, scalar types, negative sizes,
 /// and a null pointer for a parameter that is not a temporary.
+
 #[test]
 fn calls_that_do_not_fit_the_kernel_are_errors() {
     let jit = Jit::new();
@@ -392,13 +389,13 @@ fn sum_exp() -> KernelSignature {
     });
     KernelSignature {
         name: "sum_exp".into(),
-        steps: vec![KernelStep {
-            kind: sum,
-            bindings: vec![
+        steps: vec![step(
+            sum,
+            &[
                 (0, Privilege::Read),
                 (1, Privilege::Reduce(ReductionOp::Sum)),
             ],
-        }],
+        )],
         params: vec![
             KernelParam {
                 rank: 1,
