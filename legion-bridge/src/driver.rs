@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
@@ -15,15 +16,25 @@ use diffuse_ir::{
 };
 use hashbrown::HashMap;
 
-use crate::backend::{legion_error, proc_kind, PointRecord, Shared};
 use crate::ffi;
-use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain};
+use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain, FIELD};
 use crate::launch::{LaunchEntry, Requirement};
-use crate::process::{self, POINT_TASK_ID};
+use crate::point_task::POINT_TASK_ID;
+use crate::shared::{legion_error, proc_kind, PointRecord, Shared};
 use crate::traffic::{Access, Traffic};
 
-/// The field every region holds its store's elements in.
-pub(crate) const FIELD: ffi::legion_field_id_t = 1;
+/// Work for the driver thread.
+pub(crate) type Command = Box<dyn FnOnce(&mut Driver) + Send>;
+
+/// What the driver needs of the thread that runs it.
+pub(crate) struct DriverThread {
+    /// The thread's command queue: a dead store's region is released through it, in order
+    /// after every use queued before.
+    pub(crate) commands: Sender<Command>,
+    /// Called after every fence and host mapping, the moments Realm may register new exit
+    /// handlers (the process renews its exit hook then).
+    pub(crate) synced: fn(),
+}
 
 /// The Legion region of one store, attached to the store and destroyed with it.
 pub(crate) struct StoreRegion {
@@ -34,6 +45,8 @@ pub(crate) struct StoreRegion {
     dtype: DType,
     bytes: u64,
     shared: Arc<Shared>,
+    /// The driver thread's queue, which releases the region.
+    commands: Sender<Command>,
 }
 
 // SAFETY: Legion handles are plain ids, valid on every thread.
@@ -49,14 +62,13 @@ impl Drop for StoreRegion {
         // SAFETY: as for `StoreRegion`.
         unsafe impl Send for Handle {}
         let handle = Handle(region);
-        if let Some(p) = process::running() {
-            // A region dies when its last user (a plan, a view, the application) lets go;
-            // destroying it through the driver keeps it ordered after every use.
-            let _ = p.send(Box::new(move |driver: &mut Driver| {
-                let Handle(region) = handle;
-                driver.release_region(region, store, shape, dtype)
-            }));
-        }
+        // A region dies when its last user (a plan, a view, the application) lets go;
+        // destroying it through the driver keeps it ordered after every use. Once the
+        // driver thread has stopped, there is nothing left to release.
+        let _ = self.commands.send(Box::new(move |driver: &mut Driver| {
+            let Handle(region) = handle;
+            driver.release_region(region, store, shape, dtype)
+        }));
     }
 }
 
@@ -94,6 +106,7 @@ pub(crate) struct Driver {
     /// replicated run, a process runs only some points of a launch, so the entry cannot go
     /// when "its last point" finished).
     unfenced: Vec<u64>,
+    thread: DriverThread,
     stopped: bool,
 }
 
@@ -123,6 +136,7 @@ impl Driver {
         limits: DriverLimits,
         nodes: usize,
         replicated: bool,
+        thread: DriverThread,
     ) -> Self {
         Driver {
             api,
@@ -140,6 +154,7 @@ impl Driver {
             traffic: replicated.then(Traffic::default),
             shardings: HashMap::new(),
             unfenced: Vec::new(),
+            thread,
             stopped: false,
         }
     }
@@ -296,6 +311,7 @@ impl Driver {
             dtype: store.dtype(),
             bytes,
             shared: Arc::clone(shared),
+            commands: self.thread.commands.clone(),
         })
     }
 
@@ -692,7 +708,7 @@ impl Driver {
             self.api.legion_future_destroy(f);
         }
         LaunchEntry::retire(self.unfenced.drain(..));
-        crate::process::renew_exit_hook();
+        (self.thread.synced)();
     }
 
     /// Maps `store` inline with `privilege`, hands `f` the address of element `rect.lo`
@@ -735,7 +751,7 @@ impl Driver {
             api.legion_runtime_unmap_region(self.runtime, self.ctx, mapped);
             api.legion_physical_region_destroy(mapped);
             api.legion_inline_launcher_destroy(launcher);
-            crate::process::renew_exit_hook();
+            (self.thread.synced)();
             result.map_err(|message| {
                 legion_error(format!(
                     "mapping store {} on the host: {message}",

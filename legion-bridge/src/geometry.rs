@@ -1,5 +1,6 @@
-//! Diffuse's shapes, points and boxes as Legion's C structs, and the per-dimension C calls
-//! (Legion's C API has one function per dimension count) behind one function each.
+//! Diffuse's shapes, points and boxes as Legion's C structs, the per-dimension C calls
+//! (Legion's C API has one function per dimension count) behind one function each, and the
+//! one field every region keeps its store's elements in.
 //!
 //! Diffuse boxes are half-open (`lo..hi`); Legion's are inclusive. A 0-d store or launch is
 //! Legion's 1-d box `[0, 0]`: Legion has no 0-d index spaces.
@@ -7,6 +8,9 @@
 use diffuse_ir::{Point, Rect, Shape, Tuple, MAX_DIMS};
 
 use crate::ffi;
+
+/// The field every region holds its store's elements in.
+pub(crate) const FIELD: ffi::legion_field_id_t = 1;
 
 /// Dimensions Legion uses for a diffuse object of `dims` dimensions.
 pub(crate) fn legion_dims(dims: usize) -> usize {

@@ -10,7 +10,7 @@ use diffuse_backend::LaunchPlan;
 use diffuse_ir::{DType, Partition, Privilege, Scalar};
 use hashbrown::HashMap;
 
-use crate::backend::Shared;
+use crate::shared::Shared;
 
 /// One region requirement of a launch: a store slot accessed through one partition.
 #[derive(Clone, Debug)]

@@ -36,18 +36,24 @@ mod geometry;
 #[cfg(legion)]
 mod launch;
 #[cfg(legion)]
+mod library;
+#[cfg(legion)]
 mod mapper;
 #[cfg(legion)]
 mod point_task;
 #[cfg(legion)]
 mod process;
 #[cfg(legion)]
+mod shared;
+#[cfg(legion)]
 mod traffic;
 
 #[cfg(legion)]
-pub use backend::{LegionBackend, PointRecord};
+pub use backend::LegionBackend;
 #[cfg(legion)]
 pub use process::shutdown;
+#[cfg(legion)]
+pub use shared::PointRecord;
 
 #[cfg(not(legion))]
 mod unavailable;

@@ -12,7 +12,7 @@ use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind, StealScope};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
-use crate::process::POINT_TASK_ID;
+use crate::point_task::POINT_TASK_ID;
 
 /// Installs the diffuse mapper on every processor (before Legion starts).
 pub(crate) fn register(api: &ffi::LegionApi) {

@@ -11,11 +11,13 @@ use diffuse_backend::point::{self, PointRunner, PointStores};
 use diffuse_backend::Slot;
 use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
 
-use crate::driver::FIELD;
 use crate::ffi;
-use crate::geometry::{element_strides, point_of, raw_rect_ptr};
+use crate::geometry::{element_strides, point_of, raw_rect_ptr, FIELD};
 use crate::launch::LaunchEntry;
-use crate::process::{self, POINT_TASK_ID};
+use crate::library;
+
+/// Legion's task id of diffuse's point task (one variant runs every launch plan's points).
+pub(crate) const POINT_TASK_ID: ffi::legion_task_id_t = 7_310;
 
 /// Registers the point task's CPU variant (before Legion starts).
 pub(crate) fn register(api: &ffi::LegionApi) -> Result<(), String> {
@@ -62,7 +64,7 @@ unsafe extern "C" fn point_task(
     _userlen: usize,
     proc_id: ffi::realm_id_t,
 ) {
-    let api = process::api();
+    let api = library::api();
     let mut task = ffi::legion_task_t::default();
     let mut regions: *const ffi::legion_physical_region_t = std::ptr::null();
     let mut num_regions = 0u32;

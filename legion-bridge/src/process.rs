@@ -1,5 +1,6 @@
-//! The one Legion runtime of this process: loading the libraries, starting Realm and Legion,
-//! and the driver thread that owns Legion's top-level context.
+//! The one Legion runtime of this process: starting Realm and Legion (once
+//! [`crate::library`] loaded them), the driver thread that owns Legion's top-level context,
+//! and shutting Legion down at exit.
 //!
 //! Legion starts once per process and cannot restart, so every [`crate::LegionBackend`] of a
 //! process shares it. Every call that needs the top-level context runs on the driver thread
@@ -8,7 +9,7 @@
 //! and waits for Legion to shut down (bounded, so exit never hangs).
 
 use std::ffi::{c_char, c_int, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -17,32 +18,18 @@ use diffuse_backend::MachineShape;
 
 use crate::cluster::Cluster;
 use crate::config::Limits;
-use crate::driver::{Driver, DriverLimits};
+use crate::driver::{Command, Driver, DriverLimits, DriverThread};
 use crate::ffi;
+use crate::library::Installation;
 use crate::mapper;
 use crate::point_task;
 use crate::LegionConfig;
 
-/// Work for the driver thread.
-pub(crate) type Command = Box<dyn FnOnce(&mut Driver) + Send>;
-
-/// Legion's task id of diffuse's point task (one variant runs every launch plan's points).
-pub(crate) const POINT_TASK_ID: ffi::legion_task_id_t = 7_310;
 /// Legion's task id of the implicit top-level task (the driver thread).
 const TOP_TASK_ID: ffi::legion_task_id_t = 7_311;
 
-/// The loaded Legion API, for every thread (point tasks and mapper callbacks included).
-static API: OnceLock<ffi::LegionApi> = OnceLock::new();
-
 /// The started runtime, or why it could not start.
 static PROCESS: OnceLock<Result<LegionProcess, String>> = OnceLock::new();
-
-/// The API; only called once [`process`] succeeded (point tasks, mapper callbacks and
-/// drivers exist only then).
-pub(crate) fn api() -> &'static ffi::LegionApi {
-    API.get()
-        .expect("Legion's API is loaded before any Legion callback can run")
-}
 
 /// The process's Legion runtime as backends see it.
 pub(crate) struct LegionProcess {
@@ -105,71 +92,6 @@ pub(crate) fn process(config: &LegionConfig) -> Result<&'static LegionProcess, S
     Ok(process)
 }
 
-/// The process's runtime if it started.
-pub(crate) fn running() -> Option<&'static LegionProcess> {
-    PROCESS.get()?.as_ref().ok()
-}
-
-/// Where the Legion installation and the shim library are.
-struct Installation {
-    dir: PathBuf,
-    shim: PathBuf,
-}
-
-fn installation() -> Result<Installation, String> {
-    let dir = std::env::var_os("DIFFUSE_LEGION_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("DIFFUSE_LEGION_DIR_BUILT")));
-    let shim = PathBuf::from(env!("DIFFUSE_LEGION_SHIM"));
-    for needed in [
-        dir.join("site/legate/lib64/liblegion-legate.so"),
-        dir.join("site/libucx/lib/libucp.so.0"),
-        shim.clone(),
-    ] {
-        if !needed.exists() {
-            return Err(format!(
-                "{} is missing (run scripts/legion-setup.sh, then rebuild diffuse-legion)",
-                needed.display()
-            ));
-        }
-    }
-    Ok(Installation { dir, shim })
-}
-
-/// Opens `path` with its symbols visible to libraries loaded later (Realm finds libcuda and
-/// UCX this way instead of through a search path), for the life of the process.
-fn preload(path: &Path) -> Result<(), String> {
-    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
-    // SAFETY: these are the wheel's (or the stub's) shared libraries; their initializers
-    // only register symbols.
-    let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }
-        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
-    // Realm keeps pointers into it until the process ends.
-    std::mem::forget(lib);
-    Ok(())
-}
-
-fn load(install: &Installation) -> Result<ffi::LegionApi, String> {
-    let stub = install.dir.join("stub/libcuda.so.1");
-    if stub.exists() {
-        preload(&stub)?;
-    }
-    preload(&install.dir.join("site/libucx/lib/libucp.so.0"))?;
-    preload(&install.dir.join("site/legate/lib64/liblegion-legate.so"))?;
-    use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
-    // SAFETY: the shim is diffuse's own library, built against this Legion.
-    let shim = unsafe { Library::open(Some(&install.shim), RTLD_NOW | RTLD_GLOBAL) }
-        .map_err(|e| format!("cannot load {}: {e}", install.shim.display()))?;
-    // SAFETY: the bindings were generated from the headers this shim and Legion were built
-    // from; every symbol is looked up now.
-    unsafe { ffi::LegionApi::from_library(shim) }.map_err(|e| {
-        format!(
-            "Legion's C API is incomplete in {}: {e}",
-            install.dir.display()
-        )
-    })
-}
-
 /// Loads Legion, starts it with the driver thread as top-level task, and waits until it
 /// runs (or fails).
 fn start(
@@ -177,12 +99,11 @@ fn start(
     flags: Vec<String>,
     cluster: Cluster,
 ) -> Result<LegionProcess, String> {
-    let install = installation()?;
+    let install = Installation::find()?;
     if cluster.is_distributed() {
         prepare_network(&cluster)?;
     }
-    let api = load(&install)?;
-    let api = API.get_or_init(|| api);
+    let api = install.load()?;
     point_task::register(api)?;
     mapper::register(api);
     let (commands, receiver) = channel::<Command>();
@@ -193,9 +114,13 @@ fn start(
         sysmem_bytes: crate::config::sysmem_bytes(&flags).unwrap_or(u64::MAX),
     };
     let shard = cluster.is_distributed().then_some(cluster.rank);
+    let thread = DriverThread {
+        commands: commands.clone(),
+        synced: renew_exit_hook,
+    };
     std::thread::Builder::new()
         .name("diffuse-legion-driver".into())
-        .spawn(move || drive(api, argv_flags, limits, shard, receiver, ready_tx))
+        .spawn(move || drive(api, argv_flags, limits, shard, thread, receiver, ready_tx))
         .map_err(|e| format!("cannot start the Legion driver thread: {e}"))?;
     let machine = ready_rx
         .recv_timeout(Duration::from_secs(120))
@@ -242,6 +167,7 @@ fn drive(
     flags: Vec<String>,
     limits: DriverLimits,
     shard: Option<usize>,
+    thread: DriverThread,
     commands: Receiver<Command>,
     ready: std::sync::mpsc::SyncSender<Result<MachineShape, String>>,
 ) {
@@ -281,7 +207,15 @@ fn drive(
         )
     };
     let machine = machine_shape(api);
-    let mut driver = Driver::new(api, runtime, ctx, limits, machine.nodes, shard.is_some());
+    let mut driver = Driver::new(
+        api,
+        runtime,
+        ctx,
+        limits,
+        machine.nodes,
+        shard.is_some(),
+        thread,
+    );
     drop(guard);
     let _ = ready.send(Ok(machine));
     while let Ok(command) = commands.recv() {
@@ -429,7 +363,7 @@ fn register_exit_hook() {
 const EXIT_HOOK_RENEWALS: usize = 16;
 
 /// Registers the exit hook again (the first [`EXIT_HOOK_RENEWALS`] times it is called; the
-/// driver calls it after fences and host mappings), so that it runs before the exit handlers
+/// driver calls it after fences and host mappings, as its [`DriverThread::synced`]), so that it runs before the exit handlers
 /// Realm registers after Legion started. Exit runs handlers last-registered first, and Realm
 /// builds some singletons at their first use, registering their destructors then: its
 /// transfer queue at the first copy or fill, whose destructor asserts that no transfer is
@@ -437,7 +371,7 @@ const EXIT_HOOK_RENEWALS: usize = 16;
 /// destructor ran while Legion still ran (the other ranks' transfers still arriving) and
 /// aborted the finished run. The hook is idempotent: the first to run shuts Legion down and
 /// ends the process.
-pub(crate) fn renew_exit_hook() {
+fn renew_exit_hook() {
     static RENEWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     if RENEWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < EXIT_HOOK_RENEWALS {
         register_exit_hook();
