@@ -245,7 +245,7 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
         })
         .collect();
     let _ = writeln!(body, "    ^bb0({}):", block.join(", "));
-    let mut fresh = 0usize;
+    let mut fresh = Fresh::new("%u");
     for (c, step) in sig.steps.iter().enumerate() {
         let mut operands = Vec::new();
         let mut types = Vec::new();
@@ -256,8 +256,7 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
                 Some(v) => v.clone(),
                 None => {
                     // A temporary before its first write: any value of its type.
-                    let v = format!("%u{fresh}");
-                    fresh += 1;
+                    let v = fresh.name();
                     let zero = if ty.starts_with('f') { "0.0" } else { "0" };
                     let _ = writeln!(body, "      {v} = arith.constant {zero} : {ty}");
                     v
@@ -273,29 +272,17 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
             operands.push(name.clone());
             types.push(element_type(d));
         }
-        let names: Vec<String> = results
-            .iter()
-            .map(|_| {
-                fresh += 1;
-                format!("%u{}", fresh - 1)
-            })
-            .collect();
-        let result_types: Vec<&str> = results
-            .iter()
-            .map(|&p| element_type(sig.params[p].dtype))
-            .collect();
-        let _ = writeln!(
-            body,
-            "      {}{}func.call @e{c}({}) : ({}) -> ({})",
-            names.join(", "),
-            if names.is_empty() { "" } else { " = " },
-            operands.join(", "),
-            types.join(", "),
-            result_types.join(", ")
-        );
-        for (p, v) in results.into_iter().zip(names) {
-            current[p] = Some(v);
-        }
+        let call = Call {
+            callee: format!("e{c}"),
+            operands,
+            operand_types: types,
+            result_types: results
+                .iter()
+                .map(|&p| element_type(sig.params[p].dtype))
+                .collect(),
+            written: results,
+        };
+        call.emit(&mut body, "      ", &mut fresh, &mut current);
     }
     let yielded: Vec<String> = outs
         .iter()
@@ -328,6 +315,62 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
     Some((module, space))
 }
 
+/// Fresh SSA names `<prefix>0`, `<prefix>1`, ... for the values a composed body defines.
+struct Fresh {
+    prefix: &'static str,
+    next: usize,
+}
+
+impl Fresh {
+    fn new(prefix: &'static str) -> Self {
+        Fresh { prefix, next: 0 }
+    }
+
+    /// The next unused name.
+    fn name(&mut self) -> String {
+        self.next += 1;
+        format!("{}{}", self.prefix, self.next - 1)
+    }
+}
+
+/// One constituent's `func.call` in a composed body: the callee's symbol (without `@`), its
+/// operands and their types, and the parameters it writes, one result (of `result_types`)
+/// each.
+struct Call<T> {
+    callee: String,
+    operands: Vec<String>,
+    operand_types: Vec<T>,
+    result_types: Vec<T>,
+    written: Vec<usize>,
+}
+
+impl<T: std::borrow::Borrow<str>> Call<T> {
+    /// Appends the call at `indent`, its results named by `fresh`, and makes those results
+    /// the `current` values of the parameters it writes.
+    fn emit(
+        self,
+        body: &mut String,
+        indent: &str,
+        fresh: &mut Fresh,
+        current: &mut [Option<String>],
+    ) {
+        let names: Vec<String> = self.written.iter().map(|_| fresh.name()).collect();
+        let _ = writeln!(
+            body,
+            "{indent}{}{}func.call @{}({}) : ({}) -> ({})",
+            names.join(", "),
+            if names.is_empty() { "" } else { " = " },
+            self.callee,
+            self.operands.join(", "),
+            self.operand_types.join(", "),
+            self.result_types.join(", ")
+        );
+        for (p, v) in self.written.into_iter().zip(names) {
+            current[p] = Some(v);
+        }
+    }
+}
+
 /// The tensor-function route: each constituent's generated function on tensors, called in
 /// program order with values threaded as SSA tensors; `linalg` fusion then merges what it can.
 fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitError> {
@@ -346,7 +389,7 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
     let mut body = String::new();
     // The current SSA tensor of every parameter, created lazily.
     let mut current: Vec<Option<String>> = vec![None; sig.params.len()];
-    let mut fresh = 0usize;
+    let mut fresh = Fresh::new("%v");
     for (c, step) in sig.steps.iter().enumerate() {
         let kind = &step.kind;
         if step.bindings.len() != kind.args().len() {
@@ -412,8 +455,7 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
             let value = match &current[p] {
                 Some(v) => v.clone(),
                 None => {
-                    let v = format!("%v{fresh}");
-                    fresh += 1;
+                    let v = fresh.name();
                     materialize(&mut body, &v, p, param, privilege, pure[p])
                         .map_err(|r| unsupported(format!("{}: {r}", kind.name())))?;
                     current[p] = Some(v.clone());
@@ -430,29 +472,17 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
             operands.push(name.clone());
             operand_types.push(element_type(d).to_string());
         }
-        let results: Vec<String> = result_params
-            .iter()
-            .map(|_| {
-                fresh += 1;
-                format!("%v{}", fresh - 1)
-            })
-            .collect();
-        let result_types: Vec<String> = result_params
-            .iter()
-            .map(|&p| tensor_of(&sig.params[p]))
-            .collect();
-        let _ = writeln!(
-            body,
-            "    {}{}func.call @{symbol}({}) : ({}) -> ({})",
-            results.join(", "),
-            if results.is_empty() { "" } else { " = " },
-            operands.join(", "),
-            operand_types.join(", "),
-            result_types.join(", ")
-        );
-        for (p, v) in result_params.into_iter().zip(results) {
-            current[p] = Some(v);
-        }
+        let call = Call {
+            callee: symbol.to_string(),
+            operands,
+            operand_types,
+            result_types: result_params
+                .iter()
+                .map(|&p| tensor_of(&sig.params[p]))
+                .collect(),
+            written: result_params,
+        };
+        call.emit(&mut body, "    ", &mut fresh, &mut current);
     }
     // Every mutated parameter in memory receives its final value: in place for pure
     // outputs (see `pure_outputs`), through a buffer and a copy otherwise.
