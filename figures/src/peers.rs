@@ -254,52 +254,53 @@ fn bar(label: &str, value: f64, color: RGBColor) -> Bar {
     }
 }
 
-fn time_panels(table: &Table) -> Vec<Panel> {
+/// One panel per case of `table`, titled by the case, with the bars `bars` makes of its
+/// systems' summaries; a case for which `bars` gives `None` (a system it needs is missing)
+/// has no panel.
+fn panels(table: &Table, bars: impl Fn(&[(String, Summary)]) -> Option<Vec<Bar>>) -> Vec<Panel> {
     table
         .iter()
-        .map(|(case, systems)| Panel {
-            title: title(case),
-            bars: systems
-                .iter()
-                .filter(|(s, _)| s != BACKGROUND)
-                .map(|(s, m)| bar(s, m.seconds * 1e3, color_of(s)))
-                .collect(),
+        .filter_map(|(case, systems)| {
+            Some(Panel {
+                title: title(case),
+                bars: bars(systems)?,
+            })
         })
         .collect()
+}
+
+fn time_panels(table: &Table) -> Vec<Panel> {
+    panels(table, |systems| {
+        let shown = systems.iter().filter(|(s, _)| s != BACKGROUND);
+        Some(
+            shown
+                .map(|(s, m)| bar(s, m.seconds * 1e3, color_of(s)))
+                .collect(),
+        )
+    })
 }
 
 fn speedup_panels(table: &Table) -> Vec<Panel> {
-    table
-        .iter()
-        .filter_map(|(case, systems)| {
-            let fused = find(systems, FUSED)?;
-            let bars = systems
-                .iter()
-                .filter(|(s, _)| s != FUSED && s != BACKGROUND && s != NATIVE)
-                .map(|(s, m)| bar(&format!("over {s}"), m.seconds / fused.seconds, color_of(s)))
-                .collect();
-            Some(Panel {
-                title: title(case),
-                bars,
-            })
-        })
-        .collect()
+    panels(table, |systems| {
+        let fused = find(systems, FUSED)?;
+        let others = systems
+            .iter()
+            .filter(|(s, _)| s != FUSED && s != BACKGROUND && s != NATIVE);
+        let speedup = |(s, m): &(String, Summary)| {
+            bar(&format!("over {s}"), m.seconds / fused.seconds, color_of(s))
+        };
+        Some(others.map(speedup).collect())
+    })
 }
 
 fn task_panels(table: &Table) -> Vec<Panel> {
-    table
-        .iter()
-        .filter_map(|(case, systems)| {
-            let fused = find(systems, FUSED).or_else(|| find(systems, NATIVE))?;
-            Some(Panel {
-                title: title(case),
-                bars: vec![
-                    bar("issued", fused.issued, color_of(UNFUSED)),
-                    bar("executed, fused", fused.executed, color_of(FUSED)),
-                ],
-            })
-        })
-        .collect()
+    panels(table, |systems| {
+        let fused = find(systems, FUSED).or_else(|| find(systems, NATIVE))?;
+        Some(vec![
+            bar("issued", fused.issued, color_of(UNFUSED)),
+            bar("executed, fused", fused.executed, color_of(FUSED)),
+        ])
+    })
 }
 
 /// The fused configurations of the warm-up figure, with their labels.
@@ -335,28 +336,15 @@ fn warmup_panels(table: &Table) -> Vec<Panel> {
 }
 
 fn memory_panels(table: &Table) -> Vec<Panel> {
-    table
-        .iter()
-        .filter_map(|(case, systems)| {
-            let fused = find(systems, FUSED)?;
-            let unfused = find(systems, UNFUSED)?;
-            Some(Panel {
-                title: title(case),
-                bars: vec![
-                    bar(
-                        "unfused",
-                        unfused.peak_bytes / (1 << 20) as f64,
-                        color_of(UNFUSED),
-                    ),
-                    bar(
-                        "fused",
-                        fused.peak_bytes / (1 << 20) as f64,
-                        color_of(FUSED),
-                    ),
-                ],
-            })
-        })
-        .collect()
+    panels(table, |systems| {
+        let fused = find(systems, FUSED)?;
+        let unfused = find(systems, UNFUSED)?;
+        let mib = |s: &Summary| s.peak_bytes / (1 << 20) as f64;
+        Some(vec![
+            bar("unfused", mib(unfused), color_of(UNFUSED)),
+            bar("fused", mib(fused), color_of(FUSED)),
+        ])
+    })
 }
 
 /// The Markdown report.
@@ -485,37 +473,36 @@ pub fn report(records: &[Record], dir: &Path) -> anyhow::Result<String> {
         columns: 4,
         reference: None,
     };
-    bars::draw(
-        &dir.join("peers-time.svg"),
-        &log("ms per iteration (log)"),
-        &time_panels(&table),
-    )?;
-    bars::draw(
-        &dir.join("peers-speedup.svg"),
-        &Style {
-            reference: Some(1.0),
-            ..log("speedup of diffuse fused (log; right of the line: diffuse faster)")
-        },
-        &speedup_panels(&table),
-    )?;
-    bars::draw(
-        &dir.join("peers-tasks.svg"),
-        &linear("index tasks per iteration"),
-        &task_panels(&table),
-    )?;
-    bars::draw(
-        &dir.join("peers-warmup.svg"),
-        &Style {
-            columns: 3,
-            ..log("ms of the warm-up iteration (log)")
-        },
-        &warmup_panels(&table),
-    )?;
-    bars::draw(
-        &dir.join("peers-memory.svg"),
-        &linear("peak MiB held by stores"),
-        &memory_panels(&table),
-    )?;
+    let speedup = Style {
+        reference: Some(1.0),
+        ..log("speedup of diffuse fused (log; right of the line: diffuse faster)")
+    };
+    let warmup = Style {
+        columns: 3,
+        ..log("ms of the warm-up iteration (log)")
+    };
+    let figures = [
+        (
+            "peers-time.svg",
+            log("ms per iteration (log)"),
+            time_panels(&table),
+        ),
+        ("peers-speedup.svg", speedup, speedup_panels(&table)),
+        (
+            "peers-tasks.svg",
+            linear("index tasks per iteration"),
+            task_panels(&table),
+        ),
+        ("peers-warmup.svg", warmup, warmup_panels(&table)),
+        (
+            "peers-memory.svg",
+            linear("peak MiB held by stores"),
+            memory_panels(&table),
+        ),
+    ];
+    for (file, style, panels) in figures {
+        bars::draw(&dir.join(file), &style, &panels)?;
+    }
     let md = markdown(&table);
     let path = dir.join("peers.md");
     std::fs::write(&path, &md).with_context(|| format!("writing {}", path.display()))?;
