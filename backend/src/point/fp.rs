@@ -89,6 +89,23 @@ impl std::fmt::Display for FpFlags {
 /// True when this architecture's flags are read ([`raised`] is always empty elsewhere).
 pub const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
+/// The flags whose bits are set in the status register value `status`; `bits` pairs each
+/// flag with its bit's index.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn flags_in(status: u64, bits: &[(u32, FpFlags)]) -> FpFlags {
+    bits.iter()
+        .filter(|(bit, _)| status & (1 << bit) != 0)
+        .fold(FpFlags::NONE, |acc, &(_, flag)| acc | flag)
+}
+
+/// The status register bits of `flags`; `bits` pairs each flag with its bit's index.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn status_bits(flags: FpFlags, bits: &[(u32, FpFlags)]) -> u64 {
+    bits.iter()
+        .filter(|(_, flag)| flags.contains(*flag))
+        .fold(0u64, |acc, &(bit, _)| acc | (1 << bit))
+}
+
 #[cfg(target_arch = "x86_64")]
 mod hw {
     //! MXCSR, the status of SSE/AVX arithmetic (what Rust, LLVM and glibc's `double`
@@ -128,17 +145,12 @@ mod hw {
     }
 
     pub(super) fn raised() -> FpFlags {
-        let csr = mxcsr();
-        BITS.iter()
-            .filter(|(bit, _)| csr & (1 << bit) != 0)
-            .fold(FpFlags::NONE, |acc, &(_, flag)| acc | flag)
+        super::flags_in(u64::from(mxcsr()), &BITS)
     }
 
     pub(super) fn raise(flags: FpFlags) {
-        let bits = BITS
-            .iter()
-            .filter(|(_, flag)| flags.contains(*flag))
-            .fold(0u32, |acc, &(bit, _)| acc | (1 << bit));
+        // The flag bits lie in the low byte: the conversion loses nothing.
+        let bits = super::status_bits(flags, &BITS) as u32;
         if bits != 0 {
             set_mxcsr(mxcsr() | bits);
         }
@@ -175,17 +187,11 @@ mod hw {
     }
 
     pub(super) fn raised() -> FpFlags {
-        let v = fpsr();
-        BITS.iter()
-            .filter(|(bit, _)| v & (1 << bit) != 0)
-            .fold(FpFlags::NONE, |acc, &(_, flag)| acc | flag)
+        super::flags_in(fpsr(), &BITS)
     }
 
     pub(super) fn raise(flags: FpFlags) {
-        let bits = BITS
-            .iter()
-            .filter(|(_, flag)| flags.contains(*flag))
-            .fold(0u64, |acc, &(bit, _)| acc | (1 << bit));
+        let bits = super::status_bits(flags, &BITS);
         if bits != 0 {
             set_fpsr(fpsr() | bits);
         }
