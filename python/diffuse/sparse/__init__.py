@@ -261,6 +261,23 @@ def _unshared_references():
     return _unshared[0]
 
 
+def _live_array(name, doc, convert):
+    """A property for the host matrix's array ``name`` (documented by ``doc``): reading or
+    writing it lends the arrays to the host first, and a written value is checked and
+    converted by ``convert``."""
+
+    def get(self):
+        self._arrays.lend()
+        return getattr(self._arrays.host, name)
+
+    def set(self, value):
+        self._arrays.lend()
+        converted = convert(value)
+        setattr(self._arrays.host, name, converted)
+
+    return property(get, set, doc=doc)
+
+
 class csr_matrix:
     """A float64 CSR matrix on diffuse, built like SciPy's ``csr_matrix``: from
     ``(data, indices, indptr)``, ``(data, (row, col))`` or ``(M, N)`` with ``shape``, from
@@ -290,38 +307,13 @@ class csr_matrix:
         """The SciPy matrix, current."""
         return self._arrays.current()
 
-    @property
-    def data(self):
-        """The stored values (live: writes change the matrix)."""
-        self._arrays.lend()
-        return self._arrays.host.data
-
-    @data.setter
-    def data(self, value):
-        self._arrays.lend()
-        self._arrays.host.data = _values(value)
-
-    @property
-    def indices(self):
-        """The stored entries' columns (live: writes change the matrix)."""
-        self._arrays.lend()
-        return self._arrays.host.indices
-
-    @indices.setter
-    def indices(self, value):
-        self._arrays.lend()
-        self._arrays.host.indices = _index_array(value, "indices")
-
-    @property
-    def indptr(self):
-        """Where each row's entries start (live: writes change the matrix)."""
-        self._arrays.lend()
-        return self._arrays.host.indptr
-
-    @indptr.setter
-    def indptr(self, value):
-        self._arrays.lend()
-        self._arrays.host.indptr = _index_array(value, "indptr")
+    data = _live_array("data", "The stored values (live: writes change the matrix).", _values)
+    indices = _live_array(
+        "indices", "The stored entries' columns (live: writes change the matrix).",
+        lambda value: _index_array(value, "indices"))
+    indptr = _live_array(
+        "indptr", "Where each row's entries start (live: writes change the matrix).",
+        lambda value: _index_array(value, "indptr"))
 
     @property
     def shape(self):
