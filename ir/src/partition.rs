@@ -12,10 +12,9 @@
 
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::error::IrError;
-use crate::intern::Interner;
 use crate::projection::{ProjComponent, Projection};
 use crate::store::View;
 use crate::tuple::{Point, Rect, Shape, Tuple};
@@ -106,11 +105,6 @@ pub enum PartitionKind {
 /// An interned partition; `Clone` is cheap and `==` is an identity compare.
 #[derive(Clone)]
 pub struct Partition(Arc<PartitionKind>);
-
-fn interner() -> &'static Interner<PartitionKind> {
-    static TABLE: OnceLock<Interner<PartitionKind>> = OnceLock::new();
-    TABLE.get_or_init(Interner::new)
-}
 
 impl Partition {
     /// The replicating partition (the paper's `None`).
@@ -293,7 +287,7 @@ impl Partition {
     }
 }
 
-crate::projection::identity_eq!(Partition);
+crate::projection::interned!(Partition, PartitionKind);
 
 impl fmt::Debug for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

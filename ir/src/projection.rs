@@ -7,10 +7,9 @@
 
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::error::IrError;
-use crate::intern::Interner;
 use crate::tuple::{Point, Tuple, MAX_DIMS};
 
 /// One output coordinate of a projection.
@@ -33,11 +32,6 @@ struct ProjectionDesc {
 /// `==` compares identities.
 #[derive(Clone)]
 pub struct Projection(Arc<ProjectionDesc>);
-
-fn interner() -> &'static Interner<ProjectionDesc> {
-    static TABLE: OnceLock<Interner<ProjectionDesc>> = OnceLock::new();
-    TABLE.get_or_init(Interner::new)
-}
 
 impl Projection {
     /// Builds (or finds) the projection whose output coordinate `j` is `components[j]`.
@@ -141,10 +135,17 @@ impl Projection {
     }
 }
 
-/// `PartialEq`, `Eq` and `Hash` by identity for an interned type `$name(Arc<_>)`: interning
-/// makes equal values share one allocation, so comparing the pointers compares the values.
-macro_rules! identity_eq {
-    ($name:ident) => {
+/// For an interned type `$name(Arc<$desc>)`: `interner()`, the process-wide table its values
+/// are interned in, and `PartialEq`, `Eq` and `Hash` by identity (interning makes equal
+/// values share one allocation, so comparing the pointers compares the values).
+macro_rules! interned {
+    ($name:ident, $desc:ty) => {
+        fn interner() -> &'static $crate::intern::Interner<$desc> {
+            static TABLE: std::sync::OnceLock<$crate::intern::Interner<$desc>> =
+                std::sync::OnceLock::new();
+            TABLE.get_or_init($crate::intern::Interner::new)
+        }
+
         impl PartialEq for $name {
             fn eq(&self, other: &Self) -> bool {
                 std::sync::Arc::ptr_eq(&self.0, &other.0)
@@ -160,9 +161,9 @@ macro_rules! identity_eq {
         }
     };
 }
-pub(crate) use identity_eq;
+pub(crate) use interned;
 
-identity_eq!(Projection);
+interned!(Projection, ProjectionDesc);
 
 impl fmt::Debug for Projection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -582,20 +582,19 @@ fn unary_kind(
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
     let kernel = move |b: TaskKindBuilder, slots: Vec<Slot>| {
-        let unsupported = || undefined(op.name(), dtype);
         macro_rules! float_fn {
             ($f:expr) => {
-                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else unsupported())
+                with_float!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         macro_rules! numeric_fn {
             ($f:expr) => {
-                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else unsupported())
+                with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         macro_rules! float_test {
             ($f:expr) => {
-                with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)), else unsupported())
+                with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         match op {
@@ -638,7 +637,7 @@ fn unary_kind(
                 } else {
                     x
                 }
-            })), else unsupported())
+            })), else undefined(op.name(), dtype))
             }
             UnaryOp::IsNan => float_test!(T::is_nan),
             UnaryOp::IsInf => float_test!(T::is_infinite),
@@ -647,7 +646,7 @@ fn unary_kind(
                 b.register(unary_kernel::<bool, bool>(slots, |x| !x))
             }
             UnaryOp::Invert => {
-                with_int!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| !x)), else unsupported())
+                with_int!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| !x)), else undefined(op.name(), dtype))
             }
         }
     };
@@ -664,20 +663,19 @@ fn binary_kind(
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
     let kernel = move |b: TaskKindBuilder, slots: Vec<Slot>| {
-        let unsupported = || undefined(op.name(), dtype);
         macro_rules! numeric {
             ($f:expr) => {
-                with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else unsupported())
+                with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         macro_rules! float {
             ($f:expr) => {
-                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else unsupported())
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         macro_rules! int {
             ($f:expr) => {
-                with_int!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else unsupported())
+                with_int!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else undefined(op.name(), dtype))
             };
         }
         match op {
