@@ -610,13 +610,20 @@ class PlacementSharding : public ShardingFunctor {
 
   ShardID shard(const DomainPoint& point, const Domain& launch, const size_t total) override {
     if (nodes_.empty() || total == 0) return 0;
-    // Row-major position of `point` in the launch's bounding box.
-    size_t linear = 0;
-    for (int d = 0; d < point.get_dim(); d++) {
-      coord_t extent = launch.hi()[d] - launch.lo()[d] + 1;
-      linear = linear * size_t(extent) + size_t(point[d] - launch.lo()[d]);
+    // Diffuse numbers the point (the numbering `nodes_` is in); without an answer, the
+    // first point's node.
+    int64_t coords[LEGION_MAX_DIM] = {}, lo[LEGION_MAX_DIM] = {}, hi[LEGION_MAX_DIM] = {};
+    int dims = std::max(0, std::min(point.get_dim(), int(LEGION_MAX_DIM)));
+    for (int d = 0; d < dims; d++) {
+      coords[d] = point[d];
+      lo[d] = launch.lo()[d];
+      hi[d] = launch.hi()[d];
     }
-    return ShardID(nodes_[linear % nodes_.size()] % total);
+    uint64_t index = 0;
+    if (callbacks.point_index == nullptr ||
+        callbacks.point_index(coords, lo, hi, dims, &index) != 0)
+      index = 0;
+    return ShardID(nodes_[index % nodes_.size()] % total);
   }
 
  private:

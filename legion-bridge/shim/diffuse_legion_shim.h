@@ -61,12 +61,12 @@ typedef struct diffuse_region_choice_t {
                          (Mapple's GarbageCollect) */
 } diffuse_region_choice_t;
 
-/* Decisions diffuse makes for the mapper. `args`/`arglen` are the launch's global task
- * arguments: the launch's key (8 bytes, identifying it on the Rust side), then, in a
- * control-replicated run, the id of the sharding functor that assigns its points to shards
- * (4 bytes). Each returns 0 when it filled `out`;
- * anything else makes the mapper fall back to the DefaultMapper's choice. Called from Legion's
- * mapper threads, concurrently. */
+/* Decisions diffuse makes for the mapper and the sharding functors. `args`/`arglen` are the
+ * launch's global task arguments: the launch's key (8 bytes, identifying it on the Rust
+ * side), then, in a control-replicated run, the id of the sharding functor that assigns its
+ * points to shards (4 bytes). Each returns 0 when it filled `out`; anything else makes the
+ * mapper fall back to the DefaultMapper's choice (a sharding functor: to the first point's
+ * node). Called from Legion's threads, concurrently. */
 typedef struct diffuse_mapper_callbacks_t {
   /* The processor of the launch point `point` (`dims` coordinates). */
   int32_t (*point_processor)(const void* args, size_t arglen, const int64_t* point,
@@ -79,6 +79,11 @@ typedef struct diffuse_mapper_callbacks_t {
   /* Whether the launch's points may be stolen (Mapple's `TaskSteal`): 0 no, 1 by processors
    * of the same node, 2 by processors of any node. */
   int32_t (*steal_scope)(const void* args, size_t arglen);
+  /* The number of the launch point `point` in diffuse's one numbering of launch points
+   * (row-major over the launch's domain, whose inclusive bounds are `lo` and `hi`; `dims`
+   * coordinates each): the order of a launch's placement, so of a sharding functor's nodes. */
+  int32_t (*point_index)(const int64_t* point, const int64_t* lo, const int64_t* hi,
+                         int32_t dims, uint64_t* out);
 } diffuse_mapper_callbacks_t;
 
 /* Makes every processor's default mapper a diffuse mapper for tasks with id `point_task`
@@ -108,8 +113,8 @@ legion_context_t diffuse_legion_begin_implicit_task(legion_runtime_t runtime,
                                                     int32_t shard);
 
 /* Registers, as sharding functor `id`, the assignment of launch points to shards (nodes)
- * given by `nodes`: point i of a launch, counted in row-major order over its domain, belongs
- * to shard `nodes[i % count] % total_shards`. Every process registers the same functors in
+ * given by `nodes`: point i of a launch, numbered by the `point_index` callback, belongs to
+ * shard `nodes[i % count] % total_shards`. Every process registers the same functors in
  * the same order before a launch uses them. */
 void diffuse_legion_register_sharding(legion_runtime_t runtime, uint32_t id,
                                       const uint32_t* nodes, size_t count);

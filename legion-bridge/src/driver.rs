@@ -11,13 +11,15 @@ use std::sync::Arc;
 use diffuse_backend::memory::for_each_rect_row;
 use diffuse_backend::{LaunchPlan, Processor};
 use diffuse_ir::{
-    with_element_type, DType, HostData, IrError, Partition, PartitionKind, Privilege,
+    with_element_type, DType, HostData, IrError, Partition, PartitionKind, Point, Privilege,
     ProjComponent, Projection, Rect, ReductionOp, Shape, StoreId, StoreRef, Tuple,
 };
 use hashbrown::HashMap;
 
 use crate::ffi;
-use crate::geometry::{domain, domain_point, element_strides, raw_rect_ptr, shape_domain, FIELD};
+use crate::geometry::{
+    domain, domain_point, element_strides, launch_point_index, raw_rect_ptr, shape_domain, FIELD,
+};
 use crate::launch::{LaunchEntry, Requirement};
 use crate::point_task::POINT_TASK_ID;
 use crate::shared::{legion_error, proc_kind, PointRecord, Shared};
@@ -167,14 +169,18 @@ impl Driver {
         };
         let t = plan.template();
         let processors = &t.placement().processors;
-        let launch = Rect::from_shape(t.launch_domain());
+        let shape = t.launch_domain();
+        let node = |p: &Point| {
+            launch_point_index(p.as_slice(), &shape)
+                .and_then(|i| processors.get(i))
+                .map_or(0, |proc| proc.node)
+        };
         for req in requirements {
             let store = plan.store(req.slot);
-            let accesses: Vec<Access> = launch
+            let accesses: Vec<Access> = Rect::from_shape(shape)
                 .points()
-                .enumerate()
-                .map(|(i, p)| Access {
-                    node: processors.get(i).map_or(0, |proc| proc.node),
+                .map(|p| Access {
+                    node: node(&p),
                     rect: req.partition.sub_store(store.shape(), &p),
                 })
                 .collect();

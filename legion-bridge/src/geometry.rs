@@ -1,11 +1,13 @@
 //! Diffuse's shapes, points and boxes as Legion's C structs, the per-dimension C calls
 //! (Legion's C API has one function per dimension count) behind one function each, and the
-//! one field every region keeps its store's elements in.
+//! one field every region keeps its store's elements in. Launch points are numbered through
+//! here, in the one numbering of launch points ([`row_major_index`]).
 //!
 //! Diffuse boxes are half-open (`lo..hi`); Legion's are inclusive. A 0-d store or launch is
 //! Legion's 1-d box `[0, 0]`: Legion has no 0-d index spaces.
 
 use diffuse_ir::{Point, Rect, Shape, Tuple, MAX_DIMS};
+use diffuse_machine::row_major_index;
 
 use crate::ffi;
 
@@ -15,6 +17,31 @@ pub(crate) const FIELD: ffi::legion_field_id_t = 1;
 /// Dimensions Legion uses for a diffuse object of `dims` dimensions.
 pub(crate) fn legion_dims(dims: usize) -> usize {
     dims.max(1)
+}
+
+/// The number of Legion's point `coords` of a launch of shape `launch` in the one numbering
+/// of launch points (the order of `LaunchPlacement::processors`); a 0-d launch's one point
+/// is Legion's 1-d point 0. `None` outside the launch.
+pub(crate) fn launch_point_index(coords: &[i64], launch: &Shape) -> Option<usize> {
+    // The coordinate Legion adds to a 0-d launch is not one of diffuse's.
+    let index = row_major_index(coords.get(..launch.dims())?, launch.as_slice())?;
+    usize::try_from(index).ok()
+}
+
+/// The number of `point` among the points of Legion's box `lo..=hi` (inclusive bounds, as a
+/// sharding functor sees a launch's domain) in the one numbering of launch points. `None`
+/// outside the box or past diffuse's [`MAX_DIMS`] dimensions.
+pub(crate) fn domain_point_index(point: &[i64], lo: &[i64], hi: &[i64]) -> Option<u64> {
+    let dims = point.len();
+    if dims > MAX_DIMS || lo.len() != dims || hi.len() != dims {
+        return None;
+    }
+    let (mut offset, mut extents) = ([0i64; MAX_DIMS], [0i64; MAX_DIMS]);
+    for d in 0..dims {
+        offset[d] = point[d].checked_sub(lo[d])?;
+        extents[d] = hi[d].checked_sub(lo[d])?.checked_add(1)?;
+    }
+    row_major_index(&offset[..dims], &extents[..dims])
 }
 
 /// The Legion domain of the half-open box `rect` (a 0-d box is `[0, 0]`).
@@ -216,4 +243,46 @@ pub(crate) fn element_strides(bytes: &[i64; MAX_DIMS], dims: usize, size: usize)
         *s = bytes[k] / size as i64;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_points_are_numbered_in_the_order_a_launch_box_lists_them() {
+        for extents in [&[7][..], &[3, 4], &[2, 3, 2]] {
+            let shape = Tuple::shape(extents).unwrap();
+            for (i, p) in Rect::from_shape(shape).points().enumerate() {
+                assert_eq!(launch_point_index(p.as_slice(), &shape), Some(i), "{p}");
+            }
+            assert_eq!(launch_point_index(extents, &shape), None);
+        }
+    }
+
+    #[test]
+    fn the_one_point_of_a_0d_launch_is_legions_point_0() {
+        let shape = Tuple::shape(&[]).unwrap();
+        assert_eq!(launch_point_index(&[0], &shape), Some(0));
+        assert_eq!(launch_point_index(&[], &shape), Some(0));
+    }
+
+    #[test]
+    fn domain_points_are_numbered_from_the_domains_low_corner() {
+        let rect = Rect {
+            lo: Tuple::new(&[2, -1, 3]).unwrap(),
+            hi: Tuple::new(&[4, 2, 5]).unwrap(),
+        };
+        let lo = rect.lo.as_slice();
+        let hi: Vec<i64> = rect.hi.as_slice().iter().map(|h| h - 1).collect();
+        for (i, p) in rect.points().enumerate() {
+            assert_eq!(
+                domain_point_index(p.as_slice(), lo, &hi),
+                Some(i as u64),
+                "{p}"
+            );
+        }
+        assert_eq!(domain_point_index(&[1, 0, 3], lo, &hi), None);
+        assert_eq!(domain_point_index(&[2, 0], lo, &hi), None);
+    }
 }

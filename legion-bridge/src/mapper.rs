@@ -1,8 +1,10 @@
 //! The Rust half of diffuse's Legion mapper: the C++ `DefaultMapper` subclass in
 //! `shim/diffuse_legion_shim.cc` asks these functions, for every diffuse launch, where each
-//! point runs and which memory and layout each region requirement gets. The answers are
-//! the runtime's placement decisions (Mapple's, or the default blocks) carried in the
-//! launch plan, so the embedded and the Legion backend place points identically.
+//! point runs and which memory and layout each region requirement gets, and the shim's
+//! sharding functors ask which number a launch point has. The answers are the runtime's
+//! placement decisions (Mapple's, or the default blocks) carried in the launch plan, and
+//! its numbering of launch points, so the embedded and the Legion backend place points
+//! identically.
 
 use std::collections::HashSet;
 use std::ffi::{c_char, c_void, CStr};
@@ -11,6 +13,7 @@ use std::sync::{Mutex, OnceLock};
 use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind, StealScope};
 
 use crate::ffi;
+use crate::geometry::{domain_point_index, launch_point_index};
 use crate::launch::LaunchEntry;
 use crate::point_task::POINT_TASK_ID;
 
@@ -21,6 +24,7 @@ pub(crate) fn register(api: &ffi::LegionApi) {
         region_choice: Some(region_choice),
         notice: Some(notice),
         steal_scope: Some(steal_scope),
+        point_index: Some(point_index),
     };
     // SAFETY: called once before `legion_runtime_start`; the shim copies the callbacks.
     unsafe { api.diffuse_legion_register_mapper(&callbacks, POINT_TASK_ID) };
@@ -44,14 +48,9 @@ unsafe extern "C" fn point_processor(
     let answer = std::panic::catch_unwind(|| {
         let entry = entry(args, arglen)?;
         let t = entry.plan.template();
-        let launch = t.launch_domain();
         let coords = std::slice::from_raw_parts(point, dims.max(0) as usize);
-        // Points are numbered row-major over the launch domain (a 0-d launch has one).
-        let mut index = 0i64;
-        for d in 0..launch.dims() {
-            index = index * launch[d] + coords.get(d).copied().unwrap_or(0);
-        }
-        let proc = t.placement().processors.get(usize::try_from(index).ok()?)?;
+        let index = launch_point_index(coords, &t.launch_domain())?;
+        let proc = t.placement().processors.get(index)?;
         Some(ffi::diffuse_proc_choice_t {
             kind: match proc.kind {
                 ProcKind::Gpu => ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU as i32,
@@ -64,6 +63,30 @@ unsafe extern "C" fn point_processor(
     match answer {
         Ok(Some(choice)) => {
             *out = choice;
+            0
+        }
+        _ => 1,
+    }
+}
+
+unsafe extern "C" fn point_index(
+    point: *const i64,
+    lo: *const i64,
+    hi: *const i64,
+    dims: i32,
+    out: *mut u64,
+) -> i32 {
+    let dims = dims.max(0) as usize;
+    let index = std::panic::catch_unwind(|| {
+        domain_point_index(
+            std::slice::from_raw_parts(point, dims),
+            std::slice::from_raw_parts(lo, dims),
+            std::slice::from_raw_parts(hi, dims),
+        )
+    });
+    match index {
+        Ok(Some(index)) => {
+            *out = index;
             0
         }
         _ => 1,

@@ -8,10 +8,12 @@
 
 mod capabilities;
 mod memory;
+mod points;
 mod processor;
 mod shape;
 
 pub use capabilities::{Capabilities, Directive, Effect, Placing};
 pub use memory::{AlignOp, LayoutConstraint, MemKind};
+pub use points::row_major_index;
 pub use processor::{ProcKind, Processor, StealScope, UnknownProcKind};
 pub use shape::MachineShape;

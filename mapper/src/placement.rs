@@ -177,17 +177,12 @@ fn linearise(point: &[i64], launch: &[i64]) -> Result<(u64, u64), PlacementError
     let too_large = || PlacementError::LaunchTooLarge {
         launch: launch.to_vec(),
     };
-    let mut index = 0u64;
-    let mut volume = 1u64;
-    for (&x, &e) in point.iter().zip(launch) {
-        // Both are non-negative here.
-        let (x, e) = (x.unsigned_abs(), e.unsigned_abs());
-        index = index
-            .checked_mul(e)
-            .and_then(|i| i.checked_add(x))
-            .ok_or_else(too_large)?;
-        volume = volume.checked_mul(e).ok_or_else(too_large)?;
-    }
+    // Extents are positive here; a point inside a launch whose volume fits has a number.
+    let volume = launch
+        .iter()
+        .try_fold(1u64, |v, &e| v.checked_mul(e.unsigned_abs()))
+        .ok_or_else(too_large)?;
+    let index = diffuse_machine::row_major_index(point, launch).ok_or_else(too_large)?;
     Ok((index, volume))
 }
 
