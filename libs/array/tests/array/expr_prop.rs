@@ -22,6 +22,10 @@
 
 use std::fmt::Debug;
 
+use diffuse_array::BinaryOp::{
+    Add, Div, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
+    Sub,
+};
 use diffuse_array::{
     binary, unary, where_, Array, ArrayContext, ArrayResult, BinaryOp, Operand, SliceArg, UnaryOp,
 };
@@ -240,15 +244,7 @@ impl Elem for f64 {
         Un::Tanh,
         Un::Erf,
     ];
-    const BINARY: &'static [BinaryOp] = &[
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Pow,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-    ];
+    const BINARY: &'static [BinaryOp] = &[Add, Sub, Mul, Div, Pow, Maximum, Minimum];
 
     fn value() -> BoxedStrategy<f64> {
         prop_oneof![
@@ -341,13 +337,7 @@ impl Elem for f64 {
 
 impl Elem for i64 {
     const UNARY: &'static [Un] = &[Un::Neg, Un::Abs];
-    const BINARY: &'static [BinaryOp] = &[
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-    ];
+    const BINARY: &'static [BinaryOp] = &[Add, Sub, Mul, Maximum, Minimum];
 
     fn value() -> BoxedStrategy<i64> {
         prop_oneof![
@@ -506,17 +496,11 @@ fn val<T: Elem>(inner: BoxedStrategy<Expr<T>>) -> BoxedStrategy<Val<T>> {
     .boxed()
 }
 
+/// The comparisons conditions use.
+const COMPARISONS: [BinaryOp; 6] = [Less, LessEqual, Greater, GreaterEqual, Equal, NotEqual];
+
 fn cond<T: Elem>(inner: BoxedStrategy<Expr<T>>) -> BoxedStrategy<Cond<T>> {
-    let cmp = || {
-        prop::sample::select(vec![
-            BinaryOp::Less,
-            BinaryOp::LessEqual,
-            BinaryOp::Greater,
-            BinaryOp::GreaterEqual,
-            BinaryOp::Equal,
-            BinaryOp::NotEqual,
-        ])
-    };
+    let cmp = || prop::sample::select(COMPARISONS.to_vec());
     let simple = prop_oneof![
         3 => (cmp(), inner.clone(), val(inner.clone()))
             .prop_map(|(c, a, b)| Cond::Cmp(c, Box::new(a), b)),
