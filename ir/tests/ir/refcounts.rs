@@ -4,34 +4,37 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use diffuse_ir::{validate, DType, IndexTask, IrError, Partition, Privilege, View};
+use diffuse_ir::{validate, DType, IndexTask, IrError, Partition, Privilege, StoreCore, View};
 
 use crate::common::{ctx, kind, pt, sh};
+
+/// A store's (application handles, task references).
+fn counts(s: &StoreCore) -> (usize, usize) {
+    (s.app_handles(), s.task_refs())
+}
 
 #[test]
 fn store_clone_and_drop_change_app_handles_only() {
     let c = ctx();
     let s = c.create_store(&[4], DType::F64).unwrap();
-    assert_eq!(s.app_handles(), 1);
-    assert_eq!(s.task_refs(), 0);
+    assert_eq!(counts(&s), (1, 0));
     assert!(s.is_live());
 
     let s2 = s.clone();
-    assert_eq!(s.app_handles(), 2);
+    assert_eq!(counts(&s), (2, 0));
     assert_eq!(s2.id(), s.id());
     let s3 = s2.clone();
-    assert_eq!(s.app_handles(), 3);
+    assert_eq!(counts(&s), (3, 0));
     drop(s2);
-    assert_eq!(s.app_handles(), 2);
+    assert_eq!(counts(&s), (2, 0));
     drop(s3);
-    assert_eq!(s.app_handles(), 1);
-    assert_eq!(s.task_refs(), 0);
+    assert_eq!(counts(&s), (1, 0));
 
     // A view is held by the application: it keeps a handle while it lives.
     let v = View::new(&s, pt(&[1]), sh(&[2])).unwrap();
-    assert_eq!(s.app_handles(), 2);
+    assert_eq!(counts(&s), (2, 0));
     drop(v);
-    assert_eq!(s.app_handles(), 1);
+    assert_eq!(counts(&s), (1, 0));
 
     // Distinct stores never share ids.
     let other = c.create_store(&[4], DType::F64).unwrap();
@@ -47,33 +50,28 @@ fn index_tasks_hold_task_refs_until_dropped() {
     );
     let s = c.create_store(&[4], DType::F64).unwrap();
     let part = s.view().blocked(sh(&[2])).unwrap();
-    assert_eq!(s.task_refs(), 0);
+    assert_eq!(counts(&s), (1, 0));
 
     let t = IndexTask::new(&k, sh(&[2]))
         .arg(&s, part.clone(), Privilege::Read)
         .arg(&s, Partition::replicate(), Privilege::Read);
-    assert_eq!(s.task_refs(), 2, "one task reference per argument");
-    assert_eq!(
-        s.app_handles(),
-        1,
-        "a task does not hold an application handle"
-    );
+    // One task reference per argument; a task does not hold an application handle.
+    assert_eq!(counts(&s), (1, 2));
 
     let t2 = t.clone();
-    assert_eq!(s.task_refs(), 4);
+    assert_eq!(counts(&s), (1, 4));
     drop(t);
-    assert_eq!(s.task_refs(), 2);
+    assert_eq!(counts(&s), (1, 2));
     drop(t2);
-    assert_eq!(s.task_refs(), 0);
-    assert_eq!(s.app_handles(), 1);
+    assert_eq!(counts(&s), (1, 0));
 
     // StoreRefs are counted the same way.
     let r = s.task_ref();
     let r2 = r.clone();
-    assert_eq!(s.task_refs(), 2);
+    assert_eq!(counts(&s), (1, 2));
     assert!(r.same_store(&r2));
     drop((r, r2));
-    assert_eq!(s.task_refs(), 0);
+    assert_eq!(counts(&s), (1, 0));
 }
 
 /// Sets a flag when dropped, to observe when a store's backend allocation is freed.
