@@ -95,6 +95,15 @@ pub fn cx(procs: usize) -> ArrayContext {
     CONTEXTS.get_or_init(|| PROCS.map(fresh_cx).collect())[procs - 1].clone()
 }
 
+/// What a hand-written test returns: the first array error fails it.
+pub type R = Result<(), ArrayError>;
+
+/// An `f64` array of `shape` in `c` holding `0, 1, 2, ...` in row-major order.
+pub fn iota(c: &ArrayContext, shape: &[i64]) -> Result<Array, ArrayError> {
+    let n: i64 = shape.iter().product();
+    Array::from_vec(c, shape, (0..n).map(|i| i as f64).collect())
+}
+
 /// The shape of `a` as `usize` extents.
 pub fn shape_of(a: &Array) -> Vec<usize> {
     a.shape().as_slice().iter().map(|&e| e as usize).collect()

@@ -8,20 +8,12 @@ use diffuse_array::{
     arange, binary, s, unary, where_, Array, ArrayError, BinaryOp, DType, UnaryOp,
 };
 
-use crate::{cx, shape_of, PROCS};
-
-type R = Result<(), ArrayError>;
-
-/// `0, 1, ..., n - 1` as `f64` with the given shape.
-fn iota(procs: usize, shape: &[i64]) -> Result<Array, ArrayError> {
-    let n: i64 = shape.iter().product();
-    Array::from_vec(&cx(procs), shape, (0..n).map(|i| i as f64).collect())
-}
+use crate::{cx, iota, shape_of, PROCS, R};
 
 #[test]
 fn crate_example_stencil_step() -> R {
     for procs in PROCS {
-        let grid = iota(procs, &[4, 4])?;
+        let grid = iota(&cx(procs), &[4, 4])?;
         let center = grid.slice(&s![1..-1, 1..-1])?;
         let north = grid.slice(&s![..-2, 1..-1])?;
         let avg = ((&center + &north)? * 0.5)?;
@@ -40,7 +32,7 @@ fn crate_example_stencil_step() -> R {
 #[test]
 fn slices_follow_numpy() -> R {
     for procs in PROCS {
-        let a = iota(procs, &[3, 5])?;
+        let a = iota(&cx(procs), &[3, 5])?;
         let cases: Vec<(Vec<diffuse_array::SliceArg>, Vec<usize>, Vec<f64>)> = vec![
             (
                 s![1.., ..-1].to_vec(),
@@ -81,7 +73,7 @@ fn slices_follow_numpy() -> R {
 #[test]
 fn views_alias_their_store() -> R {
     for procs in PROCS {
-        let a = iota(procs, &[2, 3])?;
+        let a = iota(&cx(procs), &[2, 3])?;
         let col = a.slice(&s![.., 1..2])?;
         col.assign(-1.0)?;
         assert_eq!(a.to_vec::<f64>()?, vec![0., -1., 2., 3., -1., 5.]);
@@ -95,7 +87,7 @@ fn views_alias_their_store() -> R {
         assert_eq!(copy.to_vec::<f64>()?[0], 0.0);
         assert!(alias.shares_store(&a) && !copy.shares_store(&a));
         // Overlapping shifted copy within one row reads the old values (NumPy semantics).
-        let v = iota(procs, &[6])?;
+        let v = iota(&cx(procs), &[6])?;
         v.slice(&s![1..])?.assign(&v.slice(&s![..-1])?)?;
         assert_eq!(v.to_vec::<f64>()?, vec![0., 0., 1., 2., 3., 4.]);
         v.slice(&s![..-2])?.assign(&v.slice(&s![2..])?)?;
@@ -269,7 +261,7 @@ fn broadcasting_follows_numpy() -> R {
             t.to_vec::<f64>()?,
             vec![0., 1., 2., 3., 10., 11., 12., 13., 20., 21., 22., 23.]
         );
-        let cube = iota(procs, &[2, 1, 3])?;
+        let cube = iota(&cx(procs), &[2, 1, 3])?;
         let k = Array::from_vec(&c, &[4, 1], vec![0.0, 100.0, 200.0, 300.0])?;
         let u = (&cube - &k)?;
         assert_eq!(shape_of(&u), vec![2, 4, 3]);
@@ -282,7 +274,7 @@ fn broadcasting_follows_numpy() -> R {
         assert_eq!((&s - &row)?.to_vec::<f64>()?, vec![6., 5., 4., 3.]);
         assert_eq!((&col * &s)?.to_vec::<f64>()?, vec![0., 60., 120.]);
         // Assignment broadcasts a row into every row of a view, and a scalar everywhere.
-        let m = iota(procs, &[3, 4])?;
+        let m = iota(&cx(procs), &[3, 4])?;
         m.slice(&s![1.., 1..])?.assign(&row.slice(&s![1..])?)?;
         m.slice(&s![..1])?.assign(-1.0)?;
         assert_eq!(
@@ -326,11 +318,11 @@ fn host_io_and_metadata() -> R {
 fn small_matrix_products_and_reductions() -> R {
     for procs in PROCS {
         let c = cx(procs);
-        let a = iota(procs, &[3, 5])?;
+        let a = iota(&cx(procs), &[3, 5])?;
         let x = Array::from_vec(&c, &[5], vec![1.0, 2.0, 3.0, 4.0, 5.0])?;
         assert_eq!(a.matvec(&x)?.to_vec::<f64>()?, vec![40.0, 115.0, 190.0]);
         assert_eq!(a.matmul(&x)?.to_vec::<f64>()?, vec![40.0, 115.0, 190.0]);
-        let sq = iota(procs, &[3, 3])?;
+        let sq = iota(&cx(procs), &[3, 3])?;
         assert_eq!(
             sq.matmul(&sq)?.to_vec::<f64>()?,
             vec![15.0, 18.0, 21.0, 42.0, 54.0, 66.0, 69.0, 90.0, 111.0]

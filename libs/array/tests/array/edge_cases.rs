@@ -8,14 +8,7 @@
 use diffuse_array::{ones, s, where_, zeros, Array, ArrayError, DType};
 
 use crate::model::{self, Dense};
-use crate::{cx, fresh_cx, shape_of, PROCS};
-
-type R = Result<(), ArrayError>;
-
-fn iota(procs: usize, shape: &[i64]) -> Result<Array, ArrayError> {
-    let n: i64 = shape.iter().product();
-    Array::from_vec(&cx(procs), shape, (0..n).map(|i| i as f64).collect())
-}
+use crate::{cx, fresh_cx, iota, shape_of, PROCS, R};
 
 #[test]
 fn empty_arrays_through_elementwise_operations() -> R {
@@ -46,7 +39,7 @@ fn empty_arrays_through_elementwise_operations() -> R {
         assert_eq!(e.greater(&row)?.dtype(), DType::Bool);
         assert_eq!(e.astype(DType::I64)?.to_vec::<i64>()?, Vec::<i64>::new());
         // Empty views of non-empty arrays, and assignments into them, change nothing.
-        let a = iota(procs, &[3, 4])?;
+        let a = iota(&cx(procs), &[3, 4])?;
         let none = a.slice(&s![2..2, ..])?;
         assert_eq!(shape_of(&none), vec![0, 4]);
         none.assign(-1.0)?;
@@ -71,7 +64,7 @@ fn reductions_and_products_of_empty_arrays() -> R {
         assert_eq!(e.sum()?.item::<f64>()?, 0.0);
         assert_eq!(e.dot(&e)?.item::<f64>()?, 0.0);
         assert_eq!(e.norm()?.item::<f64>()?, 0.0);
-        let v = iota(procs, &[4])?.slice(&s![3..3])?;
+        let v = iota(&cx(procs), &[4])?.slice(&s![3..3])?;
         assert_eq!(v.sum()?.ndim(), 0);
         assert_eq!(v.sum()?.item::<f64>()?, 0.0);
         let i = zeros(&c, &[2, 0, 2], DType::I64)?;
@@ -82,7 +75,7 @@ fn reductions_and_products_of_empty_arrays() -> R {
         let p = a.matmul(&b)?;
         assert_eq!(shape_of(&p), vec![2, 3]);
         assert_eq!(p.to_vec::<f64>()?, vec![0.0; 6]);
-        let full = iota(procs, &[2, 3])?;
+        let full = iota(&cx(procs), &[2, 3])?;
         let q = zeros(&c, &[0, 2], DType::F64)?.matmul(&full)?;
         assert_eq!(shape_of(&q), vec![0, 3]);
         let m = zeros(&c, &[3, 0], DType::F64)?;
@@ -102,7 +95,7 @@ fn reductions_and_products_of_empty_arrays() -> R {
 fn zero_dimensional_arithmetic() -> R {
     for procs in PROCS {
         let c = cx(procs);
-        let a = iota(procs, &[2, 3])?; // sum 15
+        let a = iota(&cx(procs), &[2, 3])?; // sum 15
         let b = Array::from_vec(&c, &[4], vec![1.0, 1.0, 2.0, 2.0])?; // sum 6
         let ratio = (a.sum()? / b.sum()?)?;
         assert_eq!((ratio.ndim(), ratio.size()), (0, 1));
@@ -314,7 +307,7 @@ fn max_and_min_reductions_propagate_nan() -> R {
 #[test]
 fn where_with_two_scalar_values() -> R {
     for procs in PROCS {
-        let a = iota(procs, &[2, 2])?;
+        let a = iota(&cx(procs), &[2, 2])?;
         let w = where_(&a.greater(1.0)?, 1.0, 0.0)?;
         assert_eq!(w.dtype(), DType::F64);
         assert_eq!(
@@ -329,7 +322,7 @@ fn where_with_two_scalar_values() -> R {
 #[test]
 fn views_and_results_outlive_their_handles() -> R {
     for procs in PROCS {
-        let a = iota(procs, &[4, 4])?;
+        let a = iota(&cx(procs), &[4, 4])?;
         let inner = a.slice(&s![1..3, 1..3])?;
         let sum = (&inner + 1.0)?;
         drop(a);
@@ -338,7 +331,7 @@ fn views_and_results_outlive_their_handles() -> R {
         assert_eq!(sum.to_vec::<f64>()?, vec![6.0, 7.0, 10.0, 11.0]);
         assert_eq!(inner.sum()?.item::<f64>()?, 0.0);
         // Many short-lived temporaries in a chain (their stores are recycled).
-        let mut x = iota(procs, &[8])?;
+        let mut x = iota(&cx(procs), &[8])?;
         for _ in 0..50 {
             x = ((&x * 0.5)? + 1.0)?;
         }

@@ -14,9 +14,7 @@ use diffuse_array::{
     DType, Distribution, SliceArg,
 };
 
-use crate::{cx, fresh_cx, PROCS};
-
-type R = Result<(), ArrayError>;
+use crate::{cx, fresh_cx, iota, PROCS, R};
 
 /// Asserts that `$r` is `Err` matching `$pat` (guard allowed) whose message contains every
 /// one of `$needle`; evaluates to the message.
@@ -41,12 +39,6 @@ macro_rules! assert_err {
             Ok(v) => panic!("expected {}, got Ok({v:?})", stringify!($pat)),
         }
     }};
-}
-
-/// An `f64` array of `shape` holding `0, 1, 2, ...`.
-fn iota(c: &ArrayContext, shape: &[i64]) -> Result<Array, ArrayError> {
-    let n: i64 = shape.iter().product();
-    Array::from_vec(c, shape, (0..n).map(|i| i as f64).collect())
 }
 
 /// `i64` zeros of `shape`.
