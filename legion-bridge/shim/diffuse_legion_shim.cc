@@ -136,8 +136,6 @@ void notice(const std::string& message) {
   if (callbacks.notice != nullptr) callbacks.notice(message.c_str());
 }
 
-// The processor diffuse names for `point` of `task`: NO_PROC (after a notice when diffuse
-// named one this machine lacks) when the DefaultMapper should decide.
 // Points of diffuse launches mapped onto each processor of this process and not finished
 // yet: the load `TaskSteal` balances.
 std::mutex load_mutex;
@@ -164,11 +162,19 @@ int32_t steal_scope(const Task& task) {
   return callbacks.steal_scope(task.args, task.arglen);
 }
 
+// `point`'s coordinates in `out`; returns how many.
+int coordinates(const DomainPoint& point, int64_t (&out)[LEGION_MAX_DIM]) {
+  int dims = std::max(0, std::min(point.get_dim(), int(LEGION_MAX_DIM)));
+  for (int d = 0; d < dims; d++) out[d] = point[d];
+  return dims;
+}
+
+// The processor diffuse names for `point` of `task`: NO_PROC (after a notice when diffuse
+// named one this machine lacks) when the DefaultMapper should decide.
 Processor point_target(const Task& task, const DomainPoint& point) {
   if (callbacks.point_processor == nullptr) return Processor::NO_PROC;
   int64_t coords[LEGION_MAX_DIM] = {};
-  int dims = std::max(0, std::min(point.get_dim(), int(LEGION_MAX_DIM)));
-  for (int d = 0; d < dims; d++) coords[d] = point[d];
+  int dims = coordinates(point, coords);
   diffuse_proc_choice_t choice{};
   if (callbacks.point_processor(task.args, task.arglen, coords, dims, &choice) != 0)
     return Processor::NO_PROC;
@@ -613,12 +619,9 @@ class PlacementSharding : public ShardingFunctor {
     // Diffuse numbers the point (the numbering `nodes_` is in); without an answer, the
     // first point's node.
     int64_t coords[LEGION_MAX_DIM] = {}, lo[LEGION_MAX_DIM] = {}, hi[LEGION_MAX_DIM] = {};
-    int dims = std::max(0, std::min(point.get_dim(), int(LEGION_MAX_DIM)));
-    for (int d = 0; d < dims; d++) {
-      coords[d] = point[d];
-      lo[d] = launch.lo()[d];
-      hi[d] = launch.hi()[d];
-    }
+    int dims = coordinates(point, coords);
+    coordinates(launch.lo(), lo);
+    coordinates(launch.hi(), hi);
     uint64_t index = 0;
     if (callbacks.point_index == nullptr ||
         callbacks.point_index(coords, lo, hi, dims, &index) != 0)
