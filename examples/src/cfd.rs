@@ -26,7 +26,7 @@
 use anyhow::Context as _;
 use diffuse_array::{s, zeros, Array, ArrayError, ArrayResult, DType, SliceArg};
 
-use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_square_fits, extent, max_error, AppArgs, RunRecord, Runtime};
 
 /// Jacobi sweeps of the pressure Poisson equation per time step (`nit` in the original).
 pub const NIT: usize = 50;
@@ -424,12 +424,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     );
     // The start and its copies into stores (u, v, p), the reference's fields and its
     // per-step copies (u, v, p, un, vn, b, pn), and the results read back: 16 grids.
-    let side = args.n as u128;
-    ensure_fits(
-        args,
-        host_f64s(16, side.saturating_mul(side)),
-        &format!("the {side} x {side} grids of --n {side}"),
-    )?;
+    ensure_square_fits(args, 16, args.n as u128, "grids")?;
     simulate(args, &Fields::at_rest(args.n))
 }
 

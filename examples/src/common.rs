@@ -523,6 +523,21 @@ pub fn ensure_fits(args: &AppArgs, bytes: u128, what: &str) -> anyhow::Result<()
     fits_in(memory_limit(args)?, bytes, what, "a smaller --n")
 }
 
+/// [`ensure_fits`] for `copies` host copies of a `side` x `side` grid of `f64`, which `what`
+/// names (`grids`, `matrix`, ...).
+pub fn ensure_square_fits(
+    args: &AppArgs,
+    copies: u128,
+    side: u128,
+    what: &str,
+) -> anyhow::Result<()> {
+    ensure_fits(
+        args,
+        host_f64s(copies, side.saturating_mul(side)),
+        &format!("the {side} x {side} {what} of --n {}", args.n),
+    )
+}
+
 /// [`ensure_fits`] against `limit`; `remedy` is what to try instead.
 fn fits_in(limit: usize, bytes: u128, what: &str, remedy: &str) -> anyhow::Result<()> {
     let needs = if bytes == u128::MAX {

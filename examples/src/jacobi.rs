@@ -7,7 +7,7 @@
 
 use diffuse_array::{random, Array, DType, Distribution};
 
-use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_square_fits, extent, max_error, AppArgs, RunRecord, Runtime};
 
 /// The matrix's off-diagonal part `R` (row-major, zero diagonal) and its diagonal `d`, from
 /// uniform entries in [0, 1) with `n` added to the diagonal.
@@ -42,12 +42,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     anyhow::ensure!(args.n >= 1, "--n must be at least 1");
     // The matrix is read back, split into its off-diagonal part, and that copied into a
     // store: three n x n host matrices.
-    let side = args.n as u128;
-    ensure_fits(
-        args,
-        host_f64s(3, side.saturating_mul(side)),
-        &format!("the {side} x {side} matrix of --n {side}"),
-    )?;
+    ensure_square_fits(args, 3, args.n as u128, "matrix")?;
     let rt = Runtime::start(args)?;
     let cx = &rt.arrays;
     let n = extent(args.n)?;

@@ -13,7 +13,7 @@
 use anyhow::Context as _;
 use diffuse_array::{s, Array};
 
-use crate::common::{ensure_fits, extent, host_f64s, max_error, AppArgs, RunRecord, Runtime};
+use crate::common::{ensure_square_fits, extent, max_error, AppArgs, RunRecord, Runtime};
 
 /// Deterministic initial grid values in [0, 1), row-major over a `side x side` grid.
 pub fn initial_grid(side: usize) -> Vec<f64> {
@@ -46,12 +46,7 @@ pub fn reference(grid: &mut [f64], n: usize, iters: usize) {
 /// (the initial values, the result read back, the reference's) fit in memory.
 pub fn grid_side(args: &AppArgs) -> anyhow::Result<usize> {
     anyhow::ensure!(args.n >= 1, "--n must be at least 1");
-    let side = args.n as u128 + 2;
-    ensure_fits(
-        args,
-        host_f64s(3, side.saturating_mul(side)),
-        &format!("the {side} x {side} grid of --n {}", args.n),
-    )?;
+    ensure_square_fits(args, 3, args.n as u128 + 2, "grid")?;
     // Fits in memory, so in `usize`.
     Ok(args.n + 2)
 }
