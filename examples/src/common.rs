@@ -464,6 +464,35 @@ pub fn max_error(got: &[f64], want: &[f64]) -> f64 {
         })
 }
 
+/// Runs `app` on `n` for `iters` iterations with each of `procs` processors, unfused and
+/// fused: every run must agree with the sequential loop (check at most `1e-12`), issue
+/// `issued` index tasks per iteration and execute `executed.0` of them unfused,
+/// `executed.1` fused. Returns the records, for the caller's further checks.
+#[cfg(test)]
+pub fn check_app(
+    app: fn(&AppArgs) -> anyhow::Result<RunRecord>,
+    (n, iters): (usize, usize),
+    procs: &[usize],
+    issued: f64,
+    executed: (f64, f64),
+) -> Vec<RunRecord> {
+    let mut records = Vec::new();
+    for &p in procs {
+        for (fusion, executed) in [(Switch::Off, executed.0), (Switch::On, executed.1)] {
+            let record = app(&test_args(n, iters, p, fusion)).unwrap();
+            assert!(
+                record.check <= 1e-12,
+                "procs {p}, {fusion:?}: check {}",
+                record.check
+            );
+            assert_eq!(record.tasks_issued_per_iter, issued, "{fusion:?}");
+            assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
+            records.push(record);
+        }
+    }
+    records
+}
+
 /// Flags for unit tests of the applications: small and quick.
 #[cfg(test)]
 pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArgs {

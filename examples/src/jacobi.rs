@@ -72,24 +72,13 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{test_args, Switch};
+    use crate::common::check_app;
 
     #[test]
     fn jacobi_matches_the_sequential_loop() {
-        for procs in [1, 2, 3, 4] {
-            for (fusion, executed) in [(Switch::Off, 3.0), (Switch::On, 2.0)] {
-                let record = run(&test_args(37, 4, procs, fusion)).unwrap();
-                assert!(
-                    record.check <= 1e-12,
-                    "procs {procs}: check {}",
-                    record.check
-                );
-                assert_eq!(record.tasks_issued_per_iter, 3.0);
-                // The matvec runs over a 2-d grid and the vector operations over a 1-d one:
-                // only the subtraction and the division fuse.
-                assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
-            }
-        }
+        // The matvec runs over a 2-d grid and the vector operations over a 1-d one: only the
+        // subtraction and the division fuse.
+        check_app(run, (37, 4), &[1, 2, 3, 4], 3.0, (3.0, 2.0));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use diffuse_ir::{
     for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
 };
 
-use crate::common::{extent, max_error, AppArgs, RunRecord, Runtime};
-use crate::stencil::{grid_side, initial_grid, reference};
+use crate::common::{extent, AppArgs, RunRecord, Runtime};
+use crate::stencil::{checked_record, grid_side, initial_grid};
 
 /// Figure 2(e)'s three task kinds.
 struct Kinds {
@@ -142,11 +142,7 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
     })?;
 
     let result = ctx.read::<f64>(&grid.view())?;
-    let mut expected = init;
-    reference(&mut expected, args.n, args.iters + 1);
-    Ok(rt
-        .record("stencil-ir", args, m, max_error(&result, &expected))
-        .with_result(&[&result]))
+    Ok(checked_record(&rt, "stencil-ir", args, m, &result, init))
 }
 
 #[cfg(test)]
@@ -155,12 +151,7 @@ mod tests {
 
     #[test]
     fn ir_stencil_matches_the_sequential_loop() {
-        use crate::common::{test_args, Switch};
-        for (fusion, executed) in [(Switch::Off, 6.0), (Switch::On, 2.0)] {
-            let record = run(&test_args(37, 3, 3, fusion)).unwrap();
-            assert!(record.check <= 1e-12, "check {}", record.check);
-            assert_eq!(record.tasks_issued_per_iter, 6.0);
-            assert_eq!(record.tasks_executed_per_iter, executed, "{fusion:?}");
+        for record in crate::common::check_app(run, (37, 3), &[3], 6.0, (6.0, 2.0)) {
             assert!(record.peak_store_bytes >= 39 * 39 * 8);
         }
     }
