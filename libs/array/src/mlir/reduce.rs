@@ -342,6 +342,20 @@ mod tests {
         }
     }
 
+    /// Two inputs of `dtype` read and an output of `dtype` with `out`, of ranks `ranks`.
+    fn product_args(dtype: DType, ranks: [usize; 3], out: Privilege) -> [MlirArg; 3] {
+        [
+            arg(dtype, ranks[0], Privilege::Read),
+            arg(dtype, ranks[1], Privilege::Read),
+            arg(dtype, ranks[2], out),
+        ]
+    }
+
+    /// The arguments of a dot product of two `rank`-d inputs of `dtype` into a 0-d sum.
+    fn dot_args(dtype: DType, rank: usize) -> [MlirArg; 3] {
+        product_args(dtype, [rank, rank, 0], Privilege::Reduce(ReductionOp::Sum))
+    }
+
     /// True when `g` refuses to generate `symbol` for `args` (no scalars).
     fn rejects(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> bool {
         g.generate(symbol, &MlirSignature { args, scalars: &[] })
@@ -394,11 +408,7 @@ mod tests {
     #[test]
     fn dot_sums_wrapping_products() {
         let g = reduction("array.dot.i64", ReductionOp::Sum, true);
-        let args = [
-            arg(DType::I64, 1, Privilege::Read),
-            arg(DType::I64, 1, Privilege::Read),
-            arg(DType::I64, 0, Privilege::Reduce(ReductionOp::Sum)),
-        ];
+        let args = dot_args(DType::I64, 1);
         let text = generate(&g, "k0", &args);
         assert_contains(
             &text,
@@ -457,11 +467,7 @@ mod tests {
         // A 2-d dot: one loop over the rows carries the partial value; the products are
         // added to lanes starting from -0.0.
         let g = reduction("array.dot.f64", ReductionOp::Sum, true);
-        let args = [
-            arg(DType::F64, 2, Privilege::Read),
-            arg(DType::F64, 2, Privilege::Read),
-            arg(DType::F64, 0, Privilege::Reduce(ReductionOp::Sum)),
-        ];
+        let args = dot_args(DType::F64, 2);
         let text = generate(&g, "k0", &args);
         assert_contains(
             &text,
@@ -492,11 +498,7 @@ mod tests {
             name: "array.matvec.f64".into(),
             product: Product::Matvec,
         };
-        let mut args = [
-            arg(DType::F64, 2, Privilege::Read),
-            arg(DType::F64, 1, Privilege::Read),
-            arg(DType::F64, 1, Privilege::Write),
-        ];
+        let mut args = product_args(DType::F64, [2, 1, 1], Privilege::Write);
         let text = generate(&g, "k0", &args);
         assert_contains(
             &text,
@@ -516,11 +518,7 @@ mod tests {
             name: "array.matmul.i32".into(),
             product: Product::Matmul,
         };
-        let args = [
-            arg(DType::I32, 2, Privilege::Read),
-            arg(DType::I32, 2, Privilege::Read),
-            arg(DType::I32, 2, Privilege::Write),
-        ];
+        let args = product_args(DType::I32, [2, 2, 2], Privilege::Write);
         let text = generate(&g, "k0", &args);
         assert_contains(
             &text,
