@@ -24,15 +24,29 @@ fn cx(procs: usize) -> ArrayContext {
 }
 
 /// The matrix of `t` with `width` column indices on the host and in stores of `c`.
-fn matrix(c: &ArrayContext, t: &Triplets, width: IndexWidth) -> (HostCsr, CsrMatrix) {
+pub(crate) fn matrix(c: &ArrayContext, t: &Triplets, width: IndexWidth) -> (HostCsr, CsrMatrix) {
     let host = HostCsr::from_triplets(t, width).unwrap();
     let stored = CsrMatrix::from_host(c, &host).unwrap();
     (host, stored)
 }
 
 /// `values` as a 1-d `f64` array of `c`.
-fn vector(c: &ArrayContext, values: &[f64]) -> Array {
+pub(crate) fn vector(c: &ArrayContext, values: &[f64]) -> Array {
     Array::from_vec(c, &[values.len() as i64], values.to_vec()).unwrap()
+}
+
+/// 64-bit column indices when `wide`, 32-bit ones otherwise.
+pub(crate) fn width(wide: bool) -> IndexWidth {
+    if wide {
+        IndexWidth::I64
+    } else {
+        IndexWidth::I32
+    }
+}
+
+/// The bits of every value, for bitwise comparison.
+pub(crate) fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|f| f.to_bits()).collect()
 }
 
 proptest! {
@@ -54,14 +68,12 @@ proptest! {
                 t.push(r % rows, c % cols, v).unwrap();
             }
         }
-        let width = if wide { IndexWidth::I64 } else { IndexWidth::I32 };
         let c = cx(procs);
-        let (host, a) = matrix(&c, &t, width);
+        let (host, a) = matrix(&c, &t, width(wide));
         let x = x[..cols as usize].to_vec();
         let xa = vector(&c, &x);
         let got = a.spmv(&xa).unwrap().to_vec::<f64>().unwrap();
         let want = host.matvec(&x).unwrap();
-        let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         prop_assert_eq!(bits(&got), bits(&want));
     }
 }

@@ -10,6 +10,8 @@ use diffuse_jit::{Jit, KernelParam, KernelSignature, KernelStep, MemRef};
 use diffuse_sparse::{generators, ColumnIndices, CsrMatrix, HostCsr, IndexWidth, Triplets};
 use proptest::prelude::*;
 
+use crate::spmv::{bits, matrix, vector, width};
+
 /// An array context over a fresh embedded backend, with the runtime kept to read its
 /// counters and stream log.
 struct Jitted {
@@ -47,10 +49,6 @@ fn shared_jit() -> Arc<Jit> {
     Arc::clone(JIT.get_or_init(|| Arc::new(Jit::new())))
 }
 
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|f| f.to_bits()).collect()
-}
-
 /// Finite values of many magnitudes, signed zeros included: products and sums round
 /// differently if anything contracts `v * x + sum` into an `fma` or reorders the sum.
 fn value() -> impl Strategy<Value = f64> {
@@ -60,14 +58,6 @@ fn value() -> impl Strategy<Value = f64> {
         1 => Just(-0.0),
         1 => Just(0.0),
     ]
-}
-
-fn width(wide: bool) -> IndexWidth {
-    if wide {
-        IndexWidth::I64
-    } else {
-        IndexWidth::I32
-    }
 }
 
 proptest! {
@@ -92,13 +82,11 @@ proptest! {
         for (r, c, v) in raw {
             t.push(r % filled, c % cols, v).unwrap();
         }
-        let host = HostCsr::from_triplets(&t, width(wide)).unwrap();
         let (x1, x2) = (x1[..cols as usize].to_vec(), x2[..cols as usize].to_vec());
         let jit = shared_jit();
         let rt = Jitted::start(procs, FusionConfig::default(), Some(jit.clone()));
-        let a = CsrMatrix::from_host(&rt.cx, &host).unwrap();
-        let x1a = Array::from_vec(&rt.cx, &[cols], x1.clone()).unwrap();
-        let x2a = Array::from_vec(&rt.cx, &[cols], x2.clone()).unwrap();
+        let (host, a) = matrix(&rt.cx, &t, width(wide));
+        let (x1a, x2a) = (vector(&rt.cx, &x1), vector(&rt.cx, &x2));
         let y1 = a.spmv(&x1a).unwrap();
         let y2 = a.spmv(&x2a).unwrap();
         let got1 = y1.to_vec::<f64>().unwrap();
