@@ -613,6 +613,12 @@ mod tests {
         kind(ElementwiseOp::Binary(op), dtype, result, operands)
     }
 
+    /// The text of the 1-d cast from `from` to `to`.
+    fn cast_text(from: DType, to: DType) -> String {
+        let g = kind(ElementwiseOp::Cast, from, to, &[Slot::Array]);
+        generate(&g, &[read(from, 1, 0), write(to, 1)], &[])
+    }
+
     fn generate(g: &ElementwiseGenerator, args: &[MlirArg], scalars: &[DType]) -> String {
         g.generate("k0", &MlirSignature { args, scalars })
             .unwrap_or_else(|e| panic!("{e}"))
@@ -745,8 +751,7 @@ mod tests {
 
     #[test]
     fn float_to_int_casts_saturate_without_poison() {
-        let g = kind(ElementwiseOp::Cast, DType::F32, DType::I32, &[Slot::Array]);
-        let text = generate(&g, &[read(DType::F32, 1, 0), write(DType::I32, 1)], &[]);
+        let text = cast_text(DType::F32, DType::I32);
         // Through f64, as the native cast goes.
         assert_contains(&text, &["arith.extf %x0 : f32 to f64"]);
         // -2^31 and 2^31 as f64 bits, and the saturated values.
@@ -765,8 +770,7 @@ mod tests {
         let operand = safe.split_whitespace().nth(3).unwrap();
         assert_contains(&text, &[&format!("{operand} = arith.select")]);
         // i64 -> f32 rounds twice, through an f64 that is not a bare `sitofp`.
-        let g = kind(ElementwiseOp::Cast, DType::I64, DType::F32, &[Slot::Array]);
-        let text = generate(&g, &[read(DType::I64, 1, 0), write(DType::F32, 1)], &[]);
+        let text = cast_text(DType::I64, DType::F32);
         assert_lacks(&text, &["arith.sitofp %x0"]);
         assert_contains(
             &text,
@@ -776,8 +780,7 @@ mod tests {
             ],
         );
         // Float to bool is `!= 0.0`, true for NaN.
-        let g = kind(ElementwiseOp::Cast, DType::F64, DType::Bool, &[Slot::Array]);
-        let text = generate(&g, &[read(DType::F64, 1, 0), write(DType::Bool, 1)], &[]);
+        let text = cast_text(DType::F64, DType::Bool);
         assert_contains(&text, &["arith.cmpf une, %x0, %v0 : f64"]);
     }
 
