@@ -225,100 +225,108 @@ impl<'f> Parser<'f> {
             Tok::Ident(w) => Some(w.clone()),
             _ => None,
         };
-        let kind = match word.as_deref() {
-            Some("Task") => {
-                self.advance();
-                StmtKind::Task(self.task_stmt()?)
-            }
-            Some("Region") => {
-                self.advance();
-                StmtKind::Region(self.region_stmt()?)
-            }
-            Some("Layout") => {
-                self.advance();
-                StmtKind::Layout(self.layout_stmt()?)
-            }
-            Some("IndexTaskMap") => {
-                self.advance();
-                StmtKind::IndexTaskMap(self.task_func_map()?)
-            }
-            Some("SingleTaskMap") => {
-                self.advance();
-                StmtKind::SingleTaskMap(self.task_func_map()?)
-            }
-            Some(kw @ ("GarbageCollect" | "CollectMemory")) => {
-                let keyword = if kw == "GarbageCollect" {
-                    CollectKeyword::GarbageCollect
-                } else {
-                    CollectKeyword::CollectMemory
-                };
-                self.advance();
-                let task = self.task_sel()?;
-                let region = self.region_sel()?;
-                self.end_stmt(None)?;
-                StmtKind::GarbageCollect(CollectStmt {
-                    keyword,
-                    task,
-                    region,
-                })
-            }
-            Some(kw @ ("Backpressure" | "InstanceLimit")) => {
-                let keyword = if kw == "Backpressure" {
-                    BackpressureKeyword::Backpressure
-                } else {
-                    BackpressureKeyword::InstanceLimit
-                };
-                self.advance();
-                let task = self.task_sel()?;
-                let limit = match self.peek() {
-                    Tok::Int(v) => u64::try_from(*v).unwrap_or(0),
-                    _ => return Err(self.error("an instance limit (a non-negative integer)")),
-                };
-                self.advance();
-                self.end_stmt(None)?;
-                StmtKind::Backpressure(BackpressureStmt {
-                    keyword,
-                    task,
-                    limit,
-                })
-            }
-            Some("ControlReplicate") => {
-                self.advance();
-                let mut tasks = vec![self.ident("the name of a task to control-replicate")?];
-                while self.eat_punct(",") {
-                    tasks.push(self.ident("a task name after `,`")?);
-                }
-                self.end_stmt(Some("`,`"))?;
-                StmtKind::ControlReplicate(tasks)
-            }
-            Some("TaskSteal") => {
-                self.advance();
-                let tasks = self.task_list()?;
-                let proc = self.proc_kind()?;
-                let scope = match self.peek() {
-                    Tok::Ident(w) if w == "SAME_NODE" => StealScope::SameNode,
-                    Tok::Ident(w) if w == "ANY_NODE" => StealScope::AnyNode,
-                    _ => return Err(self.error("where thieves come from (SAME_NODE or ANY_NODE)")),
-                };
-                self.advance();
-                self.end_stmt(None)?;
-                StmtKind::TaskSteal(TaskStealStmt { tasks, proc, scope })
-            }
-            Some("def") => StmtKind::FuncDef(self.func_def()?),
-            Some(name) if !is_reserved(name) && self.is_punct_at(1, "=") => {
+        let keyword = match word.as_deref() {
+            Some(w) => self.keyword_statement(w)?,
+            None => None,
+        };
+        let kind = match (keyword, word.as_deref()) {
+            (Some(kind), _) => kind,
+            (None, Some("def")) => StmtKind::FuncDef(self.func_def()?),
+            (None, Some(name)) if !is_reserved(name) && self.is_punct_at(1, "=") => {
                 let target = self.ident("a variable name")?;
                 self.advance(); // `=`
                 let value = self.expr()?;
                 self.end_stmt(None)?;
                 StmtKind::Assign { target, value }
             }
-            _ => {
+            (None, _) => {
                 let e = self.call_stmt(STATEMENT_EXPECTED)?;
                 self.end_stmt(None)?;
                 StmtKind::Expr(e)
             }
         };
         Ok(Stmt { kind, span })
+    }
+
+    /// The statement `keyword` starts when it is a statement keyword, parsed after the
+    /// keyword (which it consumes); `None`, consuming nothing, for any other word.
+    fn keyword_statement(&mut self, keyword: &str) -> PResult<Option<StmtKind>> {
+        let parse: fn(&mut Self, &str) -> PResult<StmtKind> = match keyword {
+            "Task" => |p, _| Ok(StmtKind::Task(p.task_stmt()?)),
+            "Region" => |p, _| Ok(StmtKind::Region(p.region_stmt()?)),
+            "Layout" => |p, _| Ok(StmtKind::Layout(p.layout_stmt()?)),
+            "IndexTaskMap" => |p, _| Ok(StmtKind::IndexTaskMap(p.task_func_map()?)),
+            "SingleTaskMap" => |p, _| Ok(StmtKind::SingleTaskMap(p.task_func_map()?)),
+            "GarbageCollect" | "CollectMemory" => Self::collect_stmt,
+            "Backpressure" | "InstanceLimit" => Self::backpressure_stmt,
+            "ControlReplicate" => |p, _| p.control_replicate_stmt(),
+            "TaskSteal" => |p, _| p.task_steal_stmt(),
+            _ => return Ok(None),
+        };
+        self.advance();
+        parse(self, keyword).map(Some)
+    }
+
+    /// `GarbageCollect` or `CollectMemory` (`kw`), after the keyword.
+    fn collect_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
+        let keyword = if kw == "GarbageCollect" {
+            CollectKeyword::GarbageCollect
+        } else {
+            CollectKeyword::CollectMemory
+        };
+        let task = self.task_sel()?;
+        let region = self.region_sel()?;
+        self.end_stmt(None)?;
+        Ok(StmtKind::GarbageCollect(CollectStmt {
+            keyword,
+            task,
+            region,
+        }))
+    }
+
+    /// `Backpressure` or `InstanceLimit` (`kw`), after the keyword.
+    fn backpressure_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
+        let keyword = if kw == "Backpressure" {
+            BackpressureKeyword::Backpressure
+        } else {
+            BackpressureKeyword::InstanceLimit
+        };
+        let task = self.task_sel()?;
+        let limit = match self.peek() {
+            Tok::Int(v) => u64::try_from(*v).unwrap_or(0),
+            _ => return Err(self.error("an instance limit (a non-negative integer)")),
+        };
+        self.advance();
+        self.end_stmt(None)?;
+        Ok(StmtKind::Backpressure(BackpressureStmt {
+            keyword,
+            task,
+            limit,
+        }))
+    }
+
+    /// `ControlReplicate`, after the keyword.
+    fn control_replicate_stmt(&mut self) -> PResult<StmtKind> {
+        let mut tasks = vec![self.ident("the name of a task to control-replicate")?];
+        while self.eat_punct(",") {
+            tasks.push(self.ident("a task name after `,`")?);
+        }
+        self.end_stmt(Some("`,`"))?;
+        Ok(StmtKind::ControlReplicate(tasks))
+    }
+
+    /// `TaskSteal`, after the keyword.
+    fn task_steal_stmt(&mut self) -> PResult<StmtKind> {
+        let tasks = self.task_list()?;
+        let proc = self.proc_kind()?;
+        let scope = match self.peek() {
+            Tok::Ident(w) if w == "SAME_NODE" => StealScope::SameNode,
+            Tok::Ident(w) if w == "ANY_NODE" => StealScope::AnyNode,
+            _ => return Err(self.error("where thieves come from (SAME_NODE or ANY_NODE)")),
+        };
+        self.advance();
+        self.end_stmt(None)?;
+        Ok(StmtKind::TaskSteal(TaskStealStmt { tasks, proc, scope }))
     }
 
     /// An expression statement, which must be a call. `expected` is the message when the
@@ -375,33 +383,31 @@ impl<'f> Parser<'f> {
     }
 
     fn peek_proc(&self) -> Option<ProcKind> {
-        match self.peek() {
-            Tok::Ident(n) => ProcKind::from_name(n),
-            _ => None,
+        self.peek_proc_at(0)
+    }
+
+    /// `found` (what the current token is, if it is what the caller wants), consuming the
+    /// token; the error `expected` when it is not.
+    fn take<T>(&mut self, found: Option<T>, expected: impl Into<String>) -> PResult<T> {
+        match found {
+            Some(value) => {
+                self.advance();
+                Ok(value)
+            }
+            None => Err(self.error(expected)),
         }
     }
 
     fn proc_kind(&mut self) -> PResult<ProcKind> {
-        match self.peek_proc() {
-            Some(k) => {
-                self.advance();
-                Ok(k)
-            }
-            None => Err(self.error(PROC_EXPECTED)),
-        }
+        self.take(self.peek_proc(), PROC_EXPECTED)
     }
 
     fn proc_sel(&mut self) -> PResult<ProcSel> {
         if self.eat_punct("*") {
             return Ok(ProcSel::Any);
         }
-        match self.peek_proc() {
-            Some(k) => {
-                self.advance();
-                Ok(ProcSel::Kind(k))
-            }
-            None => Err(self.error(format!("{PROC_EXPECTED} or `*`"))),
-        }
+        let expected = format!("{PROC_EXPECTED} or `*`");
+        self.take(self.peek_proc(), expected).map(ProcSel::Kind)
     }
 
     fn peek_mem(&self) -> Option<MemKind> {
@@ -432,43 +438,34 @@ impl<'f> Parser<'f> {
 
     fn task_stmt(&mut self) -> PResult<TaskStmt> {
         let tasks = self.task_list()?;
-        let mut procs = vec![self.proc_kind()?];
-        loop {
-            if self.eat_punct(",") {
-                procs.push(self.proc_kind()?);
-            } else if let Some(k) = self.peek_proc() {
-                self.advance();
-                procs.push(k);
-            } else {
-                break;
-            }
-        }
+        let procs = self.one_or_more(Self::proc_kind, |p| p.peek_proc().is_some())?;
         self.end_stmt(Some(&format!("`,`, {PROC_EXPECTED}")))?;
         Ok(TaskStmt { tasks, procs })
     }
 
-    fn mem_kind(&mut self) -> PResult<MemKind> {
-        match self.peek_mem() {
-            Some(m) => {
-                self.advance();
-                Ok(m)
-            }
-            None => Err(self.error(MEM_EXPECTED)),
+    /// One or more items parsed by `item`: the first, then one after each `,` and one before
+    /// each token that `starts` one without a `,`.
+    fn one_or_more<T>(
+        &mut self,
+        item: fn(&mut Self) -> PResult<T>,
+        starts: fn(&Self) -> bool,
+    ) -> PResult<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat_punct(",") || starts(self) {
+            items.push(item(self)?);
         }
+        Ok(items)
+    }
+
+    fn mem_kind(&mut self) -> PResult<MemKind> {
+        self.take(self.peek_mem(), MEM_EXPECTED)
     }
 
     fn region_stmt(&mut self) -> PResult<RegionStmt> {
         let task = self.task_sel()?;
         let region = self.region_sel()?;
         let proc = self.proc_sel()?;
-        let mut mems = vec![self.mem_kind()?];
-        loop {
-            if self.eat_punct(",") || self.peek_mem().is_some() {
-                mems.push(self.mem_kind()?);
-            } else {
-                break;
-            }
-        }
+        let mems = self.one_or_more(Self::mem_kind, |p| p.peek_mem().is_some())?;
         self.end_stmt(Some(&format!("`,`, {MEM_EXPECTED}")))?;
         Ok(RegionStmt {
             task,
