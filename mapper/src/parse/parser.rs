@@ -251,29 +251,26 @@ impl<'f> Parser<'f> {
     /// The statement `keyword` starts when it is a statement keyword, parsed after the
     /// keyword (which it consumes); `None`, consuming nothing, for any other word.
     fn keyword_statement(&mut self, keyword: &str) -> PResult<Option<StmtKind>> {
-        let parse: fn(&mut Self, &str) -> PResult<StmtKind> = match keyword {
-            "Task" => |p, _| Ok(StmtKind::Task(p.task_stmt()?)),
-            "Region" => |p, _| Ok(StmtKind::Region(p.region_stmt()?)),
-            "Layout" => |p, _| Ok(StmtKind::Layout(p.layout_stmt()?)),
-            "IndexTaskMap" => |p, _| Ok(StmtKind::IndexTaskMap(p.task_func_map()?)),
-            "SingleTaskMap" => |p, _| Ok(StmtKind::SingleTaskMap(p.task_func_map()?)),
-            "GarbageCollect" | "CollectMemory" => Self::collect_stmt,
-            "Backpressure" | "InstanceLimit" => Self::backpressure_stmt,
-            "ControlReplicate" => |p, _| p.control_replicate_stmt(),
-            "TaskSteal" => |p, _| p.task_steal_stmt(),
+        let parse: fn(&mut Self) -> PResult<StmtKind> = match keyword {
+            "Task" => |p| Ok(StmtKind::Task(p.task_stmt()?)),
+            "Region" => |p| Ok(StmtKind::Region(p.region_stmt()?)),
+            "Layout" => |p| Ok(StmtKind::Layout(p.layout_stmt()?)),
+            "IndexTaskMap" => |p| Ok(StmtKind::IndexTaskMap(p.task_func_map()?)),
+            "SingleTaskMap" => |p| Ok(StmtKind::SingleTaskMap(p.task_func_map()?)),
+            "GarbageCollect" => |p| p.collect_stmt(CollectKeyword::GarbageCollect),
+            "CollectMemory" => |p| p.collect_stmt(CollectKeyword::CollectMemory),
+            "Backpressure" => |p| p.backpressure_stmt(BackpressureKeyword::Backpressure),
+            "InstanceLimit" => |p| p.backpressure_stmt(BackpressureKeyword::InstanceLimit),
+            "ControlReplicate" => Self::control_replicate_stmt,
+            "TaskSteal" => Self::task_steal_stmt,
             _ => return Ok(None),
         };
         self.advance();
-        parse(self, keyword).map(Some)
+        parse(self).map(Some)
     }
 
-    /// `GarbageCollect` or `CollectMemory` (`kw`), after the keyword.
-    fn collect_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
-        let keyword = if kw == "GarbageCollect" {
-            CollectKeyword::GarbageCollect
-        } else {
-            CollectKeyword::CollectMemory
-        };
+    /// `GarbageCollect` or `CollectMemory` (`keyword`), after the keyword.
+    fn collect_stmt(&mut self, keyword: CollectKeyword) -> PResult<StmtKind> {
         let task = self.task_sel()?;
         let region = self.region_sel()?;
         self.end_stmt(None)?;
@@ -284,13 +281,8 @@ impl<'f> Parser<'f> {
         }))
     }
 
-    /// `Backpressure` or `InstanceLimit` (`kw`), after the keyword.
-    fn backpressure_stmt(&mut self, kw: &str) -> PResult<StmtKind> {
-        let keyword = if kw == "Backpressure" {
-            BackpressureKeyword::Backpressure
-        } else {
-            BackpressureKeyword::InstanceLimit
-        };
+    /// `Backpressure` or `InstanceLimit` (`keyword`), after the keyword.
+    fn backpressure_stmt(&mut self, keyword: BackpressureKeyword) -> PResult<StmtKind> {
         let task = self.task_sel()?;
         let limit = match self.peek() {
             Tok::Int(v) => u64::try_from(*v).unwrap_or(0),
