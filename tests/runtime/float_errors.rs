@@ -7,37 +7,11 @@ use std::sync::{Arc, OnceLock};
 
 use diffuse::backend::point::fp::FpFlags;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
-use diffuse_ir::{
-    Context, DType, IndexTask, Partition, Privilege, ReductionOp, Store, TaskKind, Tuple,
-};
+use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, TaskKind, Tuple};
 use diffuse_jit::Jit;
 
-use crate::{binary_kind, Arith, ADD, MUL, PREFIX};
-
-/// `a / b` of a binary kind.
-const DIV: Arith = Arith {
-    native: |_, a, b| a / b,
-    mlir: "%r = arith.divf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
-    scaled: false,
-};
-
-/// `out = a / b`, element-wise (fuses, runs in strips natively).
-fn div_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_div", true, DIV)
-}
-
-/// `out = a * b`, element-wise.
-fn mul_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_mul", true, MUL)
-}
-
-/// `out = a + b`, element-wise.
-fn add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_add", true, ADD)
-}
+use crate::common::fp::*;
+use crate::common::{binary_kind, Arith};
 
 /// How the points of a test run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,39 +54,6 @@ fn setup(path: Path) -> (Arc<EmbeddedBackend>, Context) {
     (backend, Context::new(Arc::new(runtime)))
 }
 
-const N: usize = 256;
-
-/// A 1-d store of `N` copies of `v`.
-fn filled(ctx: &Context, v: f64) -> Store {
-    ctx.store_from_vec(&[N as i64], vec![v; N]).unwrap()
-}
-
-/// Submits `out = kind(a, b)` over two blocks.
-fn apply(ctx: &Context, kind: &Arc<TaskKind>, a: &Store, b: &Store) -> Store {
-    let launch = Tuple::shape(&[2]).unwrap();
-    let out = ctx.create_store(&[N as i64], DType::F64).unwrap();
-    ctx.submit(
-        IndexTask::new(kind, launch)
-            .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
-            .arg(a, a.view().blocked(launch).unwrap(), Privilege::Read)
-            .arg(b, b.view().blocked(launch).unwrap(), Privilege::Read),
-    )
-    .unwrap();
-    out
-}
-
-/// The union of the flags `raised` records (each entry must name a task of this binary).
-fn union(raised: &[(Arc<str>, FpFlags)]) -> FpFlags {
-    raised.iter().fold(FpFlags::NONE, |acc, (name, flags)| {
-        assert!(
-            name.contains(PREFIX),
-            "an unexpected task raised {flags}: {name}"
-        );
-        acc | *flags
-    })
-}
-
-/// A case: what it computes, the kind, its operands and the exception it raises.
 type Case = (&'static str, fn() -> Arc<TaskKind>, f64, f64, FpFlags);
 
 #[test]
@@ -152,21 +93,6 @@ fn each_category_is_recorded_under_the_task_that_raised_it() {
             );
         }
     }
-}
-
-/// `(a / b) * 2 + 1` as three tasks that fuse into one window; returns the result.
-fn chain(ctx: &Context, a: f64, b: f64) -> Vec<f64> {
-    // Inputs first: writing a store's data flushes the window.
-    let (a, b, two, one) = (
-        filled(ctx, a),
-        filled(ctx, b),
-        filled(ctx, 2.0),
-        filled(ctx, 1.0),
-    );
-    let q = apply(ctx, &div_kind(), &a, &b);
-    let p = apply(ctx, &mul_kind(), &q, &two);
-    let r = apply(ctx, &add_kind(), &p, &one);
-    ctx.read::<f64>(&r.view()).unwrap()
 }
 
 #[test]
@@ -220,7 +146,7 @@ fn max_kind() -> Arc<TaskKind> {
 /// a point twice.
 fn max_into_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    crate::unary_kind(
+    crate::common::unary_kind(
         &K,
         "fp_max_into",
         Privilege::ReadWrite,
@@ -313,44 +239,11 @@ fn flags_raised_before_a_point_are_not_blamed_on_it() {
         })
         .expect("embedded backend starts"),
     );
-    let ctx = crate::unfused(backend.clone());
+    let ctx = crate::common::unfused(backend.clone());
     diffuse::backend::point::fp::raise(FpFlags::DIVIDE | FpFlags::INVALID);
     let got = chain(&ctx, 3.0, 2.0);
     assert!(got.iter().all(|v| *v == 4.0));
     assert!(backend.take_fp_errors().is_empty());
-}
-
-#[test]
-fn legion_records_a_division_by_zero_compiled_and_native() {
-    let backend = crate::legion::legion(None);
-    for jit in [None, Some(Arc::new(Jit::new()))] {
-        let compiled = jit.is_some();
-        let runtime = Runtime::new(
-            backend.clone(),
-            RuntimeConfig {
-                jit,
-                ..Default::default()
-            },
-        );
-        let ctx = Context::new(Arc::new(runtime));
-        let before = backend.stats().compiled_points;
-        chain(&ctx, 3.0, 2.0);
-        if compiled {
-            assert!(backend.stats().compiled_points > before, "nothing compiled");
-        }
-        backend.take_fp_errors();
-        let got = chain(&ctx, -1.0, 0.0);
-        assert!(got.iter().all(|v| *v == f64::NEG_INFINITY), "{got:?}");
-        let raised = backend.take_fp_errors();
-        assert_eq!(
-            union(&raised),
-            FpFlags::DIVIDE,
-            "compiled {compiled}: {raised:?}"
-        );
-        let clean = chain(&ctx, 3.0, 2.0);
-        assert!(clean.iter().all(|v| *v == 4.0));
-        assert!(backend.take_fp_errors().is_empty(), "compiled {compiled}");
-    }
 }
 
 #[test]
@@ -363,7 +256,7 @@ fn a_reduction_overflowing_when_points_fold_is_recorded() {
     let input = ctx.store_from_vec(&[N as i64], data).unwrap();
     let out = ctx.store_from_vec::<f64>(&[], vec![0.0]).unwrap();
     let launch = Tuple::shape(&[2]).unwrap();
-    let sum = crate::reduce_all_kind(ReductionOp::Sum);
+    let sum = crate::common::reduce_all_kind(ReductionOp::Sum);
     ctx.submit(
         IndexTask::new(&sum, launch)
             .arg(

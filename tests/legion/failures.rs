@@ -20,8 +20,8 @@ use diffuse_ir::{
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 
-use crate::fusion::fail_at_kind;
-use crate::{add_assign_kind, add_kind, fill_kind, kind_once, name};
+use crate::common::fusion::fail_at_kind;
+use crate::common::{add_assign_kind, add_kind, fill_kind, kind_once, name};
 
 /// Elements per store; launches have [`POINTS`] points of two elements each.
 const N: usize = 8;
@@ -108,7 +108,7 @@ fn backend(target: Target) -> Arc<dyn Backend> {
             })
             .expect("embedded backend starts"),
         ),
-        Target::Legion => crate::legion::backend(None),
+        Target::Legion => crate::common::legion::backend(None),
     }
 }
 
@@ -319,7 +319,7 @@ pub(crate) fn failures_lose_only_what_depends_on_them(target: Target, cases: u32
 fn failures_in_fused_windows_lose_only_what_depends_on_them() {
     failures_lose_only_what_depends_on_them(
         Target::Embedded,
-        crate::fusion::cases_from_env("DIFFUSE_FAILURE_CASES", 200),
+        crate::common::streams::cases_from_env("DIFFUSE_FAILURE_CASES", 200),
     );
 }
 
@@ -396,6 +396,6 @@ fn a_value_fused_with_a_failed_allocation_keeps_its_value() {
 fn failures_in_fused_windows_lose_only_what_depends_on_them_on_legion() {
     failures_lose_only_what_depends_on_them(
         Target::Legion,
-        crate::fusion::cases_from_env("DIFFUSE_FAILURE_CASES", 60),
+        crate::common::streams::cases_from_env("DIFFUSE_FAILURE_CASES", 60),
     );
 }

@@ -3,7 +3,7 @@
 
 use diffuse_ir::{DType, IndexTask, IrError, Partition, Privilege, Tuple};
 
-use crate::{ctx, fill_kind, scale_by_store_kind};
+use crate::common::{ctx, fill_kind, scale_by_store_kind};
 
 #[test]
 fn zero_d_store_write_and_read_scalar() {

@@ -3,7 +3,7 @@
 
 use diffuse_ir::{DType, IndexTask, IrError, Privilege, Tuple, View};
 
-use crate::{copy_kind, ctx, fill_kind};
+use crate::common::{copy_kind, ctx, fill_kind};
 
 fn view(store: &diffuse_ir::Store, offset: &[i64], shape: &[i64]) -> View {
     View::new(

@@ -16,29 +16,10 @@ use diffuse::{
 use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 use diffuse_jit::Jit;
 
-use crate::faults::{launch_1d, panic_at_kind};
-use crate::fusion::{cases_from_env, run_property, On};
-use crate::{add_kind, name};
-
-/// A new Legion backend on the process's runtime (two CPU processors; one per process in a
-/// run of several processes, which share this machine's cores).
-pub(crate) fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
-    let distributed = diffuse::legion::Cluster::from_env().is_ok_and(|c| c.is_distributed());
-    let mut config = LegionConfig {
-        cpus: Some(if distributed { 1 } else { 2 }),
-        sysmem_mib: Some(2048),
-        ..Default::default()
-    };
-    if let Some(s) = strip_bytes {
-        config.strip_bytes = s;
-    }
-    Arc::new(LegionBackend::start(&config).expect("the Legion backend starts"))
-}
-
-/// A Legion backend for the differential property.
-pub(crate) fn backend(strip_bytes: Option<usize>) -> Arc<dyn Backend> {
-    legion(strip_bytes)
-}
+use crate::common::faults::{launch_1d, panic_at_kind};
+use crate::common::legion::legion;
+use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::{add_kind, name};
 
 #[test]
 fn fused_streams_match_unfused_and_sequential_on_legion() {
@@ -240,7 +221,7 @@ fn a_store_past_legions_system_memory_is_out_of_memory_and_legion_goes_on() {
 /// `out[p] = p + 1` for each point `p`, taking 20 ms per point.
 fn nap_kind() -> Arc<diffuse_ir::TaskKind> {
     static K: std::sync::OnceLock<Arc<diffuse_ir::TaskKind>> = std::sync::OnceLock::new();
-    crate::kind_once(
+    crate::common::kind_once(
         &K,
         || diffuse_ir::TaskKind::builder(name("nap")).arg("out", DType::F64, Privilege::Write),
         |t| {
@@ -360,13 +341,13 @@ fn configurations_past_legions_limits_are_errors_naming_flag_value_and_limit() {
     assert_eq!(legion(None).machine().cpus(), 2);
 }
 
-/// Runs the test binary's `legion::start_with_flags_from_env` with `flags` in a process of its
+/// Runs the test binary's `backend::start_with_flags_from_env` with `flags` in a process of its
 /// own, returning its exit code and standard error.
 fn start_in_a_process_of_its_own(flags: &str) -> (Option<i32>, String) {
     let this = std::env::current_exe().expect("the test binary knows its path");
     let output = std::process::Command::new(this)
         .args([
-            "legion::start_with_flags_from_env",
+            "backend::start_with_flags_from_env",
             "--exact",
             "--ignored",
             "--nocapture",

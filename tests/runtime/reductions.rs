@@ -8,7 +8,7 @@ use diffuse_ir::{
     Projection, ReductionOp, Store, TaskKind, Tuple, View,
 };
 
-use crate::{ctx, kind_once, name, reduce_all_kind, row_sum_kind};
+use crate::common::{ctx, kind_once, name, reduce_all_kind, row_sum_kind};
 
 /// Integer-valued data (exact in f64 whatever the summation order).
 fn int_data(len: usize, seed: i64) -> Vec<f64> {

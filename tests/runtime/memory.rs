@@ -6,7 +6,7 @@ use std::sync::Arc;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{Context, DType, IndexTask, IrError, Partition, Privilege, ReductionOp, Tuple};
 
-use crate::{add_kind, reduce_all_kind, unfused};
+use crate::common::{add_kind, reduce_all_kind, unfused};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
     let b = Arc::new(
@@ -193,7 +193,7 @@ fn empty_stores_count_no_bytes() {
 fn fill(c: &Context, view: &diffuse_ir::View, launch: &[i64], v: f64) {
     let launch = Tuple::shape(launch).unwrap();
     c.submit(
-        IndexTask::new(&crate::fill_kind(), launch)
+        IndexTask::new(&crate::common::fill_kind(), launch)
             .arg(
                 view.store(),
                 view.blocked(launch).unwrap(),
@@ -362,7 +362,7 @@ proptest::proptest! {
                                 .arg(&stores[y], stores[y].view().blocked(launch).unwrap(), Privilege::Read)
                                 .arg(&zero, zero.view().blocked(launch).unwrap(), Privilege::Read);
                             c.submit(copy).and_then(|()| {
-                                let add = IndexTask::new(&crate::add_assign_kind(), launch)
+                                let add = IndexTask::new(&crate::common::add_assign_kind(), launch)
                                     .arg(&stores[x], stores[x].view().blocked(launch).unwrap(), Privilege::ReadWrite)
                                     .arg(&src, src.view().blocked(launch).unwrap(), Privilege::Read);
                                 c.submit(add)

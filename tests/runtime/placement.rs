@@ -11,7 +11,7 @@ use diffuse::{
 use diffuse_ir::{Context, IndexTask, IrError, Privilege, Tuple};
 use diffuse_mapper::machine::Machine;
 
-use crate::{add_kind, name};
+use crate::common::{add_kind, name};
 
 /// Two nodes of two processors; `source` maps the tasks.
 fn rig(source: &str, fusion: FusionConfig) -> (Context, Arc<MapplePlacement>) {

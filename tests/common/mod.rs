@@ -1,41 +1,17 @@
-//! Integration tests of the embedded backend: it must execute `diffuse-ir` index tasks with
-//! exactly the semantics of a plain sequential evaluation, whatever the processor count.
+//! Helpers shared by the test binaries: contexts over the embedded backend, the task kinds
+//! every test uses (registered once per process, since the task-kind registry rejects
+//! duplicate names), and the modules below.
 //!
-//! Task kinds live in a process-wide registry that rejects duplicate names, so every kind used
-//! here is registered once (behind a `OnceLock`) by the helpers below and shared by all tests.
-//! The kinds the fusion tests use have MLIR generators (tests/embedded/generators.rs), so
-//! fused tasks of them run JIT-compiled kernels on backends with a JIT (the default) and
-//! their native variants in runtimes without one (`RuntimeConfig::jit: None`).
+//! The kinds have MLIR generators ([`generators`]), so fused tasks of them run JIT-compiled
+//! kernels on backends with a JIT (the default) and their native variants in runtimes without
+//! one (`RuntimeConfig::jit: None`).
 
-// Helpers return `IrError`, which is large by design (see the IR crate).
-#![allow(clippy::result_large_err)]
-
-#[path = "embedded/distributed.rs"]
-mod distributed;
-#[path = "embedded/elementwise_prop.rs"]
-mod elementwise_prop;
-#[path = "embedded/failures.rs"]
-mod failures;
-#[path = "embedded/faults.rs"]
-mod faults;
-#[path = "embedded/float_errors.rs"]
-mod float_errors;
-#[path = "embedded/fusion.rs"]
-mod fusion;
-#[path = "embedded/generators.rs"]
-mod generators;
-#[path = "embedded/legion.rs"]
-mod legion;
-#[path = "embedded/memory.rs"]
-mod memory;
-#[path = "embedded/placement.rs"]
-mod placement;
-#[path = "embedded/reductions.rs"]
-mod reductions;
-#[path = "embedded/scalars.rs"]
-mod scalars;
-#[path = "embedded/views.rs"]
-mod views;
+pub mod faults;
+pub mod fp;
+pub mod fusion;
+pub mod generators;
+pub mod legion;
+pub mod streams;
 
 use std::sync::{Arc, OnceLock};
 
@@ -86,7 +62,7 @@ pub fn random_data_in(len: usize, seed: u64, magnitude: f64) -> Vec<f64> {
 }
 
 /// Registers `builder` with `kernel` once per process; later calls return the same kind.
-fn kind_once(
+pub fn kind_once(
     slot: &'static OnceLock<Arc<TaskKind>>,
     builder: impl FnOnce() -> TaskKindBuilder,
     kernel: impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
@@ -97,7 +73,7 @@ fn kind_once(
 /// The prefix of every kind name registered by this test binary.
 pub const PREFIX: &str = "embedded_test.";
 
-fn name(short: &str) -> String {
+pub fn name(short: &str) -> String {
     format!("{PREFIX}{short}")
 }
 

@@ -15,9 +15,10 @@ use diffuse::{Backend, FusionConfig, MapplePlacement, Placement, Runtime, Runtim
 use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, Tuple};
 use diffuse_jit::Jit;
 
-use crate::fusion::{cases_from_env, run_property, On};
-use crate::legion::{add_over_eight, legion};
-use crate::{name, reduce_all_kind};
+use crate::backend::add_over_eight;
+use crate::common::legion::legion;
+use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::{name, reduce_all_kind};
 
 /// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
 /// output shown, each line prefixed `[rank K]`.

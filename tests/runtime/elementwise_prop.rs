@@ -9,7 +9,7 @@ use diffuse_ir::{IndexTask, IrError, Privilege, Store, TaskKind, Tuple, View};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::{add_assign_kind, add_kind, axpy_kind, copy_kind, ctx, mul_kind};
+use crate::common::{add_assign_kind, add_kind, axpy_kind, copy_kind, ctx, mul_kind};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
@@ -165,9 +165,9 @@ struct Plan {
     procs: usize,
 }
 
-/// Random values in [-10, 10) (see [`crate::random_data_in`]).
+/// Random values in [-10, 10) (see [`crate::common::random_data_in`]).
 fn random_data(len: usize, seed: u64) -> Vec<f64> {
-    crate::random_data_in(len, seed, 10.0)
+    crate::common::random_data_in(len, seed, 10.0)
 }
 
 fn plan(raw: &RawCase) -> Plan {

@@ -7,43 +7,8 @@ use std::sync::{Arc, OnceLock};
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{DType, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
 
-use crate::{ctx, kind_once, name};
-
-/// Writes `point[0] + 1` over its tile of argument 0, then, if bit `point[0]` of scalar 0
-/// is set, fails: by returning an error, or by panicking when `panics`.
-fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool) -> Arc<TaskKind> {
-    kind_once(
-        slot,
-        || {
-            TaskKind::builder(name(short))
-                .arg("out", DType::F64, Privilege::Write)
-                .scalar(DType::I64)
-        },
-        move |t| {
-            let mask = t.scalar::<i64>(0)?;
-            let p = t.point()[0];
-            let mut out = t.write::<f64>(0)?;
-            out.row_mut(0).fill(p as f64 + 1.0);
-            if mask & (1 << p) != 0 {
-                if panics {
-                    panic!("injected panic {p}");
-                }
-                return Err(t.error(format!("injected failure {p}")));
-            }
-            Ok(())
-        },
-    )
-}
-
-fn fail_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    faulty_kind(&K, "fail_at", false)
-}
-
-pub(crate) fn panic_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    faulty_kind(&K, "panic_at", true)
-}
+use crate::common::faults::{fail_at_kind, launch_1d, panic_at_kind};
+use crate::common::{ctx, kind_once, name};
 
 /// Asks for its f64 argument as f32: the kernel API refuses.
 fn wrong_type_kind() -> Arc<TaskKind> {
@@ -53,23 +18,6 @@ fn wrong_type_kind() -> Arc<TaskKind> {
         || TaskKind::builder(name("wrong_type")).arg("x", DType::F64, Privilege::Read),
         |t| t.read::<f32>(0).map(|_| ()),
     )
-}
-
-pub(crate) fn launch_1d(
-    c: &diffuse_ir::Context,
-    kind: &Arc<TaskKind>,
-    out: &diffuse_ir::Store,
-    points: i64,
-    mask: i64,
-) -> Result<(), IrError> {
-    let launch = Tuple::shape(&[points]).unwrap();
-    c.submit(
-        IndexTask::new(kind, launch)
-            .arg(out, out.view().blocked(launch).unwrap(), Privilege::Write)
-            .scalar(mask),
-    )?;
-    // With a window the task may still be buffered: kernel faults surface at the flush.
-    c.flush_window()
 }
 
 #[test]
@@ -247,7 +195,7 @@ fn executor_rejects_bad_boxes_lengths_and_types() {
         })
         .unwrap(),
     );
-    let c = crate::unfused(backend.clone());
+    let c = crate::common::unfused(backend.clone());
     assert_eq!(c.executor_name(), "embedded");
     let x = c.store_from_vec(&[4], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();
     let r = x.task_ref();

@@ -1,0 +1,61 @@
+//! Kinds that fail or panic at chosen points, and a launch of them, for the fault tests of
+//! both backends.
+
+use std::sync::{Arc, OnceLock};
+
+use diffuse_ir::{DType, IndexTask, IrError, Privilege, TaskKind, Tuple};
+
+use super::{kind_once, name};
+
+/// Writes `point[0] + 1` over its tile of argument 0, then, if bit `point[0]` of scalar 0
+/// is set, fails: by returning an error, or by panicking when `panics`.
+fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool) -> Arc<TaskKind> {
+    kind_once(
+        slot,
+        || {
+            TaskKind::builder(name(short))
+                .arg("out", DType::F64, Privilege::Write)
+                .scalar(DType::I64)
+        },
+        move |t| {
+            let mask = t.scalar::<i64>(0)?;
+            let p = t.point()[0];
+            let mut out = t.write::<f64>(0)?;
+            out.row_mut(0).fill(p as f64 + 1.0);
+            if mask & (1 << p) != 0 {
+                if panics {
+                    panic!("injected panic {p}");
+                }
+                return Err(t.error(format!("injected failure {p}")));
+            }
+            Ok(())
+        },
+    )
+}
+
+pub fn fail_at_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    faulty_kind(&K, "fail_at", false)
+}
+
+pub fn panic_at_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    faulty_kind(&K, "panic_at", true)
+}
+
+pub fn launch_1d(
+    c: &diffuse_ir::Context,
+    kind: &Arc<TaskKind>,
+    out: &diffuse_ir::Store,
+    points: i64,
+    mask: i64,
+) -> Result<(), IrError> {
+    let launch = Tuple::shape(&[points]).unwrap();
+    c.submit(
+        IndexTask::new(kind, launch)
+            .arg(out, out.view().blocked(launch).unwrap(), Privilege::Write)
+            .scalar(mask),
+    )?;
+    // With a window the task may still be buffered: kernel faults surface at the flush.
+    c.flush_window()
+}

@@ -1,0 +1,306 @@
+//! Fused tasks whose constituents all have MLIR generators run JIT-compiled kernels: a compile
+//! failure falls back to native kernels (counted once per signature), a broadcast row (unit
+//! dimensions) and reductions by every operator (signed zeros, NaN) run compiled, and two
+//! regressions: two reductions into one store fold constituent by constituent, and a store
+//! overwritten after a constituent read it keeps the read value.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::common::fusion::*;
+use crate::stencil::*;
+use diffuse::FusionConfig;
+use diffuse_ir::{
+    IndexTask, Partition, Privilege, ProjComponent, Projection, ReductionOp, Store, TaskKind, Tuple,
+};
+use diffuse_jit::Jit;
+
+use crate::common::{binary_kind, reduce_all_kind, Arith};
+
+// ---------------------------------------------------------------------------------------------
+// The JIT: fused tasks whose constituents all have MLIR generators run compiled kernels.
+// ---------------------------------------------------------------------------------------------
+
+/// Element-wise `out = a + b` whose MLIR generator emits an operation MLIR does not know:
+/// every kernel with it fails to compile.
+fn broken_add_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    const BROKEN_ADD: Arith = Arith {
+        native: |_, a, b| a + b,
+        mlir: "%r = arith.no_such_operation %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+        scaled: false,
+    };
+    binary_kind(&K, "fusion.broken_add", true, BROKEN_ADD)
+}
+
+/// A kernel that fails to compile leaves its fused task on the native path, with the same
+/// results; the failure is counted (and logged) once per signature, however often the fused
+/// task runs and in however many runtimes.
+#[test]
+fn a_compile_failure_falls_back_to_native_kernels() {
+    let (n, iters) = (12, 4);
+    let (off, _) = run_stencil(n, iters, FusionConfig::off(), None, None);
+    let jit = Arc::new(Jit::new());
+    for runtime in 0..2 {
+        let (on, r) = run_stencil_adding_with(
+            n,
+            iters,
+            fused(Some(6)),
+            None,
+            Some(jit.clone()),
+            &broken_add_kind(),
+        );
+        assert_eq!(
+            bits(&on),
+            bits(&off),
+            "runtime {runtime}: JIT on vs fusion off"
+        );
+        let runs = r.observed.take_fused();
+        assert_eq!(runs.len(), iters, "runtime {runtime}: fused tasks");
+        assert_eq!(r.backend.stats().compiled_points, 0, "runtime {runtime}");
+        let stats = jit.stats();
+        assert_eq!(
+            (stats.kernels_compiled, stats.compile_failures),
+            (0, 1),
+            "runtime {runtime}: {stats:?}"
+        );
+    }
+}
+
+/// `acc += sum(a)`, `acc += sum(c)` fused into one task over one point, with data whose
+/// total depends on the order of additions: the compiled task must fold constituent by
+/// constituent, as the unfused tasks and the native fused path do
+/// (`(acc + sum(a)) + sum(c)`), not run both reductions through one accumulator
+/// (`acc + ((sum(a) + c0) + c1)`).
+#[test]
+fn two_reductions_into_one_store_fold_constituent_by_constituent() {
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
+        let r = rig(1, fusion, None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[1]).unwrap();
+        let a = c.store_from_vec(&[1], vec![1e16]).unwrap();
+        let b = c.store_from_vec(&[2], vec![1.0, 1.0]).unwrap();
+        let acc = c.store_from_vec(&[], vec![0.0f64]).unwrap();
+        for input in [&a, &b] {
+            c.submit(
+                IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
+                    .arg(
+                        input,
+                        input.view().blocked(launch).unwrap(),
+                        Privilege::Read,
+                    )
+                    .arg(
+                        &acc,
+                        Partition::replicate(),
+                        Privilege::Reduce(ReductionOp::Sum),
+                    ),
+            )
+            .unwrap();
+        }
+        c.flush_window().unwrap();
+        let total = c.read_scalar::<f64>(&acc.view()).unwrap();
+        (
+            total,
+            r.backend.stats().tasks_executed,
+            r.backend.stats().compiled_points,
+        )
+    };
+    let want = 1e16f64 + 2.0;
+    assert_ne!(((1e16f64 + 1.0) + 1.0).to_bits(), want.to_bits());
+    assert_eq!(run(FusionConfig::off(), None), (want, 2, 0), "fusion off");
+    for (what, jit) in native_and_jit() {
+        let compiled = u64::from(jit.is_some());
+        assert_eq!(run(fused(Some(4)), jit), (want, 1, compiled), "{what}");
+    }
+}
+
+/// `t = a + a` (a temporary), `a = b * b`, `d = t * t` in one fused task: `d` must see the
+/// `a` of before the overwrite, also when the compiled kernel fuses the loops (the read of
+/// `a` then moves into `d`'s loop, after `a`'s).
+#[test]
+fn a_store_overwritten_after_a_read_in_a_fused_task_keeps_the_read_value() {
+    let n = 8usize;
+    let (x, y) = (random_data(n, 11), random_data(n, 12));
+    let want: Vec<f64> = x.iter().map(|v| (v + v) * (v + v)).collect();
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.is_some();
+        let r = rig(2, fused(Some(8)), None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2]).unwrap();
+        let part = |s: &Store| s.view().blocked(launch).unwrap();
+        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
+        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
+        let (t, d) = (whole(c, &[n as i64]), whole(c, &[n as i64]));
+        let binary = |kind: &Arc<TaskKind>, out: &Store, lhs: &Store, rhs: &Store| {
+            c.submit(
+                IndexTask::new(kind, launch)
+                    .arg(out, part(out), Privilege::Write)
+                    .arg(lhs, part(lhs), Privilege::Read)
+                    .arg(rhs, part(rhs), Privilege::Read),
+            )
+            .unwrap();
+        };
+        binary(&ew_add_kind(), &t, &a, &a);
+        binary(&ew_mul_kind(), &a, &b, &b);
+        binary(&ew_mul_kind(), &d, &t, &t);
+        drop(t);
+        c.flush_window().unwrap();
+        assert_eq!(r.backend.stats().tasks_executed, 1, "{what}: not fused");
+        assert_eq!(
+            r.backend.stats().compiled_points,
+            if compiles { 2 } else { 0 },
+            "{what}"
+        );
+        assert_eq!(
+            bits(&c.read::<f64>(&d.view()).unwrap()),
+            bits(&want),
+            "{what}: d"
+        );
+        let squares: Vec<f64> = y.iter().map(|v| v * v).collect();
+        assert_eq!(
+            bits(&c.read::<f64>(&a.view()).unwrap()),
+            bits(&squares),
+            "{what}: a"
+        );
+    }
+}
+
+/// `t = a + row` (`row` a `1 x n` store whose column blocks every point row reads, broadcast
+/// down the rows; `t` a temporary), `out = t * t`: the compiled kernel broadcasts `row`
+/// through its unit dimension and computes what the native path and the model compute.
+#[test]
+fn a_broadcast_row_runs_compiled() {
+    let (m, n) = (6i64, 8i64);
+    let (x, y) = (
+        random_data((m * n) as usize, 21),
+        random_data(n as usize, 22),
+    );
+    let want: Vec<f64> = (0..(m * n) as usize)
+        .map(|k| {
+            let v = x[k] + y[k % n as usize];
+            v * v
+        })
+        .collect();
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.is_some();
+        let r = rig(2, fused(Some(4)), None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2, 2]).unwrap();
+        let part = |s: &Store| s.view().blocked(launch).unwrap();
+        let a = c.store_from_vec(&[m, n], x.clone()).unwrap();
+        let row = c.store_from_vec(&[1, n], y.clone()).unwrap();
+        let columns = Partition::tiling(
+            Tuple::shape(&[1, n / 2]).unwrap(),
+            Tuple::new(&[0, 0]).unwrap(),
+            Projection::new(2, &[ProjComponent::Const(0), ProjComponent::Dim(1)]).unwrap(),
+        )
+        .unwrap();
+        let (t, out) = (whole(c, &[m, n]), whole(c, &[m, n]));
+        c.submit(
+            IndexTask::new(&ew_add_row_kind(), launch)
+                .arg(&t, part(&t), Privilege::Write)
+                .arg(&a, part(&a), Privilege::Read)
+                .arg(&row, columns, Privilege::Read),
+        )
+        .unwrap();
+        c.submit(
+            IndexTask::new(&ew_mul_kind(), launch)
+                .arg(&out, part(&out), Privilege::Write)
+                .arg(&t, part(&t), Privilege::Read)
+                .arg(&t, part(&t), Privilege::Read),
+        )
+        .unwrap();
+        drop(t);
+        c.flush_window().unwrap();
+        let runs = r.observed.take_fused();
+        assert_eq!(runs.len(), 1, "{what}: not fused");
+        assert_eq!(runs[0].temporaries, 1, "{what}");
+        assert_eq!(
+            runs[0].compiled_points,
+            if compiles { 4 } else { 0 },
+            "{what}"
+        );
+        assert_eq!(
+            bits(&c.read::<f64>(&out.view()).unwrap()),
+            bits(&want),
+            "{what}"
+        );
+    }
+}
+
+/// Whole reductions by every operator, each into its own 0-d store, fused into one compiled
+/// task, agree bit for bit with the native fused path on data where the operators' corner
+/// cases show: `min` and `max` keep the first of equal values (`0.0` then `-0.0` gives
+/// `0.0`), NaN wins.
+#[test]
+fn reductions_by_every_operator_run_compiled() {
+    const OPS: [ReductionOp; 4] = [
+        ReductionOp::Sum,
+        ReductionOp::Prod,
+        ReductionOp::Min,
+        ReductionOp::Max,
+    ];
+    let zeros = [0.0, -0.0, 2.0, 3.0, -0.0, 0.0, 1.0, 5.0];
+    let negated = zeros.map(|v: f64| -v);
+    let nan = [
+        1.0,
+        f64::NAN,
+        -0.0,
+        f64::INFINITY,
+        0.0,
+        3.0,
+        -2.0,
+        f64::NEG_INFINITY,
+    ];
+    // (data, the stores' initial value, the operator whose result's sign tells the fold).
+    let cases = [
+        (zeros, 1.0, Some((ReductionOp::Min, 0.0f64))),
+        (negated, -1.0, Some((ReductionOp::Max, -0.0))),
+        (nan, 1.0, None),
+    ];
+    for (data, init, signed_zero) in cases {
+        let mut results = Vec::new();
+        for (what, jit) in native_and_jit() {
+            let compiles = jit.is_some();
+            let r = rig(2, fused(Some(8)), None, jit);
+            let c = &r.ctx;
+            let launch = Tuple::shape(&[2]).unwrap();
+            let x = c.store_from_vec(&[8], data.to_vec()).unwrap();
+            let accs: Vec<Store> = OPS
+                .iter()
+                .map(|_| c.store_from_vec(&[], vec![init]).unwrap())
+                .collect();
+            for (op, acc) in OPS.into_iter().zip(&accs) {
+                c.submit(
+                    IndexTask::new(&reduce_all_kind(op), launch)
+                        .arg(&x, x.view().blocked(launch).unwrap(), Privilege::Read)
+                        .arg(acc, Partition::replicate(), Privilege::Reduce(op)),
+                )
+                .unwrap();
+            }
+            c.flush_window().unwrap();
+            assert_eq!(r.backend.stats().tasks_executed, 1, "{what}: not fused");
+            // With NaN and infinities the product raises a real floating-point exception;
+            // such a fused point runs again natively so that the report names the operation
+            // (see `PointRunner::run`), so only the other cases keep compiled points.
+            let raised = !r.backend.take_fp_errors().is_empty();
+            assert_eq!(raised, signed_zero.is_none(), "{what}: exceptions");
+            assert_eq!(
+                r.backend.stats().compiled_points,
+                if compiles && !raised { 2 } else { 0 },
+                "{what}"
+            );
+            let totals: Vec<f64> = accs
+                .iter()
+                .map(|a| c.read_scalar::<f64>(&a.view()).unwrap())
+                .collect();
+            results.push(bits(&totals));
+        }
+        assert_eq!(results[0], results[1], "{data:?}: JIT off vs on");
+        if let Some((op, want)) = signed_zero {
+            let i = OPS.iter().position(|&o| o == op).unwrap();
+            assert_eq!(results[0][i], want.to_bits(), "{data:?}: {op:?}");
+        } else {
+            assert!(results[0].iter().all(|&b| b == f64::NAN.to_bits()));
+        }
+    }
+}

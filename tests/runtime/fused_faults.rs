@@ -1,0 +1,124 @@
+//! Kernel faults inside a fused task surface at the flush, naming the constituent and the
+//! point, and the context keeps working afterwards.
+
+use crate::common::fusion::*;
+use diffuse_ir::{Context, IndexTask, IrError, Privilege, Store, Tuple};
+
+// ---------------------------------------------------------------------------------------------
+// Faults inside a fused task.
+// ---------------------------------------------------------------------------------------------
+
+/// `t = x + x` (fresh), `u = fail_at(t)` (fresh), `v = u * u` (kept), all on 4 points and
+/// buffered in one window; `t` and `u` dropped. Returns the flush's result and `v`'s handle.
+fn faulty_chain(c: &Context, x: &Store, mask: i64, panics: bool) -> (Result<(), IrError>, Store) {
+    let n = x.shape()[0];
+    let launch = Tuple::shape(&[4]).unwrap();
+    let part = |s: &Store| s.view().blocked(launch).unwrap();
+    let (t, u, v) = (whole(c, &[n]), whole(c, &[n]), whole(c, &[n]));
+    c.submit(
+        IndexTask::new(&ew_add_kind(), launch)
+            .arg(&t, part(&t), Privilege::Write)
+            .arg(x, part(x), Privilege::Read)
+            .arg(x, part(x), Privilege::Read),
+    )
+    .unwrap();
+    c.submit(
+        IndexTask::new(&fail_at_kind(), launch)
+            .arg(&u, part(&u), Privilege::Write)
+            .arg(&t, part(&t), Privilege::Read)
+            .scalar(mask)
+            .scalar(panics),
+    )
+    .unwrap();
+    c.submit(
+        IndexTask::new(&ew_mul_kind(), launch)
+            .arg(&v, part(&v), Privilege::Write)
+            .arg(&u, part(&u), Privilege::Read)
+            .arg(&u, part(&u), Privilege::Read),
+    )
+    .unwrap();
+    drop((t, u));
+    (c.flush_window(), v)
+}
+
+#[test]
+fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
+    let n = 16usize;
+    let data = random_data(n, 5);
+    let want: Vec<f64> = data.iter().map(|x| (x + x) * (x + x)).collect();
+    let fused_name = format!(
+        "{}+{}+{} (temporaries: 2)",
+        ew_add_kind().name(),
+        fail_at_kind().name(),
+        ew_mul_kind().name()
+    );
+    for strip_bytes in [None, Some(8)] {
+        for panics in [false, true] {
+            let what = format!("strip_bytes {strip_bytes:?}, panics {panics}");
+            let r = rig(2, fused(Some(8)), strip_bytes, None);
+            r.runtime.record_streams(true);
+            let c = &r.ctx;
+            let x = c.store_from_vec(&[n as i64], data.clone()).unwrap();
+            let (result, lost) = faulty_chain(c, &x, 1 << 2, panics);
+            let err = result.expect_err(&what);
+            let IrError::Kernel(k) = &err else {
+                panic!("{what}: expected IrError::Kernel, got {err:?}");
+            };
+            assert_eq!(k.kind, fail_at_kind().name(), "{what}");
+            assert_eq!(k.point.as_slice(), &[2], "{what}");
+            let reason = if panics {
+                "injected fused panic 2"
+            } else {
+                "injected fused failure 2"
+            };
+            assert!(k.reason.contains(reason), "{what}: {}", k.reason);
+            let executed: Vec<String> = r
+                .runtime
+                .take_stream_log()
+                .into_iter()
+                .flat_map(|f| f.executed)
+                .collect();
+            // The fused task failed; its constituents ran again one by one to find the one
+            // that fails (`mul` reads its lost result, so it does not run).
+            assert_eq!(
+                executed,
+                vec![
+                    fused_name.clone(),
+                    ew_add_kind().name().to_string(),
+                    fail_at_kind().name().to_string()
+                ],
+                "{what}: not fused, or not recovered"
+            );
+            // `v` depends on the failure: reading it reports the failure.
+            let poisoned = c.read::<f64>(&lost.view()).expect_err(&what);
+            let IrError::Poisoned { store, task, .. } = &poisoned else {
+                panic!("{what}: expected IrError::Poisoned, got {poisoned:?}");
+            };
+            assert_eq!(
+                (*store, task.as_str()),
+                (lost.id(), fail_at_kind().name()),
+                "{what}"
+            );
+            assert!(
+                matches!(poisoned.root_cause(), IrError::Kernel(k) if k.point.as_slice() == [2])
+            );
+            assert!(poisoned.to_string().contains(reason), "{what}: {poisoned}");
+
+            // The context still works: the same chain without the fault, and host copies.
+            let (result, v) = faulty_chain(c, &x, 0, panics);
+            result.unwrap_or_else(|e| panic!("{what}: clean chain failed: {e}"));
+            assert_eq!(
+                bits(&c.read::<f64>(&v.view()).unwrap()),
+                bits(&want),
+                "{what}"
+            );
+            c.write(&x.view(), vec![1.0; n]).unwrap();
+            assert_eq!(c.read::<f64>(&x.view()).unwrap(), vec![1.0; n], "{what}");
+            assert_eq!(
+                r.backend.stats().strip_points > 0,
+                strip_bytes.is_some(),
+                "{what}: strips"
+            );
+        }
+    }
+}
