@@ -6,31 +6,19 @@ use std::sync::{Arc, OnceLock};
 use diffuse::backend::point::fp::FpFlags;
 use diffuse_ir::{Context, DType, IndexTask, Privilege, Store, TaskKind, Tuple};
 
-use super::{binary_kind, Arith, ADD, MUL, PREFIX};
+use super::fusion::{ew_add_kind, ew_mul_kind};
+use super::{binary_kind, Arith, PREFIX};
 
 /// `a / b` of a binary kind.
-const DIV: Arith = Arith {
-    native: |_, a, b| a / b,
-    mlir: "%r = arith.divf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
-    scaled: false,
-};
+const DIV: Arith = Arith::plain(
+    |_, a, b| a / b,
+    "%r = arith.divf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// `out = a / b`, element-wise (fuses, runs in strips natively).
 pub fn div_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     binary_kind(&K, "fp_div", true, DIV)
-}
-
-/// `out = a * b`, element-wise.
-pub fn mul_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_mul", true, MUL)
-}
-
-/// `out = a + b`, element-wise.
-pub fn add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_add", true, ADD)
 }
 
 pub const N: usize = 256;
@@ -77,7 +65,7 @@ pub fn chain(ctx: &Context, a: f64, b: f64) -> Vec<f64> {
         filled(ctx, 1.0),
     );
     let q = apply(ctx, &div_kind(), &a, &b);
-    let p = apply(ctx, &mul_kind(), &q, &two);
-    let r = apply(ctx, &add_kind(), &p, &one);
+    let p = apply(ctx, &ew_mul_kind(), &q, &two);
+    let r = apply(ctx, &ew_add_kind(), &p, &one);
     ctx.read::<f64>(&r.view()).unwrap()
 }

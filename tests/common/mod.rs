@@ -32,16 +32,25 @@ pub fn ctx(procs: usize) -> Context {
     .expect("embedded backend starts")
 }
 
-/// A context that runs every task unfused on `backend` (so tests can also call the backend
-/// directly).
-pub fn unfused(backend: std::sync::Arc<diffuse::EmbeddedBackend>) -> Context {
-    Context::new(std::sync::Arc::new(diffuse::Runtime::new(
+/// A runtime that runs every task unfused on `backend` (so tests can also call the backend
+/// directly), placing points by `placement` when given.
+pub fn unfused_runtime(
+    backend: Arc<dyn diffuse::Backend>,
+    placement: Option<Arc<dyn diffuse::Placement>>,
+) -> Arc<diffuse::Runtime> {
+    Arc::new(diffuse::Runtime::new(
         backend,
         diffuse::RuntimeConfig {
             fusion: diffuse::FusionConfig::off(),
+            placement,
             ..Default::default()
         },
-    )))
+    ))
+}
+
+/// A context that runs every task unfused on `backend`.
+pub fn unfused(backend: Arc<dyn diffuse::Backend>) -> Context {
+    Context::new(unfused_runtime(backend, None))
 }
 
 /// `len` deterministic values in `[-magnitude, magnitude)` with full 53-bit mantissas (from
@@ -90,47 +99,58 @@ pub struct Arith {
     pub scaled: bool,
 }
 
+impl Arith {
+    /// An operation without the scalar `s`.
+    pub const fn plain(native: fn(f64, f64, f64) -> f64, mlir: &'static str) -> Arith {
+        Arith {
+            native,
+            mlir,
+            scaled: false,
+        }
+    }
+
+    /// An operation of the scalar `s`.
+    pub const fn scaled(native: fn(f64, f64, f64) -> f64, mlir: &'static str) -> Arith {
+        Arith {
+            native,
+            mlir,
+            scaled: true,
+        }
+    }
+}
+
 /// `a + b` of a binary kind.
-pub const ADD: Arith = Arith {
-    native: |_, a, b| a + b,
-    mlir: "%r = arith.addf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
-    scaled: false,
-};
+pub const ADD: Arith = Arith::plain(
+    |_, a, b| a + b,
+    "%r = arith.addf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// `a * b` of a binary kind.
-pub const MUL: Arith = Arith {
-    native: |_, a, b| a * b,
-    mlir: "%r = arith.mulf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
-    scaled: false,
-};
+pub const MUL: Arith = Arith::plain(
+    |_, a, b| a * b,
+    "%r = arith.mulf %x0, %x1 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// `s * a + b` of a binary kind: a multiplication, then an addition (no FMA).
-pub const AXPY: Arith = Arith {
-    native: |s, a, b| s * a + b,
-    mlir: "%p = arith.mulf %s0, %x0 : {T}\n%r = arith.addf %p, %x1 : {T}\nlinalg.yield %r : {T}",
-    scaled: true,
-};
+pub const AXPY: Arith = Arith::scaled(
+    |s, a, b| s * a + b,
+    "%p = arith.mulf %s0, %x0 : {T}\n%r = arith.addf %p, %x1 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// `a` of a unary kind.
-pub const COPY: Arith = Arith {
-    native: |_, _, a| a,
-    mlir: "linalg.yield %x0 : {T}",
-    scaled: false,
-};
+pub const COPY: Arith = Arith::plain(|_, _, a| a, "linalg.yield %x0 : {T}");
 
 /// `s * a` of a unary kind.
-pub const SCALE: Arith = Arith {
-    native: |s, _, a| s * a,
-    mlir: "%r = arith.mulf %s0, %x0 : {T}\nlinalg.yield %r : {T}",
-    scaled: true,
-};
+pub const SCALE: Arith = Arith::scaled(
+    |s, _, a| s * a,
+    "%r = arith.mulf %s0, %x0 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// `out + a` of a unary kind (for `ReadWrite` or `Reduce(Sum)` outputs).
-pub const ACCUMULATE: Arith = Arith {
-    native: |_, o, a| o + a,
-    mlir: "%r = arith.addf %o, %x0 : {T}\nlinalg.yield %r : {T}",
-    scaled: false,
-};
+pub const ACCUMULATE: Arith = Arith::plain(
+    |_, o, a| o + a,
+    "%r = arith.addf %o, %x0 : {T}\nlinalg.yield %r : {T}",
+);
 
 /// An aligned `out = op(s, a, b)` kind (W, R, R), declared element-wise (so fused groups of
 /// it may run in strips) when `elementwise`.

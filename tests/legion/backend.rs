@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use diffuse::backend::{ProcKind, Processor};
 use diffuse::{
-    Backend, FusionConfig, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime,
-    RuntimeConfig,
+    Backend, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
 };
 use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 use diffuse_jit::Jit;
@@ -19,6 +18,7 @@ use diffuse_jit::Jit;
 use crate::common::faults::{launch_1d, panic_at_kind};
 use crate::common::legion::legion;
 use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::unfused_runtime;
 use crate::common::{add_kind, name};
 
 #[test]
@@ -102,14 +102,10 @@ fn points_run_on_the_processors_the_mapper_names() {
     );
     let placement = Arc::new(MapplePlacement::new("swap.mapple", &source, machine, true).unwrap());
     backend.record_points();
-    let runtime = Arc::new(Runtime::new(
+    let runtime = unfused_runtime(
         backend.clone(),
-        RuntimeConfig {
-            fusion: FusionConfig::off(),
-            placement: Some(placement.clone() as Arc<dyn Placement>),
-            ..Default::default()
-        },
-    ));
+        Some(placement.clone() as Arc<dyn Placement>),
+    );
     let ctx = Context::new(runtime);
     let got = add_over_eight(&ctx);
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
@@ -181,14 +177,7 @@ fn backpressure_and_garbage_collection_statements_act_on_legion() {
     let source = format!("Backpressure {task} 1;\nGarbageCollect {task} *;\n");
     let placement =
         Arc::new(MapplePlacement::new("limit.mapple", &source, backend.machine(), false).unwrap());
-    let runtime = Arc::new(Runtime::new(
-        backend.clone(),
-        RuntimeConfig {
-            fusion: FusionConfig::off(),
-            placement: Some(placement as Arc<dyn Placement>),
-            ..Default::default()
-        },
-    ));
+    let runtime = unfused_runtime(backend.clone(), Some(placement as Arc<dyn Placement>));
     let ctx = Context::new(runtime);
     let before = backend.held_back_launches();
     for _ in 0..3 {
@@ -246,14 +235,7 @@ fn napping_points_on_processor_zero(extra: &str) -> Vec<usize> {
     let placement =
         Arc::new(MapplePlacement::new("nap.mapple", &source, backend.machine(), false).unwrap());
     backend.record_points();
-    let runtime = Arc::new(Runtime::new(
-        backend.clone(),
-        RuntimeConfig {
-            fusion: FusionConfig::off(),
-            placement: Some(placement as Arc<dyn Placement>),
-            ..Default::default()
-        },
-    ));
+    let runtime = unfused_runtime(backend.clone(), Some(placement as Arc<dyn Placement>));
     let ctx = Context::new(runtime);
     let out = ctx.create_store(&[16], DType::F64).unwrap();
     let launch = Tuple::shape(&[16]).unwrap();

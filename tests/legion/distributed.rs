@@ -11,13 +11,14 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use diffuse::{Backend, FusionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig};
+use diffuse::{Backend, MapplePlacement, Placement};
 use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, Tuple};
 use diffuse_jit::Jit;
 
 use crate::backend::add_over_eight;
 use crate::common::legion::legion;
 use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::unfused_runtime;
 use crate::common::{name, reduce_all_kind};
 
 /// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
@@ -281,13 +282,7 @@ fn diffuse_launch_ends_a_run_whose_rank_stops_within_its_rank_timeout() {
 #[ignore = "runs as a rank (a_rank_that_dies_stops_the_others_without_a_launcher)"]
 fn rank_runs_until_stopped() {
     let backend = legion(None);
-    let runtime = Arc::new(Runtime::new(
-        backend,
-        RuntimeConfig {
-            fusion: FusionConfig::off(),
-            ..Default::default()
-        },
-    ));
+    let runtime = unfused_runtime(backend, None);
     let ctx = Context::new(runtime);
     let started = Instant::now();
     let mut announced = false;
@@ -314,14 +309,7 @@ fn rank_points_of_one_launch() {
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
     let run = |placement: Option<Arc<dyn Placement>>| {
         backend.record_points();
-        let runtime = Arc::new(Runtime::new(
-            backend.clone(),
-            RuntimeConfig {
-                fusion: FusionConfig::off(),
-                placement,
-                ..Default::default()
-            },
-        ));
+        let runtime = unfused_runtime(backend.clone(), placement);
         assert_eq!(add_over_eight(&Context::new(runtime)), want);
         let mut records: Vec<_> = backend
             .take_point_records()
@@ -364,13 +352,7 @@ fn rank_points_of_one_launch() {
 #[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_the_points_of_one_launch_on_both_nodes)"]
 fn rank_points_reduce_into_one_store_from_both_nodes() {
     let backend = legion(None);
-    let runtime = Arc::new(Runtime::new(
-        backend,
-        RuntimeConfig {
-            fusion: FusionConfig::off(),
-            ..Default::default()
-        },
-    ));
+    let runtime = unfused_runtime(backend, None);
     let ctx = Context::new(runtime);
     let data = ctx
         .store_from_vec(&[4], vec![1.0f64, 10.0, 100.0, 1000.0])

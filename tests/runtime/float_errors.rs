@@ -1,7 +1,7 @@
 //! Floating-point exceptions (IEEE flags) raised by point tasks reach the application through
 //! `Backend::take_fp_errors`, named by the task that raised them, on every path a point runs:
-//! native unfused, native fused (strips), JIT-compiled fused, on worker threads, and on
-//! Legion; work that raises nothing records nothing.
+//! native unfused, native fused (strips), JIT-compiled fused and on worker threads (Legion's
+//! in tests/legion/float_errors.rs); work that raises nothing records nothing.
 
 use std::sync::{Arc, OnceLock};
 
@@ -11,6 +11,7 @@ use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, TaskKind
 use diffuse_jit::Jit;
 
 use crate::common::fp::*;
+use crate::common::fusion::ew_mul_kind;
 use crate::common::{binary_kind, Arith};
 
 /// How the points of a test run.
@@ -61,10 +62,10 @@ fn each_category_is_recorded_under_the_task_that_raised_it() {
     let cases: [Case; 4] = [
         ("1 / 0", div_kind, 1.0, 0.0, FpFlags::DIVIDE),
         ("0 / 0", div_kind, 0.0, 0.0, FpFlags::INVALID),
-        ("1e308 * 1e10", mul_kind, 1e308, 1e10, FpFlags::OVERFLOW),
+        ("1e308 * 1e10", ew_mul_kind, 1e308, 1e10, FpFlags::OVERFLOW),
         (
             "1e-300 * 1e-300",
-            mul_kind,
+            ew_mul_kind,
             1e-300,
             1e-300,
             FpFlags::UNDERFLOW,
@@ -201,7 +202,7 @@ fn comparisons_of_nan_raise_nothing_compiled_or_native() {
         let (nan, two, one) = (filled(&ctx, f64::NAN), filled(&ctx, 2.0), filled(&ctx, 1.0));
         for (i, a) in [&two, &nan, &nan].into_iter().enumerate() {
             let m = apply(&ctx, &max_kind(), a, &one);
-            let out = apply(&ctx, &mul_kind(), &m, &one);
+            let out = apply(&ctx, &ew_mul_kind(), &m, &one);
             let got = ctx.read::<f64>(&out.view()).unwrap();
             assert_eq!(got[0].is_nan(), i > 0, "{got:?}");
             if path == Path::Compiled && i == 0 {
