@@ -50,15 +50,11 @@ fn fixture(name: &str) -> String {
 
 /// Mapper files: valid ones, missing, a directory, empty, garbage.
 fn files(dir: &std::path::Path) -> Vec<String> {
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    };
+    let write = |name: &str, text: &str| harness::write_file(&dir, name, text);
     vec![
         fixture("reconstructed_fig3_block2D.mapple"),
         fixture("reference_grammar.mapple"),
-        dir.join("missing.mapple").display().to_string(),
+        harness::arg_in(&dir, "missing.mapple"),
         dir.display().to_string(),
         write("empty.mapple", ""),
         write(
@@ -111,10 +107,9 @@ fn show(file: &str, overrides: &[(&str, String)]) -> Vec<String> {
 
 #[test]
 fn no_argument_crashes_or_hangs_the_diffuse_command() {
-    let dir = std::env::temp_dir().join(format!("diffuse-cli-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = harness::scratch_dir("diffuse-cli-fuzz");
     let files = files(&dir);
-    let svg = dir.join("out.svg").display().to_string();
+    let svg = harness::arg_in(&dir, "out.svg");
     let outs = vec![
         svg,
         "/dev/full".to_string(),

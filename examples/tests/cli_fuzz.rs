@@ -47,13 +47,9 @@ const NUMBERS: [&str; 11] = [
 
 /// Files for flags that take one: missing, a directory, empty, garbage.
 fn files(dir: &std::path::Path) -> Vec<String> {
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    };
+    let write = |name: &str, text: &str| harness::write_file(&dir, name, text);
     vec![
-        dir.join("missing").display().to_string(),
+        harness::arg_in(&dir, "missing"),
         dir.display().to_string(),
         write("empty", ""),
         write("garbage", "\u{0}\u{1}%%MatrixMarket ((( Task * GPU;;\n\u{7f}"),
@@ -149,8 +145,7 @@ fn args(app: &str, overrides: &[(&str, String)]) -> Vec<String> {
 
 #[test]
 fn no_flag_value_crashes_or_hangs_any_app() {
-    let dir = std::env::temp_dir().join(format!("diffuse-cli-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = harness::scratch_dir("diffuse-cli-fuzz");
     let files = files(&dir);
     let mut cases = Vec::new();
     // Every flag of every app with every extreme value, one at a time.

@@ -22,13 +22,8 @@ fn record(app: &str, nodes: &str, seconds: &str) -> String {
 
 #[test]
 fn no_input_crashes_or_hangs_the_figures() {
-    let dir = std::env::temp_dir().join(format!("diffuse-figures-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    };
+    let dir = harness::scratch_dir("diffuse-figures-fuzz");
+    let write = |name: &str, text: &str| harness::write_file(&dir, name, text);
     let valid = write(
         "valid.jsonl",
         &[
@@ -39,7 +34,7 @@ fn no_input_crashes_or_hangs_the_figures() {
     );
     let records = vec![
         valid.clone(),
-        dir.join("missing.jsonl").display().to_string(),
+        harness::arg_in(&dir, "missing.jsonl"),
         dir.display().to_string(),
         write("empty.jsonl", ""),
         write("garbage.jsonl", "\u{0}{{{ not json\n"),
@@ -60,7 +55,7 @@ fn no_input_crashes_or_hangs_the_figures() {
     ];
     let outputs = |name: &str| {
         vec![
-            dir.join(name).display().to_string(),
+            harness::arg_in(&dir, name),
             "/dev/full".to_string(),
             dir.display().to_string(),
             "/nonexistent/dir/out".to_string(),
@@ -71,11 +66,11 @@ fn no_input_crashes_or_hangs_the_figures() {
         for svg in outputs("ws.svg") {
             let args = ["weak-scaling", file, "--svg", &svg, "--markdown"];
             let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-            args.push(dir.join("ws.md").display().to_string());
+            args.push(harness::arg_in(&dir, "ws.md"));
             cases.push((args, Stdout::Null));
         }
         for md in outputs("ws.md") {
-            let svg = dir.join("ws2.svg").display().to_string();
+            let svg = harness::arg_in(&dir, "ws2.svg");
             let args = ["weak-scaling", file, "--svg", &svg, "--markdown", &md];
             cases.push((args.iter().map(|s| s.to_string()).collect(), Stdout::Null));
         }

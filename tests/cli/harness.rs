@@ -11,6 +11,7 @@
 #![allow(dead_code)] // Each including test uses its part.
 
 use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -246,4 +247,23 @@ pub fn with_overrides(
         .map(|s| s.to_string())
         .chain(flags.into_iter().map(|(f, v)| format!("{f}={v}")))
         .collect()
+}
+
+/// A fresh scratch directory `<temp>/<prefix>-<pid>` for the files the cases name.
+pub fn scratch_dir(prefix: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("the scratch directory is created");
+    dir
+}
+
+/// `dir/name` as a command-line argument.
+pub fn arg_in(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// Writes `text` to `dir/name` and returns its path as a command-line argument.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("the scratch file is written");
+    path.display().to_string()
 }

@@ -3,9 +3,28 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diffuse_ir::{DType, IndexTask, IrError, Privilege, TaskKind, Tuple};
+use diffuse_ir::{DType, IndexTask, IrError, KernelError, PointTask, Privilege, TaskKind, Tuple};
 
 use super::{kind_once, name};
+
+/// Fails the point task `t` when bit `point[0]` of `mask` is set: by returning the error
+/// "injected {what}failure {point}", or by panicking ("injected {what}panic {point}") when
+/// `panics`.
+pub fn fail_if_masked(
+    t: &PointTask<'_>,
+    mask: i64,
+    panics: bool,
+    what: &str,
+) -> Result<(), KernelError> {
+    let p = t.point()[0];
+    if mask & (1 << p) == 0 {
+        return Ok(());
+    }
+    if panics {
+        panic!("injected {what}panic {p}");
+    }
+    Err(t.error(format!("injected {what}failure {p}")))
+}
 
 /// Writes `point[0] + 1` over its tile of argument 0, then, if bit `point[0]` of scalar 0
 /// is set, fails: by returning an error, or by panicking when `panics`.
@@ -19,16 +38,9 @@ fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool
         },
         move |t| {
             let mask = t.scalar::<i64>(0)?;
-            let p = t.point()[0];
             let mut out = t.write::<f64>(0)?;
-            out.row_mut(0).fill(p as f64 + 1.0);
-            if mask & (1 << p) != 0 {
-                if panics {
-                    panic!("injected panic {p}");
-                }
-                return Err(t.error(format!("injected failure {p}")));
-            }
-            Ok(())
+            out.row_mut(0).fill(t.point()[0] as f64 + 1.0);
+            fail_if_masked(t, mask, panics, "")
         },
     )
 }

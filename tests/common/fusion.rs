@@ -149,14 +149,7 @@ pub(crate) fn fail_at_kind() -> Arc<TaskKind> {
             let mask = t.scalar::<i64>(0)?;
             let panics = t.scalar::<bool>(1)?;
             for_each_row::<f64>(t, 0, &[1], |out, ins| out.copy_from_slice(ins[0]))?;
-            let p = t.point()[0];
-            if mask & (1 << p) != 0 {
-                if panics {
-                    panic!("injected fused panic {p}");
-                }
-                return Err(t.error(format!("injected fused failure {p}")));
-            }
-            Ok(())
+            super::faults::fail_if_masked(t, mask, panics, "fused ")
         },
     )
 }

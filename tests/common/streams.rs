@@ -1091,21 +1091,28 @@ pub(crate) fn cases_from_env(var: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// A runner of `cases` random cases, with no failure persistence; random unless
+/// `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run must all generate
+/// the same streams).
+pub(crate) fn property_runner(cases: u32) -> TestRunner {
+    let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        rng_seed: seed.map_or(RngSeed::Random, RngSeed::Fixed),
+        ..Config::default()
+    })
+}
+
 /// Runs `cases` random streams through [`check_case`] (fused tasks through `jit` when
 /// given), prints the coverage, checks that every case ran and that the streams exercise
 /// what fusion is about, and returns the coverage for further checks. The streams are
 /// random unless `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run
 /// must all generate the same streams).
 pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Coverage {
-    let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok());
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        rng_seed: seed.map_or(RngSeed::Random, RngSeed::Fixed),
-        ..Config::default()
-    });
+    let mut runner = property_runner(cases);
     let cov = Coverage::default();
     if let Err(e) = runner.run(&raw_case(), |raw| check_case(&raw, &cov, jit, on)) {
         panic!("{e}");

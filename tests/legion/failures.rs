@@ -18,9 +18,11 @@ use diffuse_ir::{
     Context, DType, IndexTask, IrError, KernelError, PointTask, Privilege, Store, TaskKind, Tuple,
 };
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 
+use crate::common::faults::fail_if_masked;
 use crate::common::fusion::fail_at_kind;
+use crate::common::streams::property_runner;
 use crate::common::{add_assign_kind, add_kind, fill_kind, kind_once, name};
 
 /// Elements per store; launches have [`POINTS`] points of two elements each.
@@ -50,11 +52,7 @@ fn add_assign_then_fail_kind() -> Arc<TaskKind> {
                     .zip(b.row(r))
                     .for_each(|(x, y)| *x += y);
             }
-            let p = t.point()[0];
-            if t.scalar::<i64>(0)? & (1 << p) != 0 {
-                return Err(t.error(format!("injected failure at point {p}")));
-            }
-            Ok(())
+            fail_if_masked(t, t.scalar::<i64>(0)?, false, "")
         },
     )
 }
@@ -286,15 +284,7 @@ fn run_case(target: Target, fusion: FusionConfig, ops: &[Op]) -> Result<(), Test
 /// Runs the property on `target`: each random stream fused with a random window (or the
 /// adaptive one) and unfused.
 pub(crate) fn failures_lose_only_what_depends_on_them(target: Target, cases: u32) {
-    let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse().ok());
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        rng_seed: seed.map_or(RngSeed::Random, RngSeed::Fixed),
-        ..Config::default()
-    });
+    let mut runner = property_runner(cases);
     let strategy = (
         proptest::collection::vec(op(), 1..28),
         prop_oneof![Just(None), (2usize..12).prop_map(Some)],
