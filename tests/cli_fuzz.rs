@@ -50,11 +50,11 @@ fn fixture(name: &str) -> String {
 
 /// Mapper files: valid ones, missing, a directory, empty, garbage.
 fn files(dir: &std::path::Path) -> Vec<String> {
-    let write = |name: &str, text: &str| harness::write_file(&dir, name, text);
+    let write = |name: &str, text: &str| harness::write_file(dir, name, text);
     vec![
         fixture("reconstructed_fig3_block2D.mapple"),
         fixture("reference_grammar.mapple"),
-        harness::arg_in(&dir, "missing.mapple"),
+        harness::arg_in(dir, "missing.mapple"),
         dir.display().to_string(),
         write("empty.mapple", ""),
         write(

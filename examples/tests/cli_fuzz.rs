@@ -47,9 +47,9 @@ const NUMBERS: [&str; 11] = [
 
 /// Files for flags that take one: missing, a directory, empty, garbage.
 fn files(dir: &std::path::Path) -> Vec<String> {
-    let write = |name: &str, text: &str| harness::write_file(&dir, name, text);
+    let write = |name: &str, text: &str| harness::write_file(dir, name, text);
     vec![
-        harness::arg_in(&dir, "missing"),
+        harness::arg_in(dir, "missing"),
         dir.display().to_string(),
         write("empty", ""),
         write("garbage", "\u{0}\u{1}%%MatrixMarket ((( Task * GPU;;\n\u{7f}"),

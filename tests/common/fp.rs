@@ -4,7 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use diffuse::backend::point::fp::FpFlags;
-use diffuse_ir::{Context, DType, IndexTask, Privilege, Store, TaskKind, Tuple};
+use diffuse_ir::{Context, DType, Store, TaskKind, Tuple};
 
 use super::fusion::{ew_add_kind, ew_mul_kind};
 use super::{binary_kind, Arith, PREFIX};
@@ -32,13 +32,7 @@ pub fn filled(ctx: &Context, v: f64) -> Store {
 pub fn apply(ctx: &Context, kind: &Arc<TaskKind>, a: &Store, b: &Store) -> Store {
     let launch = Tuple::shape(&[2]).unwrap();
     let out = ctx.create_store(&[N as i64], DType::F64).unwrap();
-    ctx.submit(
-        IndexTask::new(kind, launch)
-            .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
-            .arg(a, a.view().blocked(launch).unwrap(), Privilege::Read)
-            .arg(b, b.view().blocked(launch).unwrap(), Privilege::Read),
-    )
-    .unwrap();
+    super::submit_blocked(ctx, kind, launch, &out, a, b).unwrap();
     out
 }
 
@@ -52,8 +46,6 @@ pub fn union(raised: &[(Arc<str>, FpFlags)]) -> FpFlags {
         acc | *flags
     })
 }
-
-/// A case: what it computes, the kind, its operands and the exception it raises.
 
 /// `(a / b) * 2 + 1` as three tasks that fuse into one window; returns the result.
 pub fn chain(ctx: &Context, a: f64, b: f64) -> Vec<f64> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use diffuse::EmbeddedConfig;
 use diffuse_ir::{
-    for_each_row, Context, DType, Element, KernelError, PointTask, Privilege, ReductionOp,
+    for_each_row, Context, DType, Element, IrError, KernelError, PointTask, Privilege, ReductionOp,
     TaskKind, TaskKindBuilder,
 };
 use generators::{Elementwise, Reduction};
@@ -418,5 +418,42 @@ pub fn fill_kind() -> Arc<TaskKind> {
             }
             Ok(())
         },
+    )
+}
+
+/// Submits `acc += sum(input)`: `input` blocked by `launch`, the 0-d `acc` reduced by every
+/// point through `Replicate`.
+pub fn submit_sum_all(
+    c: &Context,
+    input: &diffuse_ir::Store,
+    acc: &diffuse_ir::Store,
+    launch: diffuse_ir::Tuple,
+) -> Result<(), IrError> {
+    c.submit(
+        diffuse_ir::IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
+            .arg(input, input.view().blocked(launch)?, Privilege::Read)
+            .arg(
+                acc,
+                diffuse_ir::Partition::replicate(),
+                Privilege::Reduce(ReductionOp::Sum),
+            ),
+    )
+}
+
+/// Submits `out = kind(a, b)` with all three stores blocked by `launch`.
+pub fn submit_blocked(
+    c: &Context,
+    kind: &Arc<TaskKind>,
+    launch: diffuse_ir::Tuple,
+    out: &diffuse_ir::Store,
+    a: &diffuse_ir::Store,
+    b: &diffuse_ir::Store,
+) -> Result<(), IrError> {
+    let part = |s: &diffuse_ir::Store| s.view().blocked(launch);
+    c.submit(
+        diffuse_ir::IndexTask::new(kind, launch)
+            .arg(out, part(out)?, Privilege::Write)
+            .arg(a, part(a)?, Privilege::Read)
+            .arg(b, part(b)?, Privilege::Read),
     )
 }

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diffuse::{Backend, MapplePlacement, Placement};
-use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, Tuple};
+use diffuse_ir::{Context, Tuple};
 use diffuse_jit::Jit;
 
 use crate::backend::add_over_eight;
 use crate::common::legion::legion;
 use crate::common::streams::{cases_from_env, run_property, On};
 use crate::common::unfused_runtime;
-use crate::common::{name, reduce_all_kind};
+use crate::common::{name, submit_sum_all};
 
 /// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
 /// output shown, each line prefixed `[rank K]`.
@@ -360,16 +360,7 @@ fn rank_points_reduce_into_one_store_from_both_nodes() {
     let acc = ctx.store_from_vec(&[], vec![0.5f64]).unwrap();
     for points in [1, 2, 2, 4] {
         let launch = Tuple::shape(&[points]).unwrap();
-        ctx.submit(
-            IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
-                .arg(&data, data.view().blocked(launch).unwrap(), Privilege::Read)
-                .arg(
-                    &acc,
-                    Partition::replicate(),
-                    Privilege::Reduce(ReductionOp::Sum),
-                ),
-        )
-        .unwrap();
+        submit_sum_all(&ctx, &data, &acc, launch).unwrap();
         ctx.flush_window().unwrap();
     }
     assert_eq!(ctx.read::<f64>(&acc.view()).unwrap(), [4444.5]);

@@ -7,6 +7,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::common::fusion::*;
+use crate::common::submit_blocked;
 use crate::stencil::*;
 use diffuse::FusionConfig;
 use diffuse_ir::{
@@ -202,13 +203,7 @@ fn a_broadcast_row_runs_compiled() {
                 .arg(&row, columns, Privilege::Read),
         )
         .unwrap();
-        c.submit(
-            IndexTask::new(&ew_mul_kind(), launch)
-                .arg(&out, part(&out), Privilege::Write)
-                .arg(&t, part(&t), Privilege::Read)
-                .arg(&t, part(&t), Privilege::Read),
-        )
-        .unwrap();
+        submit_blocked(c, &ew_mul_kind(), launch, &out, &t, &t).unwrap();
         drop(t);
         c.flush_window().unwrap();
         let runs = r.observed.take_fused();

@@ -55,6 +55,7 @@ fn setup(path: Path) -> (Arc<EmbeddedBackend>, Context) {
     (backend, Context::new(Arc::new(runtime)))
 }
 
+/// A case: what it computes, the kind, its operands and the exception it raises.
 type Case = (&'static str, fn() -> Arc<TaskKind>, f64, f64, FpFlags);
 
 #[test]

@@ -2,6 +2,7 @@
 //! point, and the context keeps working afterwards.
 
 use crate::common::fusion::*;
+use crate::common::submit_blocked;
 use diffuse_ir::{Context, IndexTask, IrError, Privilege, Store, Tuple};
 
 // ---------------------------------------------------------------------------------------------
@@ -30,13 +31,7 @@ fn faulty_chain(c: &Context, x: &Store, mask: i64, panics: bool) -> (Result<(), 
             .scalar(panics),
     )
     .unwrap();
-    c.submit(
-        IndexTask::new(&ew_mul_kind(), launch)
-            .arg(&v, part(&v), Privilege::Write)
-            .arg(&u, part(&u), Privilege::Read)
-            .arg(&u, part(&u), Privilege::Read),
-    )
-    .unwrap();
+    submit_blocked(c, &ew_mul_kind(), launch, &v, &u, &u).unwrap();
     drop((t, u));
     (c.flush_window(), v)
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
-use diffuse_ir::{Context, DType, IndexTask, IrError, Partition, Privilege, ReductionOp, Tuple};
+use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 
-use crate::common::{add_kind, reduce_all_kind, unfused};
+use crate::common::{add_kind, submit_sum_all, unfused};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
     let b = Arc::new(
@@ -127,16 +127,7 @@ fn reduction_accumulators_are_not_store_memory() {
     let s = c.store_from_vec(&[], vec![0.0]).unwrap();
     assert_eq!(levels(m), (520, 520));
     let launch = Tuple::shape(&[4, 2]).unwrap();
-    c.submit(
-        IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
-            .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
-            .arg(
-                &s,
-                Partition::replicate(),
-                Privilege::Reduce(ReductionOp::Sum),
-            ),
-    )
-    .unwrap();
+    submit_sum_all(&c, &a, &s, launch).unwrap();
     assert_eq!(c.read_scalar::<f64>(&s.view()).unwrap(), 64.0);
     assert_eq!(levels(m), (520, 520));
 }

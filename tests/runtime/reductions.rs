@@ -8,7 +8,7 @@ use diffuse_ir::{
     Projection, ReductionOp, Store, TaskKind, Tuple, View,
 };
 
-use crate::common::{ctx, kind_once, name, reduce_all_kind, row_sum_kind};
+use crate::common::{ctx, kind_once, name, reduce_all_kind, row_sum_kind, submit_sum_all};
 
 /// Integer-valued data (exact in f64 whatever the summation order).
 fn int_data(len: usize, seed: i64) -> Vec<f64> {
@@ -278,16 +278,7 @@ fn repeated_reductions_accumulate_into_the_store() {
     let out: Store = c.store_from_vec(&[], vec![10.0]).unwrap();
     let launch = Tuple::shape(&[3]).unwrap();
     for _ in 0..2 {
-        c.submit(
-            IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
-                .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
-                .arg(
-                    &out,
-                    Partition::replicate(),
-                    Privilege::Reduce(ReductionOp::Sum),
-                ),
-        )
-        .unwrap();
+        submit_sum_all(&c, &a, &out, launch).unwrap();
     }
     assert_eq!(
         c.read_scalar::<f64>(&out.view()).unwrap(),

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::fusion::*;
+use crate::common::submit_blocked;
 use diffuse::FusionConfig;
 use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Store, StoreId, Tuple, View};
 use diffuse_jit::Jit;
@@ -176,13 +177,7 @@ fn reductions_of_a_temporary_fold_in_point_order() {
         let acc = c.store_from_vec(&[], vec![0.125f64]).unwrap();
         let t = whole(c, &[n as i64]);
         let part = |s: &Store| s.view().blocked(launch).unwrap();
-        c.submit(
-            IndexTask::new(&add_kind(), launch)
-                .arg(&t, part(&t), Privilege::Write)
-                .arg(&xa, part(&xa), Privilege::Read)
-                .arg(&xb, part(&xb), Privilege::Read),
-        )
-        .unwrap();
+        submit_blocked(c, &add_kind(), launch, &t, &xa, &xb).unwrap();
         for input in [&t, &xc] {
             c.submit(
                 IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
