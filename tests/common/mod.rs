@@ -32,6 +32,17 @@ pub fn ctx(procs: usize) -> Context {
     .expect("embedded backend starts")
 }
 
+/// A fresh embedded backend with `procs` processors (so tests can also call it directly).
+pub fn embedded_backend(procs: usize) -> Arc<diffuse::EmbeddedBackend> {
+    Arc::new(
+        diffuse::EmbeddedBackend::new(EmbeddedConfig {
+            procs: Some(procs),
+            ..Default::default()
+        })
+        .expect("embedded backend starts"),
+    )
+}
+
 /// A runtime that runs every task unfused on `backend` (so tests can also call the backend
 /// directly), placing points by `placement` when given.
 pub fn unfused_runtime(

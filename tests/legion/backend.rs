@@ -18,6 +18,7 @@ use diffuse_jit::Jit;
 use crate::common::faults::{launch_1d, panic_at_kind};
 use crate::common::legion::legion;
 use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
 use crate::common::{add_kind, name};
 
@@ -55,13 +56,7 @@ pub(crate) fn add_over_eight(ctx: &Context) -> Vec<f64> {
         .unwrap();
     let c = ctx.create_store(&[n], DType::F64).unwrap();
     let launch = Tuple::shape(&[8]).unwrap();
-    ctx.submit(
-        IndexTask::new(&add_kind(), launch)
-            .arg(&c, c.view().blocked(launch).unwrap(), Privilege::Write)
-            .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
-            .arg(&b, b.view().blocked(launch).unwrap(), Privilege::Read),
-    )
-    .unwrap();
+    submit_blocked(ctx, &add_kind(), launch, &c, &a, &b).unwrap();
     ctx.read::<f64>(&c.view()).unwrap()
 }
 

@@ -13,16 +13,18 @@
 
 use std::sync::{Arc, OnceLock};
 
-use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
+use diffuse::{Backend, FusionConfig, Runtime, RuntimeConfig};
 use diffuse_ir::{
     Context, DType, IndexTask, IrError, KernelError, PointTask, Privilege, Store, TaskKind, Tuple,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
+use crate::common::embedded_backend;
 use crate::common::faults::fail_if_masked;
 use crate::common::fusion::fail_at_kind;
 use crate::common::streams::property_runner;
+use crate::common::submit_blocked;
 use crate::common::{add_assign_kind, add_kind, fill_kind, kind_once, name};
 
 /// Elements per store; launches have [`POINTS`] points of two elements each.
@@ -99,13 +101,7 @@ pub(crate) enum Target {
 
 fn backend(target: Target) -> Arc<dyn Backend> {
     match target {
-        Target::Embedded => Arc::new(
-            EmbeddedBackend::new(EmbeddedConfig {
-                procs: Some(2),
-                ..Default::default()
-            })
-            .expect("embedded backend starts"),
-        ),
+        Target::Embedded => embedded_backend(2),
         Target::Legion => crate::common::legion::backend(None),
     }
 }
@@ -338,17 +334,7 @@ fn a_value_fused_with_a_failed_allocation_keeps_its_value() {
             )
             .unwrap();
         }
-        c.submit(
-            IndexTask::new(&add_kind(), launch)
-                .arg(
-                    &twice,
-                    twice.view().blocked(launch).unwrap(),
-                    Privilege::Write,
-                )
-                .arg(&huge, huge.view().blocked(launch).unwrap(), Privilege::Read)
-                .arg(&huge, huge.view().blocked(launch).unwrap(), Privilege::Read),
-        )
-        .unwrap();
+        submit_blocked(&c, &add_kind(), launch, &twice, &huge, &huge).unwrap();
         let err = c
             .flush_window()
             .expect_err("the huge store cannot be allocated");

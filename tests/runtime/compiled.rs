@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::common::fusion::*;
 use crate::common::submit_blocked;
+use crate::common::submit_sum_all;
 use crate::stencil::*;
 use diffuse::FusionConfig;
 use diffuse_ir::{
@@ -82,20 +83,7 @@ fn two_reductions_into_one_store_fold_constituent_by_constituent() {
         let b = c.store_from_vec(&[2], vec![1.0, 1.0]).unwrap();
         let acc = c.store_from_vec(&[], vec![0.0f64]).unwrap();
         for input in [&a, &b] {
-            c.submit(
-                IndexTask::new(&reduce_all_kind(ReductionOp::Sum), launch)
-                    .arg(
-                        input,
-                        input.view().blocked(launch).unwrap(),
-                        Privilege::Read,
-                    )
-                    .arg(
-                        &acc,
-                        Partition::replicate(),
-                        Privilege::Reduce(ReductionOp::Sum),
-                    ),
-            )
-            .unwrap();
+            submit_sum_all(c, input, &acc, launch).unwrap();
         }
         c.flush_window().unwrap();
         let total = c.read_scalar::<f64>(&acc.view()).unwrap();

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{DType, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
 
+use crate::common::embedded_backend;
 use crate::common::faults::{fail_at_kind, launch_1d, panic_at_kind};
 use crate::common::{ctx, kind_once, name};
 
@@ -188,13 +189,7 @@ fn writing_a_vec_of_the_wrong_length_is_an_error() {
 
 #[test]
 fn executor_rejects_bad_boxes_lengths_and_types() {
-    let backend = Arc::new(
-        EmbeddedBackend::new(EmbeddedConfig {
-            procs: Some(2),
-            ..Default::default()
-        })
-        .unwrap(),
-    );
+    let backend = embedded_backend(2);
     let c = crate::common::unfused(backend.clone());
     assert_eq!(c.executor_name(), "embedded");
     let x = c.store_from_vec(&[4], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap();

@@ -7,11 +7,13 @@ use std::sync::{Arc, OnceLock};
 
 use diffuse::backend::point::fp::FpFlags;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
-use diffuse_ir::{Context, IndexTask, Partition, Privilege, ReductionOp, TaskKind, Tuple};
+use diffuse_ir::{Context, IndexTask, Privilege, ReductionOp, TaskKind, Tuple};
 use diffuse_jit::Jit;
 
+use crate::common::embedded_backend;
 use crate::common::fp::*;
 use crate::common::fusion::ew_mul_kind;
+use crate::common::submit_sum_all;
 use crate::common::{binary_kind, Arith};
 
 /// How the points of a test run.
@@ -234,13 +236,7 @@ fn work_that_raises_nothing_records_nothing() {
 #[test]
 fn flags_raised_before_a_point_are_not_blamed_on_it() {
     // One processor and small stores: points run inline, on this thread.
-    let backend = Arc::new(
-        EmbeddedBackend::new(EmbeddedConfig {
-            procs: Some(1),
-            ..Default::default()
-        })
-        .expect("embedded backend starts"),
-    );
+    let backend = embedded_backend(1);
     let ctx = crate::common::unfused(backend.clone());
     diffuse::backend::point::fp::raise(FpFlags::DIVIDE | FpFlags::INVALID);
     let got = chain(&ctx, 3.0, 2.0);
@@ -259,20 +255,7 @@ fn a_reduction_overflowing_when_points_fold_is_recorded() {
     let out = ctx.store_from_vec::<f64>(&[], vec![0.0]).unwrap();
     let launch = Tuple::shape(&[2]).unwrap();
     let sum = crate::common::reduce_all_kind(ReductionOp::Sum);
-    ctx.submit(
-        IndexTask::new(&sum, launch)
-            .arg(
-                &input,
-                input.view().blocked(launch).unwrap(),
-                Privilege::Read,
-            )
-            .arg(
-                &out,
-                Partition::replicate(),
-                Privilege::Reduce(ReductionOp::Sum),
-            ),
-    )
-    .unwrap();
+    submit_sum_all(&ctx, &input, &out, launch).unwrap();
     assert_eq!(ctx.read_scalar::<f64>(&out.view()).unwrap(), f64::INFINITY);
     assert_eq!(
         backend.take_fp_errors(),

@@ -6,16 +6,12 @@ use std::sync::Arc;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
 use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 
+use crate::common::embedded_backend;
+use crate::common::submit_blocked;
 use crate::common::{add_kind, submit_sum_all, unfused};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
-    let b = Arc::new(
-        EmbeddedBackend::new(EmbeddedConfig {
-            procs: Some(procs),
-            ..Default::default()
-        })
-        .unwrap(),
-    );
+    let b = embedded_backend(procs);
     let c = unfused(b.clone());
     (b, c)
 }
@@ -106,13 +102,7 @@ fn task_references_keep_store_memory_alive() {
     // A task's output is allocated when the task first touches it, and stays with its handle.
     let x = c.store_from_vec(&[4], vec![3.0; 4]).unwrap();
     assert_eq!(m.stats().store_bytes, 64);
-    c.submit(
-        IndexTask::new(&add_kind(), launch)
-            .arg(&out, out.view().blocked(launch).unwrap(), Privilege::Write)
-            .arg(&x, x.view().blocked(launch).unwrap(), Privilege::Read)
-            .arg(&y, y.view().blocked(launch).unwrap(), Privilege::Read),
-    )
-    .unwrap();
+    submit_blocked(&c, &add_kind(), launch, &out, &x, &y).unwrap();
     assert_eq!(levels(m), (96, 96));
     assert_eq!(c.read::<f64>(&out.view()).unwrap(), vec![5.0; 4]);
     drop((x, y, out));
