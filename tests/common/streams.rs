@@ -1171,3 +1171,15 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
     );
     cov
 }
+
+/// [`run_property`] with fused tasks running through a fresh JIT; fails unless some fused
+/// task ran compiled code. Returns the coverage and the JIT (for its statistics).
+pub(crate) fn run_compiled_property(cases: u32, on: On) -> (Coverage, Arc<Jit>) {
+    let jit = Arc::new(Jit::new());
+    let cov = run_property(cases, Some(&jit), on);
+    assert!(
+        cov.compiled_tasks() > 0,
+        "no fused task ran compiled code on {on:?}"
+    );
+    (cov, jit)
+}

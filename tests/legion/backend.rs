@@ -13,11 +13,10 @@ use diffuse::{
     Backend, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
 };
 use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
-use diffuse_jit::Jit;
 
 use crate::common::faults::{launch_1d, panic_at_kind};
 use crate::common::legion::legion;
-use crate::common::streams::{cases_from_env, run_property, On};
+use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
 use crate::common::{add_kind, name};
@@ -33,16 +32,7 @@ fn fused_streams_match_unfused_and_sequential_on_legion() {
 
 #[test]
 fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
-    let jit = Arc::new(Jit::new());
-    let cov = run_property(
-        cases_from_env("DIFFUSE_LEGION_JIT_CASES", 40),
-        Some(&jit),
-        On::Legion,
-    );
-    assert!(
-        cov.compiled_tasks() > 0,
-        "no fused task ran compiled code on Legion"
-    );
+    run_compiled_property(cases_from_env("DIFFUSE_LEGION_JIT_CASES", 40), On::Legion);
 }
 
 /// `c = a + b` over 8 launch points on 1-d stores of 40 elements, on `ctx`.

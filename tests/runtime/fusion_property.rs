@@ -12,10 +12,7 @@
 //! `DIFFUSE_FUSION_CASES=20000 cargo test -p diffuse --test runtime fusion_property:: --
 //! --nocapture`.
 
-use std::sync::Arc;
-
 use crate::common::streams::*;
-use diffuse_jit::Jit;
 
 /// The differential property on the native fused path.
 #[test]
@@ -41,12 +38,8 @@ const JIT_CASES: u32 = 80;
 /// The differential property with fused tasks running JIT-compiled kernels.
 #[test]
 fn jit_fused_streams_match_unfused_and_sequential() {
-    let jit = Arc::new(Jit::new());
-    let cov = run_property(
-        cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES),
-        Some(&jit),
-        On::Embedded,
-    );
+    let (cov, jit) =
+        run_compiled_property(cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES), On::Embedded);
     let stats = jit.stats();
     eprintln!("JIT: {stats:?}");
     // Most fused tasks run compiled code (the others have a point whose sub-stores do not
