@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use diffuse::legion::PointRecord;
 use diffuse::{Backend, LegionBackend, LegionConfig};
 
 /// A new Legion backend on the process's runtime (two CPU processors; one per process in a
@@ -23,4 +24,16 @@ pub fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
 /// A Legion backend for the differential property.
 pub fn backend(strip_bytes: Option<usize>) -> Arc<dyn Backend> {
     legion(strip_bytes)
+}
+
+/// The point tasks of the kind `short` (see [`super::name`]) that `backend` recorded since
+/// the last take, in point order.
+pub fn points_of(backend: &LegionBackend, short: &str) -> Vec<PointRecord> {
+    let mut records: Vec<_> = backend
+        .take_point_records()
+        .into_iter()
+        .filter(|r| r.task == super::name(short))
+        .collect();
+    records.sort_by_key(|r| r.point[0]);
+    records
 }

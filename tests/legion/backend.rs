@@ -15,7 +15,7 @@ use diffuse::{
 use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 
 use crate::common::faults::{launch_1d, panic_at_kind};
-use crate::common::legion::legion;
+use crate::common::legion::{legion, points_of};
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
@@ -95,12 +95,7 @@ fn points_run_on_the_processors_the_mapper_names() {
     let got = add_over_eight(&ctx);
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
     assert_eq!(got, want);
-    let mut ran: Vec<_> = backend
-        .take_point_records()
-        .into_iter()
-        .filter(|r| r.task == name("add"))
-        .collect();
-    ran.sort_by_key(|r| r.point[0]);
+    let ran = points_of(&backend, "add");
     let logged = logged_processors(&placement.take_log());
     assert_eq!(logged.len(), 8, "the mapper logged every point");
     assert_eq!(ran.len(), 8, "every point ran once: {ran:?}");
@@ -232,12 +227,7 @@ fn napping_points_on_processor_zero(extra: &str) -> Vec<usize> {
     .unwrap();
     let got = ctx.read::<f64>(&out.view()).unwrap();
     assert_eq!(got, (1..=16).map(f64::from).collect::<Vec<_>>());
-    let mut ran: Vec<_> = backend
-        .take_point_records()
-        .into_iter()
-        .filter(|r| r.task == name("nap"))
-        .collect();
-    ran.sort_by_key(|r| r.point[0]);
+    let ran = points_of(&backend, "nap");
     assert_eq!(ran.len(), 16, "every point ran once: {ran:?}");
     ran.iter().map(|r| r.processor.index).collect()
 }

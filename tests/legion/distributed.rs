@@ -15,7 +15,7 @@ use diffuse::{Backend, MapplePlacement, Placement};
 use diffuse_ir::{Context, Tuple};
 
 use crate::backend::add_over_eight;
-use crate::common::legion::legion;
+use crate::common::legion::{legion, points_of};
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::unfused_runtime;
 use crate::common::{name, submit_sum_all};
@@ -310,12 +310,7 @@ fn rank_points_of_one_launch() {
         backend.record_points();
         let runtime = unfused_runtime(backend.clone(), placement);
         assert_eq!(add_over_eight(&Context::new(runtime)), want);
-        let mut records: Vec<_> = backend
-            .take_point_records()
-            .into_iter()
-            .filter(|r| r.task == name("add"))
-            .collect();
-        records.sort_by_key(|r| r.point[0]);
+        let records = points_of(&backend, "add");
         assert_eq!(records.len(), 8, "every point ran once: {records:?}");
         records
     };
