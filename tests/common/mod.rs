@@ -468,3 +468,17 @@ pub fn submit_blocked(
             .arg(b, part(b)?, Privilege::Read),
     )
 }
+
+/// Runs `kind` (one `Write` argument) over `n` launch points on a fresh 1-d store of `n`
+/// elements, blocked, and returns what the points wrote.
+pub fn run_writer(c: &Context, kind: &Arc<TaskKind>, n: i64) -> Vec<f64> {
+    let out = c.create_store(&[n], DType::F64).unwrap();
+    let launch = diffuse_ir::Tuple::shape(&[n]).unwrap();
+    c.submit(diffuse_ir::IndexTask::new(kind, launch).arg(
+        &out,
+        out.view().blocked(launch).unwrap(),
+        Privilege::Write,
+    ))
+    .unwrap();
+    c.read::<f64>(&out.view()).unwrap()
+}

@@ -12,10 +12,11 @@ use diffuse::backend::{ProcKind, Processor};
 use diffuse::{
     Backend, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
 };
-use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
+use diffuse_ir::{Context, DType, IrError, Privilege, Tuple};
 
 use crate::common::faults::{launch_1d, panic_at_kind};
 use crate::common::legion::{legion, points_of};
+use crate::common::run_writer;
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
@@ -217,15 +218,7 @@ fn napping_points_on_processor_zero(extra: &str) -> Vec<usize> {
     backend.record_points();
     let runtime = unfused_runtime(backend.clone(), Some(placement as Arc<dyn Placement>));
     let ctx = Context::new(runtime);
-    let out = ctx.create_store(&[16], DType::F64).unwrap();
-    let launch = Tuple::shape(&[16]).unwrap();
-    ctx.submit(IndexTask::new(&nap_kind(), launch).arg(
-        &out,
-        out.view().blocked(launch).unwrap(),
-        Privilege::Write,
-    ))
-    .unwrap();
-    let got = ctx.read::<f64>(&out.view()).unwrap();
+    let got = run_writer(&ctx, &nap_kind(), 16);
     assert_eq!(got, (1..=16).map(f64::from).collect::<Vec<_>>());
     let ran = points_of(&backend, "nap");
     assert_eq!(ran.len(), 16, "every point ran once: {ran:?}");

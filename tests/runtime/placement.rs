@@ -11,6 +11,7 @@ use diffuse::{
 use diffuse_ir::{Context, IndexTask, IrError, Privilege, Tuple};
 use diffuse_mapper::machine::Machine;
 
+use crate::common::run_writer;
 use crate::common::{add_kind, name};
 
 /// Two nodes of two processors; `source` maps the tasks.
@@ -141,15 +142,7 @@ fn each_point_runs_on_the_processor_the_mapper_picks() {
          IndexTaskMap {task} backwards;\n"
     );
     let (ctx, _) = rig(&source, FusionConfig::off());
-    let out = ctx.create_store(&[8], diffuse_ir::DType::F64).unwrap();
-    let launch = Tuple::shape(&[8]).unwrap();
-    ctx.submit(IndexTask::new(&whoami_kind(), launch).arg(
-        &out,
-        out.view().blocked(launch).unwrap(),
-        Privilege::Write,
-    ))
-    .unwrap();
-    let ran_on = ctx.read::<f64>(&out.view()).unwrap();
+    let ran_on = run_writer(&ctx, &whoami_kind(), 8);
     let want: Vec<f64> = (0..8).map(|i| (3 - i % 4) as f64).collect();
     assert_eq!(ran_on, want);
 }
