@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-/// What went wrong building or reading a sparse matrix.
+/// What went wrong building or reading a sparse matrix, or solving with one.
 #[derive(Debug, Error)]
 pub enum SparseError {
     /// A Matrix Market file is malformed: `file:line: reason`.
@@ -54,6 +54,41 @@ pub enum SparseError {
     #[error("bad CSR arrays: {reason}")]
     BadCsr {
         /// What is wrong.
+        reason: String,
+    },
+    /// A solver's vector (`b`, `x0`) whose shape is not the matrix's rows.
+    #[error("{what} has shape {shape}, but the matrix has {rows} rows")]
+    BadVector {
+        /// Which vector.
+        what: &'static str,
+        /// Its shape.
+        shape: String,
+        /// The matrix's rows.
+        rows: i64,
+    },
+    /// A solver option out of its range (`rtol`, `atol`, `check_every`).
+    #[error("bad solver option: {reason}")]
+    BadOption {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The multigrid V-cycle's matrix is not the Poisson matrix of a `2^k - 1` grid.
+    #[error(
+        "gmg needs the 2-D Poisson matrix of an n x n grid with n = 2^k - 1 (3, 7, 15, 31, \
+         ...); this matrix is {rows} x {cols}"
+    )]
+    NotAGrid {
+        /// The matrix's rows.
+        rows: i64,
+        /// The matrix's columns.
+        cols: i64,
+    },
+    /// A preconditioner or callback given by a caller failed.
+    #[error("{what} failed: {reason}")]
+    Caller {
+        /// Which one (`M`, `callback`).
+        what: &'static str,
+        /// Its error.
         reason: String,
     },
     /// A shape or size that cannot be built (negative, or too large for the index width).

@@ -1,0 +1,90 @@
+//! BiCGSTAB, as `scipy.sparse.linalg.bicgstab` runs it.
+//!
+//! SciPy also tests `|rho|` and `|omega|` against breakdown every iteration; those tests
+//! would be blocking reads, so here a breakdown shows as a non-finite residual at the next
+//! check, from which the driver runs the iterations since the last check again, checking
+//! each.
+
+use diffuse_array::Array;
+
+use super::{is_converged, norm, precondition, Iterate, Krylov, SharedPreconditioner, Step};
+use crate::{CsrMatrix, SparseError};
+
+/// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha`, `omega`.
+#[derive(Clone)]
+struct Carried {
+    p: Array,
+    v: Array,
+    rho: Array,
+    alpha: Array,
+    omega: Array,
+}
+
+/// The BiCGSTAB state.
+#[derive(Clone)]
+pub struct BiCgStab {
+    it: Iterate,
+    m: Option<SharedPreconditioner>,
+    /// The shadow residual, `r` at the start.
+    rtilde: Array,
+    previous: Option<Carried>,
+}
+
+impl Krylov for BiCgStab {
+    const NAME: &'static str = "bicgstab";
+    const BREAKDOWN: &'static str = "rtilde . r = 0, rtilde . v = 0 or t . t = 0 for a \
+         residual r != 0 (SciPy's info -10)";
+
+    fn start(
+        a: &CsrMatrix,
+        b: &Array,
+        x0: Option<&Array>,
+        m: Option<SharedPreconditioner>,
+    ) -> Result<Self, SparseError> {
+        let it = Iterate::start(a, b, x0)?;
+        Ok(BiCgStab {
+            rtilde: it.r.copy()?,
+            it,
+            m,
+            previous: None,
+        })
+    }
+
+    fn iterate(&self) -> &Iterate {
+        &self.it
+    }
+
+    fn step(&mut self, a: &CsrMatrix, atol: f64, check: bool) -> Result<Step, SparseError> {
+        let rho = self.rtilde.dot(&self.it.r)?;
+        let p = match &self.previous {
+            Some(c) => {
+                let beta = ((&rho / &c.rho)? * (&c.alpha / &c.omega)?)?;
+                (((&c.p - (&c.v * &c.omega)?)? * &beta)? + &self.it.r)?
+            }
+            None => self.it.r.copy()?,
+        };
+        let phat = precondition(&self.m, &p)?;
+        let v = a.spmv(&phat)?;
+        let alpha = (&rho / self.rtilde.dot(&v)?)?;
+        let s = (&self.it.r - (&v * &alpha)?)?;
+        if check && is_converged(norm(&s)?, atol) {
+            // Solved half-way: SciPy's early exit (only where the driver reads anyway).
+            self.it.x = (&self.it.x + (&phat * &alpha)?)?;
+            self.it.r = s;
+            return Ok(Step::Converged);
+        }
+        let shat = precondition(&self.m, &s)?;
+        let t = a.spmv(&shat)?;
+        let omega = (t.dot(&s)? / t.dot(&t)?)?;
+        self.it.x = ((&self.it.x + (&phat * &alpha)?)? + (&shat * &omega)?)?;
+        self.it.r = (&s - (&t * &omega)?)?;
+        self.previous = Some(Carried {
+            p,
+            v,
+            rho,
+            alpha,
+            omega,
+        });
+        Ok(Step::Continue)
+    }
+}
