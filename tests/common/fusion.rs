@@ -266,6 +266,18 @@ pub(crate) fn rig(
     rig_over(backend, fusion, jit)
 }
 
+/// [`rig`], recording its runtime's stream log.
+pub(crate) fn recording_rig(
+    procs: usize,
+    fusion: FusionConfig,
+    strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
+) -> Rig {
+    let r = rig(procs, fusion, strip_bytes, jit);
+    r.runtime.record_streams(true);
+    r
+}
+
 /// A rig over `backend` running fused tasks through `jit` (natively when `None`).
 pub(crate) fn rig_over(
     backend: Arc<dyn Backend>,

@@ -50,8 +50,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
     for strip_bytes in [None, Some(8)] {
         for panics in [false, true] {
             let what = format!("strip_bytes {strip_bytes:?}, panics {panics}");
-            let r = rig(2, fused(Some(8)), strip_bytes, None);
-            r.runtime.record_streams(true);
+            let r = recording_rig(2, fused(Some(8)), strip_bytes, None);
             let c = &r.ctx;
             let x = c.store_from_vec(&[n as i64], data.clone()).unwrap();
             let (result, lost) = faulty_chain(c, &x, 1 << 2, panics);

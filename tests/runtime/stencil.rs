@@ -85,6 +85,12 @@ pub(crate) fn stencil_iteration_adding_with(
     drop(work);
 }
 
+/// A new `(n+2)^2` grid holding [`stencil_init`].
+pub(crate) fn stencil_grid(c: &Context, n: i64) -> Store {
+    c.store_from_vec(&[n + 2, n + 2], stencil_init(n)).unwrap()
+}
+
+/// The grid's initial values.
 pub(crate) fn stencil_init(n: i64) -> Vec<f64> {
     random_data(((n + 2) * (n + 2)) as usize, 2024)
 }
@@ -134,12 +140,8 @@ pub(crate) fn run_stencil_adding_with(
     jit: Option<Arc<Jit>>,
     add_kind: &Arc<TaskKind>,
 ) -> (Vec<f64>, Rig) {
-    let r = rig(2, fusion, strip_bytes, jit);
-    r.runtime.record_streams(true);
-    let grid = r
-        .ctx
-        .store_from_vec(&[n + 2, n + 2], stencil_init(n))
-        .unwrap();
+    let r = recording_rig(2, fusion, strip_bytes, jit);
+    let grid = stencil_grid(&r.ctx, n);
     for _ in 0..iters {
         stencil_iteration_adding_with(&r.ctx, &grid, n, &[2, 2], add_kind);
     }

@@ -30,8 +30,7 @@ struct Figure8 {
 /// `del x, y, z, w` and `flush_window()`; `v` and `norm` are kept.
 fn figure8(fusion: FusionConfig) -> Figure8 {
     let n = 16i64;
-    let r = rig(2, fusion, None, None);
-    r.runtime.record_streams(true);
+    let r = recording_rig(2, fusion, None, None);
     let c = &r.ctx;
     let launch = Tuple::shape(&[4]).unwrap();
     let x = c.store_from_vec(&[n], random_data(n as usize, 8)).unwrap();
@@ -167,8 +166,7 @@ fn reductions_of_a_temporary_fold_in_point_order() {
     let b = random_data(n, 77);
     let cv: Vec<f64> = (0..n).map(|k| wild(k + 2)).collect();
     let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
-        let r = rig(3, fusion, None, jit);
-        r.runtime.record_streams(true);
+        let r = recording_rig(3, fusion, None, jit);
         let c = &r.ctx;
         let launch = Tuple::shape(&[6]).unwrap();
         let xa = c.store_from_vec(&[n as i64], a.clone()).unwrap();

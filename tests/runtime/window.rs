@@ -13,12 +13,8 @@ use diffuse_ir::{IndexTask, Privilege, Store, Tuple};
 #[test]
 fn fusion_off_executes_every_task_as_submitted() {
     let (n, iters) = (10, 5);
-    let r = rig(2, FusionConfig::off(), Some(8), None);
-    r.runtime.record_streams(true);
-    let grid = r
-        .ctx
-        .store_from_vec(&[n + 2, n + 2], stencil_init(n))
-        .unwrap();
+    let r = recording_rig(2, FusionConfig::off(), Some(8), None);
+    let grid = stencil_grid(&r.ctx, n);
     for i in 0..iters {
         stencil_iteration(&r.ctx, &grid, n, &[2, 2]);
         // Nothing is buffered: every task has run by the time it was submitted.
@@ -57,14 +53,18 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
     let x = c.store_from_vec(&[n as i64], vec![0.5f64; n]).unwrap();
     let y = c.store_from_vec(&[n as i64], random_data(n, 3)).unwrap();
     let part = |s: &Store| s.view().blocked(launch).unwrap();
-    for _ in 0..40 {
-        c.submit(
-            IndexTask::new(&ew_add_assign_kind(), launch)
-                .arg(&x, part(&x), Privilege::ReadWrite)
-                .arg(&y, part(&y), Privilege::Read),
-        )
-        .unwrap();
-    }
+    // Submits `x += y` `times` times.
+    let accumulate = |times: usize| {
+        for _ in 0..times {
+            c.submit(
+                IndexTask::new(&ew_add_assign_kind(), launch)
+                    .arg(&x, part(&x), Privilege::ReadWrite)
+                    .arg(&y, part(&y), Privilege::Read),
+            )
+            .unwrap();
+        }
+    };
+    accumulate(40);
     c.flush_window().unwrap();
     assert_eq!(
         r.runtime.window_size(),
@@ -80,14 +80,7 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
     // 600 more: two full windows of ADAPTIVE_MAX run as the window fills, the rest at the
     // flush.
     let max = diffuse::runtime::ADAPTIVE_MAX;
-    for _ in 0..600 {
-        c.submit(
-            IndexTask::new(&ew_add_assign_kind(), launch)
-                .arg(&x, part(&x), Privilege::ReadWrite)
-                .arg(&y, part(&y), Privilege::Read),
-        )
-        .unwrap();
-    }
+    accumulate(600);
     assert_eq!(r.runtime.window_size(), max);
     assert_eq!(r.backend.stats().tasks_executed, 1 + (600 / max) as u64);
     c.flush_window().unwrap();
