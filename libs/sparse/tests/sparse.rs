@@ -2,6 +2,8 @@
 
 #[path = "sparse/mtx.rs"]
 mod mtx;
+#[path = "sparse/solvers.rs"]
+mod solvers;
 #[path = "sparse/spmv.rs"]
 mod spmv;
 #[path = "sparse/spmv_jit.rs"]

@@ -7,7 +7,7 @@ use diffuse_sparse::{generators, CsrMatrix, HostCsr, IndexWidth, SparseError, Tr
 use proptest::prelude::*;
 
 /// A context over a fresh embedded backend with `procs` processors and fusion on.
-fn cx(procs: usize) -> ArrayContext {
+pub(crate) fn cx(procs: usize) -> ArrayContext {
     ArrayContext::new(
         diffuse::embedded_with(
             diffuse::EmbeddedConfig {
