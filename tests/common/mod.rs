@@ -482,3 +482,13 @@ pub fn run_writer(c: &Context, kind: &Arc<TaskKind>, n: i64) -> Vec<f64> {
     .unwrap();
     c.read::<f64>(&out.view()).unwrap()
 }
+
+/// The view of `store` at `offset` of extents `shape`.
+pub fn view_at(store: &diffuse_ir::Store, offset: &[i64], shape: &[i64]) -> diffuse_ir::View {
+    diffuse_ir::View::new(
+        store,
+        diffuse_ir::Tuple::new(offset).unwrap(),
+        diffuse_ir::Tuple::shape(shape).unwrap(),
+    )
+    .unwrap()
+}

@@ -9,6 +9,7 @@ use diffuse_ir::{IndexTask, IrError, Privilege, Store, TaskKind, Tuple, View};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
+use crate::common::view_at;
 use crate::common::{add_assign_kind, add_kind, axpy_kind, copy_kind, ctx, mul_kind};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -495,24 +496,9 @@ fn elementwise_fixed_sequence_on_views() {
     let b = c.store_from_vec(&[5, 5], vec![1.0; 25]).unwrap();
     let launch = Tuple::shape(&[2, 2]).unwrap();
     // b[1..4, 2..5] = a[0..3, 0..3] + a[1..4, 3..6]
-    let out = View::new(
-        &b,
-        Tuple::new(&[1, 2]).unwrap(),
-        Tuple::shape(&[3, 3]).unwrap(),
-    )
-    .unwrap();
-    let x = View::new(
-        &a,
-        Tuple::new(&[0, 0]).unwrap(),
-        Tuple::shape(&[3, 3]).unwrap(),
-    )
-    .unwrap();
-    let y = View::new(
-        &a,
-        Tuple::new(&[1, 3]).unwrap(),
-        Tuple::shape(&[3, 3]).unwrap(),
-    )
-    .unwrap();
+    let out = view_at(&b, &[1, 2], &[3, 3]);
+    let x = view_at(&a, &[0, 0], &[3, 3]);
+    let y = view_at(&a, &[1, 3], &[3, 3]);
     c.submit(
         IndexTask::new(&add_kind(), launch)
             .arg(&b, out.blocked(launch).unwrap(), Privilege::Write)

@@ -8,6 +8,7 @@ use diffuse_ir::{Context, DType, IndexTask, IrError, Privilege, Tuple};
 
 use crate::common::embedded_backend;
 use crate::common::submit_blocked;
+use crate::common::view_at;
 use crate::common::{add_kind, submit_sum_all, unfused};
 
 fn backend(procs: usize) -> (Arc<EmbeddedBackend>, Context) {
@@ -211,12 +212,7 @@ fn recycled_buffers_never_leak_stale_data() {
     // First use: a partial host write.
     dirty(&c);
     let s = c.create_store(&[6, 8], DType::F64).unwrap();
-    let corner = diffuse_ir::View::new(
-        &s,
-        Tuple::new(&[0, 0]).unwrap(),
-        Tuple::shape(&[2, 2]).unwrap(),
-    )
-    .unwrap();
+    let corner = view_at(&s, &[0, 0], &[2, 2]);
     c.write(&corner, vec![1.0; 4]).unwrap();
     let all = c.read::<f64>(&s.view()).unwrap();
     assert_eq!(all.iter().filter(|&&x| x == 1.0).count(), 4);
@@ -226,12 +222,7 @@ fn recycled_buffers_never_leak_stale_data() {
     // First use: a Write task through a tiling of a view that does not cover the store.
     dirty(&c);
     let s = c.create_store(&[6, 8], DType::F64).unwrap();
-    let inner = diffuse_ir::View::new(
-        &s,
-        Tuple::new(&[1, 1]).unwrap(),
-        Tuple::shape(&[4, 6]).unwrap(),
-    )
-    .unwrap();
+    let inner = view_at(&s, &[1, 1], &[4, 6]);
     fill(&c, &inner, &[2, 2], 3.0);
     let all = c.read::<f64>(&s.view()).unwrap();
     assert_eq!(all.iter().filter(|&&x| x == 3.0).count(), 24);

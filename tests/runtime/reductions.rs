@@ -8,6 +8,7 @@ use diffuse_ir::{
     Projection, ReductionOp, Store, TaskKind, Tuple, View,
 };
 
+use crate::common::view_at;
 use crate::common::{ctx, kind_once, name, reduce_all_kind, row_sum_kind, submit_sum_all};
 
 /// Integer-valued data (exact in f64 whatever the summation order).
@@ -95,12 +96,7 @@ fn reduction_of_a_sub_view_sees_only_the_view() {
     let (rows, cols) = (8i64, 10i64);
     let data = int_data((rows * cols) as usize, 5);
     let a = c.store_from_vec(&[rows, cols], data.clone()).unwrap();
-    let v = View::new(
-        &a,
-        Tuple::new(&[2, 3]).unwrap(),
-        Tuple::shape(&[5, 6]).unwrap(),
-    )
-    .unwrap();
+    let v = view_at(&a, &[2, 3], &[5, 6]);
     let mut want = 0.0;
     for i in 2..7 {
         for j in 3..9 {
@@ -171,13 +167,8 @@ fn per_row_sum_into_a_view_of_a_longer_vector() {
     let a = c.store_from_vec(&[6, 7], data.clone()).unwrap();
     let out = c.store_from_vec(&[10], vec![-1.0; 10]).unwrap();
     // Rows 1..5 of a (4 rows, columns 2..7) into out[3..7].
-    let input = View::new(
-        &a,
-        Tuple::new(&[1, 2]).unwrap(),
-        Tuple::shape(&[4, 5]).unwrap(),
-    )
-    .unwrap();
-    let dst = View::new(&out, Tuple::new(&[3]).unwrap(), Tuple::shape(&[4]).unwrap()).unwrap();
+    let input = view_at(&a, &[1, 2], &[4, 5]);
+    let dst = view_at(&out, &[3], &[4]);
     row_sums(&c, &input, &dst, [2, 2]);
     let mut want = vec![-1.0; 10];
     for r in 0..4 {

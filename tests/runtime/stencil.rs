@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::common::fusion::*;
+use crate::common::view_at;
 use diffuse::FusionConfig;
 use diffuse_ir::{Context, IndexTask, Privilege, Store, TaskKind, Tuple, View};
 use diffuse_jit::Jit;
@@ -16,14 +17,7 @@ use diffuse_jit::Jit;
 
 /// The five aliasing views of an (n+2)^2 grid: center, north, east, west, south.
 pub(crate) fn stencil_views(grid: &Store, n: i64) -> [View; 5] {
-    let v = |r: i64, c: i64| {
-        View::new(
-            grid,
-            Tuple::new(&[r, c]).unwrap(),
-            Tuple::shape(&[n, n]).unwrap(),
-        )
-        .unwrap()
-    };
+    let v = |r: i64, c: i64| view_at(grid, &[r, c], &[n, n]);
     [v(1, 1), v(0, 1), v(1, 2), v(1, 0), v(2, 1)]
 }
 

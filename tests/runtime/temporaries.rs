@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use crate::common::fusion::*;
 use crate::common::submit_blocked;
+use crate::common::view_at;
 use diffuse::FusionConfig;
-use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Store, StoreId, Tuple, View};
+use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Store, StoreId, Tuple};
 use diffuse_jit::Jit;
 
 use crate::common::{add_kind, reduce_all_kind};
@@ -40,12 +41,7 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
     r.backend.reset_peak_memory();
     let part = |s: &Store| s.view().blocked(launch).unwrap();
     let (z, w, v) = (whole(c, &[n]), whole(c, &[n]), whole(c, &[n]));
-    let upper = View::new(
-        &w,
-        Tuple::new(&[n / 2]).unwrap(),
-        Tuple::shape(&[n / 2]).unwrap(),
-    )
-    .unwrap();
+    let upper = view_at(&w, &[n / 2], &[n / 2]);
     let tasks = vec![
         IndexTask::new(&ew_scale_kind(), launch)
             .arg(&z, part(&z), Privilege::Write)

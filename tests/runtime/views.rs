@@ -3,16 +3,8 @@
 
 use diffuse_ir::{DType, IndexTask, IrError, Privilege, Tuple, View};
 
+use crate::common::view_at;
 use crate::common::{copy_kind, ctx, fill_kind};
-
-fn view(store: &diffuse_ir::Store, offset: &[i64], shape: &[i64]) -> View {
-    View::new(
-        store,
-        Tuple::new(offset).unwrap(),
-        Tuple::shape(shape).unwrap(),
-    )
-    .unwrap()
-}
 
 #[test]
 fn unwritten_stores_read_as_zeros() {
@@ -20,7 +12,7 @@ fn unwritten_stores_read_as_zeros() {
     let f = c.create_store(&[3, 5], DType::F64).unwrap();
     assert_eq!(c.read::<f64>(&f.view()).unwrap(), vec![0.0; 15]);
     assert_eq!(
-        c.read::<f64>(&view(&f, &[1, 2], &[2, 2])).unwrap(),
+        c.read::<f64>(&view_at(&f, &[1, 2], &[2, 2])).unwrap(),
         vec![0.0; 4]
     );
     let f32s = c.create_store(&[4], DType::F32).unwrap();
@@ -53,7 +45,7 @@ fn writing_a_sub_view_shows_in_place_in_the_whole_store() {
     let s = c
         .store_from_vec(&[4, 5], (0..20).map(|x| x as f64).collect())
         .unwrap();
-    let v = view(&s, &[1, 2], &[2, 3]);
+    let v = view_at(&s, &[1, 2], &[2, 3]);
     c.write(&v, vec![-1.0, -2.0, -3.0, -4.0, -5.0, -6.0])
         .unwrap();
     let mut want: Vec<f64> = (0..20).map(|x| x as f64).collect();
@@ -70,7 +62,7 @@ fn writing_a_sub_view_shows_in_place_in_the_whole_store() {
         vec![-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]
     );
     // An overlapping view sees the same memory.
-    let w = view(&s, &[2, 1], &[2, 2]);
+    let w = view_at(&s, &[2, 1], &[2, 2]);
     assert_eq!(c.read::<f64>(&w).unwrap(), vec![11.0, -4.0, 16.0, 17.0]);
 
     // A view of a view: offsets compose.
@@ -94,7 +86,7 @@ fn a_task_writing_a_view_changes_only_that_region() {
     for procs in 1..=4 {
         let c = ctx(procs);
         let s = c.store_from_vec(&[6, 7], vec![1.0; 42]).unwrap();
-        let v = view(&s, &[1, 2], &[4, 3]);
+        let v = view_at(&s, &[1, 2], &[4, 3]);
         let launch = Tuple::shape(&[2, 3]).unwrap();
         c.submit(
             IndexTask::new(&fill_kind(), launch)
@@ -112,7 +104,7 @@ fn a_task_writing_a_view_changes_only_that_region() {
         }
         // A 1-D view of a vector, uneven blocks.
         let x = c.store_from_vec(&[11], vec![0.0; 11]).unwrap();
-        let xv = view(&x, &[3], &[7]);
+        let xv = view_at(&x, &[3], &[7]);
         let launch = Tuple::shape(&[3]).unwrap();
         c.submit(
             IndexTask::new(&fill_kind(), launch)
@@ -141,7 +133,7 @@ fn views_out_of_bounds_are_rejected() {
             Err(IrError::ViewOutOfBounds { .. })
         ));
     }
-    let v = view(&s, &[1, 1], &[2, 2]);
+    let v = view_at(&s, &[1, 1], &[2, 2]);
     assert!(v
         .subview(Tuple::new(&[1, 1]).unwrap(), Tuple::shape(&[2, 1]).unwrap())
         .is_err());
