@@ -247,6 +247,18 @@ pub(crate) struct Rig {
     pub(crate) ctx: Context,
 }
 
+impl Rig {
+    /// The names of the tasks executed since the stream log was last taken (a recording
+    /// rig's), in order.
+    pub(crate) fn take_executed(&self) -> Vec<String> {
+        self.runtime
+            .take_stream_log()
+            .into_iter()
+            .flat_map(|f| f.executed)
+            .collect()
+    }
+}
+
 /// A rig of `procs` processors running fused tasks through `jit` (natively when `None`).
 pub(crate) fn rig(
     procs: usize,

@@ -66,12 +66,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
                 "injected fused failure 2"
             };
             assert!(k.reason.contains(reason), "{what}: {}", k.reason);
-            let executed: Vec<String> = r
-                .runtime
-                .take_stream_log()
-                .into_iter()
-                .flat_map(|f| f.executed)
-                .collect();
+            let executed: Vec<String> = r.take_executed();
             // The fused task failed; its constituents ran again one by one to find the one
             // that fails (`mul` reads its lost result, so it does not run).
             assert_eq!(

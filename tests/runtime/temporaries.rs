@@ -77,12 +77,7 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
         v: c.read::<f64>(&v.view()).unwrap(),
         norm: c.read_scalar::<f64>(&norm.view()).unwrap(),
         peak: r.backend.stats().peak_store_bytes as usize,
-        executed: r
-            .runtime
-            .take_stream_log()
-            .into_iter()
-            .flat_map(|f| f.executed)
-            .collect(),
+        executed: r.take_executed(),
         tasks_executed: r.backend.stats().tasks_executed,
         temporaries: temporaries.unwrap_or_default(),
         z: z_id,
@@ -186,12 +181,7 @@ fn reductions_of_a_temporary_fold_in_point_order() {
         }
         drop(t);
         c.flush_window().unwrap();
-        let log: Vec<String> = r
-            .runtime
-            .take_stream_log()
-            .into_iter()
-            .flat_map(|f| f.executed)
-            .collect();
+        let log: Vec<String> = r.take_executed();
         (
             c.read_scalar::<f64>(&acc.view()).unwrap(),
             log,
