@@ -167,7 +167,7 @@ impl Default for SolveOptions {
 /// What [`drive`] tells its caller as it runs; every method has a default that does
 /// nothing.
 pub trait Monitor {
-    /// After each iteration, with the iterate (SciPy's `callback(xk)`). Iterations that the
+    /// After each whole iteration, with the iterate (SciPy's `callback(xk)`). Iterations that the
     /// driver runs again after a breakdown between checks are reported again.
     fn iterated(&mut self, _x: &Array) -> Result<(), SparseError> {
         Ok(())
@@ -314,9 +314,8 @@ pub fn drive<K: Krylov>(
         if iterations == maxiter {
             break Status::NotConverged;
         }
-        let step = state.step(a, atol, check)?;
-        if step == Step::Converged {
-            monitor.iterated(state.iterate().x())?;
+        if state.step(a, atol, check)? == Step::Converged {
+            // Solved half-way through an iteration, which SciPy neither counts nor reports.
             break Status::Converged;
         }
         iterations += 1;

@@ -161,12 +161,11 @@ fn stops_at_the_tolerance<K: Krylov>() {
         assert!(iterations > 2 && iterations < 1440, "{name}: {iterations}");
         let x = solution.x().to_vec::<f64>().unwrap();
         assert!(true_residual(&host, &x) < 10.0 * tol / b_norm, "{name}");
-        // BiCGSTAB may stop half-way through an iteration it does not count.
-        assert!(
-            seen.len() == iterations || seen.len() == iterations + 1,
-            "{name}"
-        );
-        assert_eq!(seen.last().map(|v| bits(v)), Some(bits(&x)), "{name}");
+        assert_eq!(seen.len(), iterations, "{name}");
+        // BiCGSTAB may stop half-way through an iteration it neither counts nor reports.
+        if name != BiCgStab::NAME {
+            assert_eq!(seen.last().map(|v| bits(v)), Some(bits(&x)), "{name}");
+        }
         let short = SolveOptions {
             maxiter: Some(iterations - 1),
             ..options
