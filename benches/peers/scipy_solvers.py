@@ -7,7 +7,7 @@ Usage: scipy_solvers.py METHOD (--n N | --matrix FILE) [--rtol R] [--maxiter K]
 
 METHOD is cg, bicgstab or cgs (no preconditioner), or gmg: CG preconditioned by one
 geometric multigrid V-cycle per iteration (weighted Jacobi smoother, injection
-restriction, bilinear prolongation; examples/src/solvers/gmg.rs), on the Poisson system
+restriction, bilinear prolongation; libs/sparse/src/solvers/gmg.rs), on the Poisson system
 only, with n = 2^k - 1. The system is the 2-D Poisson matrix of an n x n grid (5-point, 4
 on the diagonal, -1 off it; rows numbered row-major like
 diffuse_sparse::generators::poisson_2d) or a Matrix Market file, b all ones, x0 = 0.
@@ -118,7 +118,7 @@ def smooth(a, rhs, e, sweeps):
 
 def v_cycle(levels, rhs, level=0):
     """One V-cycle from `level` for a e = rhs: an approximation of e. The injected residual
-    goes to the coarse operator unscaled, as examples/src/solvers/gmg.rs explains."""
+    goes to the coarse operator unscaled, as libs/sparse/src/solvers/gmg.rs explains."""
     a, restrict, prolong = levels[level]
     if restrict is None:
         return smooth(a, rhs, None, COARSEST_SWEEPS)
