@@ -9,7 +9,7 @@
 //! `DIFFUSE_BACKEND` (`embedded`, default, or `legion`), `DIFFUSE_PROCS` (processors, default
 //! one per core) and `DIFFUSE_FUSION` (`on`, default, or `off`).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, RuntimeConfig};
 use diffuse_array::{
@@ -17,6 +17,9 @@ use diffuse_array::{
     Distribution, Operand, SliceArg, StridedView, UnaryOp,
 };
 use diffuse_ir::{with_element_type, Context, DType, IrError, ReductionOp, Scalar, Tuple, View};
+use diffuse_sparse::solvers::{
+    self, BiCgStab, Cg, Cgs, Krylov, Monitor, Preconditioner, SharedPreconditioner, SolveOptions,
+};
 use diffuse_sparse::{CsrMatrix, HostCsr, SparseError};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -693,6 +696,131 @@ fn sparse_err(e: SparseError) -> PyErr {
     }
 }
 
+/// The exception a Python preconditioner or callback raised during a solve, kept to
+/// re-raise as it is once the solver has stopped on it.
+type Raised = Arc<Mutex<Option<PyErr>>>;
+
+/// Keeps `e` in `raised` and stops the solver with an error naming `what`.
+fn caller_failed(raised: &Raised, what: &'static str, e: PyErr) -> SparseError {
+    let reason = e.to_string();
+    // A poisoned lock only means an earlier panic: the slot is still usable.
+    let mut slot = raised
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    slot.get_or_insert(e);
+    SparseError::Caller { what, reason }
+}
+
+/// A preconditioner written in Python: a callable from a native vector to a native vector.
+struct PyPreconditioner {
+    apply: Py<PyAny>,
+    raised: Raised,
+}
+
+impl Preconditioner for PyPreconditioner {
+    fn apply(&self, r: &Array) -> Result<Array, SparseError> {
+        Python::attach(|py| {
+            let z = self.apply.call1(py, (wrap(r.clone()),))?;
+            let z = z.extract::<PyRef<'_, NativeArray>>(py)?;
+            Ok(z.inner.clone())
+        })
+        .map_err(|e| caller_failed(&self.raised, "M", e))
+    }
+}
+
+/// SciPy's `callback(xk)`, called with each iterate as a native vector (none: nothing).
+struct PyCallback {
+    callback: Option<Py<PyAny>>,
+    raised: Raised,
+}
+
+impl Monitor for PyCallback {
+    fn iterated(&mut self, x: &Array) -> Result<(), SparseError> {
+        let Some(callback) = &self.callback else {
+            return Ok(());
+        };
+        Python::attach(|py| callback.call1(py, (wrap(x.clone()),)).map(drop))
+            .map_err(|e| caller_failed(&self.raised, "callback", e))
+    }
+}
+
+/// Method `K` with `options`: the solution and SciPy's `info`.
+fn solve_with<K: Krylov>(
+    a: &CsrMatrix,
+    b: &Array,
+    options: &SolveOptions,
+    monitor: &mut PyCallback,
+) -> Result<(Array, i64), SparseError> {
+    let solution = solvers::solve::<K>(a, b, options, monitor)?;
+    Ok((solution.x().clone(), solution.info()))
+}
+
+/// Solves `a x = b` with `diffuse-sparse`'s `method` (`cg`, `bicgstab` or `cgs`) as SciPy
+/// does: from `x0` (none: zeros) to `||r|| < max(atol, rtol ||b||)` or `maxiter`
+/// iterations (none: 10 n), preconditioned by the matrix `m_matrix` (applied natively) or
+/// the Python callable `m_apply` (native vector to native vector), calling `callback` with
+/// each iterate. Returns `(x, info)`; an exception `m_apply` or `callback` raised is raised
+/// again.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (method, a, b, x0, rtol, atol, maxiter, m_matrix, m_apply, callback))]
+fn krylov_solve(
+    py: Python<'_>,
+    method: &str,
+    a: &NativeCsr,
+    b: &NativeArray,
+    x0: Option<PyRef<'_, NativeArray>>,
+    rtol: f64,
+    atol: f64,
+    maxiter: Option<usize>,
+    m_matrix: Option<PyRef<'_, NativeCsr>>,
+    m_apply: Option<Py<PyAny>>,
+    callback: Option<Py<PyAny>>,
+) -> PyResult<(NativeArray, i64)> {
+    let raised = Raised::default();
+    let m: Option<SharedPreconditioner> = match (m_matrix, m_apply) {
+        (Some(matrix), _) => Some(Arc::new(matrix.inner.clone())),
+        (None, Some(apply)) => Some(Arc::new(PyPreconditioner {
+            apply,
+            raised: raised.clone(),
+        })),
+        (None, None) => None,
+    };
+    let options = SolveOptions {
+        x0: x0.map(|x0| x0.inner.clone()),
+        rtol,
+        atol,
+        maxiter,
+        m,
+        check_every: 1,
+    };
+    let mut monitor = PyCallback {
+        callback,
+        raised: raised.clone(),
+    };
+    let (a, b) = (&a.inner, &b.inner);
+    let solved = match method {
+        "cg" => solve_with::<Cg>(a, b, &options, &mut monitor),
+        "bicgstab" => solve_with::<BiCgStab>(a, b, &options, &mut monitor),
+        "cgs" => solve_with::<Cgs>(a, b, &options, &mut monitor),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown Krylov method {other:?} (cg, bicgstab or cgs)"
+            )))
+        }
+    };
+    let first = raised
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    if let Some(e) = first {
+        return Err(e);
+    }
+    let (x, info) = solved.map_err(sparse_err)?;
+    report_fp_errors(py)?;
+    Ok((wrap(x), info))
+}
+
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -707,5 +835,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(tasks_submitted, m)?)?;
+    m.add_function(wrap_pyfunction!(krylov_solve, m)?)?;
     Ok(())
 }

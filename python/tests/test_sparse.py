@@ -98,3 +98,37 @@ def test_preconditioner_shape_is_checked():
     a = dsp.csr_matrix(poisson(4))
     with pytest.raises(ValueError, match="preconditioner"):
         dsla.cg(a, numpy.ones(16), M=numpy.eye(3))
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "cgs"])
+def test_solver_callbacks_maxiter_and_raised_exceptions(method):
+    """The native solvers call back into Python with diffuse iterates, stop at ``maxiter``
+    with SciPy's ``info``, and raise again what a callback or a Python ``M`` raised."""
+    a = poisson(8)
+    b = numpy.linspace(1.0, 2.0, a.shape[0])
+    solve = getattr(dsla, method)
+    seen = []
+    x, info = solve(dsp.csr_matrix(a), b, rtol=1e-10, callback=seen.append)
+    assert info == 0 and seen and all(isinstance(v, dnp.ndarray) for v in seen)
+    if method != "bicgstab":  # BiCGSTAB may stop half-way, after its last callback
+        numpy.testing.assert_array_equal(numpy.asarray(seen[-1]), numpy.asarray(x))
+    _, info_want = getattr(scipy.sparse.linalg, method)(a, b, rtol=1e-14, maxiter=3)
+    _, info = solve(dsp.csr_matrix(a), b, rtol=1e-14, maxiter=3)
+    assert info == info_want == 3
+
+    class Stop(Exception):
+        pass
+
+    def stop(_x):
+        raise Stop("from the callback")
+
+    with pytest.raises(Stop, match="from the callback"):
+        solve(dsp.csr_matrix(a), b, callback=stop)
+
+    def failing_m(_v):
+        raise Stop("from M")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the callable runs on the host
+        with pytest.raises(Stop, match="from M"):
+            solve(dsp.csr_matrix(a), b, M=failing_m)

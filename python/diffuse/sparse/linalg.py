@@ -1,44 +1,18 @@
 """SciPy's Krylov solvers on diffuse: ``cg``, ``bicgstab`` and ``cgs`` with SciPy's
-signatures and results ``(x, info)``. They follow SciPy's algorithms step for step, so
-iteration counts agree with SciPy's up to rounding; scalars (dot products, step lengths)
-stay lazy 0-d arrays, so each iteration's vector updates fuse, and only the convergence
-checks SciPy also makes read a value back."""
+signatures and results ``(x, info)``. They run ``diffuse-sparse``'s solvers (the ones the
+example apps run), which follow SciPy's algorithms step for step, so iteration counts agree
+with SciPy's up to rounding; scalars (dot products, step lengths) stay lazy 0-d arrays, so
+each iteration's vector updates fuse, and only the residual checks SciPy also makes read a
+value back. ``info`` is 0 when converged, the iterations run when ``maxiter`` stopped the
+solver, and -10 for a breakdown (a division by zero in the method)."""
 
 import numpy as _np
 
+from .. import _native
 from .. import numpy as _dnp
 from . import csr_matrix, issparse
 
 __all__ = ["cg", "bicgstab", "cgs"]
-
-# SciPy's breakdown tolerances.
-_RHOTOL = _np.finfo(_np.float64).eps ** 2
-
-
-def _setup(A, b, x0, rtol, atol, maxiter, M):
-    """The checked system, the start ``x`` and its residual ``r``, the residual norm to
-    reach and the iteration cap; ``r`` is None when ``b`` is zero (the answer is ``b``)."""
-    if not isinstance(A, csr_matrix):
-        if not issparse(A):
-            raise TypeError("A must be a sparse matrix (diffuse.sparse or scipy.sparse)")
-        A = csr_matrix(A)
-    n = A.shape[0]
-    if A.shape[0] != A.shape[1]:
-        raise ValueError(f"expected square matrix, but got shape={A.shape}")
-    b = _vector(b, "b", A.shape, copy=False)
-    psolve = _preconditioner(M, n)
-    if x0 is None:
-        x = _dnp.zeros(n)
-    elif isinstance(x0, str):
-        if x0 != "Mb":
-            raise ValueError(f"x0 must be an array or 'Mb' (M @ b), not {x0!r}")
-        x = _dnp.array(psolve(b), dtype="float64")
-    else:
-        x = _vector(x0, "x0", A.shape, copy=True)
-    bnrm2 = float(_dnp.linalg.norm(b))
-    limit = max(float(atol), float(rtol) * bnrm2)
-    r = None if bnrm2 == 0 else b - A @ x if x0 is not None else b.copy()
-    return A, b, x, r, limit, (n * 10 if maxiter is None else int(maxiter)), psolve
 
 
 def _vector(v, name, shape, copy):
@@ -52,11 +26,12 @@ def _vector(v, name, shape, copy):
 
 
 def _preconditioner(M, n):
-    """``v -> M v`` for SciPy's ``M``: the identity for None; a lazy index task for a
-    sparse or dense matrix; on the host (with a one-time warning) for a LinearOperator or
-    a callable."""
+    """SciPy's ``M`` as ``(matrix, psolve)``: ``matrix`` the native sparse matrix the solver
+    applies itself (None unless ``M`` is sparse), ``psolve`` ``v -> M v`` on diffuse vectors
+    (None for no ``M``): a lazy product for a dense matrix, on the host (with a one-time
+    warning) for a LinearOperator or a callable."""
     if M is None:
-        return lambda v: v
+        return None, None
     if issparse(M) or isinstance(M, csr_matrix):
         M = M if isinstance(M, csr_matrix) else csr_matrix(M)
     elif isinstance(M, (_np.ndarray, _dnp.ndarray)):
@@ -70,121 +45,55 @@ def _preconditioner(M, n):
         def host(v):
             _dnp._warn_fallback("a LinearOperator preconditioner")
             return _dnp.asarray(_np.asarray(apply(_np.asarray(v)), dtype=_np.float64).ravel())
-        return host
+        return None, host
     else:
         raise TypeError(f"M must be a matrix, a LinearOperator or a callable, not {type(M)}")
     if M.shape != (n, n):
         raise ValueError(f"matrix and preconditioner have different shapes: {(n, n)} and "
                          f"{M.shape}")
-    return lambda v: M @ v
+    if isinstance(M, csr_matrix):
+        return M._arrays.matrix(), lambda v: M @ v
+    return None, lambda v: M @ v
 
 
-def _breaks_down(rho):
-    """SciPy's breakdown test for ``rho = rtilde . r``."""
-    return abs(float(rho)) < _RHOTOL
-
-
-def _norm(v):
-    return float(_dnp.linalg.norm(v))
+def _solve(method, A, b, x0, rtol, atol, maxiter, M, callback):
+    """SciPy's checks of the arguments, then the native solver ``method``."""
+    if not isinstance(A, csr_matrix):
+        if not issparse(A):
+            raise TypeError("A must be a sparse matrix (diffuse.sparse or scipy.sparse)")
+        A = csr_matrix(A)
+    n = A.shape[0]
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"expected square matrix, but got shape={A.shape}")
+    b = _vector(b, "b", A.shape, copy=False)
+    matrix, psolve = _preconditioner(M, n)
+    if isinstance(x0, str):
+        if x0 != "Mb":
+            raise ValueError(f"x0 must be an array or 'Mb' (M @ b), not {x0!r}")
+        x0 = _dnp.array(b if psolve is None else psolve(b), dtype="float64")
+    elif x0 is not None:
+        x0 = _vector(x0, "x0", A.shape, copy=False)
+    if float(_dnp.linalg.norm(b)) == 0:
+        return b, 0  # SciPy's answer to b = 0, whatever x0
+    apply = None if psolve is None or matrix is not None else (
+        lambda v: _dnp.asarray(psolve(_dnp.ndarray(v)), dtype="float64")._a)
+    report = None if callback is None else (lambda x: callback(_dnp.ndarray(x)))
+    x, info = _native.krylov_solve(
+        method, A._arrays.matrix(), b._a, None if x0 is None else x0._a, float(rtol),
+        float(atol), None if maxiter is None else int(maxiter), matrix, apply, report)
+    return _dnp.ndarray(x), info
 
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients for a symmetric positive definite ``A`` (SciPy's ``cg``)."""
-    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if r is None:
-        return b, 0
-    rho_prev = p = None
-    for iteration in range(maxiter):
-        if _norm(r) < limit:
-            return x, 0
-        z = psolve(r)
-        rho = _dnp.dot(r, z)
-        if iteration > 0:
-            p = p * (rho / rho_prev) + z
-        else:
-            p = z.copy()
-        q = A @ p
-        alpha = rho / _dnp.dot(p, q)
-        x += alpha * p
-        r -= alpha * q
-        rho_prev = rho
-        if callback:
-            callback(x)
-    return x, maxiter
+    return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """BiCGSTAB (SciPy's ``bicgstab``)."""
-    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if r is None:
-        return b, 0
-    rtilde = r.copy()
-    rho_prev = omega = alpha = p = v = None
-    for iteration in range(maxiter):
-        if _norm(r) < limit:
-            return x, 0
-        rho = _dnp.dot(rtilde, r)
-        if _breaks_down(rho):
-            return x, -10
-        if iteration > 0:
-            if abs(float(omega)) < _RHOTOL:
-                return x, -11
-            beta = (rho / rho_prev) * (alpha / omega)
-            p = (p - omega * v) * beta + r
-        else:
-            p = r.copy()
-        phat = psolve(p)
-        v = A @ phat
-        rv = _dnp.dot(rtilde, v)
-        if float(rv) == 0:
-            return x, -11
-        alpha = rho / rv
-        r -= alpha * v
-        if _norm(r) < limit:
-            x += alpha * phat
-            return x, 0
-        shat = psolve(r)
-        t = A @ shat
-        omega = _dnp.dot(t, r) / _dnp.dot(t, t)
-        x += alpha * phat
-        x += omega * shat
-        r -= omega * t
-        rho_prev = rho
-        if callback:
-            callback(x)
-    return x, maxiter
+    return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
 def cgs(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
     """Conjugate gradients squared (SciPy's ``cgs``)."""
-    A, b, x, r, limit, maxiter, psolve = _setup(A, b, x0, rtol, atol, maxiter, M)
-    if r is None:
-        return b, 0
-    rtilde = r.copy()
-    rho_prev = p = u = q = None
-    for iteration in range(maxiter):
-        if _norm(r) < limit:
-            return x, 0
-        rho = _dnp.dot(rtilde, r)
-        if _breaks_down(rho):
-            return x, -10
-        if iteration > 0:
-            beta = rho / rho_prev
-            u = r + beta * q
-            p = (p * beta + q) * beta + u
-        else:
-            p = r.copy()
-            u = r.copy()
-        vhat = A @ psolve(p)
-        rv = _dnp.dot(rtilde, vhat)
-        if float(rv) == 0:
-            return x, -11
-        alpha = rho / rv
-        q = u - alpha * vhat
-        uhat = psolve(u + q)
-        x += alpha * uhat
-        r = b - A @ x  # SciPy recomputes the residual rather than updating it
-        rho_prev = rho
-        if callback:
-            callback(x)
-    return x, maxiter
+    return _solve("cgs", A, b, x0, rtol, atol, maxiter, M, callback)
