@@ -287,7 +287,7 @@ impl Partition {
     }
 }
 
-crate::projection::interned!(Partition, PartitionKind);
+crate::intern::interned!(Partition, PartitionKind);
 
 impl fmt::Debug for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

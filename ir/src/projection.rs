@@ -135,35 +135,7 @@ impl Projection {
     }
 }
 
-/// For an interned type `$name(Arc<$desc>)`: `interner()`, the process-wide table its values
-/// are interned in, and `PartialEq`, `Eq` and `Hash` by identity (interning makes equal
-/// values share one allocation, so comparing the pointers compares the values).
-macro_rules! interned {
-    ($name:ident, $desc:ty) => {
-        fn interner() -> &'static $crate::intern::Interner<$desc> {
-            static TABLE: std::sync::OnceLock<$crate::intern::Interner<$desc>> =
-                std::sync::OnceLock::new();
-            TABLE.get_or_init($crate::intern::Interner::new)
-        }
-
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                std::sync::Arc::ptr_eq(&self.0, &other.0)
-            }
-        }
-
-        impl Eq for $name {}
-
-        impl std::hash::Hash for $name {
-            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-                std::hash::Hash::hash(&std::sync::Arc::as_ptr(&self.0), state);
-            }
-        }
-    };
-}
-pub(crate) use interned;
-
-interned!(Projection, ProjectionDesc);
+crate::intern::interned!(Projection, ProjectionDesc);
 
 impl fmt::Debug for Projection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -73,11 +73,6 @@ pub trait Method {
     const NAME: &'static str;
     /// The library method's state.
     type State: Krylov;
-    /// What the method assumes of the matrix, for the warning of a run that stopped at
-    /// `--iters` short of `--rtol` (after a `; `), or nothing.
-    fn not_converged() -> &'static str {
-        ""
-    }
     /// The state for `A x = b` from `x = 0`, with the run's flags.
     fn start(a: &CsrMatrix, b: &Array, args: &SolverArgs) -> Result<Self::State, SparseError>;
 }
@@ -88,13 +83,6 @@ pub struct Plain<K>(PhantomData<K>);
 impl<K: Krylov> Method for Plain<K> {
     const NAME: &'static str = K::NAME;
     type State = K;
-    fn not_converged() -> &'static str {
-        if K::NAME == solvers::Cg::NAME {
-            "; cg needs a symmetric positive definite matrix (bicgstab and cgs take others)"
-        } else {
-            ""
-        }
-    }
     fn start(a: &CsrMatrix, b: &Array, _args: &SolverArgs) -> Result<K, SparseError> {
         K::start(a, b, None, None)
     }
@@ -364,7 +352,7 @@ fn solve<M: Method>(args: &SolverArgs) -> anyhow::Result<(RunRecord, Vec<f64>)> 
             M::NAME,
             residual / b_norm,
             args.rtol,
-            M::not_converged()
+            M::State::ASSUMES.map_or(String::new(), |a| format!("; {} needs {a}", M::NAME))
         ));
     }
     Ok((record, x))

@@ -16,6 +16,7 @@ pub struct Cg {
 
 impl Krylov for Cg {
     const NAME: &'static str = "cg";
+    const ASSUMES: Option<&'static str> = Some("a symmetric positive definite matrix");
     const BREAKDOWN: &'static str = "p . A p = 0 for a search direction p != 0 (or r . z = 0 \
          with a preconditioner), so the (preconditioned) matrix is not positive definite";
 

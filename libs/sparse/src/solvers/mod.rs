@@ -116,6 +116,9 @@ pub trait Krylov: Sized + Clone {
     /// What a breakdown (a division by zero other than at an exact solution) means for the
     /// method, for the error that reports it.
     const BREAKDOWN: &'static str;
+    /// What the method assumes of the matrix beyond being square (none: nothing), for
+    /// explaining a run that did not converge.
+    const ASSUMES: Option<&'static str> = None;
     /// The state for `A x = b` from `x0` (none: zeros), preconditioned by `m` (none: the
     /// identity).
     fn start(
