@@ -23,4 +23,12 @@ pub struct BackendStats {
     /// Bytes of store data moved between the nodes of a multi-process run so far (0 on one
     /// node), counted from a model of where each store's valid copies are.
     pub bytes_moved: u64,
+    /// Bytes copied from the host to devices (GPUs) so far.
+    pub h2d_bytes: u64,
+    /// Bytes copied from devices to the host so far.
+    pub d2h_bytes: u64,
+    /// Times the backend waited for a device (a flush, a host read of data a device holds).
+    pub device_syncs: u64,
+    /// Kernel launches enqueued on devices.
+    pub kernel_launches: u64,
 }

@@ -289,6 +289,7 @@ impl Backend for EmbeddedBackend {
             cached_bytes: self.cache.cached_bytes() as u64,
             // One node: nothing moves between nodes.
             bytes_moved: 0,
+            ..Default::default()
         }
     }
 

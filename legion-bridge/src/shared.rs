@@ -217,6 +217,8 @@ impl Shared {
             peak_store_bytes: c.peak_bytes.load(Ordering::Relaxed),
             cached_bytes: self.scratch.cached_bytes() as u64,
             bytes_moved: c.bytes_moved.load(Ordering::Relaxed),
+            // Point tasks run on CPUs only: no device traffic.
+            ..Default::default()
         }
     }
 }
