@@ -7,7 +7,8 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use diffuse::cli_output::eprint_line;
 use diffuse::{
-    BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, RuntimeConfig,
+    BackendConfig, BackendStats, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement,
+    RuntimeConfig,
 };
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
@@ -173,8 +174,6 @@ pub struct Counters {
     pub at: Instant,
     /// Index tasks submitted so far.
     pub issued: u64,
-    /// Index tasks (fused or not) executed so far.
-    pub executed: u64,
     /// Windows planned from scratch so far.
     pub analysed: u64,
     /// Windows whose plan was replayed from the memo so far.
@@ -183,8 +182,8 @@ pub struct Counters {
     pub analysis_seconds: f64,
     /// The process's resident memory now.
     pub rss_bytes: u64,
-    /// Bytes moved between nodes so far.
-    pub bytes_moved: u64,
+    /// The backend's counters: tasks executed, bytes moved between nodes, device traffic.
+    pub backend: BackendStats,
 }
 
 impl Runtime {
@@ -291,12 +290,11 @@ impl Runtime {
         Counters {
             at: Instant::now(),
             issued: self.ctx.tasks_submitted(),
-            executed: self.runtime.stats().tasks_executed,
             analysed: stats.analysed,
             replayed: stats.replayed,
             analysis_seconds: self.runtime.analysis_seconds(),
             rss_bytes: resident_bytes(),
-            bytes_moved: self.runtime.stats().bytes_moved,
+            backend: self.runtime.stats(),
         }
     }
 
@@ -395,6 +393,10 @@ impl Runtime {
         let (before, after) = m.counters;
         // Per timed iteration (0 when there were none).
         let per = |v: f64| v / m.iters.max(1) as f64;
+        // A backend counter's growth over the timed iterations, per iteration.
+        let backend_per = |counter: fn(&BackendStats) -> u64| {
+            per((counter(&after.backend) - counter(&before.backend)) as f64)
+        };
         RunRecord {
             app,
             backend: args.backend,
@@ -407,7 +409,7 @@ impl Runtime {
             compile_wait_seconds: m.compile_wait_seconds,
             iteration_seconds: m.iteration_seconds,
             tasks_issued_per_iter: per((after.issued - before.issued) as f64),
-            tasks_executed_per_iter: per((after.executed - before.executed) as f64),
+            tasks_executed_per_iter: backend_per(|s| s.tasks_executed),
             peak_store_bytes: m.peak_store_bytes,
             check,
             jit: args.jit,
@@ -426,7 +428,11 @@ impl Runtime {
             converged: None,
             nodes: self.runtime.backend().machine().nodes,
             points_executed: self.runtime.stats().points_executed,
-            bytes_moved_per_iter: per((after.bytes_moved - before.bytes_moved) as f64),
+            bytes_moved_per_iter: backend_per(|s| s.bytes_moved),
+            h2d_bytes_per_iter: backend_per(|s| s.h2d_bytes),
+            d2h_bytes_per_iter: backend_per(|s| s.d2h_bytes),
+            device_syncs_per_iter: backend_per(|s| s.device_syncs),
+            kernel_launches_per_iter: backend_per(|s| s.kernel_launches),
             result_digest: String::new(),
         }
     }
@@ -670,6 +676,15 @@ pub struct RunRecord {
     /// Bytes of store data moved between nodes per timed iteration (multi-process Legion
     /// runs; 0 on one node).
     pub bytes_moved_per_iter: f64,
+    /// Bytes copied from the host to devices per timed iteration (0 without a GPU); in
+    /// steady state data that stays on the device makes it 0.
+    pub h2d_bytes_per_iter: f64,
+    /// Bytes copied from devices to the host per timed iteration (0 without a GPU).
+    pub d2h_bytes_per_iter: f64,
+    /// Times per timed iteration the backend waited for a device (flushes, host reads).
+    pub device_syncs_per_iter: f64,
+    /// Kernel launches enqueued on devices per timed iteration.
+    pub kernel_launches_per_iter: f64,
     /// FNV-1a hash of the bits of the application's result values, in hexadecimal: equal
     /// digests are bitwise-equal results (runs on different backends or process counts
     /// compare by it).
@@ -763,6 +778,18 @@ fn summary(record: &RunRecord) -> String {
             text,
             "  {outcome}: {iterations} iterations (the first ones warm-up, untimed), method's \
              residual {residual:e} relative to ||b||"
+        );
+    }
+    if record.gpu_points > 0 {
+        let _ = writeln!(
+            text,
+            "  GPU: {} point tasks; per iter {:.1} MiB to the device, {:.1} MiB back, {} syncs, \
+             {} kernel launches",
+            record.gpu_points,
+            mib(record.h2d_bytes_per_iter),
+            mib(record.d2h_bytes_per_iter),
+            record.device_syncs_per_iter,
+            record.kernel_launches_per_iter
         );
     }
     let _ = writeln!(
