@@ -17,12 +17,14 @@ is one of
                CFD also each pressure sweep's); erf through ``map_blocks``;
 - cupynumeric: the NumPy program on cuPyNumeric (run it with
                benches/peers/run-cupynumeric.sh, which sets up Legate on the CPU);
+- cupy:        the NumPy program on CuPy, on the GPU (``cupyx.scipy.special.erf``);
+               benches/peers/gpu_peers.py runs it after checking that there is a GPU;
 - diffuse:     the NumPy program on diffuse's Python package (``import diffuse.numpy``).
 
 Each app mirrors the Rust version in examples/src (same problem, same initial values, same
 sizes; random inputs come from NumPy's ``default_rng`` on the host, handed to the system
 before timing). One warm-up iteration (for JAX: including its compilation) is followed by
-K timed ones; timings wait for the last iteration's results (JAX and cuPyNumeric run
+K timed ones; timings wait for the last iteration's results (JAX, CuPy and cuPyNumeric run
 asynchronously). Prints one JSON record: app, peer (the system), n, iters,
 seconds_per_iter, warmup_seconds and checksum (the sum of the first output, on the host).
 
@@ -40,7 +42,7 @@ from collections import namedtuple
 
 import numpy
 
-SYSTEMS = ("numpy", "numexpr", "jax", "dask", "cupynumeric", "diffuse")
+SYSTEMS = ("numpy", "numexpr", "jax", "dask", "cupynumeric", "cupy", "diffuse")
 
 # (app, system) pairs that cannot run, and why.
 CANNOT = {
@@ -96,6 +98,10 @@ class System:
         for a in arrays:
             float(a[(0,) * a.ndim])
 
+    def host(self, a):
+        """The values of the system's array `a` as a float64 NumPy array."""
+        return numpy.array(a, dtype=numpy.float64)
+
 
 class Numexpr(System):
     """NumPy arrays; formulas with a numexpr version (NUMEXPR) run through it."""
@@ -124,6 +130,19 @@ class Jax(System):
         import jax
 
         jax.block_until_ready(arrays)
+
+
+class Cupy(System):
+    """CuPy: NumPy's semantics on the GPU; work is queued on the current stream, and host
+    copies are explicit (`get`)."""
+
+    def wait(self, arrays):
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+    def host(self, a):
+        return a.get().astype(numpy.float64)
 
 
 class Dask(System):
@@ -191,6 +210,12 @@ def load_system(name):
 
         np = cupynumeric  # no erf
         return System(name)
+    if name == "cupy":
+        import cupy
+        import cupyx.scipy.special
+
+        np, erf = cupy, cupyx.scipy.special.erf
+        return Cupy(name)
     if name == "diffuse":
         import diffuse.numpy
         import diffuse.special
@@ -515,6 +540,27 @@ APPS = {"stencil": stencil, "black-scholes": black_scholes,
         "black-scholes-poly": black_scholes_poly, "jacobi": jacobi, "cfd": cfd}
 
 
+def run(app, module, n, iters):
+    """Runs `app` at size `n` on the system `module`: one warm-up iteration, then `iters`
+    timed ones. Returns the JSON record (a dict)."""
+    s = load_system(module)
+    step, output = APPS[app](s, n)
+
+    start = time.perf_counter()
+    result = step()
+    s.wait(result)
+    warmup = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(iters):
+        result = step()
+    s.wait(result)
+    per_iter = (time.perf_counter() - start) / max(iters, 1)
+    checksum = s.host(output()).sum()
+    return {"app": app, "peer": module, "n": n, "iters": iters,
+            "seconds_per_iter": per_iter, "warmup_seconds": warmup,
+            "checksum": float(checksum)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("app", choices=sorted(APPS))
@@ -527,22 +573,7 @@ def main():
     if reason:
         print(f"{args.app} cannot run on {args.module}: {reason}", file=sys.stderr)
         sys.exit(3)
-    s = load_system(args.module)
-    step, output = APPS[args.app](s, args.n)
-
-    start = time.perf_counter()
-    result = step()
-    s.wait(result)
-    warmup = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(args.iters):
-        result = step()
-    s.wait(result)
-    per_iter = (time.perf_counter() - start) / max(args.iters, 1)
-    checksum = numpy.array(output(), dtype=numpy.float64).sum()
-    print(json.dumps({"app": args.app, "peer": args.module, "n": args.n, "iters": args.iters,
-                      "seconds_per_iter": per_iter, "warmup_seconds": warmup,
-                      "checksum": float(checksum)}))
+    print(json.dumps(run(args.app, args.module, args.n, args.iters)))
 
 
 if __name__ == "__main__":
