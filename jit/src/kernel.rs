@@ -56,28 +56,7 @@ impl CpuKernel {
     /// read-only parameters.
     pub unsafe fn call(&self, memrefs: &[MemRef<'_>], scalars: &[Scalar]) -> Result<(), String> {
         check_arguments(&self.signature, memrefs, scalars)?;
-        // Descriptors: {allocated, aligned, offset, sizes[rank], strides[rank]} as words.
-        let mut descriptors: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
-        for (i, (m, p)) in memrefs.iter().zip(&self.signature.params).enumerate() {
-            if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
-                if s != 1 && e > 1 {
-                    return Err(format!(
-                        "memref {i} has innermost stride {s}; the kernel needs 1"
-                    ));
-                }
-            }
-            let mut d = Vec::with_capacity(3 + 2 * p.rank);
-            d.extend([m.ptr as i64, m.ptr as i64, 0]);
-            d.extend_from_slice(m.sizes);
-            // The innermost stride is 1 in the kernel's type; descriptors must agree.
-            d.extend(
-                m.strides
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }),
-            );
-            descriptors.push(d);
-        }
+        let mut descriptors = descriptors(&self.signature, memrefs)?;
         // SAFETY: one descriptor per memref parameter and the declared scalars (checked
         // above); memory validity is the caller's promise.
         unsafe { self.code.call(&mut descriptors, scalars) };
@@ -123,4 +102,38 @@ pub(crate) fn check_arguments(
         }
     }
     Ok(())
+}
+
+/// The memref descriptors of a call, for the CPU and the GPU kernel alike: words
+/// `{allocated, aligned, offset, sizes[rank], strides[rank]}` per parameter, with the
+/// memref's pointer (null for a temporary, which is never dereferenced), offset 0, and its
+/// sizes and strides. The kernel's memref types fix the innermost stride to 1: a memref
+/// whose innermost stride differs where that extent exceeds 1 is refused, and one with an
+/// extent of at most 1 gets stride 1 there. `memrefs` must have passed [`check_arguments`].
+pub(crate) fn descriptors(
+    signature: &KernelSignature,
+    memrefs: &[MemRef<'_>],
+) -> Result<Vec<Vec<i64>>, String> {
+    let mut out: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
+    for (i, (m, p)) in memrefs.iter().zip(&signature.params).enumerate() {
+        if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
+            if s != 1 && e > 1 {
+                return Err(format!(
+                    "memref {i} has innermost stride {s}; the kernel needs 1"
+                ));
+            }
+        }
+        let address = if p.temporary { 0 } else { m.ptr as i64 };
+        let mut d = Vec::with_capacity(3 + 2 * p.rank);
+        d.extend([address, address, 0]);
+        d.extend_from_slice(m.sizes);
+        d.extend(
+            m.strides
+                .iter()
+                .enumerate()
+                .map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }),
+        );
+        out.push(d);
+    }
+    Ok(out)
 }

@@ -35,9 +35,9 @@
 //! inside MLIR abort the process).
 //!
 //! [`GpuJit`] compiles the same composed module for NVIDIA GPUs (PTX through MLIR's NVVM
-//! pipeline) and launches it through the CUDA driver, opened at run time: see the `gpu`
-//! module's docs. Without a GPU, compilation and PTX still work and launches report
-//! [`GpuError::Unavailable`].
+//! pipeline) with host code that enqueues it through MLIR's GPU runtime functions, which the
+//! caller supplies ([`GpuRuntime`]; the device layer owns the driver): see the `gpu` module's
+//! docs. Compilation and PTX need no GPU.
 //!
 //! # Pitfalls found here (MLIR/LLVM 22)
 //!
@@ -59,7 +59,7 @@
 //!   50-constituent one; the optimization level hardly matters), hence background
 //!   compilation.
 //!
-//! Depends only on `diffuse-ir` (and MLIR through `melior`, CUDA's driver through `cudarc`).
+//! Depends only on `diffuse-ir` (and MLIR through `melior`).
 
 #![warn(missing_docs)]
 // Errors carry the kernel's name and MLIR's diagnostics; they are rare and cold (as in the
@@ -78,5 +78,5 @@ mod support;
 pub use cache::{CompileMode, Jit, JitStats, Lookup};
 pub use diffuse_ir::{KernelParam, KernelSignature, KernelStep, MemRef};
 pub use error::JitError;
-pub use gpu::{gpu_available, GpuError, GpuInfo, GpuJit, GpuKernel, GpuTarget, PtxModule};
+pub use gpu::{GpuError, GpuJit, GpuKernel, GpuRuntime, GpuTarget, PtxModule};
 pub use kernel::CpuKernel;

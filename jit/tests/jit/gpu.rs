@@ -1,9 +1,7 @@
-//! The GPU path: PTX generation everywhere, launches where a GPU is present.
-//!
-//! Compilation (PTX for sm_90 and the host code that launches it, JIT-compiled with the GPU
-//! runtime functions resolved) needs no GPU and is checked on every machine. Launches need
-//! one: without a GPU those tests print `skipped: no GPU (<reason>)` and return, after
-//! checking that a launch reports the missing GPU as an error.
+//! The GPU path without a GPU: PTX for sm_90, and host code linked against a recording
+//! runtime ([`recording_runtime`]) whose calls show what an enqueue launches, with which
+//! descriptors. Running the kernels on a GPU, against the CPU kernels, is the device layer's
+//! test.
 
 use std::sync::Arc;
 
@@ -12,11 +10,15 @@ use diffuse_ir::{
     TaskKind,
 };
 use diffuse_jit::{
-    gpu_available, GpuError, GpuJit, GpuTarget, Jit, JitError, KernelSignature, KernelStep, MemRef,
-    PtxModule,
+    GpuError, GpuJit, GpuTarget, JitError, KernelSignature, KernelStep, MemRef, PtxModule,
 };
 
-use super::{add_then_scale, memref, param};
+use super::{add_then_scale, param};
+
+#[path = "recording_runtime.rs"]
+mod recording_runtime;
+
+use recording_runtime::Call;
 
 /// `out = f(x)` element-wise, `f` given as MLIR statements from `%a` to `%y`.
 struct Unary {
@@ -113,7 +115,7 @@ fn sine() -> KernelSignature {
 }
 
 fn sm90() -> GpuJit {
-    GpuJit::with_target(GpuTarget::for_chip("sm_90"))
+    GpuJit::new(GpuTarget::for_chip("sm_90"), recording_runtime::runtime())
 }
 
 /// Checks what every kernel's PTX must say; returns the number of global stores.
@@ -217,150 +219,139 @@ fn targets_follow_the_chip() {
     assert_eq!(GpuTarget::for_chip("sm_90").features, "+ptx80");
     assert_eq!(GpuTarget::for_chip("sm_80").features, "+ptx70");
     assert_eq!(GpuTarget::for_chip("sm_100").features, "+ptx86");
-    let detected = GpuTarget::detect();
-    match gpu_available() {
-        Ok(info) => assert_eq!(detected.chip, info.chip()),
-        Err(_) => assert_eq!(detected.chip, "sm_90"),
+}
+
+/// A device address as a memref pointer (the recording runtime never dereferences it).
+fn device(address: usize, sizes: &'static [i64], strides: &'static [i64]) -> MemRef<'static> {
+    MemRef {
+        ptr: address as *mut u8,
+        sizes,
+        strides,
     }
 }
 
-/// A deterministic pseudo-random sequence in [lo, hi).
-fn random(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            lo + (hi - lo) * (s >> 11) as f64 / (1u64 << 53) as f64
-        })
-        .collect()
-}
-
-/// Runs `sig` (the shape of `add_then_scale`: a, a broadcast row b, a temporary, out) on the
-/// CPU and, if there is one, on the GPU, on `rows x cols` random data with `out` a block of
-/// a wider buffer; returns (cpu out, gpu out or the skip reason), each the whole buffer.
-fn cpu_and_gpu(
-    sig: &KernelSignature,
-    rows: usize,
-    cols: usize,
-    scalars: &[Scalar],
-) -> (Vec<f64>, Result<Vec<f64>, String>) {
-    let pitch = cols + 3;
-    let mut a = random(rows * cols, 1, -2.0, 2.0);
-    let mut b = random(cols, 2, -1.0, 1.0);
-    let full = [rows as i64, cols as i64];
-    let row = [1, cols as i64];
-    let dense = [cols as i64, 1];
-    let strided = [pitch as i64, 1];
-    let run = |out: &mut Vec<f64>, a: &mut Vec<f64>, b: &mut Vec<f64>, gpu: Option<&GpuJit>| {
-        let memrefs = [
-            memref(a, &full, &dense),
-            memref(b, &row, &dense),
-            MemRef {
-                ptr: std::ptr::null_mut(),
-                sizes: &full,
-                strides: &dense,
-            },
-            memref(out, &full, &strided),
-        ];
-        match gpu {
-            None => {
-                let k = Jit::new().kernel(sig).expect("compiles for the CPU");
-                // SAFETY: the buffers match the sizes and strides.
-                unsafe { k.call(&memrefs, scalars) }.map_err(|e| e.to_string())
-            }
-            Some(jit) => {
-                let k = jit.kernel(sig).expect("compiles for the GPU");
-                // SAFETY: as above.
-                unsafe { k.launch(&memrefs, scalars) }.map_err(|e| e.to_string())
-            }
-        }
-    };
-    let mut cpu = vec![-1.0; rows * pitch];
-    run(&mut cpu, &mut a, &mut b, None).expect("the CPU kernel runs");
-    let gpu = match gpu_available() {
-        Err(reason) => Err(reason),
-        Ok(_) => {
-            let mut out = vec![-1.0; rows * pitch];
-            run(&mut out, &mut a, &mut b, Some(&GpuJit::new())).expect("the GPU kernel runs");
-            Ok(out)
-        }
-    };
-    (cpu, gpu)
-}
-
-fn assert_close(cpu: &[f64], gpu: &[f64], tolerance: f64) {
-    assert_eq!(cpu.len(), gpu.len());
-    for (i, (&c, &g)) in cpu.iter().zip(gpu).enumerate() {
-        let scale = c.abs().max(1.0);
-        assert!(
-            (c - g).abs() <= tolerance * scale,
-            "element {i}: CPU {c:e}, GPU {g:e}"
-        );
-    }
+/// True when `words` contains `descriptor` as consecutive words.
+fn passes(words: &[u64], descriptor: &[i64]) -> bool {
+    let descriptor: Vec<u64> = descriptor.iter().map(|&w| w as u64).collect();
+    words.windows(descriptor.len()).any(|w| w == descriptor)
 }
 
 #[test]
-fn gpu_launch_of_a_fused_kernel_matches_the_cpu() {
-    let (rows, cols) = (300, 517);
-    let (cpu, gpu) = cpu_and_gpu(&add_then_scale(), rows, cols, &[Scalar::F64(3.0)]);
-    // Outside the sub-store (the last 3 columns of each row) nothing is written.
-    for i in 0..rows {
-        for j in cols..cols + 3 {
-            assert_eq!(cpu[i * (cols + 3) + j], -1.0);
-        }
-    }
-    match gpu {
-        Err(reason) => println!("skipped: no GPU ({reason})"),
-        // (x + b) * x * s: the same two roundings on both sides, unless the GPU fuses the
-        // multiply-add; 1e-12 relative covers that.
-        Ok(gpu) => assert_close(&cpu, &gpu, 1e-12),
-    }
-}
-
-#[test]
-fn gpu_launch_of_exp_erf_log_sqrt_matches_the_cpu() {
-    let (cpu, gpu) = cpu_and_gpu(&add_then_gauss(), 64, 1000, &[]);
-    match gpu {
-        Err(reason) => println!("skipped: no GPU ({reason})"),
-        Ok(gpu) => assert_close(&cpu, &gpu, 1e-12),
-    }
-}
-
-#[test]
-fn without_a_gpu_a_launch_is_an_error_not_a_crash() {
-    let Err(reason) = gpu_available() else {
-        println!("skipped: a GPU is present (the launch tests run instead)");
-        return;
-    };
-    assert!(!reason.is_empty());
-    let kernel = sm90().kernel(&add_then_scale()).expect("compiles");
-    let mut a = vec![1.0; 4];
-    let mut b = vec![1.0; 2];
-    let mut out = vec![0.0; 4];
-    let (full, row, dense) = ([2i64, 2], [1i64, 2], [2i64, 1]);
+fn the_host_code_loads_the_ptx_once_and_launches_a_grid_over_the_sizes() {
+    let jit = sm90();
+    let kernel = jit.kernel(&add_then_scale()).expect("compiles");
+    let kernel_name = &kernel.ptx()[0].name;
+    // `a` dense, `b` a broadcast row, the temporary, and `out` a 3 x 1000 block of a device
+    // buffer 1003 elements wide, at an offset: descriptors into device buffers, as given.
+    let (a, b, out) = (0x7000_0000usize, 0x7100_0000usize, 0x7200_0000usize + 8 * 5);
     let memrefs = [
-        memref(&mut a, &full, &dense),
-        memref(&mut b, &row, &dense),
-        MemRef {
-            ptr: std::ptr::null_mut(),
-            sizes: &full,
-            strides: &dense,
-        },
-        memref(&mut out, &full, &dense),
+        device(a, &[3, 1000], &[1000, 1]),
+        device(b, &[1, 1000], &[1000, 1]),
+        device(0, &[3, 1000], &[1000, 1]),
+        device(out, &[3, 1000], &[1003, 1]),
     ];
-    // SAFETY: the buffers match the sizes and strides.
-    match unsafe { kernel.launch(&memrefs, &[Scalar::F64(2.0)]) } {
-        Err(GpuError::Unavailable(r)) => assert_eq!(r, reason),
-        other => panic!("expected Unavailable, got {other:?}"),
+    recording_runtime::take();
+    // SAFETY: the recording runtime dereferences no device address.
+    unsafe { kernel.enqueue(&memrefs, &[Scalar::F64(2.0)]) }.expect("enqueues");
+    let calls = recording_runtime::take();
+    // The global constructor loads the PTX (opt level 3, as compiled); the call gets the
+    // kernel, makes a stream, launches rows x ceil(cols / 256) blocks of 1 x 256 threads and
+    // synchronizes.
+    let [load, get, create, launch, sync, destroy] = &calls[..] else {
+        panic!("unexpected calls {calls:#?}");
+    };
+    assert_eq!(
+        load,
+        &Call::LoadJit {
+            opt_level: 3,
+            has_entry: true
+        }
+    );
+    assert_eq!(get, &Call::GetFunction(kernel_name.clone()));
+    assert_eq!(create, &Call::StreamCreate);
+    let Call::Launch {
+        grid,
+        block,
+        params,
+    } = launch
+    else {
+        panic!("expected a launch, got {launch:?}");
+    };
+    assert_eq!((grid, block), (&[3, 4, 1], &[1, 256, 1]));
+    // Each store's descriptor reaches the kernel with its own address and strides: nothing
+    // packed, nothing copied (the strided `out` included).
+    let (a, b, out) = (a as i64, b as i64, out as i64);
+    assert!(passes(params, &[a, a, 0, 3, 1000, 1000, 1]), "{params:x?}");
+    assert!(passes(params, &[b, b, 0, 1, 1000, 1000, 1]), "{params:x?}");
+    assert!(
+        passes(params, &[out, out, 0, 3, 1000, 1003, 1]),
+        "{params:x?}"
+    );
+    assert!(params.contains(&2.0f64.to_bits()), "{params:x?}");
+    assert_eq!(
+        (sync, destroy),
+        (&Call::StreamSynchronize, &Call::StreamDestroy)
+    );
+
+    // The module is loaded once per kernel, not per call.
+    // SAFETY: as above.
+    unsafe { kernel.enqueue(&memrefs, &[Scalar::F64(2.0)]) }.expect("enqueues");
+    let again = recording_runtime::take();
+    assert_eq!(again.len(), 5, "{again:?}");
+    assert_eq!(again[0], Call::GetFunction(kernel_name.clone()));
+
+    // An empty sub-store still goes through the host code, with an empty grid.
+    let empty = [
+        device(a as usize, &[0, 1000], &[1000, 1]),
+        device(b as usize, &[1, 1000], &[1000, 1]),
+        device(0, &[0, 1000], &[1000, 1]),
+        device(out as usize, &[0, 1000], &[1003, 1]),
+    ];
+    // SAFETY: as above.
+    unsafe { kernel.enqueue(&empty, &[Scalar::F64(2.0)]) }.expect("enqueues");
+    let calls = recording_runtime::take();
+    assert!(
+        calls
+            .iter()
+            .any(|c| matches!(c, Call::Launch { grid, .. } if grid == &[0, 4, 1])),
+        "{calls:?}"
+    );
+}
+
+#[test]
+fn arguments_that_do_not_fit_are_refused_before_anything_is_enqueued() {
+    let kernel = sm90().kernel(&add_then_scale()).expect("compiles");
+    let memrefs = [
+        device(0x1000, &[2, 2], &[2, 1]),
+        device(0x2000, &[1, 2], &[2, 1]),
+        device(0, &[2, 2], &[2, 1]),
+        device(0x3000, &[2, 2], &[2, 1]),
+    ];
+    recording_runtime::take();
+    // SAFETY: each call fails its argument check; nothing runs.
+    let refused = [
+        unsafe { kernel.enqueue(&memrefs[..3], &[Scalar::F64(2.0)]) },
+        unsafe { kernel.enqueue(&memrefs, &[]) },
+        unsafe {
+            kernel.enqueue(
+                &[
+                    memrefs[0],
+                    memrefs[1],
+                    memrefs[2],
+                    device(0x3000, &[2, 2], &[4, 2]),
+                ],
+                &[Scalar::F64(2.0)],
+            )
+        },
+    ];
+    for outcome in refused {
+        match outcome {
+            Err(GpuError::Arguments { kernel, reason }) => {
+                assert_eq!(kernel, "add+mul");
+                assert!(!reason.is_empty());
+            }
+            other => panic!("expected an argument error, got {other:?}"),
+        }
     }
-    // Bad arguments are refused before the device is touched.
-    // SAFETY: nothing is dereferenced: the call fails on the argument count.
-    match unsafe { kernel.launch(&memrefs[..3], &[Scalar::F64(2.0)]) } {
-        Err(GpuError::Arguments { .. }) => {}
-        other => panic!("expected an argument error, got {other:?}"),
-    }
-    assert_eq!(out, vec![0.0; 4]);
-    println!("no GPU ({reason}): a launch reports GpuError::Unavailable");
+    assert_eq!(recording_runtime::take(), vec![], "nothing was enqueued");
 }
