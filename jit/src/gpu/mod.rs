@@ -18,10 +18,13 @@
 //! streams, synchronization and failures of the device belong to the runtime functions (the
 //! device layer's launch scope), not to this crate.
 //!
-//! What runs on the GPU: element-wise loop nests that fuse completely (temporaries
-//! removed), with broadcasting, scalars, and the math functions of the device prelude
-//! ([`math`](self::math)). Reductions, kernels that keep a temporary in memory, and other
-//! math functions are reported as [`JitError::Unsupported`] at compile time.
+//! What runs on the GPU: loop nests that fuse completely (temporaries removed), with
+//! broadcasting, scalars, copies of sub-stores, and the math functions of the device prelude
+//! ([`math`](self::math)). Reductions, kernels that keep a temporary in memory, sequential
+//! loops over memory (SpMV's row loop) and other math functions are reported as
+//! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
+//! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
+//! do), as on the CPU, so element-wise results can match the CPU kernel's bitwise.
 
 mod math;
 mod pipeline;
@@ -200,9 +203,14 @@ impl GpuJit {
         let rank = signature.params.iter().map(|p| p.rank).max().unwrap_or(0);
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
         let session = session.get_or_insert_with(MlirSession::new);
+        let bufferized = session
+            .lower(&text, &[pipeline::bufferize_pipeline()])
+            .map_err(mlir_error)?;
+        let bufferized_text = pipeline::copies_as_loops(&bufferized.as_operation().to_string());
+        drop(bufferized);
         // Mapped and outlined: check that the host only launches.
         let outlined = session
-            .lower(&text, &[&pipeline::front_pipeline(rank)])
+            .lower(&bufferized_text, &[&pipeline::mapping_pipeline(rank)])
             .map_err(mlir_error)?;
         pipeline::check_host(&outlined).map_err(unsupported)?;
         let outlined_text = outlined.as_operation().to_string();

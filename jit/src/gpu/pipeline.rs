@@ -1,11 +1,13 @@
 //! Pass pipelines from a composed kernel module to PTX and host code, and the checks between
 //! them.
 //!
-//! 1. [`front_pipeline`]: the CPU path's fusion and bufferization (math through the device
-//!    prelude, element-wise fusion removing temporaries, in-place bufferization), then
-//!    `linalg` to `scf.parallel` loops, tiled so that the innermost dimension is spread over
-//!    the 256 threads of a block (consecutive threads touch consecutive elements), mapped to
-//!    the GPU grid and outlined into `gpu.func` kernels.
+//! 1. [`bufferize_pipeline`]: the CPU path's fusion and bufferization (math through the
+//!    device prelude, element-wise fusion removing temporaries, in-place bufferization);
+//!    [`copies_as_loops`] turns the copies bufferization made into `linalg.copy` loop nests;
+//!    [`mapping_pipeline`] lowers `linalg` to `scf.parallel` loops, tiled so that the
+//!    innermost dimension is spread over the 256 threads of a block (consecutive threads
+//!    touch consecutive elements), mapped to the GPU grid and outlined into `gpu.func`
+//!    kernels.
 //! 2. [`check_host`]: the host function may only compute sizes and launch kernels: any memory
 //!    access, allocation or call left on the host (a reduction loop, a copy, a temporary that
 //!    was not fused away) would dereference device pointers on the CPU, so such a kernel is
@@ -45,19 +47,86 @@ fn tile_sizes(rank: usize) -> String {
         .join(",")
 }
 
-/// Fusion and bufferization as on the CPU, then parallel loops mapped to the GPU and
-/// outlined (`rank`: the highest rank among the kernel's stores).
-pub(crate) fn front_pipeline(rank: usize) -> String {
-    format!(
-        "builtin.module(convert-math-to-libm,inline,\
+/// Fusion and bufferization as on the CPU (the first half of the front end; its output goes
+/// through [`copies_as_loops`] before [`mapping_pipeline`]).
+pub(crate) fn bufferize_pipeline() -> &'static str {
+    "builtin.module(convert-math-to-libm,inline,\
 func.func(linalg-fuse-elementwise-ops,canonicalize,cse),eliminate-empty-tensors,\
-one-shot-bufferize,func.func(buffer-hoisting,convert-linalg-to-parallel-loops,canonicalize,cse),\
+one-shot-bufferize,func.func(buffer-hoisting))"
+}
+
+/// Bufferized loop nests to parallel loops mapped to the GPU and outlined (`rank`: the
+/// highest rank among the kernel's stores).
+pub(crate) fn mapping_pipeline(rank: usize) -> String {
+    format!(
+        "builtin.module(func.func(convert-linalg-to-parallel-loops,canonicalize,cse),\
 buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce,\
 func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={} no-min-max-bounds=true}},\
 gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse),\
 gpu-kernel-outlining,canonicalize)",
         tile_sizes(rank)
     )
+}
+
+/// Rewrites every `memref.copy` of a bufferized module (printed) into a `linalg.copy`, which
+/// becomes a parallel loop nest on the device, and drops copies of a buffer onto itself
+/// (bufferization leaves one where a result is already in its destination; canonicalization
+/// would fold it, a loop nest would read and write every element for nothing).
+/// Bufferization copies a value into its destination parameter with `memref.copy` (e.g. a
+/// kernel whose result is one of its inputs, once the identity loop is folded away: a
+/// sub-store copy); left alone it would stay on the host and read device memory there.
+pub(crate) fn copies_as_loops(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match Copy::parse(line) {
+            Some(copy) if copy.source == copy.target => {}
+            Some(copy) => {
+                let Copy {
+                    indent,
+                    source,
+                    target,
+                    source_type,
+                    target_type,
+                } = copy;
+                out.push_str(&format!(
+                    "{indent}linalg.copy ins({source} : {source_type}) outs({target} : {target_type})"
+                ));
+                out.push('\n');
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// A printed `memref.copy %source, %target : SourceType to TargetType` line.
+struct Copy<'a> {
+    indent: &'a str,
+    source: &'a str,
+    target: &'a str,
+    source_type: &'a str,
+    target_type: &'a str,
+}
+
+impl<'a> Copy<'a> {
+    /// The copy on `line`; `None` for any other line.
+    fn parse(line: &'a str) -> Option<Self> {
+        let body = line.trim_start();
+        let rest = body.strip_prefix("memref.copy ")?;
+        let (operands, types) = rest.split_once(" : ")?;
+        let (source, target) = operands.split_once(", ")?;
+        let (source_type, target_type) = types.split_once(" to ")?;
+        Some(Copy {
+            indent: &line[..line.len() - body.len()],
+            source,
+            target,
+            source_type,
+            target_type,
+        })
+    }
 }
 
 /// Device code to PTX for `chip` (e.g. `sm_90`) with PTX ISA `features` (e.g. `+ptx80`),
@@ -97,7 +166,7 @@ fn host_op_allowed(name: &str) -> bool {
         )
 }
 
-/// Checks that the host function of an outlined module (after [`front_pipeline`]) only
+/// Checks that the host function of an outlined module (after [`mapping_pipeline`]) only
 /// computes sizes and launches kernels; `Err` names what else it does. Also returns the
 /// number of kernel launches.
 pub(crate) fn check_host(module: &Module<'_>) -> Result<usize, String> {
@@ -230,6 +299,17 @@ mod tests {
         assert_eq!(tile_sizes(2), "1,256");
         assert_eq!(tile_sizes(3), "1,1,256");
         assert_eq!(tile_sizes(5), "256");
+    }
+
+    #[test]
+    fn copies_become_linalg_copies_and_other_lines_stay() {
+        let text = "func.func @k() {\n    memref.copy %arg0, %subview : memref<?x?xf64, strided<[?, 1], offset: ?>> to memref<?x?xf64, strided<[?, 1], offset: ?>>\n    return\n}";
+        assert_eq!(
+            copies_as_loops(text),
+            "func.func @k() {\n    linalg.copy ins(%arg0 : memref<?x?xf64, strided<[?, 1], offset: ?>>) outs(%subview : memref<?x?xf64, strided<[?, 1], offset: ?>>)\n    return\n}\n"
+        );
+        let onto_itself = "  memref.copy %arg3, %arg3 : memref<?xf64> to memref<?xf64>\n  return";
+        assert_eq!(copies_as_loops(onto_itself), "  return\n");
     }
 
     #[test]

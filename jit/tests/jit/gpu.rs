@@ -355,3 +355,97 @@ fn arguments_that_do_not_fit_are_refused_before_anything_is_enqueued() {
     }
     assert_eq!(recording_runtime::take(), vec![], "nothing was enqueued");
 }
+
+/// `out = x * x + x`, the multiply and the add with fast-math `flags` (e.g. `contract`).
+fn square_plus(flags: &'static str) -> KernelSignature {
+    let (name, body) = match flags {
+        "" => (
+            "jit_test.square_plus",
+            "%m = arith.mulf %a, %a : {f}\n    %y = arith.addf %m, %a : {f}",
+        ),
+        "contract" => (
+            "jit_test.square_plus_contract",
+            "%m = arith.mulf %a, %a fastmath<contract> : {f}\n    %y = arith.addf %m, %a fastmath<contract> : {f}",
+        ),
+        other => panic!("no kernel with flags {other}"),
+    };
+    KernelSignature {
+        name: format!("square+x {flags}"),
+        steps: vec![KernelStep {
+            kind: unary_kind(name, body),
+            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
+        }],
+        params: vec![
+            param(0, Privilege::Read, false, 0),
+            param(1, Privilege::Write, false, 0),
+        ],
+    }
+}
+
+#[test]
+fn multiplies_and_adds_are_not_contracted_unless_the_source_asks() {
+    let jit = sm90();
+    let modules = jit.ptx_for(&square_plus("")).expect("compiles");
+    check_sm90(&modules);
+    let ptx = &modules[0].ptx;
+    // As on the CPU: a rounded multiply, then a rounded add.
+    assert!(!ptx.contains("fma"), "{ptx}");
+    assert!(ptx.contains("mul.rn.f64"), "{ptx}");
+    assert!(ptx.contains("add.rn.f64"), "{ptx}");
+    // Where the source allows contraction (as the math prelude's polynomials do), the
+    // device fuses them, as the CPU does where it has FMA.
+    let modules = jit.ptx_for(&square_plus("contract")).expect("compiles");
+    let ptx = &modules[0].ptx;
+    assert!(ptx.contains("fma.rn.f64"), "{ptx}");
+}
+
+/// `out = x`: an identity `linalg.generic` once the bit casts fold (the array library's
+/// copy kernel, e.g. for slicing and assignment).
+fn copy() -> KernelSignature {
+    KernelSignature {
+        name: "copy".into(),
+        steps: vec![KernelStep {
+            kind: unary_kind(
+                "jit_test.copy",
+                "%i = arith.bitcast %a : {f} to i64\n    %y = arith.bitcast %i : i64 to {f}",
+            ),
+            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
+        }],
+        params: vec![
+            param(0, Privilege::Read, false, 0),
+            param(1, Privilege::Write, false, 0),
+        ],
+    }
+}
+
+#[test]
+fn a_sub_store_copy_runs_on_the_device() {
+    let jit = sm90();
+    let modules = jit.ptx_for(&copy()).expect("compiles for the GPU");
+    assert_eq!(check_sm90(&modules), 1, "{modules:#?}");
+    let kernel = jit.kernel(&copy()).expect("cached");
+    // A 2 x 300 block of a device buffer 512 wide into another 700 wide: one launch over the
+    // block's elements, both views passed as they are.
+    let (x, out) = (0x5000_0000usize, 0x6000_0000usize);
+    let memrefs = [
+        device(x, &[2, 300], &[512, 1]),
+        device(out, &[2, 300], &[700, 1]),
+    ];
+    recording_runtime::take();
+    // SAFETY: the recording runtime dereferences no device address.
+    unsafe { kernel.enqueue(&memrefs, &[]) }.expect("enqueues");
+    let launches: Vec<Call> = recording_runtime::take()
+        .into_iter()
+        .filter(|c| matches!(c, Call::Launch { .. }))
+        .collect();
+    let [Call::Launch { grid, params, .. }] = &launches[..] else {
+        panic!("expected one launch, got {launches:?}");
+    };
+    assert_eq!(grid, &[2, 2, 1]);
+    let (x, out) = (x as i64, out as i64);
+    assert!(passes(params, &[x, x, 0, 2, 300, 512, 1]), "{params:x?}");
+    assert!(
+        passes(params, &[out, out, 0, 2, 300, 700, 1]),
+        "{params:x?}"
+    );
+}
