@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# The GPU check: every app on a GPU (correct, on the device, data staying there) and
+# diffuse's GPU and CPU times next to CuPy's and JAX's, on a machine without a Rust toolchain.
+#
+#   scripts/gpu-check.sh --bundle DIR     (the build machine) builds the apps (release) and
+#       packs what the check needs into DIR, at most 50 MiB: diffuse-examples.tar.xz (the
+#       stripped binary and the shared libraries it was linked with, glibc's loader
+#       included, used only where the machine's own do not do), peers/ (benches/peers/*.py),
+#       this script, check-gpu-record.py and MANIFEST. Nothing else is needed where it runs:
+#       no toolchain, no LLVM (linked into the binary), no network.
+#   DIR/gpu-check.sh --from DIR OUT       (the GPU machine: NVIDIA driver, python3 with
+#       NumPy, CuPy and JAX) unpacks the bundle into a temporary directory and, bounded to
+#       GPU_CHECK_BUDGET seconds (default 480) in all with `timeout` on every run:
+#       (a) smoke: every app with --gpu --jit sync at scripts/test.sh's smoke sizes,
+#           checked by check-gpu-record.py (tolerance, gpu_points > 0, kernels launched,
+#           no CPU-fallback warning; for GPU_STRICT apps no host-device copies and at most
+#           one device sync per timed iteration);
+#       (b) timings, medians of 3 interleaved rounds: diffuse with --gpu --jit sync, diffuse
+#           on the CPU (--procs GPU_CHECK_PROCS, default 16 or the cores there are), CuPy
+#           and JAX (peers/gpu_peers.py);
+#       (c) OUT/records.jsonl (every JSON record, tagged with part, system and round),
+#           OUT/smoke.jsonl (the smoke verdicts), OUT/logs/ (each run's stderr) and
+#           OUT/summary.md (the smoke table and ms/iter medians per problem and system).
+#       Without a GPU (no nvidia-smi, or it lists none) the smoke runs on the simulated GPU
+#       (DIFFUSE_DEVICE=sim, marked simulated), the CPU timings run, and the summary says
+#       that the GPU part was skipped and why. Exit status 1 when a smoke check or a run
+#       failed.
+#   scripts/gpu-check.sh --smoke BIN OUT  part (a) alone with the apps' binary BIN, on the
+#       GPU DIFFUSE_DEVICE names (scripts/test.sh runs it on the simulated one); verdicts
+#       in OUT/smoke.jsonl, exit status 1 when one failed.
+#
+# Environment: GPU_CHECK_QUICK=1 runs small timing sizes (for a machine with few cores),
+# PYTHON the interpreter for the peers (default python3), GPU_SMOKE_APPS the apps the smoke
+# runs (default all), GPU_STRICT the apps checked for residency (default "stencil
+# black-scholes black-scholes-poly").
+set -euo pipefail
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+die() {
+    echo "gpu-check: $*" >&2
+    exit 1
+}
+
+# The bundle's size limit.
+MAX_BUNDLE_BYTES=$((50 * 1024 * 1024))
+
+# --bundle DIR: builds and packs the bundle.
+bundle() {
+    local dir="$1" root stage started bytes
+    root=$(cd "$(dirname "$0")/.." && pwd)
+    [ -f "$root/Cargo.toml" ] || die "--bundle runs from the repository's scripts/"
+    started=$SECONDS
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    (cd "$root" && cargo build --release --quiet -p diffuse-examples)
+    stage=$(mktemp -d)
+    # shellcheck disable=SC2064 # the directory is known now
+    trap "rm -rf '$stage'" EXIT
+    mkdir -p "$stage/bin" "$stage/lib"
+    cp "$root/target/release/diffuse-examples" "$stage/bin/"
+    strip "$stage/bin/diffuse-examples"
+    # The shared libraries the binary loads (glibc's loader too): the unpacked bundle uses
+    # them where the machine's own are missing or too old.
+    ldd "$stage/bin/diffuse-examples" | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' |
+        while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+    tar -C "$stage" -cf - bin lib | xz -6 -T0 >"$dir/diffuse-examples.tar.xz"
+    rm -rf "$dir/peers"
+    mkdir -p "$dir/peers"
+    cp "$root"/benches/peers/*.py "$dir/peers/"
+    cp "$root/scripts/gpu-check.sh" "$root/scripts/check-gpu-record.py" "$dir/"
+    {
+        echo "commit $(git -C "$root" rev-parse HEAD)$(
+            git -C "$root" diff --quiet HEAD -- . || echo ' (with uncommitted changes)')"
+        echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+        echo "binary $(stat -c %s "$stage/bin/diffuse-examples") bytes stripped, needs $(
+            objdump -T "$stage/bin/diffuse-examples" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
+        echo "libraries $(cd "$stage/lib" && echo *)"
+    } >"$dir/MANIFEST"
+    bytes=$(du -sb "$dir" | cut -f1)
+    echo "bundle $dir: $bytes bytes ($((bytes / 1024 / 1024)) MiB) in $((SECONDS - started)) s" >&2
+    if [ "$bytes" -gt "$MAX_BUNDLE_BYTES" ]; then
+        du -ab "$dir" | sort -n | tail -n 5 >&2
+        die "the bundle is $bytes bytes, more than the $MAX_BUNDLE_BYTES (50 MiB) it may take"
+    fi
+}
+
+# --- --from DIR OUT ----------------------------------------------------------------------
+
+# State of the run below: the deadline (in $SECONDS), the apps' command (the binary, or
+# the bundled loader running it), and the output directory.
+deadline=0
+apps=()
+out=""
+failed=0
+
+# Seconds left before the deadline.
+left() { echo $((deadline - SECONDS)); }
+
+# bounded CAP LOG CMD...: runs CMD with stdout to the caller and stderr to LOG, killed
+# after CAP seconds or at the deadline; returns its status (124: killed, 125: not started,
+# no time left).
+bounded() {
+    local cap="$1" log="$2" limit
+    shift 2
+    limit=$(left)
+    [ "$limit" -lt "$cap" ] && cap=$limit
+    if [ "$cap" -lt 5 ]; then
+        echo "not started: the ${GPU_CHECK_BUDGET:-480} s budget is spent" >"$log"
+        return 125
+    fi
+    timeout -k 5 "$cap" "$@" 2>"$log"
+}
+
+# tag PART SYSTEM ROUND: the JSON record on stdin as one line of records.jsonl.
+tag() {
+    local line
+    line=$(grep '^{' | tail -n 1 || true)
+    [ -n "$line" ] && echo "{\"part\":\"$1\",\"system\":\"$2\",\"round\":$3,${line#\{}" >>"$out/records.jsonl"
+    [ -n "$line" ]
+}
+
+# Picks how to run the unpacked binary: directly, with the bundled libraries for the ones
+# the machine lacks, or under the bundled loader (a glibc older than the build machine's).
+choose_runner() {
+    local root="$1" bin="$1/bin/diffuse-examples"
+    if "$bin" --help >/dev/null 2>&1; then
+        apps=("$bin")
+    elif LD_LIBRARY_PATH="$root/lib" "$bin" --help >/dev/null 2>&1; then
+        export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        apps=("$bin")
+    else
+        apps=("$root/lib/ld-linux-x86-64.so.2" --library-path "$root/lib" "$bin")
+        "${apps[@]}" --help >/dev/null 2>"$out/logs/runner.txt" ||
+            die "the bundled binary does not run here: $(head -n 3 "$out/logs/runner.txt")"
+    fi
+}
+
+# The smoke cases: app, tolerance, flags (scripts/test.sh's smoke sizes).
+SMOKE=(
+    "stencil 1e-12 --n 257 --iters 3"
+    "stencil-ir 1e-12 --n 257 --iters 3"
+    "black-scholes 1e-12 --n 100000 --iters 2"
+    "black-scholes-poly 1e-12 --n 100000 --iters 2"
+    "jacobi 1e-9 --n 500 --iters 5"
+    "cfd 1e-9 --n 41 --iters 3"
+    "cg 1e-7 --n 40 --iters 1000"
+    "bicgstab 1e-7 --n 40 --iters 1000"
+    "cgs 1e-7 --n 40 --iters 1000"
+    "gmg 1e-7 --n 63 --iters 1000"
+)
+
+# smoke LABEL: every smoke case (of GPU_SMOKE_APPS) with --gpu, checked; LABEL is gpu or
+# simulated.
+smoke() {
+    local label="$1" case app tolerance flags strict status
+    for case in "${SMOKE[@]}"; do
+        read -r app tolerance flags <<<"$case"
+        [[ " ${GPU_SMOKE_APPS:-${SMOKE[*]%% *}} " == *" $app "* ]] || continue
+        strict=()
+        [[ " ${GPU_STRICT:-stencil black-scholes black-scholes-poly} " == *" $app "* ]] && strict=(--strict)
+        local log="$out/logs/smoke-$app.txt" json="$out/logs/smoke-$app.json"
+        status=0
+        # shellcheck disable=SC2086 # the flags are several words
+        bounded 120 "$log" "${apps[@]}" "$app" $flags --procs 2 --fusion on --jit sync --gpu --json \
+            >"$json" || status=$?
+        tag smoke "diffuse-$label" 0 <"$json" || true
+        if ! python3 "$here/check-gpu-record.py" "$json" "$log" "$tolerance" "${strict[@]}" \
+            --app "$app" --label "$label" >>"$out/smoke.jsonl"; then
+            failed=1
+            echo "gpu-check: smoke $app ($label) failed (exit $status): $(tail -n 1 "$out/smoke.jsonl")" >&2
+        fi
+    done
+}
+
+# The timed problems: app, n, iterations, extra flags; GPU_CHECK_QUICK=1 picks small ones.
+timing_cases() {
+    if [ "${GPU_CHECK_QUICK:-0}" = 1 ]; then
+        printf '%s\n' "stencil 512 10" "stencil 1024 5" "black-scholes 1000000 3" \
+            "black-scholes-poly 1000000 3" "cg 200 60 --rtol 0" "cfd 128 2" "jacobi 1024 10" \
+            "gmg 255 60 --rtol 0"
+    else
+        # About 4 minutes on a 16-core machine with an H100 (the apps' sequential
+        # references and inputs take most of it). The solvers' first 20 or so iterations
+        # are their warm-up, untimed.
+        printf '%s\n' "stencil 4096 30" "stencil 16384 5" "black-scholes 10000000 10" \
+            "black-scholes-poly 10000000 10" "cg 1000 200 --rtol 0" "cfd 512 10" \
+            "jacobi 4096 50" "gmg 1023 80 --rtol 0"
+    fi
+}
+
+# time_run SYSTEM ROUND CASE: one timed run of CASE on SYSTEM (diffuse-gpu, diffuse-cpu,
+# cupy or jax), its record tagged into records.jsonl.
+time_run() {
+    local system="$1" round="$2" app n iters extra status=0 log command
+    read -r app n iters extra <<<"$3"
+    log="$out/logs/$system-$app-$n-$round.txt"
+    # shellcheck disable=SC2206 # the extra flags are several words
+    case "$system" in
+    diffuse-gpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --gpu --jit sync --json) ;;
+    diffuse-cpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --procs "$procs" --jit sync --json) ;;
+    *) command=("${PYTHON:-python3}" "$here/peers/gpu_peers.py" "$app" --n "$n" --iters "$iters" --module "$system") ;;
+    esac
+    bounded 150 "$log" "${command[@]}" >"$log.json" || status=$?
+    if [ "$status" = 3 ]; then
+        no_record "$system" "$round" "$app" "$n" skipped "$(tail -n 1 "$log")"
+    elif [ "$status" != 0 ] || ! tag timing "$system" "$round" <"$log.json"; then
+        failed=1
+        no_record "$system" "$round" "$app" "$n" failed "$status"
+        echo "gpu-check: $system $app --n $n failed (exit $status): $(tail -n 2 "$log" | tr '\n' ' ')" >&2
+    fi
+}
+
+# no_record SYSTEM ROUND APP N KEY TEXT: the records.jsonl line of a timed run that gave no
+# record: skipped (TEXT: the reason) or failed (TEXT: the exit status).
+no_record() {
+    python3 -c 'import json, sys
+system, round, app, n, key, text = sys.argv[1:]
+print(json.dumps({"part": "timing", "system": system, "round": int(round), "app": app,
+                  "n": int(n), key: text}))' "$@" >>"$out/records.jsonl"
+}
+
+# --from DIR OUT.
+from_bundle() {
+    local dir="$1" work gpu="" why="" round case system systems
+    out="$2"
+    deadline=$((SECONDS + ${GPU_CHECK_BUDGET:-480}))
+    [ -f "$dir/diffuse-examples.tar.xz" ] || die "$dir has no diffuse-examples.tar.xz (make it with --bundle)"
+    mkdir -p "$out/logs"
+    out=$(cd "$out" && pwd)
+    : >"$out/records.jsonl"
+    : >"$out/smoke.jsonl"
+    here=$(cd "$dir" && pwd)
+    work=$(mktemp -d)
+    # shellcheck disable=SC2064 # the directory is known now
+    trap "rm -rf '$work'" EXIT
+    if command -v xz >/dev/null; then
+        tar -C "$work" -xJf "$dir/diffuse-examples.tar.xz"
+    else
+        python3 -m tarfile -e "$dir/diffuse-examples.tar.xz" "$work"
+    fi
+    choose_runner "$work"
+    procs=${GPU_CHECK_PROCS:-$(($(nproc) < 16 ? $(nproc) : 16))}
+
+    if ! command -v nvidia-smi >/dev/null; then
+        why="no nvidia-smi on this machine (no NVIDIA driver)"
+    elif ! gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) || [ -z "$gpu" ]; then
+        why="nvidia-smi finds no GPU: $(echo "$gpu" | head -n 1)"
+        gpu=""
+    fi
+    if [ -n "$gpu" ]; then
+        echo "gpu-check: GPU $gpu" >&2
+        smoke gpu
+        systems=(diffuse-gpu diffuse-cpu cupy jax)
+    else
+        echo "gpu-check: the GPU part is SKIPPED: $why; smoke on the simulated GPU, CPU timings only" >&2
+        export DIFFUSE_DEVICE=sim
+        smoke simulated
+        unset DIFFUSE_DEVICE
+        systems=(diffuse-cpu)
+    fi
+    for round in 1 2 3; do
+        while read -r case; do
+            for system in "${systems[@]}"; do
+                # The peers run stencil and Black-Scholes; CuPy also cg.
+                case "$system:${case%% *}" in
+                diffuse-*:* | cupy:stencil | cupy:black-scholes* | cupy:cg | jax:stencil | jax:black-scholes*)
+                    time_run "$system" "$round" "$case"
+                    ;;
+                esac
+            done
+        done < <(timing_cases)
+    done
+    summarize "$gpu" "$why" "$dir/MANIFEST" >"$out/summary.md"
+    echo "gpu-check: $(left) s of the budget left; summary in $out/summary.md" >&2
+    cat "$out/summary.md"
+    return "$failed"
+}
+
+# summarize GPU WHY MANIFEST: the markdown summary of OUT's records and verdicts.
+summarize() {
+    python3 - "$out" "$1" "$2" "$3" "$procs" "$(left)" <<'PY'
+import json, statistics, sys
+out, gpu, why, manifest, procs, left = sys.argv[1:7]
+records = [json.loads(line) for line in open(f"{out}/records.jsonl")]
+verdicts = [json.loads(line) for line in open(f"{out}/smoke.jsonl")]
+print("# GPU check\n")
+print(f"GPU: {gpu}" if gpu else f"**GPU part SKIPPED**: {why}. The smoke ran on the simulated "
+      "GPU (DIFFUSE_DEVICE=sim); only the CPU timings ran.")
+try:
+    print("\nBundle: " + "; ".join(open(manifest).read().strip().splitlines()))
+except OSError:
+    pass
+print(f"\nBudget left at the end: {left} s.\n")
+print("## Smoke (--gpu --jit sync, scripts/test.sh sizes)\n")
+print("| app | device | check | gpu points | h2d B/iter | d2h B/iter | syncs/iter | launches/iter | verdict |")
+print("|---|---|---|---|---|---|---|---|---|")
+for v in verdicts:
+    cells = [v.get(k) for k in ("check", "gpu_points", "h2d_bytes_per_iter", "d2h_bytes_per_iter",
+                                "device_syncs_per_iter", "kernel_launches_per_iter")]
+    verdict = "ok" + (" (strict)" if v["strict"] else "") if v["ok"] else "FAIL: " + "; ".join(v["problems"])
+    print(f"| {v['app']} | {v['label']} | " + " | ".join("" if c is None else f"{c:g}" for c in cells)
+          + f" | {verdict} |")
+print("\n## Timings (ms per iteration, median of the rounds that ran)\n")
+systems = [("diffuse-gpu", "diffuse GPU"), ("diffuse-cpu", f"diffuse CPU ({procs} procs)"),
+           ("cupy", "CuPy"), ("jax", "JAX")]
+problems = []
+for r in records:
+    if r["part"] == "timing" and (r["app"], r["n"]) not in problems:
+        problems.append((r["app"], r["n"]))
+print("| problem | " + " | ".join(title for _, title in systems) + " |")
+print("|---|" + "---|" * len(systems))
+for app, n in problems:
+    cells = []
+    for system, _ in systems:
+        runs = [r for r in records if r["part"] == "timing" and r["system"] == system
+                and r["app"] == app and r["n"] == n]
+        runs = [r for r in runs if r.get("iters", 1) > 0 or "seconds_per_iter" not in r]
+        times = [r["seconds_per_iter"] * 1e3 for r in runs if "seconds_per_iter" in r]
+        if times:
+            cell = f"{statistics.median(times):.3f}"
+            if len(times) < 3:
+                cell += f" ({len(times)} of 3)"
+            if system == "diffuse-gpu" and not all(r.get("gpu_points", 0) > 0 for r in runs if "seconds_per_iter" in r):
+                cell += " (no GPU points!)"
+        elif any("skipped" in r for r in runs):
+            cell = "cannot: " + next(r["skipped"] for r in runs if "skipped" in r)
+        elif not gpu and system != "diffuse-cpu":
+            cell = "skipped (no GPU)"
+        elif any("failed" in r for r in runs):
+            cell = "failed (exit " + ", ".join(str(r["failed"]) for r in runs if "failed" in r) + ")"
+        else:
+            cell = "-"
+        cells.append(cell)
+    print(f"| {app} {n} | " + " | ".join(cells) + " |")
+print("\nExit statuses: 124 killed by the per-run or overall time limit, 125 not started "
+      "(budget spent). Every record: records.jsonl; stderr of every run: logs/.")
+PY
+}
+
+# --smoke BIN OUT.
+smoke_only() {
+    apps=("$1")
+    mkdir -p "$2/logs"
+    out=$(cd "$2" && pwd)
+    here=$(cd "$(dirname "$0")" && pwd)
+    deadline=$((SECONDS + ${GPU_CHECK_BUDGET:-480}))
+    : >"$out/records.jsonl"
+    : >"$out/smoke.jsonl"
+    smoke "$([ "${DIFFUSE_DEVICE:-}" = sim ] && echo simulated || echo gpu)"
+    return "$failed"
+}
+
+case "${1:-}" in
+--bundle)
+    [ $# -eq 2 ] || usage
+    bundle "$2"
+    ;;
+--smoke)
+    [ $# -eq 3 ] || usage
+    smoke_only "$2" "$3"
+    ;;
+--from)
+    [ $# -eq 3 ] || usage
+    from_bundle "$2" "$3"
+    ;;
+*) usage ;;
+esac
