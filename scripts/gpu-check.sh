@@ -311,33 +311,40 @@ problems = []
 for r in records:
     if r["part"] == "timing" and (r["app"], r["n"]) not in problems:
         problems.append((r["app"], r["n"]))
-print("| problem | " + " | ".join(title for _, title in systems) + " |")
-print("|---|" + "---|" * len(systems))
+print("| problem | " + " | ".join(title for _, title in systems) + " | CuPy / diffuse GPU |")
+print("|---|" + "---|" * (len(systems) + 1))
+
+
+def cell(app, n, system):
+    """The median ms/iter of `system` on the problem (None when no run timed it) and the
+    table's text for it."""
+    runs = [r for r in records if r["part"] == "timing" and r["system"] == system
+            and r["app"] == app and r["n"] == n]
+    timed = [r for r in runs if "seconds_per_iter" in r and r["iters"] > 0]
+    if timed:
+        median = statistics.median(r["seconds_per_iter"] * 1e3 for r in timed)
+        text = f"{median:.3f}" + (f" ({len(timed)} of 3)" if len(timed) < 3 else "")
+        if system == "diffuse-gpu" and not all(r["gpu_points"] > 0 for r in timed):
+            text += " (no GPU points!)"
+        return median, text
+    if any("skipped" in r for r in runs):
+        return None, "cannot: " + next(r["skipped"] for r in runs if "skipped" in r)
+    if not gpu and system != "diffuse-cpu":
+        return None, "skipped (no GPU)"
+    failures = [r["failed"] for r in runs if "failed" in r]
+    if failures:
+        return None, "failed (exit " + ", ".join(failures) + ")"
+    return None, "-"
+
+
 for app, n in problems:
-    cells = []
-    for system, _ in systems:
-        runs = [r for r in records if r["part"] == "timing" and r["system"] == system
-                and r["app"] == app and r["n"] == n]
-        runs = [r for r in runs if r.get("iters", 1) > 0 or "seconds_per_iter" not in r]
-        times = [r["seconds_per_iter"] * 1e3 for r in runs if "seconds_per_iter" in r]
-        if times:
-            cell = f"{statistics.median(times):.3f}"
-            if len(times) < 3:
-                cell += f" ({len(times)} of 3)"
-            if system == "diffuse-gpu" and not all(r.get("gpu_points", 0) > 0 for r in runs if "seconds_per_iter" in r):
-                cell += " (no GPU points!)"
-        elif any("skipped" in r for r in runs):
-            cell = "cannot: " + next(r["skipped"] for r in runs if "skipped" in r)
-        elif not gpu and system != "diffuse-cpu":
-            cell = "skipped (no GPU)"
-        elif any("failed" in r for r in runs):
-            cell = "failed (exit " + ", ".join(str(r["failed"]) for r in runs if "failed" in r) + ")"
-        else:
-            cell = "-"
-        cells.append(cell)
-    print(f"| {app} {n} | " + " | ".join(cells) + " |")
-print("\nExit statuses: 124 killed by the per-run or overall time limit, 125 not started "
-      "(budget spent). Every record: records.jsonl; stderr of every run: logs/.")
+    cells = {system: cell(app, n, system) for system, _ in systems}
+    (ours, _), (cupy, _) = cells["diffuse-gpu"], cells["cupy"]
+    ratio = f"{cupy / ours:.2f}x" if ours and cupy else "-"
+    print(f"| {app} {n} | " + " | ".join(text for _, text in cells.values()) + f" | {ratio} |")
+print("\nCuPy / diffuse GPU above 1: diffuse is faster. Exit statuses: 124 killed by the "
+      "per-run or overall time limit, 125 not started (budget spent). Every record: "
+      "records.jsonl; stderr of every run: logs/.")
 PY
 }
 
