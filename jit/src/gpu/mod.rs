@@ -19,13 +19,16 @@
 //! device layer's launch scope), not to this crate.
 //!
 //! What runs on the GPU: loop nests that fuse completely (temporaries removed), with
-//! broadcasting, scalars, copies of sub-stores, and the math functions of the device prelude
-//! ([`math`](self::math)). Reductions, kernels that keep a temporary in memory, sequential
-//! loops over memory (SpMV's row loop) and other math functions are reported as
+//! broadcasting, scalars, copies of sub-stores, loops over rows whose iterations are
+//! independent (CSR SpMV, one row per thread; see [`host_loops`](self::host_loops)), and the
+//! math functions of the device prelude ([`math`](self::math)). Reductions, kernels that
+//! keep a temporary in memory and other math functions are reported as
 //! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
 //! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
-//! do), as on the CPU, so element-wise results can match the CPU kernel's bitwise.
+//! do), as on the CPU, so element-wise results and SpMV's sums can match the CPU kernel's
+//! bitwise.
 
+mod host_loops;
 mod math;
 mod pipeline;
 
@@ -206,7 +209,7 @@ impl GpuJit {
         let bufferized = session
             .lower(&text, &[pipeline::bufferize_pipeline()])
             .map_err(mlir_error)?;
-        let bufferized_text = pipeline::copies_as_loops(&bufferized.as_operation().to_string());
+        let bufferized_text = host_loops::to_device_loops(&bufferized.as_operation().to_string());
         drop(bufferized);
         // Mapped and outlined: check that the host only launches.
         let outlined = session

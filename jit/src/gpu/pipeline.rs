@@ -3,7 +3,8 @@
 //!
 //! 1. [`bufferize_pipeline`]: the CPU path's fusion and bufferization (math through the
 //!    device prelude, element-wise fusion removing temporaries, in-place bufferization);
-//!    [`copies_as_loops`] turns the copies bufferization made into `linalg.copy` loop nests;
+//!    [`to_device_loops`](super::host_loops::to_device_loops) turns the copies and the
+//!    independent row loops bufferization left into parallel loop nests;
 //!    [`mapping_pipeline`] lowers `linalg` to `scf.parallel` loops, tiled so that the
 //!    innermost dimension is spread over the 256 threads of a block (consecutive threads
 //!    touch consecutive elements), mapped to the GPU grid and outlined into `gpu.func`
@@ -48,11 +49,13 @@ fn tile_sizes(rank: usize) -> String {
 }
 
 /// Fusion and bufferization as on the CPU (the first half of the front end; its output goes
-/// through [`copies_as_loops`] before [`mapping_pipeline`]).
+/// through [`to_device_loops`](super::host_loops::to_device_loops) before
+/// [`mapping_pipeline`]). The final `canonicalize` drops loop-carried buffers and the copies
+/// of a buffer onto itself that bufferization leaves.
 pub(crate) fn bufferize_pipeline() -> &'static str {
     "builtin.module(convert-math-to-libm,inline,\
 func.func(linalg-fuse-elementwise-ops,canonicalize,cse),eliminate-empty-tensors,\
-one-shot-bufferize,func.func(buffer-hoisting))"
+one-shot-bufferize,func.func(buffer-hoisting,canonicalize))"
 }
 
 /// Bufferized loop nests to parallel loops mapped to the GPU and outlined (`rank`: the
@@ -66,67 +69,6 @@ gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse),\
 gpu-kernel-outlining,canonicalize)",
         tile_sizes(rank)
     )
-}
-
-/// Rewrites every `memref.copy` of a bufferized module (printed) into a `linalg.copy`, which
-/// becomes a parallel loop nest on the device, and drops copies of a buffer onto itself
-/// (bufferization leaves one where a result is already in its destination; canonicalization
-/// would fold it, a loop nest would read and write every element for nothing).
-/// Bufferization copies a value into its destination parameter with `memref.copy` (e.g. a
-/// kernel whose result is one of its inputs, once the identity loop is folded away: a
-/// sub-store copy); left alone it would stay on the host and read device memory there.
-pub(crate) fn copies_as_loops(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        match Copy::parse(line) {
-            Some(copy) if copy.source == copy.target => {}
-            Some(copy) => {
-                let Copy {
-                    indent,
-                    source,
-                    target,
-                    source_type,
-                    target_type,
-                } = copy;
-                out.push_str(&format!(
-                    "{indent}linalg.copy ins({source} : {source_type}) outs({target} : {target_type})"
-                ));
-                out.push('\n');
-            }
-            None => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
-/// A printed `memref.copy %source, %target : SourceType to TargetType` line.
-struct Copy<'a> {
-    indent: &'a str,
-    source: &'a str,
-    target: &'a str,
-    source_type: &'a str,
-    target_type: &'a str,
-}
-
-impl<'a> Copy<'a> {
-    /// The copy on `line`; `None` for any other line.
-    fn parse(line: &'a str) -> Option<Self> {
-        let body = line.trim_start();
-        let rest = body.strip_prefix("memref.copy ")?;
-        let (operands, types) = rest.split_once(" : ")?;
-        let (source, target) = operands.split_once(", ")?;
-        let (source_type, target_type) = types.split_once(" to ")?;
-        Some(Copy {
-            indent: &line[..line.len() - body.len()],
-            source,
-            target,
-            source_type,
-            target_type,
-        })
-    }
 }
 
 /// Device code to PTX for `chip` (e.g. `sm_90`) with PTX ISA `features` (e.g. `+ptx80`),
@@ -299,17 +241,6 @@ mod tests {
         assert_eq!(tile_sizes(2), "1,256");
         assert_eq!(tile_sizes(3), "1,1,256");
         assert_eq!(tile_sizes(5), "256");
-    }
-
-    #[test]
-    fn copies_become_linalg_copies_and_other_lines_stay() {
-        let text = "func.func @k() {\n    memref.copy %arg0, %subview : memref<?x?xf64, strided<[?, 1], offset: ?>> to memref<?x?xf64, strided<[?, 1], offset: ?>>\n    return\n}";
-        assert_eq!(
-            copies_as_loops(text),
-            "func.func @k() {\n    linalg.copy ins(%arg0 : memref<?x?xf64, strided<[?, 1], offset: ?>>) outs(%subview : memref<?x?xf64, strided<[?, 1], offset: ?>>)\n    return\n}\n"
-        );
-        let onto_itself = "  memref.copy %arg3, %arg3 : memref<?xf64> to memref<?xf64>\n  return";
-        assert_eq!(copies_as_loops(onto_itself), "  return\n");
     }
 
     #[test]

@@ -449,3 +449,127 @@ fn a_sub_store_copy_runs_on_the_device() {
         "{params:x?}"
     );
 }
+
+/// CSR SpMV as the sparse library generates it: `y[i] = sum over k in starts[i]..ends[i] of
+/// values[k] * x[columns[k]]`, an `scf.for` over the rows inserting into `y`.
+struct Spmv;
+
+impl MlirGenerator for Spmv {
+    fn generate(&self, symbol: &str, _sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let (f, i) = ("tensor<?xf64>", "tensor<?xi64>");
+        Ok(format!(
+            "func.func private @{symbol}(%y: {f}, %starts: {i}, %ends: {i}, %columns: tensor<?xi32>, \
+%values: {f}, %x: {f}) -> ({f}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %rows = tensor.dim %y, %c0 : {f}
+  %out = scf.for %i = %c0 to %rows step %c1 iter_args(%acc_y = %y) -> ({f}) {{
+    %lo_i64 = tensor.extract %starts[%i] : {i}
+    %hi_i64 = tensor.extract %ends[%i] : {i}
+    %lo = arith.index_cast %lo_i64 : i64 to index
+    %hi = arith.index_cast %hi_i64 : i64 to index
+    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
+      %col = tensor.extract %columns[%k] : tensor<?xi32>
+      %j = arith.index_cast %col : i32 to index
+      %v = tensor.extract %values[%k] : {f}
+      %xj = tensor.extract %x[%j] : {f}
+      %prod = arith.mulf %v, %xj : f64
+      %next = arith.addf %acc, %prod : f64
+      scf.yield %next : f64
+    }}
+    %row = tensor.insert %sum into %acc_y[%i] : {f}
+    scf.yield %row : {f}
+  }}
+  return %out : {f}
+}}"
+        ))
+    }
+}
+
+fn spmv() -> KernelSignature {
+    let kind = TaskKind::lookup("jit_test.spmv").unwrap_or_else(|| {
+        TaskKind::builder("jit_test.spmv")
+            .arg("y", DType::F64, Privilege::Write)
+            .arg("starts", DType::I64, Privilege::Read)
+            .arg("ends", DType::I64, Privilege::Read)
+            .arg("columns", DType::I32, Privilege::Read)
+            .arg("values", DType::F64, Privilege::Read)
+            .arg("x", DType::F64, Privilege::Read)
+            .mlir(Arc::new(Spmv))
+            .register(|_| Ok(()))
+            .expect("registers")
+    });
+    let vector = |store, dtype, privilege| diffuse_jit::KernelParam {
+        dtype,
+        rank: 1,
+        ..param(store, privilege, false, 0)
+    };
+    let read = Privilege::Read;
+    KernelSignature {
+        name: "spmv".into(),
+        steps: vec![KernelStep {
+            kind,
+            bindings: (0..6)
+                .map(|p| (p, if p == 0 { Privilege::Write } else { read }))
+                .collect(),
+        }],
+        params: vec![
+            vector(0, DType::F64, Privilege::Write),
+            vector(1, DType::I64, read),
+            vector(2, DType::I64, read),
+            vector(3, DType::I32, read),
+            vector(4, DType::F64, read),
+            vector(5, DType::F64, read),
+        ],
+    }
+}
+
+#[test]
+fn csr_spmv_runs_one_row_per_thread() {
+    let jit = sm90();
+    let modules = jit.ptx_for(&spmv()).expect("compiles for the GPU");
+    // One kernel storing each row's sum once, after a loop over the row's entries; the
+    // products are rounded before they are added, as on the CPU.
+    assert_eq!(modules.len(), 1, "{modules:#?}");
+    assert_eq!(check_sm90(&modules), 1, "{}", modules[0].ptx);
+    let ptx = &modules[0].ptx;
+    assert!(ptx.contains("bra"), "{ptx}");
+    assert!(!ptx.contains("fma"), "{ptx}");
+    assert!(ptx.contains("mul.rn.f64"), "{ptx}");
+    // 1000 rows: four blocks of 256 threads, every descriptor as given.
+    let kernel = jit.kernel(&spmv()).expect("cached");
+    let addresses = [0x1000usize, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000];
+    let entries: &'static [i64] = &[5000];
+    let memrefs = [
+        device(addresses[0], &[1000], &[1]),
+        device(addresses[1], &[1000], &[1]),
+        device(addresses[2], &[1000], &[1]),
+        device(addresses[3], entries, &[1]),
+        device(addresses[4], entries, &[1]),
+        device(addresses[5], &[800], &[1]),
+    ];
+    recording_runtime::take();
+    // SAFETY: the recording runtime dereferences no device address.
+    unsafe { kernel.enqueue(&memrefs, &[]) }.expect("enqueues");
+    let launches: Vec<Call> = recording_runtime::take()
+        .into_iter()
+        .filter(|c| matches!(c, Call::Launch { .. }))
+        .collect();
+    let [Call::Launch {
+        grid,
+        block,
+        params,
+    }] = &launches[..]
+    else {
+        panic!("expected one launch, got {launches:?}");
+    };
+    assert_eq!((grid, block), (&[4, 1, 1], &[256, 1, 1]));
+    for (address, memref) in addresses.iter().zip(&memrefs) {
+        let a = *address as i64;
+        assert!(
+            passes(params, &[a, a, 0, memref.sizes[0], 1]),
+            "{params:x?}"
+        );
+    }
+}
