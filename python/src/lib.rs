@@ -7,11 +7,16 @@
 //!
 //! One runtime serves the process, started on first use from the environment:
 //! `DIFFUSE_BACKEND` (`embedded`, default, or `legion`), `DIFFUSE_PROCS` (processors, default
-//! one per core) and `DIFFUSE_FUSION` (`on`, default, or `off`).
+//! one per core), `DIFFUSE_FUSION` (`on`, default, or `off`) and `DIFFUSE_GPU` (`1` or `on`:
+//! every task prefers a GPU, as the apps' `--gpu`, with a warning on stderr where the machine
+//! has none; `0`, `off` or unset: the CPUs).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use diffuse::{BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, RuntimeConfig};
+use diffuse::{
+    BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, Placement,
+    RuntimeConfig,
+};
 use diffuse_array::{
     arange, full, linspace, random, zeros, ArgOp, Array, ArrayContext, ArrayError, BinaryOp,
     Distribution, Operand, SliceArg, StridedView, UnaryOp,
@@ -71,14 +76,37 @@ fn start() -> Result<ArrayContext, String> {
         Some("off") => FusionConfig::off(),
         Some(other) => return Err(format!("DIFFUSE_FUSION={other}: expected `on` or `off`")),
     };
-    let runtime = diffuse::start(
-        &backend,
+    let gpu = match env("DIFFUSE_GPU").as_deref() {
+        None | Some("0" | "off") => false,
+        Some("1" | "on") => true,
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_GPU={other}: expected `1` or `on` (prefer GPUs), `0` or `off`"
+            ))
+        }
+    };
+    let backend = diffuse::start_backend(&backend).map_err(|e| e.to_string())?;
+    let placement = if gpu {
+        let machine = backend.machine();
+        if machine.gpus_per_node == 0 {
+            diffuse::cli_output::eprint_line(
+                "warning: DIFFUSE_GPU is on but the backend has no GPU: fused kernels run on \
+                 the CPU",
+            );
+        }
+        let mapper = MapplePlacement::prefer_gpus(machine).map_err(|e| e.to_string())?;
+        Some(Arc::new(mapper) as Arc<dyn Placement>)
+    } else {
+        None
+    };
+    let runtime = Arc::new(diffuse::Runtime::new(
+        backend,
         RuntimeConfig {
             fusion,
+            placement,
             ..Default::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    ));
     let _ = RUNTIME.set(runtime.clone());
     Ok(ArrayContext::new(Context::new(runtime)))
 }
