@@ -61,7 +61,7 @@ bundle() {
     # shellcheck disable=SC2064 # the directory is known now
     trap "rm -rf '$stage'" EXIT
     mkdir -p "$stage/bin" "$stage/lib"
-    cp "$root/target/release/diffuse-examples" "$stage/bin/"
+    cp "${CARGO_TARGET_DIR:-$root/target}/release/diffuse-examples" "$stage/bin/"
     strip "$stage/bin/diffuse-examples"
     # The shared libraries the binary loads (glibc's loader too): the unpacked bundle uses
     # them where the machine's own are missing or too old.
