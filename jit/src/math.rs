@@ -92,7 +92,7 @@ use std::sync::OnceLock;
 /// an SSA value the body defines before. Step k multiplies the running value by x into
 /// `%<stem>m<k>` and adds coefficient k into `%<stem>h<k>`, so the result is `%<stem>h0`.
 /// Each step carries `fastmath<contract>` so that LLVM may fuse it into an FMA.
-fn horner(out: &mut String, stem: &str, x: &str, coefficients: &str) {
+pub(crate) fn horner(out: &mut String, stem: &str, x: &str, coefficients: &str) {
     let coefficients: Vec<&str> = coefficients.split_whitespace().collect();
     let degree = coefficients.len() - 1;
     let mut running = String::new();
@@ -374,7 +374,7 @@ type Body = fn(&mut String);
 
 /// The attributes and opening brace of every prelude function: internal linkage, so that a
 /// definition that is not inlined neither clashes with nor stands for libm's.
-const LINKAGE: &str = "attributes {llvm.linkage = #llvm.linkage<internal>} {";
+pub(crate) const LINKAGE: &str = "attributes {llvm.linkage = #llvm.linkage<internal>} {";
 
 #[cfg(test)]
 mod tests {

@@ -5,16 +5,20 @@
 //! the loop. On the CPU the shared prelude ([`crate::math`]: `exp`, `log`, `erf` and their
 //! `f32` forms, in plain `arith`) defines some of them and libm the rest. A GPU has no libm
 //! (and CUDA's libdevice is not available here), so every function a device kernel calls must
-//! be defined in the module: the device prelude is the shared prelude (the same polynomials
-//! on both sides) plus single-instruction definitions of the functions that PTX has as
-//! instructions, in `f64` and `f32`: `sqrt` (`sqrt.rn`), `fabs` (`abs`), `floor`, `ceil`,
-//! `roundeven` and `rint` (`cvt` with a rounding mode), `trunc` and `fma` (LLVM intrinsics
-//! the NVVM conversion accepts), `round` (from `trunc`), `copysign` (bit operations) and
-//! `rsqrt` (as `1 / sqrt`). They are PTX inline assembly because the NVVM conversion refuses
-//! the corresponding LLVM intrinsics (it reserves them for libdevice), so they compile for
-//! the device only.
+//! be defined in the module. The device prelude is
+//! - the shared prelude (the same polynomials on both sides, so `exp`, `log` and `erf` give
+//!   the CPU's results);
+//! - single-instruction definitions of the functions that PTX has as instructions, in `f64`
+//!   and `f32`: `sqrt` (`sqrt.rn`), `fabs` (`abs`), `floor`, `ceil`, `roundeven` and `rint`
+//!   (`cvt` with a rounding mode), `trunc` and `fma` (LLVM intrinsics the NVVM conversion
+//!   accepts), `round` (from `trunc`), `copysign` (bit operations) and `rsqrt` (as
+//!   `1 / sqrt`). They are PTX inline assembly because the NVVM conversion refuses the
+//!   corresponding LLVM intrinsics (it reserves them for libdevice), so they compile for the
+//!   device only; all but `rsqrt` are exact, as glibc's;
+//! - the rest of libm that the kernels use (`sin`, `tanh`, `pow`, `atan2`, ...), built on
+//!   those ([`libm`](super::libm)): within a few ulp of glibc, not bitwise equal to it.
 //!
-//! A call to anything else (e.g. `sin`) stays unresolved; the PTX check then reports the
+//! A call to anything else (e.g. `cbrt`) stays unresolved; the PTX check then reports the
 //! kernel as unsupported on the GPU, and it runs on the CPU.
 
 /// The device prelude: `shared` (the CPU prelude) plus the single-instruction definitions
@@ -22,7 +26,7 @@
 pub(crate) fn device_prelude(shared: &str) -> String {
     let mut out = String::from(shared);
     out.push('\n');
-    for (name, text) in definitions() {
+    for (name, text) in definitions().into_iter().chain(super::libm::definitions()) {
         if !defines(shared, &name) {
             out.push_str(&text);
             out.push('\n');

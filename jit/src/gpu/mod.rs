@@ -29,6 +29,7 @@
 //! bitwise.
 
 mod host_loops;
+mod libm;
 mod math;
 mod pipeline;
 

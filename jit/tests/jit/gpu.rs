@@ -57,12 +57,16 @@ impl MlirGenerator for Unary {
 }
 
 fn unary_kind(name: &str, body: &'static str) -> Arc<TaskKind> {
+    unary_kind_of(name, body, DType::F64)
+}
+
+fn unary_kind_of(name: &str, body: &'static str, dtype: DType) -> Arc<TaskKind> {
     if let Some(k) = TaskKind::lookup(name) {
         return k;
     }
     TaskKind::builder(name)
-        .arg("x", DType::F64, Privilege::Read)
-        .arg("out", DType::F64, Privilege::Write)
+        .arg("x", dtype, Privilege::Read)
+        .arg("out", dtype, Privilege::Write)
         .elementwise()
         .mlir(Arc::new(Unary { body }))
         .register(|_| Ok(()))
@@ -99,20 +103,57 @@ fn add_then_gauss() -> KernelSignature {
     sig
 }
 
-/// `out = sin(x)`: no device definition of `sin`.
-fn sine() -> KernelSignature {
+/// `out = f(x)` for the kind `name` with element `body` (see [`Unary`]) over `dtype`.
+fn unary(name: &str, body: &'static str, dtype: DType) -> KernelSignature {
+    let param = |store, privilege| diffuse_jit::KernelParam {
+        dtype,
+        ..param(store, privilege, false, 0)
+    };
     KernelSignature {
-        name: "sin".into(),
+        name: name.into(),
         steps: vec![KernelStep {
-            kind: unary_kind("jit_test.sin", "%y = math.sin %a : {f}"),
+            kind: unary_kind_of(name, body, dtype),
             bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
         }],
-        params: vec![
-            param(0, Privilege::Read, false, 0),
-            param(1, Privilege::Write, false, 0),
-        ],
+        params: vec![param(0, Privilege::Read), param(1, Privilege::Write)],
     }
 }
+
+/// `out = cbrt(x)`: no device definition of `cbrt`.
+fn cube_root() -> KernelSignature {
+    unary("jit_test.cbrt", "%y = math.cbrt %a : {f}", DType::F64)
+}
+
+/// Every libm function the device defines beyond the prelude, in one expression.
+const LIBM: &str = "%s = math.sin %a : {f}
+    %c = math.cos %a : {f}
+    %t = math.tan %a : {f}
+    %th = math.tanh %a : {f}
+    %sh = math.sinh %a : {f}
+    %ch = math.cosh %a : {f}
+    %as = math.asin %a : {f}
+    %ac = math.acos %a : {f}
+    %at = math.atan %a : {f}
+    %a2 = math.atan2 %a, %s : {f}
+    %pw = math.powf %a, %c : {f}
+    %l2 = math.log2 %a : {f}
+    %l10 = math.log10 %a : {f}
+    %l1p = math.log1p %a : {f}
+    %em1 = math.expm1 %a : {f}
+    %y0 = arith.addf %s, %c : {f}
+    %y1 = arith.addf %y0, %t : {f}
+    %y2 = arith.addf %y1, %th : {f}
+    %y3 = arith.addf %y2, %sh : {f}
+    %y4 = arith.addf %y3, %ch : {f}
+    %y5 = arith.addf %y4, %as : {f}
+    %y6 = arith.addf %y5, %ac : {f}
+    %y7 = arith.addf %y6, %at : {f}
+    %y8 = arith.addf %y7, %a2 : {f}
+    %y9 = arith.addf %y8, %pw : {f}
+    %y10 = arith.addf %y9, %l2 : {f}
+    %y11 = arith.addf %y10, %l10 : {f}
+    %y12 = arith.addf %y11, %l1p : {f}
+    %y = arith.addf %y12, %em1 : {f}";
 
 fn sm90() -> GpuJit {
     GpuJit::new(GpuTarget::for_chip("sm_90"), recording_runtime::runtime())
@@ -182,12 +223,12 @@ fn ptx_for_exp_erf_log_and_sqrt_is_self_contained() {
 #[test]
 fn kernels_the_gpu_path_cannot_run_are_typed_errors() {
     let jit = sm90();
-    match jit.kernel(&sine()) {
+    match jit.kernel(&cube_root()) {
         Err(JitError::Unsupported { reason, .. }) => {
-            assert!(reason.contains("sin"), "{reason}")
+            assert!(reason.contains("cbrt"), "{reason}")
         }
         other => panic!(
-            "expected sin to be unsupported, got {:?}",
+            "expected cbrt to be unsupported, got {:?}",
             other.map(|_| ())
         ),
     }
@@ -203,7 +244,7 @@ fn kernels_the_gpu_path_cannot_run_are_typed_errors() {
         ),
     }
     // Failures are cached like successes.
-    assert!(jit.kernel(&sine()).is_err());
+    assert!(jit.kernel(&cube_root()).is_err());
 }
 
 #[test]
@@ -571,5 +612,28 @@ fn csr_spmv_runs_one_row_per_thread() {
             passes(params, &[a, a, 0, memref.sizes[0], 1]),
             "{params:x?}"
         );
+    }
+}
+
+#[test]
+fn the_libm_functions_compile_for_the_device_in_both_precisions() {
+    let jit = sm90();
+    for (name, dtype) in [
+        ("jit_test.libm64", DType::F64),
+        ("jit_test.libm32", DType::F32),
+    ] {
+        let modules = jit
+            .ptx_for(&unary(name, LIBM, dtype))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Self-contained (no `.extern`), one kernel, one store; computed in f64 with one
+        // rounding to f32 per function for f32.
+        assert_eq!(modules.len(), 1, "{modules:#?}");
+        assert_eq!(check_sm90(&modules), 1, "{}", modules[0].ptx);
+        let ptx = &modules[0].ptx;
+        assert!(!ptx.contains("call"), "{ptx}");
+        assert!(ptx.contains("div.rn.f64"), "{ptx}");
+        if dtype == DType::F32 {
+            assert!(ptx.contains("cvt.rn.f32.f64"), "{ptx}");
+        }
     }
 }
