@@ -1,6 +1,7 @@
 //! Device definitions of the libm functions the CPU kernels take from glibc: `expm1`,
 //! `log1p`, `log2`, `log10`, `sinh`, `cosh`, `tanh`, `sin`, `cos`, `tan`, `atan`, `atan2`,
-//! `asin`, `acos` and `pow`, on `f64` and (computing in `f64`, rounding once) `f32`.
+//! `asin`, `acos`, `pow` and `fmod` (`arith.remf`, routed to it by [`remainders_as_calls`]),
+//! on `f64` and (computing in `f64`, rounding once) `f32`.
 //!
 //! They are straight-line `arith` over the shared prelude's `exp` and `log` and the
 //! single-instruction functions (`sqrt`, `floor`, `roundeven`, `copysign`), reached through
@@ -31,11 +32,13 @@
 //!   representable powers are exact; otherwise `exp(y log|x|)`, whose relative error grows
 //!   as |y log|x|| 2^-53 (about 1e-13 near the overflow threshold); C99's special cases
 //!   (zeros, infinities, negative bases, `pow(x, 0) = pow(1, y) = 1`) are selected exactly.
+//! - `fmod`: exact, by integer shift-and-subtract (see [`fmod`]).
 //!
 //! The measured errors (this module's tests, against glibc): within 4 ulp for `expm1`,
 //! `log1p`, `log2`, `log10`, `tanh`, `sinh`, `cosh`, `sin`, `cos`, `tan`, `atan`, `atan2`,
-//! `asin` and `acos` on their test ranges, and `pow` within 1e-13 relative. They do not
-//! match glibc bitwise: a kernel using them differs between CPU and GPU by those errors.
+//! `asin` and `acos` on their test ranges, and `pow` within 1e-13 relative; `fmod` equal to
+//! glibc's. Apart from `fmod` they do not match glibc bitwise: a kernel using them differs
+//! between CPU and GPU by those errors.
 
 use std::fmt::Write as _;
 
@@ -52,7 +55,7 @@ struct Function {
 }
 
 /// Every function this module defines (module docs).
-const FUNCTIONS: [Function; 15] = [
+const FUNCTIONS: [Function; 16] = [
     unary("expm1", expm1),
     unary("log1p", log1p),
     unary("log2", log2),
@@ -75,6 +78,11 @@ const FUNCTIONS: [Function; 15] = [
         name: "pow",
         arity: 2,
         body: pow,
+    },
+    Function {
+        name: "fmod",
+        arity: 2,
+        body: fmod,
     },
 ];
 
@@ -128,11 +136,11 @@ pub(crate) fn definitions() -> Vec<(String, String)> {
             let _ = writeln!(f32_body, "    {p}d = arith.extf {p} : f32 to f64");
         }
         let wide: Vec<String> = params.iter().map(|p| format!("{p}d")).collect();
-        let call = if arity == 1 {
-            format!("math.{} {} : f64", math_op(name), wide[0])
-        } else {
-            format!("math.{} {}, {} : f64", math_op(name), wide[0], wide[1])
-        };
+        let call = format!(
+            "func.call @{name}({}) : ({}) -> f64",
+            wide.join(", "),
+            vec!["f64"; arity].join(", ")
+        );
         out.push((
             format!("{name}f"),
             format!(
@@ -144,12 +152,34 @@ pub(crate) fn definitions() -> Vec<(String, String)> {
     out
 }
 
-/// The `math` op that `convert-math-to-libm` turns into a call of libm's `name`.
-fn math_op(name: &str) -> &str {
-    match name {
-        "pow" => "powf",
-        other => other,
+/// The composed module `text` with every `arith.remf` (C's `fmod`) as a call of `@fmod` or
+/// `@fmodf`: the NVVM conversion has no lowering of `llvm.frem` without libdevice, and
+/// `convert-math-to-libm` does not touch `arith` ops.
+pub(crate) fn remainders_as_calls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(&remainder_as_call(line).unwrap_or_else(|| line.to_string()));
+        out.push('\n');
     }
+    out
+}
+
+/// `%r = arith.remf %a, %b [fastmath<..>] : T` as `%r = func.call @fmod[f](%a, %b) : (T, T)
+/// -> T`; `None` for any other line (and for types other than `f64` and `f32`).
+fn remainder_as_call(line: &str) -> Option<String> {
+    let (result, rest) = line.split_once(" = arith.remf ")?;
+    let (operands, ty) = rest.rsplit_once(" : ")?;
+    let operands = operands.split(" fastmath<").next()?;
+    let (a, b) = operands.split_once(", ")?;
+    let function = match ty.trim() {
+        "f64" => "fmod",
+        "f32" => "fmodf",
+        _ => return None,
+    };
+    let ty = ty.trim();
+    Some(format!(
+        "{result} = func.call @{function}({a}, {b}) : ({ty}, {ty}) -> {ty}"
+    ))
 }
 
 fn expm1() -> String {
@@ -668,6 +698,103 @@ fn pow() -> String {
     s
 }
 
+/// `fmod(x, y)`, exact: the remainder of the integer significands of |x| and |y| (both
+/// normalized to 53 bits, subnormals scaled by 2^54 first) by shift-and-subtract over the
+/// exponent difference (one step per bit, so a loop of up to 2100 steps for the widest
+/// ratios), scaled back in two exact steps and given the sign of x; NaN for an infinite x,
+/// a zero y or a NaN, and x itself where |x| < |y| or y is infinite.
+fn fmod() -> String {
+    let scale = hex(2f64.powi(54));
+    let mut s = format!(
+        "    %zero = arith.constant 0.0 : f64
+    %inf = arith.constant {inf} : f64
+    %nan = arith.constant {nan} : f64
+    %least = arith.constant {least} : f64
+    %scale = arith.constant {scale} : f64
+    %i0 = arith.constant 0 : i64
+    %i1 = arith.constant 1 : i64
+    %c52 = arith.constant 52 : i64
+    %c54 = arith.constant 54 : i64
+    %mask = arith.constant 4503599627370495 : i64
+    %implicit = arith.constant 4503599627370496 : i64
+    %ax = math.absf %x : f64
+    %ay = math.absf %y : f64
+",
+        inf = hex(f64::INFINITY),
+        nan = hex(f64::NAN),
+        least = hex(f64::MIN_POSITIVE),
+    );
+    // The significand (53 bits, leading bit set) and unbiased exponent of %a<v>, for v in
+    // x, y; a zero gets exponent -1077 and significand 2^52 (it never reaches the loop).
+    for v in ["x", "y"] {
+        let _ = write!(
+            s,
+            "    %{v}_sub = arith.cmpf olt, %a{v}, %least : f64
+    %{v}_scaled = arith.mulf %a{v}, %scale : f64
+    %{v}_n = arith.select %{v}_sub, %{v}_scaled, %a{v} : f64
+    %{v}_bits = arith.bitcast %{v}_n : f64 to i64
+    %{v}_field = arith.shrui %{v}_bits, %c52 : i64
+    %{v}_shifted = arith.subi %{v}_field, %c54 : i64
+    %{v}_e = arith.select %{v}_sub, %{v}_shifted, %{v}_field : i64
+    %{v}_frac = arith.andi %{v}_bits, %mask : i64
+    %{v}_m = arith.ori %{v}_frac, %implicit : i64
+"
+        );
+    }
+    let _ = write!(
+        s,
+        "    %ordered = arith.cmpf oge, %ax, %ay : f64
+    %gap0 = arith.subi %x_e, %y_e : i64
+    %gap = arith.select %ordered, %gap0, %i0 : i64
+    %steps = arith.index_cast %gap : i64 to index
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = scf.for %k = %c0 to %steps step %c1 iter_args(%acc = %x_m) -> (i64) {{
+      %ge = arith.cmpi uge, %acc, %y_m : i64
+      %less = arith.subi %acc, %y_m : i64
+      %kept = arith.select %ge, %less, %acc : i64
+      %next = arith.shli %kept, %i1 : i64
+      scf.yield %next : i64
+    }}
+    %ge_last = arith.cmpi uge, %m, %y_m : i64
+    %less_last = arith.subi %m, %y_m : i64
+    %rem = arith.select %ge_last, %less_last, %m : i64
+    %rem_f = arith.sitofp %rem : i64 to f64
+    %bias = arith.constant 1075 : i64
+    %k0 = arith.subi %y_e, %bias : i64
+    %c200 = arith.constant 200 : i64
+    %lowest = arith.constant -900 : i64
+    %deep = arith.cmpi slt, %k0, %lowest : i64
+    %k_up = arith.addi %k0, %c200 : i64
+    %k = arith.select %deep, %k_up, %k0 : i64
+    %c1023 = arith.constant 1023 : i64
+    %k_biased = arith.addi %k, %c1023 : i64
+    %k_bits = arith.shli %k_biased, %c52 : i64
+    %pow_k = arith.bitcast %k_bits : i64 to f64
+    %one = arith.constant 1.0 : f64
+    %down = arith.constant {down} : f64
+    %post = arith.select %deep, %down, %one : f64
+    %r0 = arith.mulf %rem_f, %pow_k : f64
+    %magnitude = arith.mulf %r0, %post : f64
+",
+        down = hex(2f64.powi(-200)),
+    );
+    // rem 2^(y_e - 1075), as (rem 2^(y_e - 1075 + 200)) 2^-200 where the exponent is below
+    // -900 (2^k is built from its bits, which needs k >= -1022).
+    s.push_str(&with_sign_of_x("magnitude").replace("    %r = ", "    %reduced = "));
+    s.push_str(
+        "    %x_finite = arith.cmpf olt, %ax, %inf : f64
+    %y_nonzero = arith.cmpf one, %ay, %zero : f64
+    %valid = arith.andi %x_finite, %y_nonzero : i1
+    %y_nan = arith.cmpf uno, %y, %y : f64
+    %r1 = arith.select %ordered, %reduced, %x : f64
+    %r2 = arith.select %valid, %r1, %nan : f64
+    %r = arith.select %y_nan, %y, %r2 : f64
+",
+    );
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -905,6 +1032,51 @@ mod tests {
                 "atan2({y:e}, {x:e}) = {g:e}, glibc {want:e}"
             );
         }
+    }
+
+    #[test]
+    fn fmod_is_exact() {
+        let probe = Probe::new();
+        let mut xs = uniform(20_000, 12, -1e6, 1e6);
+        let mut ys = uniform(20_000, 13, -10.0, 10.0);
+        // Wide ratios, subnormals, and C's special cases.
+        let odd = [
+            (1e300, 3.0),
+            (-1e300, 1e-300),
+            (5e-324, 3e-320),
+            (1e-310, 3e-322),
+            (7.5, 2.5),
+            (-7.5, 2.5),
+            (-0.0, 1.0),
+            (0.0, -1.0),
+            (1.0, 0.0),
+            (f64::INFINITY, 1.0),
+            (1.0, f64::INFINITY),
+            (-1.0, f64::NEG_INFINITY),
+            (f64::NAN, 1.0),
+            (1.0, f64::NAN),
+            (2f64.powi(1023), 2f64.powi(-1074)),
+            (f64::MAX, 1.5),
+        ];
+        xs.extend(odd.iter().map(|p| p.0));
+        ys.extend(odd.iter().map(|p| p.1));
+        let got = probe.apply("fmod", &[&xs, &ys]);
+        for ((&x, &y), &g) in xs.iter().zip(&ys).zip(&got) {
+            let want = x % y;
+            assert!(
+                g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                "fmod({x:e}, {y:e}) = {g:e}, glibc {want:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn remainders_become_calls_of_fmod() {
+        let text = "    %3 = arith.remf %a, %b : f64\n    %4 = arith.remf %3, %c fastmath<contract> : f32\n    %5 = arith.addf %a, %b : f64";
+        assert_eq!(
+            remainders_as_calls(text),
+            "    %3 = func.call @fmod(%a, %b) : (f64, f64) -> f64\n    %4 = func.call @fmodf(%3, %c) : (f32, f32) -> f32\n    %5 = arith.addf %a, %b : f64\n"
+        );
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //!   `1 / sqrt`). They are PTX inline assembly because the NVVM conversion refuses the
 //!   corresponding LLVM intrinsics (it reserves them for libdevice), so they compile for the
 //!   device only; all but `rsqrt` are exact, as glibc's;
-//! - the rest of libm that the kernels use (`sin`, `tanh`, `pow`, `atan2`, ...), built on
-//!   those ([`libm`](super::libm)): within a few ulp of glibc, not bitwise equal to it.
+//! - the rest of libm that the kernels use (`sin`, `tanh`, `pow`, `atan2`, `fmod`, ...), built
+//!   on those ([`libm`](super::libm)): within a few ulp of glibc (`fmod` exact), not bitwise
+//!   equal to it.
 //!
 //! A call to anything else (e.g. `cbrt`) stays unresolved; the PTX check then reports the
 //! kernel as unsupported on the GPU, and it runs on the CPU.

@@ -20,8 +20,8 @@
 //!
 //! What runs on the GPU: loop nests that fuse completely (temporaries removed), with
 //! broadcasting, scalars, copies of sub-stores, loops over rows whose iterations are
-//! independent (CSR SpMV, one row per thread; see [`host_loops`](self::host_loops)), and the
-//! math functions of the device prelude ([`math`](self::math)). Reductions, kernels that
+//! independent (CSR SpMV, one row per thread; see [`host_loops`]), and the
+//! math functions of the device prelude ([`math`]). Reductions, kernels that
 //! keep a temporary in memory and other math functions are reported as
 //! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
 //! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
@@ -193,7 +193,7 @@ impl GpuJit {
     fn compile(&self, signature: &KernelSignature) -> Result<GpuKernel, JitError> {
         let started = Instant::now();
         let prelude = math::device_prelude(crate::math::prelude());
-        let text = compose(signature, &prelude)?.text;
+        let text = libm::remainders_as_calls(&compose(signature, &prelude)?.text);
         tracing::trace!(kernel = %signature.name, "composed MLIR for the GPU:\n{text}");
         let mlir_error = |f: MlirFailure| JitError::Mlir {
             kernel: signature.name.clone(),

@@ -226,7 +226,7 @@ pub(crate) fn check_ptx(modules: &[PtxModule]) -> Result<(), String> {
             "device code calls {} with no GPU definition (no libdevice here; math functions \
 the device prelude defines: exp, log, erf, sqrt, fabs, floor, ceil, trunc, round, rint, fma, \
 copysign, rsqrt, expm1, log1p, log2, log10, sinh, cosh, tanh, sin, cos, tan, asin, acos, atan, \
-atan2, pow)",
+atan2, pow, fmod)",
             missing.join(", ")
         ))
     }

@@ -140,6 +140,7 @@ const LIBM: &str = "%s = math.sin %a : {f}
     %l10 = math.log10 %a : {f}
     %l1p = math.log1p %a : {f}
     %em1 = math.expm1 %a : {f}
+    %rem = arith.remf %a, %c : {f}
     %y0 = arith.addf %s, %c : {f}
     %y1 = arith.addf %y0, %t : {f}
     %y2 = arith.addf %y1, %th : {f}
@@ -153,7 +154,8 @@ const LIBM: &str = "%s = math.sin %a : {f}
     %y10 = arith.addf %y9, %l2 : {f}
     %y11 = arith.addf %y10, %l10 : {f}
     %y12 = arith.addf %y11, %l1p : {f}
-    %y = arith.addf %y12, %em1 : {f}";
+    %y13 = arith.addf %y12, %em1 : {f}
+    %y = arith.addf %y13, %rem : {f}";
 
 fn sm90() -> GpuJit {
     GpuJit::new(GpuTarget::for_chip("sm_90"), recording_runtime::runtime())
