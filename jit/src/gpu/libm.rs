@@ -944,6 +944,14 @@ mod tests {
         }
     }
 
+    /// Every (a, b) with a in `first` and b in `second`, as the two argument arrays.
+    fn every_pair(first: &[f64], second: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        first
+            .iter()
+            .flat_map(|&a| second.iter().map(move |&b| (a, b)))
+            .unzip()
+    }
+
     const SPECIALS: [f64; 5] = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
 
     #[test]
@@ -1019,10 +1027,7 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
         ];
-        let (ys, xs): (Vec<f64>, Vec<f64>) = values
-            .iter()
-            .flat_map(|&y| values.iter().map(move |&x| (y, x)))
-            .unzip();
+        let (ys, xs) = every_pair(&values, &values);
         let got = probe.apply("atan2", &[&ys, &xs]);
         for ((&y, &x), &g) in ys.iter().zip(&xs).zip(&got) {
             let want = y.atan2(x);
@@ -1120,10 +1125,7 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
         ];
-        let (xs, ys): (Vec<f64>, Vec<f64>) = bases
-            .iter()
-            .flat_map(|&x| exponents.iter().map(move |&y| (x, y)))
-            .unzip();
+        let (xs, ys) = every_pair(&bases, &exponents);
         let got = probe.apply("pow", &[&xs, &ys]);
         for ((&x, &y), &g) in xs.iter().zip(&ys).zip(&got) {
             let want = x.powf(y);

@@ -273,6 +273,17 @@ fn device(address: usize, sizes: &'static [i64], strides: &'static [i64]) -> Mem
     }
 }
 
+/// The launches of one enqueue of `kernel` (no scalars) on the recording runtime.
+fn launches_of(kernel: &diffuse_jit::GpuKernel, memrefs: &[MemRef<'_>]) -> Vec<Call> {
+    recording_runtime::take();
+    // SAFETY: the recording runtime dereferences no device address.
+    unsafe { kernel.enqueue(memrefs, &[]) }.expect("enqueues");
+    recording_runtime::take()
+        .into_iter()
+        .filter(|c| matches!(c, Call::Launch { .. }))
+        .collect()
+}
+
 /// True when `words` contains `descriptor` as consecutive words.
 fn passes(words: &[u64], descriptor: &[i64]) -> bool {
     let descriptor: Vec<u64> = descriptor.iter().map(|&w| w as u64).collect();
@@ -474,13 +485,7 @@ fn a_sub_store_copy_runs_on_the_device() {
         device(x, &[2, 300], &[512, 1]),
         device(out, &[2, 300], &[700, 1]),
     ];
-    recording_runtime::take();
-    // SAFETY: the recording runtime dereferences no device address.
-    unsafe { kernel.enqueue(&memrefs, &[]) }.expect("enqueues");
-    let launches: Vec<Call> = recording_runtime::take()
-        .into_iter()
-        .filter(|c| matches!(c, Call::Launch { .. }))
-        .collect();
+    let launches = launches_of(&kernel, &memrefs);
     let [Call::Launch { grid, params, .. }] = &launches[..] else {
         panic!("expected one launch, got {launches:?}");
     };
@@ -592,13 +597,7 @@ fn csr_spmv_runs_one_row_per_thread() {
         device(addresses[4], entries, &[1]),
         device(addresses[5], &[800], &[1]),
     ];
-    recording_runtime::take();
-    // SAFETY: the recording runtime dereferences no device address.
-    unsafe { kernel.enqueue(&memrefs, &[]) }.expect("enqueues");
-    let launches: Vec<Call> = recording_runtime::take()
-        .into_iter()
-        .filter(|c| matches!(c, Call::Launch { .. }))
-        .collect();
+    let launches = launches_of(&kernel, &memrefs);
     let [Call::Launch {
         grid,
         block,
