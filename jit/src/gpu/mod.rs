@@ -106,10 +106,16 @@ impl GpuTarget {
 }
 
 /// The MLIR GPU runtime functions compiled host code is linked against: (name, address)
-/// of each `mgpu*` function the lowering calls (`mgpuModuleLoadJIT`, `mgpuModuleUnload`,
-/// `mgpuModuleGetFunction`, `mgpuLaunchKernel`, `mgpuStreamCreate`,
+/// of each `mgpu*` function the lowering calls (`mgpuModuleLoad`, `mgpuModuleLoadJIT`,
+/// `mgpuModuleUnload`, `mgpuModuleGetFunction`, `mgpuLaunchKernel`, `mgpuStreamCreate`,
 /// `mgpuStreamSynchronize`, `mgpuStreamDestroy`), with the signatures LLVM declares them
 /// with. The device layer provides them; a missing one makes every compilation fail.
+///
+/// The host code of every call creates a stream, launches the kernels on it, then
+/// synchronizes and destroys it (MLIR's lowering of a synchronous `gpu.launch_func`): for the
+/// call to only enqueue, the runtime answers `mgpuStreamCreate` with the launch scope's
+/// stream and makes `mgpuStreamSynchronize` and `mgpuStreamDestroy` of that stream return
+/// without waiting. `mgpuModuleUnload` runs when the kernel is dropped, on any thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuRuntime {
     symbols: Vec<(&'static str, usize)>,

@@ -2,7 +2,9 @@
 //! them.
 //!
 //! 1. [`bufferize_pipeline`]: the CPU path's fusion and bufferization (math through the
-//!    device prelude, element-wise fusion removing temporaries, in-place bufferization);
+//!    device prelude, `arith.remf` through its `fmod` after
+//!    [`remainders_as_calls`](super::libm::remainders_as_calls), element-wise fusion
+//!    removing temporaries, in-place bufferization);
 //!    [`to_device_loops`](super::host_loops::to_device_loops) turns the copies and the
 //!    independent row loops bufferization left into parallel loop nests;
 //!    [`mapping_pipeline`] lowers `linalg` to `scf.parallel` loops, tiled so that the
@@ -10,9 +12,9 @@
 //!    touch consecutive elements), mapped to the GPU grid and outlined into `gpu.func`
 //!    kernels.
 //! 2. [`check_host`]: the host function may only compute sizes and launch kernels: any memory
-//!    access, allocation or call left on the host (a reduction loop, a copy, a temporary that
-//!    was not fused away) would dereference device pointers on the CPU, so such a kernel is
-//!    reported unsupported and runs on the CPU.
+//!    access, allocation or call left on the host (a reduction loop, a temporary that was not
+//!    fused away) would dereference device pointers on the CPU, so such a kernel is reported
+//!    unsupported and runs on the CPU.
 //! 3. [`nvvm_pipeline`]: MLIR's `gpu-lower-to-nvvm-pipeline` (NVVM, PTX through LLVM's NVPTX
 //!    back end, `cubin-format=isa` so that no CUDA `ptxas` is needed; the driver JIT-compiles
 //!    the PTX at load time) and the host's lowering to LLVM with launch calls.
@@ -139,9 +141,9 @@ pub(crate) fn check_host(module: &Module<'_>) -> Result<usize, String> {
         Ok(launches)
     } else {
         Err(format!(
-            "after mapping to the GPU, the host code still does {} (only element-wise loop \
-nests that fuse completely run on the GPU; reductions, copies and temporaries that stay in \
-memory do not)",
+            "after mapping to the GPU, the host code still does {} (only parallel loop nests \
+run on the GPU: element-wise loops that fuse completely, copies, independent row loops; \
+reductions and temporaries that stay in memory do not)",
             refused.join(", ")
         ))
     }
