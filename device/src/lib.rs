@@ -18,6 +18,7 @@
 //! [`open`] picks the device a process uses (`DIFFUSE_DEVICE`).
 #![warn(missing_docs)]
 
+mod counters;
 pub mod cuda;
 pub mod sim;
 
@@ -159,23 +160,30 @@ pub trait Device: Send + Sync + fmt::Debug {
     /// # Safety
     /// `src` must stay valid and unchanged until the copy completes (wait for an event
     /// recorded after it); `dst` must be an allocation of this device with room for `bytes`.
-    unsafe fn upload(&self, dst: DevicePtr, src: *const u8, bytes: usize)
-        -> Result<(), DeviceError>;
+    unsafe fn upload(
+        &self,
+        dst: DevicePtr,
+        src: *const u8,
+        bytes: usize,
+    ) -> Result<(), DeviceError>;
 
     /// Enqueues a copy of `bytes` bytes from the device at `src` to host memory at `dst`.
     ///
     /// # Safety
     /// `dst` must stay valid, and be neither read nor written by anything else, until the
     /// copy completes; `src` must hold `bytes` bytes of this device's memory.
-    unsafe fn download(&self, dst: *mut u8, src: DevicePtr, bytes: usize)
-        -> Result<(), DeviceError>;
+    unsafe fn download(
+        &self,
+        dst: *mut u8,
+        src: DevicePtr,
+        bytes: usize,
+    ) -> Result<(), DeviceError>;
 
     /// Enqueues a copy of `bytes` bytes within the device (the ranges may not overlap).
     ///
     /// # Safety
     /// Both ranges must lie in allocations of this device.
-    unsafe fn copy(&self, dst: DevicePtr, src: DevicePtr, bytes: usize)
-        -> Result<(), DeviceError>;
+    unsafe fn copy(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<(), DeviceError>;
 
     /// Enqueues a pitched copy (host to device, device to host or device to device).
     ///
@@ -265,4 +273,13 @@ pub fn open(choice: &DeviceChoice) -> Result<Option<Arc<dyn Device>>, DeviceErro
             }
         },
     }
+}
+
+/// The message a panic carried, for errors that report it.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".into())
 }

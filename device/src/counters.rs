@@ -1,0 +1,96 @@
+//! The traffic counters every device keeps ([`DeviceCounters`] as atomics), so that the
+//! devices count alike.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::DeviceCounters;
+
+/// [`DeviceCounters`] updated concurrently by a device's callers.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    h2d_bytes: AtomicU64,
+    d2h_bytes: AtomicU64,
+    d2d_bytes: AtomicU64,
+    launches: AtomicU64,
+    syncs: AtomicU64,
+    allocations: AtomicU64,
+    allocated_bytes: AtomicU64,
+}
+
+/// Which way a copy went, for [`Counters::copied`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Host to device.
+    HostToDevice,
+    /// Device to host.
+    DeviceToHost,
+    /// Within the device.
+    DeviceToDevice,
+}
+
+impl Counters {
+    /// Counts a copy of `bytes` bytes.
+    pub(crate) fn copied(&self, direction: Direction, bytes: usize) {
+        let counter = match direction {
+            Direction::HostToDevice => &self.h2d_bytes,
+            Direction::DeviceToHost => &self.d2h_bytes,
+            Direction::DeviceToDevice => &self.d2d_bytes,
+        };
+        counter.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a kernel launch.
+    pub(crate) fn launched(&self) {
+        self.launches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a wait that blocked (or a synchronize).
+    pub(crate) fn synced(&self) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an allocation of `bytes` bytes.
+    pub(crate) fn allocated(&self, bytes: usize) {
+        self.allocations.fetch_add(1, Ordering::Relaxed);
+        self.allocated_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts the free of an allocation of `bytes` bytes.
+    pub(crate) fn freed(&self, bytes: usize) {
+        self.allocated_bytes
+            .fetch_sub(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub(crate) fn snapshot(&self) -> DeviceCounters {
+        DeviceCounters {
+            h2d_bytes: self.h2d_bytes.load(Ordering::Relaxed),
+            d2h_bytes: self.d2h_bytes.load(Ordering::Relaxed),
+            d2d_bytes: self.d2d_bytes.load(Ordering::Relaxed),
+            launches: self.launches.load(Ordering::Relaxed),
+            syncs: self.syncs.load(Ordering::Relaxed),
+            allocations: self.allocations.load(Ordering::Relaxed),
+            allocated_bytes: self.allocated_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Direction {
+    /// The direction of a pitched copy; a copy from host to host is no device copy.
+    pub(crate) fn of(copy: &crate::Copy2d) -> Result<Direction, crate::DeviceError> {
+        use crate::Place::{Device, Host};
+        match (copy.src, copy.dst) {
+            (Host(_), Device(_)) => Ok(Direction::HostToDevice),
+            (Device(_), Host(_)) => Ok(Direction::DeviceToHost),
+            (Device(_), Device(_)) => Ok(Direction::DeviceToDevice),
+            (Host(_), Host(_)) => Err(crate::DeviceError::Failed {
+                what: format!(
+                    "a pitched copy of {} rows of {} bytes",
+                    copy.rows, copy.width
+                ),
+                reason: "both sides are host memory: a device copies to or from itself".into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! The runtime functions MLIR's GPU lowering calls from a compiled kernel's host code
+//! (`mgpuModuleLoadJIT`, `mgpuLaunchKernel`, ..., normally provided by MLIR's
+//! `libmlir_cuda_runtime.so`, which needs CUDA to build), implemented on the driver.
+//!
+//! The compiled host function of a kernel loads its PTX in a global constructor (run on the
+//! first call), and on every call "creates" a stream, launches each outlined kernel,
+//! "synchronizes" and "destroys" the stream. The functions here have the signatures LLVM 22
+//! declares them with (checked against the IR it emits) and differ from MLIR's C++ wrappers
+//! in three ways: they run inside a *launch scope* ([`launch`]) whose stream is the device's
+//! own, so kernels are ordered with the device's copies; synchronizing is left to the
+//! caller (the device is asynchronous), so `mgpuStreamSynchronize` and `mgpuStreamDestroy`
+//! do nothing; and every failure is recorded in the scope (the first one wins, later calls
+//! do nothing) and returned by the launch, never printed. No function here panics or unwinds
+//! into compiled code.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cudarc::driver::result;
+use cudarc::driver::sys::{self, CUfunction, CUmodule, CUstream};
+
+use super::{describe, gpu};
+use crate::{panic_message, LaunchWork};
+
+/// What the runtime functions need during one launch: the stream to launch on, and the
+/// first failure.
+struct Scope {
+    stream: CUstream,
+    error: Option<String>,
+}
+
+thread_local! {
+    /// The launch scope of the launch running on this thread (null outside one).
+    static SCOPE: Cell<*mut Scope> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Sets a launch scope on this thread while it lives, restoring the previous one after.
+struct Entered {
+    scope: *mut Scope,
+    previous: *mut Scope,
+}
+
+impl Entered {
+    fn new(stream: CUstream) -> Self {
+        let scope = Box::into_raw(Box::new(Scope {
+            stream,
+            error: None,
+        }));
+        let previous = SCOPE.with(|c| c.replace(scope));
+        Entered { scope, previous }
+    }
+
+    /// The first failure recorded in the scope, if any.
+    fn take_error(&mut self) -> Option<String> {
+        // SAFETY: `scope` lives until drop; the runtime functions access it only while
+        // compiled code runs, which it is not while `&mut self` is held.
+        unsafe { (*self.scope).error.take() }
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        SCOPE.with(|c| c.set(self.previous));
+        // SAFETY: created by `Box::into_raw` in `new`, no longer reachable from `SCOPE`.
+        drop(unsafe { Box::from_raw(self.scope) });
+    }
+}
+
+/// Runs `work` at once on this thread (the caller has made the device's context current)
+/// inside a launch scope on `stream`: the error is the first failure a runtime function
+/// recorded, else the work's own, else a panic in it.
+pub(super) fn launch(stream: CUstream, work: LaunchWork) -> Result<(), String> {
+    let mut scope = Entered::new(stream);
+    let outcome = catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        Err(format!(
+            "the kernel's host code panicked: {}",
+            panic_message(&*panic)
+        ))
+    });
+    match scope.take_error() {
+        Some(error) => Err(error),
+        None => outcome,
+    }
+}
+
+/// Runs `f` on this thread's launch scope, if there is one.
+fn with_scope<R>(f: impl FnOnce(Option<&mut Scope>) -> R) -> R {
+    let scope = SCOPE.with(Cell::get);
+    // SAFETY: the pointer is set only by `Entered::new`, on this thread, to a scope that
+    // lives until the `Entered` is dropped, and nothing else accesses it during `f`.
+    f(unsafe { scope.as_mut() })
+}
+
+/// Records the scope's first failure (or logs it outside a scope).
+fn fail(message: String) {
+    with_scope(|scope| match scope {
+        Some(s) => {
+            s.error.get_or_insert(message);
+        }
+        None => tracing::warn!("GPU runtime call outside a launch failed: {message}"),
+    });
+}
+
+/// True once the current launch has failed: later calls do nothing.
+fn failed() -> bool {
+    with_scope(|scope| scope.is_some_and(|s| s.error.is_some()))
+}
+
+/// Runs a runtime function's body, turning a panic (e.g. a driver function missing from an
+/// old driver) into a recorded failure and `fallback`.
+fn guarded<R>(what: &str, fallback: R, body: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(panic) => {
+            fail(format!("{what}: {}", panic_message(&*panic)));
+            fallback
+        }
+    }
+}
+
+/// `mgpuModuleLoad(data, size)`: loads a cubin or PTX image.
+unsafe extern "C" fn mgpu_module_load(data: *mut c_void, _size: usize) -> CUmodule {
+    guarded("mgpuModuleLoad", std::ptr::null_mut(), || {
+        if failed() || data.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: `data` is the module image the compiled code embeds.
+        match unsafe { result::module::load_data(data) } {
+            Ok(m) => m,
+            Err(e) => {
+                fail(format!("loading the GPU module failed: {}", describe(e)));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuModuleLoadJIT(ptx, opt_level)`: JIT-compiles a NUL-terminated PTX image for the
+/// device, with the driver's error log in the failure message.
+unsafe extern "C" fn mgpu_module_load_jit(data: *mut c_void, opt_level: i32) -> CUmodule {
+    guarded("mgpuModuleLoadJIT", std::ptr::null_mut(), || {
+        if failed() || data.is_null() {
+            return std::ptr::null_mut();
+        }
+        let mut log = vec![0u8; 8192];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+        ];
+        // Option values are passed in pointer-sized slots.
+        let mut values = [
+            log.as_mut_ptr().cast::<c_void>(),
+            log.len() as *mut c_void,
+            opt_level.clamp(0, 4) as usize as *mut c_void,
+        ];
+        let mut module: CUmodule = std::ptr::null_mut();
+        // SAFETY: `data` is NUL-terminated PTX embedded by the compiled code; the option
+        // arrays have the given length and the log buffer its declared size.
+        let status = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                data,
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        match status.result() {
+            Ok(()) => module,
+            Err(e) => {
+                let text = CStr::from_bytes_until_nul(&log)
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                fail(format!(
+                    "the driver could not JIT-compile the PTX: {}{}{}",
+                    describe(e),
+                    if text.is_empty() { "" } else { "\n" },
+                    text.trim_end()
+                ));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuModuleUnload(module)`: run by the engine's global destructor, on any thread.
+unsafe extern "C" fn mgpu_module_unload(module: CUmodule) {
+    guarded("mgpuModuleUnload", (), || {
+        if module.is_null() {
+            return;
+        }
+        if let Ok(gpu) = gpu() {
+            if gpu.bind().is_ok() {
+                // SAFETY: the module was loaded by `mgpuModuleLoad*` and is unloaded once.
+                if let Err(e) = unsafe { result::module::unload(module) } {
+                    tracing::debug!("unloading a GPU module failed: {}", describe(e));
+                }
+            }
+        }
+    })
+}
+
+/// `mgpuModuleGetFunction(module, name)`.
+unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_char) -> CUfunction {
+    guarded("mgpuModuleGetFunction", std::ptr::null_mut(), || {
+        if failed() {
+            return std::ptr::null_mut();
+        }
+        if module.is_null() || name.is_null() {
+            fail("a kernel was requested from a GPU module that is not loaded".into());
+            return std::ptr::null_mut();
+        }
+        let mut function: CUfunction = std::ptr::null_mut();
+        // SAFETY: `module` is loaded; `name` is a NUL-terminated string of the compiled code.
+        let status = unsafe { sys::cuModuleGetFunction(&mut function, module, name) };
+        match status.result() {
+            Ok(()) => function,
+            Err(e) => {
+                // SAFETY: as above.
+                let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+                fail(format!("kernel {name} not found: {}", describe(e)));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuLaunchKernel(function, grid xyz, block xyz, shared memory, stream, params, extra,
+/// parameter count)` (the count, appended by LLVM 22, is not needed by the driver). An empty
+/// grid launches nothing: a sub-store with an empty extent.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn mgpu_launch_kernel(
+    function: CUfunction,
+    grid_x: isize,
+    grid_y: isize,
+    grid_z: isize,
+    block_x: isize,
+    block_y: isize,
+    block_z: isize,
+    shared_bytes: i32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    _param_count: i64,
+) {
+    guarded("mgpuLaunchKernel", (), || {
+        if failed() {
+            return;
+        }
+        if function.is_null() {
+            fail("launch of a kernel that was not found".into());
+            return;
+        }
+        let grid = [grid_x, grid_y, grid_z];
+        let block = [block_x, block_y, block_z];
+        if grid.iter().any(|&g| g <= 0) {
+            return;
+        }
+        let dims = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
+        if dims.iter().any(|&d| d <= 0 || d > u32::MAX as isize) || shared_bytes < 0 {
+            fail(format!(
+                "launch configuration out of range: grid {grid:?}, block {block:?}"
+            ));
+            return;
+        }
+        // SAFETY: `function` is a loaded kernel; `params` holds one pointer per kernel
+        // parameter, built by the compiled code; the stream is the launch scope's.
+        let status = unsafe {
+            sys::cuLaunchKernel(
+                function,
+                grid_x as u32,
+                grid_y as u32,
+                grid_z as u32,
+                block_x as u32,
+                block_y as u32,
+                block_z as u32,
+                shared_bytes as u32,
+                stream,
+                params,
+                extra,
+            )
+        };
+        if let Err(e) = status.result() {
+            fail(format!(
+                "kernel launch (grid {grid:?}, block {block:?}) failed: {}",
+                describe(e)
+            ));
+        }
+    })
+}
+
+/// `mgpuStreamCreate()`: the launch scope's stream (outside a scope: null, the legacy
+/// default stream, with a warning).
+unsafe extern "C" fn mgpu_stream_create() -> CUstream {
+    with_scope(|scope| match scope {
+        Some(s) => s.stream,
+        None => {
+            tracing::warn!("mgpuStreamCreate outside a launch: using the default stream");
+            std::ptr::null_mut()
+        }
+    })
+}
+
+/// `mgpuStreamSynchronize(stream)`: nothing; the device is asynchronous and its caller
+/// waits (errors of the kernels surface there).
+unsafe extern "C" fn mgpu_stream_synchronize(_stream: CUstream) {}
+
+/// `mgpuStreamDestroy(stream)`: nothing; the stream is the device's.
+unsafe extern "C" fn mgpu_stream_destroy(_stream: CUstream) {}
+
+/// The functions MLIR's GPU lowering calls from a compiled kernel's host code, as (name,
+/// address) pairs for the JIT to register with every GPU kernel's engine. Run that host code
+/// through [`Device::launch`](crate::Device::launch) of a
+/// [`CudaDevice`](super::CudaDevice): its kernels then run on the device's stream, and
+/// their failures are the launch's error.
+pub fn mlir_runtime_symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        ("mgpuModuleLoad", mgpu_module_load as *const () as usize),
+        (
+            "mgpuModuleLoadJIT",
+            mgpu_module_load_jit as *const () as usize,
+        ),
+        ("mgpuModuleUnload", mgpu_module_unload as *const () as usize),
+        (
+            "mgpuModuleGetFunction",
+            mgpu_module_get_function as *const () as usize,
+        ),
+        ("mgpuLaunchKernel", mgpu_launch_kernel as *const () as usize),
+        ("mgpuStreamCreate", mgpu_stream_create as *const () as usize),
+        (
+            "mgpuStreamSynchronize",
+            mgpu_stream_synchronize as *const () as usize,
+        ),
+        (
+            "mgpuStreamDestroy",
+            mgpu_stream_destroy as *const () as usize,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    //! The runtime functions inside and outside a launch scope, without a GPU: failures are
+    //! recorded (the first one wins) and nothing crashes.
+
+    use super::*;
+
+    /// A stream handle for scopes that never reach the driver.
+    fn fake_stream() -> CUstream {
+        0x5000 as CUstream
+    }
+
+    #[test]
+    fn stream_create_outside_a_scope_is_the_default_stream() {
+        // SAFETY: takes no arguments and touches no driver.
+        assert!(unsafe { mgpu_stream_create() }.is_null());
+    }
+
+    #[test]
+    fn stream_create_in_a_scope_is_the_scope_stream_and_nested_scopes_restore() {
+        let outer = launch(
+            fake_stream(),
+            Box::new(|| {
+                // SAFETY: as above.
+                let stream = unsafe { mgpu_stream_create() };
+                if stream != fake_stream() {
+                    return Err(format!("stream {stream:?}"));
+                }
+                launch(0x6000 as CUstream, Box::new(|| Ok(())))?;
+                // SAFETY: as above.
+                let again = unsafe { mgpu_stream_create() };
+                (again == fake_stream())
+                    .then_some(())
+                    .ok_or_else(|| format!("restored stream {again:?}"))
+            }),
+        );
+        assert_eq!(outer, Ok(()));
+        // SAFETY: as above.
+        assert!(unsafe { mgpu_stream_create() }.is_null());
+    }
+
+    #[test]
+    fn launching_a_missing_kernel_is_the_launch_error_and_the_first_error_wins() {
+        let outcome = launch(
+            fake_stream(),
+            Box::new(|| {
+                // SAFETY: a null function is rejected before the driver is called; a null
+                // module likewise.
+                unsafe {
+                    mgpu_launch_kernel(
+                        std::ptr::null_mut(),
+                        1,
+                        1,
+                        1,
+                        32,
+                        1,
+                        1,
+                        0,
+                        mgpu_stream_create(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        0,
+                    );
+                    mgpu_module_get_function(std::ptr::null_mut(), c"k".as_ptr());
+                    mgpu_stream_synchronize(fake_stream());
+                    mgpu_stream_destroy(fake_stream());
+                }
+                Err("the work's own error".into())
+            }),
+        );
+        assert_eq!(
+            outcome,
+            Err("launch of a kernel that was not found".to_string())
+        );
+    }
+
+    #[test]
+    fn the_work_error_and_panics_are_the_launch_error() {
+        assert_eq!(
+            launch(fake_stream(), Box::new(|| Err("bad".into()))),
+            Err("bad".to_string())
+        );
+        let panicked = launch(fake_stream(), Box::new(|| panic!("boom")));
+        assert!(
+            panicked.as_ref().is_err_and(|e| e.contains("boom")),
+            "{panicked:?}"
+        );
+        // The scope is gone after a panic.
+        // SAFETY: as above.
+        assert!(unsafe { mgpu_stream_create() }.is_null());
+    }
+
+    #[test]
+    fn failures_outside_a_scope_are_logged_not_raised() {
+        // SAFETY: a null function and null modules are rejected before the driver is called.
+        unsafe {
+            mgpu_launch_kernel(
+                std::ptr::null_mut(),
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            );
+            assert!(mgpu_module_get_function(std::ptr::null_mut(), c"k".as_ptr()).is_null());
+            assert!(mgpu_module_load(std::ptr::null_mut(), 0).is_null());
+            assert!(mgpu_module_load_jit(std::ptr::null_mut(), 2).is_null());
+            mgpu_module_unload(std::ptr::null_mut());
+        }
+        assert!(!failed());
+    }
+
+    #[test]
+    fn the_symbols_are_the_eight_lowering_functions() {
+        let names: Vec<_> = mlir_runtime_symbols().iter().map(|s| s.0).collect();
+        assert_eq!(
+            names,
+            [
+                "mgpuModuleLoad",
+                "mgpuModuleLoadJIT",
+                "mgpuModuleUnload",
+                "mgpuModuleGetFunction",
+                "mgpuLaunchKernel",
+                "mgpuStreamCreate",
+                "mgpuStreamSynchronize",
+                "mgpuStreamDestroy"
+            ]
+        );
+        assert!(mlir_runtime_symbols().iter().all(|s| s.1 != 0));
+    }
+}
