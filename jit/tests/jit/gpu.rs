@@ -638,3 +638,32 @@ fn the_libm_functions_compile_for_the_device_in_both_precisions() {
         }
     }
 }
+
+/// Integer arithmetic and casts as the array library's kernels use them.
+const INTEGER: &str = "%c7 = arith.constant 7 : {f}
+    %c3 = arith.constant 3 : {f}
+    %r = arith.remsi %a, %c7 : {f}
+    %u = arith.remui %a, %c7 : {f}
+    %d = arith.divsi %a, %c3 : {f}
+    %s = arith.shrsi %a, %c3 : {f}
+    %m = arith.muli %r, %u : {f}
+    %f = arith.sitofp %m : {f} to f64
+    %g = arith.uitofp %d : {f} to f64
+    %h = arith.maximumf %f, %g : f64
+    %k = arith.fptosi %h : f64 to {f}
+    %t = arith.trunci %k : {f} to i8
+    %e = arith.extsi %t : i8 to {f}
+    %x0 = arith.xori %e, %s : {f}
+    %y = arith.addi %x0, %m : {f}";
+
+#[test]
+fn integer_arithmetic_and_casts_compile_for_the_device() {
+    let modules = sm90()
+        .ptx_for(&unary("jit_test.integer", INTEGER, DType::I64))
+        .expect("compiles for the GPU");
+    // (LLVM may store the i64 as two 32-bit halves.)
+    assert!(check_sm90(&modules) >= 1, "{}", modules[0].ptx);
+    let ptx = &modules[0].ptx;
+    assert!(ptx.contains("rem.s64"), "{ptx}");
+    assert!(ptx.contains("cvt.rzi.s64.f64"), "{ptx}");
+}
