@@ -210,7 +210,6 @@ impl GpuJit {
             kernel: signature.name.clone(),
             reason: format!("on the GPU: {reason}"),
         };
-        let rank = signature.params.iter().map(|p| p.rank).max().unwrap_or(0);
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
         let session = session.get_or_insert_with(MlirSession::new);
         let bufferized = session
@@ -218,9 +217,15 @@ impl GpuJit {
             .map_err(mlir_error)?;
         let bufferized_text = host_loops::to_device_loops(&bufferized.as_operation().to_string());
         drop(bufferized);
+        let loops = session
+            .lower(&bufferized_text, &[pipeline::LOOPS_PIPELINE])
+            .map_err(mlir_error)?;
+        let rank = pipeline::parallel_rank(&loops);
+        let loops_text = loops.as_operation().to_string();
+        drop(loops);
         // Mapped and outlined: check that the host only launches.
         let outlined = session
-            .lower(&bufferized_text, &[&pipeline::mapping_pipeline(rank)])
+            .lower(&loops_text, &[&pipeline::mapping_pipeline(rank)])
             .map_err(mlir_error)?;
         pipeline::check_host(&outlined).map_err(unsupported)?;
         let outlined_text = outlined.as_operation().to_string();

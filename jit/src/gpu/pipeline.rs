@@ -7,10 +7,10 @@
 //!    removing temporaries, in-place bufferization);
 //!    [`to_device_loops`](super::host_loops::to_device_loops) turns the copies and the
 //!    independent row loops bufferization left into parallel loop nests;
-//!    [`mapping_pipeline`] lowers `linalg` to `scf.parallel` loops, tiled so that the
-//!    innermost dimension is spread over the 256 threads of a block (consecutive threads
-//!    touch consecutive elements), mapped to the GPU grid and outlined into `gpu.func`
-//!    kernels.
+//!    [`LOOPS_PIPELINE`] lowers `linalg` to `scf.parallel` loops and [`mapping_pipeline`]
+//!    tiles them so that the innermost dimension is spread over the 256 threads of a block
+//!    (consecutive threads touch consecutive elements), maps them to the GPU grid and
+//!    outlines them into `gpu.func` kernels.
 //! 2. [`check_host`]: the host function may only compute sizes and launch kernels: any memory
 //!    access, allocation or call left on the host (a reduction loop, a temporary that was not
 //!    fused away) would dereference device pointers on the CPU, so such a kernel is reported
@@ -23,18 +23,21 @@
 //!    device definition).
 
 use melior::ir::attribute::AttributeLike;
+use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::Module;
+use melior::ir::RegionLike;
 
 use super::PtxModule;
 
 /// Threads per block along the innermost dimension.
 const BLOCK: usize = 256;
 
-/// The parallel-loop tile sizes for kernels whose stores have rank `rank`: the innermost
-/// dimension in tiles of [`BLOCK`], the others one index per block. `gpu-map-parallel-loops`
-/// maps loop dimensions 0, 1, 2 to the grid's x, y, z in order, so for ranks above 3 only
-/// the first dimension is tiled (the rest run sequentially in each thread).
+/// The parallel-loop tile sizes for kernels whose parallel loops have `rank` dimensions: the
+/// innermost dimension in tiles of [`BLOCK`], the others one index per block.
+/// `gpu-map-parallel-loops` maps loop dimensions 0, 1, 2 to the grid's x, y, z in order, so
+/// for ranks above 3 only the first dimension is tiled (the rest run sequentially in each
+/// thread). A loop of lower rank than `rank` takes the first of the sizes.
 fn tile_sizes(rank: usize) -> String {
     let sizes: Vec<usize> = match rank {
         0 | 1 => vec![BLOCK],
@@ -60,17 +63,41 @@ func.func(linalg-fuse-elementwise-ops,canonicalize,cse),eliminate-empty-tensors,
 one-shot-bufferize,func.func(buffer-hoisting,canonicalize))"
 }
 
-/// Bufferized loop nests to parallel loops mapped to the GPU and outlined (`rank`: the
-/// highest rank among the kernel's stores).
+/// Bufferized `linalg` ops to `scf.parallel` loops (whose rank [`parallel_rank`] reads for
+/// [`mapping_pipeline`]).
+pub(crate) const LOOPS_PIPELINE: &str =
+    "builtin.module(func.func(convert-linalg-to-parallel-loops,canonicalize,cse))";
+
+/// Parallel loops mapped to the GPU and outlined (`rank`: from [`parallel_rank`]).
 pub(crate) fn mapping_pipeline(rank: usize) -> String {
     format!(
-        "builtin.module(func.func(convert-linalg-to-parallel-loops,canonicalize,cse),\
-buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce,\
+        "builtin.module(buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce,\
 func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={} no-min-max-bounds=true}},\
 gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse),\
 gpu-kernel-outlining,canonicalize)",
         tile_sizes(rank)
     )
+}
+
+/// The highest number of dimensions of the outermost `scf.parallel` loops of `module` (0
+/// without any): a matrix-vector product over 2-d and 1-d stores has 1-d loops, whose
+/// threads must spread along that dimension.
+pub(crate) fn parallel_rank(module: &Module<'_>) -> usize {
+    let mut rank = 0;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        if name.as_string_ref().as_str() != Ok("scf.parallel") {
+            return WalkResult::Advance;
+        }
+        let dimensions = op
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .map_or(0, |b| b.argument_count());
+        rank = rank.max(dimensions);
+        WalkResult::Skip
+    });
+    rank
 }
 
 /// Device code to PTX for `chip` (e.g. `sm_90`) with PTX ISA `features` (e.g. `+ptx80`),

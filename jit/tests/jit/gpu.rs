@@ -667,3 +667,85 @@ fn integer_arithmetic_and_casts_compile_for_the_device() {
     assert!(ptx.contains("rem.s64"), "{ptx}");
     assert!(ptx.contains("cvt.rzi.s64.f64"), "{ptx}");
 }
+
+/// `y = A x` as the array library writes a matvec: `y` filled with -0.0, then a
+/// `linalg.generic` with a parallel row dimension and a reduction column dimension.
+struct Matvec;
+
+impl MlirGenerator for Matvec {
+    fn generate(&self, symbol: &str, _sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        Ok(format!(
+            "func.func private @{symbol}(%a: tensor<?x?xf64>, %x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {{
+  %zero = arith.constant -0.0 : f64
+  %filled = linalg.fill ins(%zero : f64) outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+      iterator_types = [\"parallel\", \"reduction\"]}}
+      ins(%a, %x : tensor<?x?xf64>, tensor<?xf64>) outs(%filled : tensor<?xf64>) {{
+  ^bb0(%aij: f64, %xj: f64, %acc: f64):
+    %p = arith.mulf %aij, %xj : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }} -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}}"
+        ))
+    }
+}
+
+#[test]
+fn a_matvec_runs_one_row_per_thread() {
+    let kind = TaskKind::lookup("jit_test.matvec").unwrap_or_else(|| {
+        TaskKind::builder("jit_test.matvec")
+            .arg("a", DType::F64, Privilege::Read)
+            .arg("x", DType::F64, Privilege::Read)
+            .arg("y", DType::F64, Privilege::Write)
+            .mlir(Arc::new(Matvec))
+            .register(|_| Ok(()))
+            .expect("registers")
+    });
+    let vector = |store, privilege| diffuse_jit::KernelParam {
+        rank: 1,
+        ..param(store, privilege, false, 0)
+    };
+    let signature = KernelSignature {
+        name: "matvec".into(),
+        steps: vec![KernelStep {
+            kind,
+            bindings: vec![
+                (0, Privilege::Read),
+                (1, Privilege::Read),
+                (2, Privilege::Write),
+            ],
+        }],
+        params: vec![
+            param(0, Privilege::Read, false, 0),
+            vector(1, Privilege::Read),
+            vector(2, Privilege::Write),
+        ],
+    };
+    let jit = sm90();
+    let modules = jit.ptx_for(&signature).expect("compiles for the GPU");
+    let kernel = jit.kernel(&signature).expect("cached");
+    let launches = launches_of(
+        &kernel,
+        &[
+            device(0x1000, &[1000, 300], &[300, 1]),
+            device(0x2000, &[300], &[1]),
+            device(0x3000, &[1000], &[1]),
+        ],
+    );
+    // The fill and the product: each a kernel over the 1000 rows in blocks of 256 threads
+    // (the loops are 1-d though `a` is 2-d), the product's columns summed in order by each
+    // row's thread, without contraction.
+    assert_eq!(check_sm90(&modules), 2, "{modules:#?}");
+    for launch in &launches {
+        let Call::Launch { grid, block, .. } = launch else {
+            unreachable!("launches_of keeps launches")
+        };
+        assert_eq!((grid, block), (&[4, 1, 1], &[256, 1, 1]));
+    }
+    assert_eq!(launches.len(), 2);
+    let ptx: String = modules.iter().map(|m| m.ptx.as_str()).collect();
+    assert!(ptx.contains("bra"), "{ptx}");
+    assert!(!ptx.contains("fma"), "{ptx}");
+}
