@@ -127,7 +127,7 @@ fn describe(e: DriverError) -> String {
     }
 }
 
-/// The CUDA events a device has recorded and not yet seen complete.
+/// The CUDA events a device has recorded and not yet destroyed.
 #[derive(Debug, Default)]
 struct Events {
     /// The sequence number of the last event recorded (events are numbered from 1).
@@ -136,16 +136,26 @@ struct Events {
     completed: u64,
     /// Events recorded after `completed`, by sequence number.
     pending: BTreeMap<u64, CUevent>,
+    /// Completed events not yet destroyed because a caller is blocked on one of them.
+    retired: Vec<CUevent>,
+    /// Callers blocked in `cuEventSynchronize` now (without the lock).
+    waiters: usize,
 }
 
 impl Events {
     /// Notes that every event up to `seq` has completed (the stream runs in order) and
-    /// destroys their CUDA events.
+    /// destroys their CUDA events once no caller is blocked on one.
     fn complete_through(&mut self, seq: u64) {
         self.completed = self.completed.max(seq);
         let later = self.pending.split_off(&(seq + 1));
-        for (_, event) in std::mem::replace(&mut self.pending, later) {
-            // SAFETY: created by `cuEventCreate`, destroyed once (no longer in the table).
+        let done = std::mem::replace(&mut self.pending, later);
+        self.retired.extend(done.into_values());
+        if self.waiters > 0 {
+            return;
+        }
+        for event in self.retired.drain(..) {
+            // SAFETY: created by `cuEventCreate`, destroyed once (no longer in the table),
+            // and no caller is blocked on it.
             if let Err(e) = unsafe { result::event::destroy(event) } {
                 tracing::debug!("destroying a CUDA event failed: {}", describe(e));
             }
@@ -229,7 +239,8 @@ impl CudaDevice {
         })
     }
 
-    /// Waits for `event` (blocking unless `block` is false): true when it has completed.
+    /// Whether `event` has completed; when `block`, waits for it first (without holding
+    /// the event table, so other threads keep enqueueing meanwhile).
     fn settle(&self, event: Event, block: bool) -> Result<bool, DeviceError> {
         let what = format!("waiting for event {}", event.0);
         self.call(&what, || {
@@ -243,17 +254,18 @@ impl CudaDevice {
                     reason: "the device never recorded it".into(),
                 });
             };
-            // The lock is held while blocking: the handle stays valid (no one destroys
-            // it), and the stream's one timeline makes waiters queue anyway.
             // SAFETY: `handle` is a live event of this device.
-            let status = unsafe {
-                if block {
-                    self.counters.synced();
-                    result::event::synchronize(handle)
-                } else {
-                    result::event::query(handle)
-                }
-            };
+            let mut status = unsafe { result::event::query(handle) };
+            if block && status.is_err_and(|e| e.0 == sys::cudaError_enum::CUDA_ERROR_NOT_READY) {
+                self.counters.synced();
+                // While this caller waits, no event is destroyed (see `complete_through`).
+                events.waiters += 1;
+                drop(events);
+                // SAFETY: as above; the event outlives the wait.
+                status = unsafe { result::event::synchronize(handle) };
+                events = lock(&self.events);
+                events.waiters -= 1;
+            }
             match status {
                 Ok(()) => {
                     events.complete_through(event.0);
