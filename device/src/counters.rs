@@ -77,20 +77,37 @@ impl Counters {
 }
 
 impl Direction {
-    /// The direction of a pitched copy; a copy from host to host is no device copy.
-    pub(crate) fn of(copy: &crate::Copy2d) -> Result<Direction, crate::DeviceError> {
+    /// What a copy of `bytes` bytes this way is (for errors).
+    pub(crate) fn copying(self, bytes: usize) -> String {
+        let way = match self {
+            Direction::HostToDevice => "to the device",
+            Direction::DeviceToHost => "from the device",
+            Direction::DeviceToDevice => "within the device",
+        };
+        format!("copying {bytes} bytes {way}")
+    }
+
+    /// The direction of a pitched copy and what it is (for errors), or `None` for a copy of
+    /// nothing; a copy from host to host is no device copy.
+    pub(crate) fn of_pitched(
+        copy: &crate::Copy2d,
+    ) -> Result<Option<(Direction, String)>, crate::DeviceError> {
         use crate::Place::{Device, Host};
-        match (copy.src, copy.dst) {
-            (Host(_), Device(_)) => Ok(Direction::HostToDevice),
-            (Device(_), Host(_)) => Ok(Direction::DeviceToHost),
-            (Device(_), Device(_)) => Ok(Direction::DeviceToDevice),
-            (Host(_), Host(_)) => Err(crate::DeviceError::Failed {
-                what: format!(
-                    "a pitched copy of {} rows of {} bytes",
-                    copy.rows, copy.width
-                ),
-                reason: "both sides are host memory: a device copies to or from itself".into(),
-            }),
-        }
+        let what = format!(
+            "a pitched copy of {} rows of {} bytes",
+            copy.rows, copy.width
+        );
+        let direction = match (copy.src, copy.dst) {
+            (Host(_), Device(_)) => Direction::HostToDevice,
+            (Device(_), Host(_)) => Direction::DeviceToHost,
+            (Device(_), Device(_)) => Direction::DeviceToDevice,
+            (Host(_), Host(_)) => {
+                return Err(crate::DeviceError::Failed {
+                    what,
+                    reason: "both sides are host memory: a device copies to or from itself".into(),
+                })
+            }
+        };
+        Ok((copy.rows > 0 && copy.width > 0).then_some((direction, what)))
     }
 }

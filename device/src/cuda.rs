@@ -239,6 +239,24 @@ impl CudaDevice {
         })
     }
 
+    /// Enqueues a copy of `bytes` bytes (nothing for none) by calling `copy`, and counts it.
+    fn enqueue_copy(
+        &self,
+        bytes: usize,
+        direction: Direction,
+        copy: impl FnOnce() -> Result<(), DriverError>,
+    ) -> Result<(), DeviceError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let what = direction.copying(bytes);
+        self.call(&what, || {
+            copy().map_err(|e| failed(what.clone(), e))?;
+            self.counters.copied(direction, bytes);
+            Ok(())
+        })
+    }
+
     /// Whether `event` has completed; when `block`, waits for it first (without holding
     /// the event table, so other threads keep enqueueing meanwhile).
     fn settle(&self, event: Event, block: bool) -> Result<bool, DeviceError> {
@@ -354,17 +372,9 @@ impl Device for CudaDevice {
         src: *const u8,
         bytes: usize,
     ) -> Result<(), DeviceError> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let what = format!("copying {bytes} bytes to the device");
-        self.call(&what, || {
+        self.enqueue_copy(bytes, Direction::HostToDevice, || {
             // SAFETY: the caller's contract (see the trait).
-            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, self.stream) }
-                .result()
-                .map_err(|e| failed(what.clone(), e))?;
-            self.counters.copied(Direction::HostToDevice, bytes);
-            Ok(())
+            unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, self.stream) }.result()
         })
     }
 
@@ -374,43 +384,23 @@ impl Device for CudaDevice {
         src: DevicePtr,
         bytes: usize,
     ) -> Result<(), DeviceError> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let what = format!("copying {bytes} bytes from the device");
-        self.call(&what, || {
+        self.enqueue_copy(bytes, Direction::DeviceToHost, || {
             // SAFETY: the caller's contract (see the trait).
-            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, self.stream) }
-                .result()
-                .map_err(|e| failed(what.clone(), e))?;
-            self.counters.copied(Direction::DeviceToHost, bytes);
-            Ok(())
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, self.stream) }.result()
         })
     }
 
     unsafe fn copy(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<(), DeviceError> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        let what = format!("copying {bytes} bytes within the device");
-        self.call(&what, || {
+        self.enqueue_copy(bytes, Direction::DeviceToDevice, || {
             // SAFETY: the caller's contract (see the trait).
             unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream) }
-                .map_err(|e| failed(what.clone(), e))?;
-            self.counters.copied(Direction::DeviceToDevice, bytes);
-            Ok(())
         })
     }
 
     unsafe fn copy_2d(&self, copy: &Copy2d) -> Result<(), DeviceError> {
-        let direction = Direction::of(copy)?;
-        if copy.rows == 0 || copy.width == 0 {
+        let Some((direction, what)) = Direction::of_pitched(copy)? else {
             return Ok(());
-        }
-        let what = format!(
-            "a pitched copy of {} rows of {} bytes",
-            copy.rows, copy.width
-        );
+        };
         self.call(&what, || {
             let (src_type, src_host, src_device) = memory(copy.src);
             let (dst_type, dst_host, dst_device) = memory(copy.dst);

@@ -337,16 +337,22 @@ impl SimDevice {
     }
 
     /// Enqueues a copy of `bytes` bytes from `src` to `dst` (either side may be host or
-    /// arena memory), counted as `direction`.
+    /// arena memory), counted as `direction`, after checking that the ranges of it at
+    /// `device_sides` lie in allocations.
     fn enqueue_copy(
         &self,
         dst: SendPtr,
         src: SendPtr,
         bytes: usize,
         direction: Direction,
+        device_sides: &[DevicePtr],
     ) -> Result<(), DeviceError> {
         if bytes == 0 {
             return Ok(());
+        }
+        let what = direction.copying(bytes);
+        for &side in device_sides {
+            self.check_range(side, bytes, &what)?;
         }
         self.enqueue(move || {
             // SAFETY: the enqueueing call's contract: both ranges are valid now.
@@ -474,12 +480,13 @@ impl Device for SimDevice {
         src: *const u8,
         bytes: usize,
     ) -> Result<(), DeviceError> {
-        self.check_range(dst, bytes, &format!("copying {bytes} bytes to the device"))?;
+        let src = SendPtr(src.cast_mut());
         self.enqueue_copy(
             SendPtr::at(dst),
-            SendPtr(src.cast_mut()),
+            src,
             bytes,
             Direction::HostToDevice,
+            &[dst],
         )
     }
 
@@ -489,40 +496,25 @@ impl Device for SimDevice {
         src: DevicePtr,
         bytes: usize,
     ) -> Result<(), DeviceError> {
-        self.check_range(
-            src,
-            bytes,
-            &format!("copying {bytes} bytes from the device"),
-        )?;
+        let dst = SendPtr(dst);
         self.enqueue_copy(
-            SendPtr(dst),
+            dst,
             SendPtr::at(src),
             bytes,
             Direction::DeviceToHost,
+            &[src],
         )
     }
 
     unsafe fn copy(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<(), DeviceError> {
-        let what = format!("copying {bytes} bytes within the device");
-        self.check_range(src, bytes, &what)?;
-        self.check_range(dst, bytes, &what)?;
-        self.enqueue_copy(
-            SendPtr::at(dst),
-            SendPtr::at(src),
-            bytes,
-            Direction::DeviceToDevice,
-        )
+        let (to, from) = (SendPtr::at(dst), SendPtr::at(src));
+        self.enqueue_copy(to, from, bytes, Direction::DeviceToDevice, &[src, dst])
     }
 
     unsafe fn copy_2d(&self, copy: &Copy2d) -> Result<(), DeviceError> {
-        let direction = Direction::of(copy)?;
-        if copy.rows == 0 || copy.width == 0 {
+        let Some((direction, what)) = Direction::of_pitched(copy)? else {
             return Ok(());
-        }
-        let what = format!(
-            "a pitched copy of {} rows of {} bytes",
-            copy.rows, copy.width
-        );
+        };
         let span = |pitch: usize| {
             pitch
                 .checked_mul(copy.rows - 1)

@@ -19,6 +19,16 @@ fn device(memory_bytes: usize) -> SimDevice {
     .expect("the simulated GPU starts")
 }
 
+/// A small simulated GPU with `faults` injected.
+fn with_faults(faults: Vec<SimFault>) -> SimDevice {
+    SimDevice::new(SimConfig {
+        memory_bytes: 1 << 16,
+        faults,
+        ..SimConfig::default()
+    })
+    .expect("the simulated GPU starts")
+}
+
 /// Downloads `bytes` bytes at `ptr` and waits for them.
 fn read(device: &SimDevice, ptr: u64, bytes: usize) -> Vec<u8> {
     let mut back = vec![0u8; bytes];
@@ -238,12 +248,7 @@ fn events_never_recorded_are_errors() {
 
 #[test]
 fn injected_allocation_faults_hit_the_nth_allocation() {
-    let d = SimDevice::new(SimConfig {
-        memory_bytes: 1 << 16,
-        faults: vec![SimFault::Alloc(2)],
-        ..SimConfig::default()
-    })
-    .expect("starts");
+    let d = with_faults(vec![SimFault::Alloc(2)]);
     d.alloc(8).expect("first");
     let second = d.alloc(8);
     assert!(
@@ -259,12 +264,7 @@ fn injected_allocation_faults_hit_the_nth_allocation() {
 
 #[test]
 fn injected_sync_faults_hit_the_nth_synchronize() {
-    let d = SimDevice::new(SimConfig {
-        memory_bytes: 1 << 16,
-        faults: vec![SimFault::Sync(2)],
-        ..SimConfig::default()
-    })
-    .expect("starts");
+    let d = with_faults(vec![SimFault::Sync(2)]);
     d.synchronize().expect("first");
     let second = d.synchronize();
     assert!(

@@ -352,6 +352,31 @@ mod tests {
         0x5000 as CUstream
     }
 
+    /// Calls `mgpuLaunchKernel` with a null function (one block of 32 threads) on the
+    /// current scope's stream.
+    ///
+    /// # Safety
+    /// None really: a null function is rejected before the driver is called.
+    unsafe fn launch_null_kernel() {
+        // SAFETY: see above.
+        unsafe {
+            mgpu_launch_kernel(
+                std::ptr::null_mut(),
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                mgpu_stream_create(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        }
+    }
+
     #[test]
     fn stream_create_outside_a_scope_is_the_default_stream() {
         // SAFETY: takes no arguments and touches no driver.
@@ -389,20 +414,7 @@ mod tests {
                 // SAFETY: a null function is rejected before the driver is called; a null
                 // module likewise.
                 unsafe {
-                    mgpu_launch_kernel(
-                        std::ptr::null_mut(),
-                        1,
-                        1,
-                        1,
-                        32,
-                        1,
-                        1,
-                        0,
-                        mgpu_stream_create(),
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        0,
-                    );
+                    launch_null_kernel();
                     mgpu_module_get_function(std::ptr::null_mut(), c"k".as_ptr());
                     mgpu_stream_synchronize(fake_stream());
                     mgpu_stream_destroy(fake_stream());
@@ -436,20 +448,7 @@ mod tests {
     fn failures_outside_a_scope_are_logged_not_raised() {
         // SAFETY: a null function and null modules are rejected before the driver is called.
         unsafe {
-            mgpu_launch_kernel(
-                std::ptr::null_mut(),
-                1,
-                1,
-                1,
-                1,
-                1,
-                1,
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            );
+            launch_null_kernel();
             assert!(mgpu_module_get_function(std::ptr::null_mut(), c"k".as_ptr()).is_null());
             assert!(mgpu_module_load(std::ptr::null_mut(), 0).is_null());
             assert!(mgpu_module_load_jit(std::ptr::null_mut(), 2).is_null());
