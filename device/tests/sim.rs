@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use diffuse_device::sim::{SimConfig, SimDevice, SimFault};
-use diffuse_device::{Device, DeviceError, DeviceKind, Event, LaunchWork};
+use diffuse_device::{open, Device, DeviceChoice, DeviceError, DeviceKind, Event, LaunchWork};
 use proptest::prelude::*;
 
 fn device(memory_bytes: usize) -> SimDevice {
@@ -36,6 +36,15 @@ fn read(device: &SimDevice, ptr: u64, bytes: usize) -> Vec<u8> {
     unsafe { device.download(back.as_mut_ptr(), ptr, bytes) }.expect("download");
     device.synchronize().expect("synchronize");
     back
+}
+
+#[test]
+fn open_picks_the_simulated_gpu_or_none() {
+    let device = open(&DeviceChoice::Simulated)
+        .expect("opens")
+        .expect("a device");
+    assert_eq!(device.info().kind, DeviceKind::Simulated);
+    assert!(open(&DeviceChoice::None).expect("opens").is_none());
 }
 
 #[test]
@@ -340,6 +349,13 @@ enum Op {
         at: usize,
         len: usize,
     },
+    /// A kernel adds `add` to every byte of the range.
+    Launch {
+        on: usize,
+        at: usize,
+        len: usize,
+        add: u8,
+    },
     Synchronize,
 }
 
@@ -354,6 +370,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(from, at, len)| Op::Download { from, at, len }),
         3 => (pick.clone(), pick, 0..3000usize, 0..600usize)
             .prop_map(|(from, to, at, len)| Op::Copy { from, to, at, len }),
+        2 => (0..8usize, 0..3000usize, 0..600usize, any::<u8>())
+            .prop_map(|(on, at, len, add)| Op::Launch { on, at, len, add }),
         1 => Just(Op::Synchronize),
     ]
 }
@@ -443,6 +461,25 @@ fn check_against_model(ops: &[Op]) {
                 model.get_mut(&dst).expect("live")[at..at + len].copy_from_slice(&bytes);
                 // SAFETY: both ranges lie in live, distinct allocations.
                 unsafe { d.copy(dst + at as u64, src + at as u64, len) }.expect("copy");
+            }
+            Op::Launch { on, at, len, add } if !live.is_empty() => {
+                let ptr = live[on % live.len()];
+                let data = model.get_mut(&ptr).expect("live");
+                let (at, len) = clip(data.len(), at, len);
+                for byte in &mut data[at..at + len] {
+                    *byte = byte.wrapping_add(add);
+                }
+                let start = ptr + at as u64;
+                let kernel: LaunchWork = Box::new(move || {
+                    let p = start as usize as *mut u8;
+                    for i in 0..len {
+                        // SAFETY: the range lies in an allocation freed only after the launch.
+                        unsafe { *p.add(i) = (*p.add(i)).wrapping_add(add) };
+                    }
+                    Ok(())
+                });
+                // SAFETY: as in the kernel.
+                unsafe { d.launch(kernel) }.expect("launch");
             }
             Op::Synchronize => settle(&mut pending, &mut sources),
             _ => {}
