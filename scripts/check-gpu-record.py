@@ -21,6 +21,8 @@ import sys
 # stderr lines saying that work meant for the GPU ran on the CPU.
 CPU_FALLBACK = re.compile(r"no GPU kernel|running on the CPU|fallback|no GPU on this machine"
                           r"|fused kernels run on the CPU", re.IGNORECASE)
+# Terminal colours (tracing's log lines carry them).
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 COUNTERS = ("check", "gpu_points", "h2d_bytes_per_iter", "d2h_bytes_per_iter",
             "device_syncs_per_iter", "kernel_launches_per_iter", "seconds_per_iter")
 
@@ -38,9 +40,10 @@ def problems_of(record, stderr, tolerance, strict, app):
         problems.append("no point task ran on the GPU (gpu_points 0)")
     if not record["kernel_launches_per_iter"] > 0:
         problems.append("no kernel launched on the device in the timed iterations")
-    fallback = [line for line in stderr.splitlines() if CPU_FALLBACK.search(line)]
+    fallback = [line for line in COLOUR.sub("", stderr).splitlines() if CPU_FALLBACK.search(line)]
     if fallback:
-        problems.append(f"stderr says work ran on the CPU: {fallback[0].strip()}")
+        more = f" (and {len(fallback) - 1} more such lines)" if len(fallback) > 1 else ""
+        problems.append(f"stderr says work ran on the CPU: {fallback[0].strip()[:300]}{more}")
     if record["iterations"] is not None and not (
             record["converged"] is True and record["residual"] < 1e-8
             and record["iterations"] < 1000):
