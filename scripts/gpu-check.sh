@@ -205,7 +205,7 @@ time_run() {
     *) command=("${PYTHON:-python3}" "$here/peers/gpu_peers.py" "$app" --n "$n" --iters "$iters" --module "$system") ;;
     esac
     bounded 150 "$log" "${command[@]}" >"$log.json" || status=$?
-    if [ "$status" = 3 ]; then
+    if [ "$status" = 3 ] || [ "$status" = 125 ]; then
         no_record "$system" "$round" "$app" "$n" skipped "$(tail -n 1 "$log")"
     elif [ "$status" != 0 ] || ! tag timing "$system" "$round" <"$log.json"; then
         failed=1
@@ -328,7 +328,7 @@ def cell(app, n, system):
             text += " (no GPU points!)"
         return median, text
     if any("skipped" in r for r in runs):
-        return None, "cannot: " + next(r["skipped"] for r in runs if "skipped" in r)
+        return None, next(r["skipped"] for r in runs if "skipped" in r)
     if not gpu and system != "diffuse-cpu":
         return None, "skipped (no GPU)"
     failures = [r["failed"] for r in runs if "failed" in r]
