@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 pub use diffuse_backend as backend;
 pub use diffuse_backend::{Backend, BackendStats, MachineShape};
+pub use diffuse_device as device;
 pub use diffuse_embedded as embedded;
 pub use diffuse_embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use diffuse_ir as ir;
@@ -24,7 +25,7 @@ pub use diffuse_legion::{LegionBackend, LegionConfig};
 pub use diffuse_mapper as mapper;
 pub use diffuse_runtime::{placement, runtime};
 pub use diffuse_runtime::{
-    FlushRecord, FusionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
+    FlushRecord, FusionConfig, GpuKernels, MapplePlacement, Placement, Runtime, RuntimeConfig,
 };
 
 /// Which backend a runtime executes on, with its settings.

@@ -81,7 +81,9 @@ pub struct CompiledKernel {
     pub iteration_space: Option<usize>,
     /// The kernel for the host CPU.
     pub cpu: Arc<dyn PointKernel>,
-    /// The same kernel for the GPU, when the placement asks for GPUs and it could be built.
+    /// The same kernel for the GPU, when the placement asks for GPUs and it could be built:
+    /// a call enqueues it on the GPU's stream with memrefs into device memory, inside the
+    /// device's launch (`diffuse_device::Device::launch`), and returns before it runs.
     pub gpu: Option<Arc<dyn PointKernel>>,
     /// One source per kernel parameter, in parameter order.
     pub params: Vec<KernelParamSource>,

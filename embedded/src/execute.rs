@@ -1,17 +1,21 @@
 //! Running a launch plan on the embedded backend: one driver for every plan, fused or not.
-//! Each point task runs through [`diffuse_backend::point`] on the worker thread of the
-//! processor its placement names; reductions give every point a private accumulator per
-//! reducing argument, folded into the stores argument by argument, points in order, so
-//! results never depend on thread timing and equal the unfused ones.
+//! A plan placed on the GPU that can run there is enqueued on the device (`gpu.rs`); any
+//! other plan runs on the host, its stores' host copies made current first: each point task
+//! through [`diffuse_backend::point`] on the worker thread of the processor its placement
+//! names (points placed on a GPU that run on the host are spread over every worker);
+//! reductions give every point a private accumulator per reducing argument, folded into the
+//! stores argument by argument, points in order, so results never depend on thread timing and
+//! equal the unfused ones.
 
 use std::sync::atomic::Ordering;
 
 use diffuse_backend::memory::{FirstUse, HostBuffer};
-use diffuse_backend::point::{self, Device, PointPath, PointRunner, PointStores};
+use diffuse_backend::point::{self, PointPath, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, ProcKind, Slot};
 use diffuse_ir::{IrError, Point, Privilege, Rect, Shape, Tuple};
 
-use crate::EmbeddedBackend;
+use crate::residency::{StoreUse, Use};
+use crate::{gpu, EmbeddedBackend};
 
 /// The store buffers of one plan: every store argument lives in its store's row-major
 /// buffer.
@@ -38,7 +42,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
     let t = plan.template();
     let launch = t.launch_domain();
     let points: Vec<Point> = Rect::from_shape(launch).points().collect();
-    let buffers = plan
+    let memories = plan
         .stores()
         .iter()
         .enumerate()
@@ -48,9 +52,33 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
             } else {
                 FirstUse::Reads
             };
-            backend.buffer(store, first_use)
+            backend.memory(store, first_use)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(gpu) = &backend.gpu {
+        let uses: Vec<StoreUse<'_>> = plan
+            .stores()
+            .iter()
+            .zip(&memories)
+            .enumerate()
+            .map(|(s, (store, memory))| {
+                let writes = t
+                    .args()
+                    .iter()
+                    .any(|a| a.slot == Slot::Store(s) && a.privilege.mutates());
+                let how = Use {
+                    reads: !t.overwrites(s),
+                    writes,
+                };
+                (store, *memory, how)
+            })
+            .collect();
+        if gpu::run(backend, gpu, plan, &uses)? {
+            return Ok(());
+        }
+        gpu.to_host(&uses)?;
+    }
+    let buffers = memories.iter().map(|m| m.host()).collect();
     let stores = StoreBuffers { plan, buffers };
     let scalars = t.kernel().map(|_| plan.scalars()).unwrap_or_default();
     let runner = PointRunner {
@@ -62,16 +90,10 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
         memory: &backend.stats,
         fp: &backend.fp,
     };
-    let placement = &t.placement().processors;
     let run_point = |i: usize| {
-        let on_gpu = placement.get(i).is_some_and(|q| q.kind == ProcKind::Gpu);
-        let done = runner.run(&points[i], on_gpu && backend.gpu)?;
+        let done = runner.run(&points[i])?;
         let counter = match done.path {
-            PointPath::Compiled(Device::Gpu) => {
-                backend.gpu_points.fetch_add(1, Ordering::Relaxed);
-                Some(&backend.compiled_points)
-            }
-            PointPath::Compiled(Device::Cpu) => Some(&backend.compiled_points),
+            PointPath::Compiled => Some(&backend.compiled_points),
             PointPath::Strips => Some(&backend.strip_points),
             PointPath::Whole => None,
         };
@@ -142,9 +164,11 @@ where
     let procs = backend.procs.max(1);
     let per_node = backend.procs_per_node();
     let owner = |i: usize| {
-        placement.processors.get(i).map_or(0, |p| {
-            // GPU points are launched from a CPU worker of their node.
-            (p.node * per_node + p.index % per_node) % procs
+        placement.processors.get(i).map_or(0, |p| match p.kind {
+            // Points placed on a GPU that run on the host (no GPU version of the kernel, a
+            // reduction) use every worker.
+            ProcKind::Gpu => i % procs,
+            _ => (p.node * per_node + p.index % per_node) % procs,
         })
     };
     let mut per_proc: Vec<Vec<usize>> = vec![Vec::new(); procs];

@@ -2,16 +2,20 @@
 //! pool of worker processors.
 //!
 //! Stores live in host buffers attached to the IR stores themselves (freed when the last
-//! reference goes). A plan's point tasks run in parallel, each on the worker thread of the
-//! processor its placement names (see `execute.rs`); `Reduce` arguments get private per-point
-//! accumulators that are folded into the store in point order afterwards, so results never
-//! depend on thread timing.
+//! reference goes) and, when the process has a GPU (`diffuse-device`: CUDA, or the simulated
+//! GPU with `DIFFUSE_DEVICE=sim`), in device copies with per-store validity (`residency.rs`).
+//! A plan's point tasks run in parallel, each on the worker thread of the processor its
+//! placement names (see `execute.rs`), or, placed on the GPU, as kernel launches enqueued on
+//! the device (`gpu.rs`); `Reduce` arguments get private per-point accumulators that are
+//! folded into the store in point order afterwards, so results never depend on thread timing.
 #![warn(missing_docs)]
 // Backends return `diffuse_ir::IrError`, which carries shapes inline by design (see the IR).
 #![allow(clippy::result_large_err)]
 
 mod capabilities;
 mod execute;
+mod gpu;
+mod residency;
 
 pub use capabilities::CAPABILITIES;
 
@@ -21,8 +25,9 @@ use std::sync::{Arc, Mutex};
 use diffuse_backend::{
     check_host_copy, Backend, BackendStats, Capabilities, LaunchPlan, MachineShape,
 };
+use diffuse_device::{Device, DeviceChoice};
 use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
-use diffuse_jit::gpu_available;
+use residency::{Gpu, StoreMemory, Use};
 
 use diffuse_backend::memory::{
     available_memory, for_each_rect_row, BufferCache, FirstUse, HostBuffer, MemoryStats,
@@ -54,6 +59,10 @@ pub struct EmbeddedConfig {
     /// the physical memory less what other processes and the kernel hold), so that a run
     /// past it fails with an error instead of being killed by the kernel.
     pub memory_limit: Option<usize>,
+    /// The GPU the backend offers mappers (one per node, placed points launch there):
+    /// `None` follows `DIFFUSE_DEVICE` (the CUDA GPU when the machine has one; `sim`: the
+    /// simulated GPU; `none`: no GPU).
+    pub device: Option<DeviceChoice>,
 }
 
 impl Default for EmbeddedConfig {
@@ -65,6 +74,7 @@ impl Default for EmbeddedConfig {
             strip_bytes: 1 << 20,
             inline_bytes: 256 << 10,
             memory_limit: None,
+            device: None,
         }
     }
 }
@@ -139,8 +149,8 @@ pub struct EmbeddedBackend {
     cache: Arc<BufferCache>,
     strip_bytes: usize,
     inline_bytes: usize,
-    /// Whether the process has a usable GPU (points placed on GPUs launch there).
-    gpu: bool,
+    /// The process's GPU, when it has one (points placed on GPUs launch there).
+    gpu: Option<Gpu>,
     strip_points: AtomicU64,
     compiled_points: AtomicU64,
     gpu_points: AtomicU64,
@@ -178,6 +188,17 @@ impl EmbeddedBackend {
                 ),
             });
         }
+        let choice = match config.device {
+            Some(choice) => choice,
+            None => DeviceChoice::from_env().map_err(|e| IrError::Backend {
+                backend: "embedded".into(),
+                message: e.to_string(),
+            })?,
+        };
+        let device = diffuse_device::open(&choice).map_err(|e| IrError::Backend {
+            backend: "embedded".into(),
+            message: format!("cannot open the device {choice:?}: {e}"),
+        })?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(procs)
             .thread_name(|i| format!("diffuse-proc-{i}"))
@@ -199,7 +220,7 @@ impl EmbeddedBackend {
             cache: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             strip_bytes: config.strip_bytes.max(1),
             inline_bytes: config.inline_bytes,
-            gpu: gpu_available().is_ok(),
+            gpu: device.map(Gpu::new),
             strip_points: AtomicU64::new(0),
             compiled_points: AtomicU64::new(0),
             gpu_points: AtomicU64::new(0),
@@ -215,21 +236,44 @@ impl EmbeddedBackend {
         (self.procs / self.nodes.max(1)).max(1)
     }
 
-    /// The host buffer of `store`, allocated on first use; zero-filled unless that first use
-    /// overwrites the whole store.
-    fn buffer<'s>(
+    /// The memory of `store`, its host buffer allocated on first use; zero-filled unless
+    /// that first use overwrites the whole store.
+    fn memory<'s>(
         &self,
         store: &'s StoreRef,
         first_use: FirstUse,
-    ) -> Result<&'s HostBuffer, IrError> {
+    ) -> Result<&'s Arc<StoreMemory>, IrError> {
         let len = store.shape().volume().max(0) as usize;
         store.try_allocation(
             || {
-                HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
-                    .map_err(|e| out_of_memory(store, e))
+                let host =
+                    HostBuffer::for_store(store.dtype(), len, first_use, &self.stats, &self.cache)
+                        .map_err(|e| out_of_memory(store, e))?;
+                let device = self.gpu.as_ref().map(|g| g.device().clone());
+                Ok(Arc::new(StoreMemory::new(host, device)))
             },
             |e| e,
         )
+    }
+
+    /// The host buffer of `store`, current for a host copy that uses it as `how` says
+    /// (downloaded from the GPU first when only the GPU holds its values).
+    fn host_buffer<'s>(
+        &self,
+        store: &'s StoreRef,
+        first_use: FirstUse,
+        how: Use,
+    ) -> Result<&'s HostBuffer, IrError> {
+        let memory = self.memory(store, first_use)?;
+        if let Some(gpu) = &self.gpu {
+            gpu.to_host(&[(store, memory, how)])?;
+        }
+        Ok(memory.host())
+    }
+
+    /// The device the backend launches GPU points on, if it has one.
+    pub fn device(&self) -> Option<&Arc<dyn Device>> {
+        self.gpu.as_ref().map(Gpu::device)
     }
 
     /// Sets the memory limit (see [`EmbeddedConfig::memory_limit`]) from now on.
@@ -256,7 +300,7 @@ impl Backend for EmbeddedBackend {
         MachineShape {
             nodes: self.nodes,
             cpus_per_node: per_node,
-            gpus_per_node: usize::from(self.gpu),
+            gpus_per_node: usize::from(self.gpu.is_some()),
             omps_per_node: per_node,
         }
     }
@@ -273,11 +317,17 @@ impl Backend for EmbeddedBackend {
     }
 
     fn flush(&self) -> Result<(), IrError> {
-        // Plans run when they are handed over; nothing is buffered here.
-        Ok(())
+        // Host work ran when it was handed over; GPU launches may still be running.
+        let _order = self.lock();
+        self.gpu.as_ref().map_or(Ok(()), Gpu::flush)
     }
 
     fn stats(&self) -> BackendStats {
+        let device = self
+            .gpu
+            .as_ref()
+            .map(|g| (g.device().counters(), g.syncs()))
+            .unwrap_or_default();
         BackendStats {
             tasks_executed: self.tasks_executed.load(Ordering::Relaxed),
             points_executed: self.points_executed.load(Ordering::Relaxed),
@@ -289,7 +339,10 @@ impl Backend for EmbeddedBackend {
             cached_bytes: self.cache.cached_bytes() as u64,
             // One node: nothing moves between nodes.
             bytes_moved: 0,
-            ..Default::default()
+            h2d_bytes: device.0.h2d_bytes,
+            d2h_bytes: device.0.d2h_bytes,
+            device_syncs: device.1,
+            kernel_launches: device.0.launches,
         }
     }
 
@@ -304,7 +357,7 @@ impl Backend for EmbeddedBackend {
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
         check_host_copy(store, &rect, None)?;
         let _order = self.lock();
-        let buf = self.buffer(store, FirstUse::Reads)?;
+        let buf = self.host_buffer(store, FirstUse::Reads, Use::READ)?;
         let strides = store.shape().row_major_strides();
         Ok(with_element_type!(store.dtype(), T => {
             let len = rect.volume().max(0) as usize;
@@ -335,7 +388,11 @@ impl Backend for EmbeddedBackend {
         } else {
             FirstUse::Reads
         };
-        let buf = self.buffer(store, first_use)?;
+        let how = Use {
+            reads: first_use == FirstUse::Reads,
+            writes: true,
+        };
+        let buf = self.host_buffer(store, first_use, how)?;
         let strides = store.shape().row_major_strides();
         with_element_type!(store.dtype(), T => {
             let values: Vec<T> = data.into_vec::<T>().map_err(|d| IrError::HostData {

@@ -130,7 +130,7 @@ impl Tuple {
     }
 
     /// Applies `f` entry-wise to two tuples of equal dimension.
-    pub(crate) fn zip_with(&self, other: &Tuple, f: impl Fn(i64, i64) -> i64) -> Tuple {
+    pub fn zip_with(&self, other: &Tuple, f: impl Fn(i64, i64) -> i64) -> Tuple {
         debug_assert_eq!(self.len, other.len);
         let mut out = *self;
         for d in 0..self.dims() {

@@ -228,7 +228,7 @@ fn run(
         memory: &shared.memory,
         fp: &shared.fp,
     };
-    let done = runner.run(p, false)?;
+    let done = runner.run(p)?;
     shared.counters.point(done.path);
     for (a, place) in &done.contributions {
         let (Privilege::Reduce(op), Some(acc)) = (t.args()[*a].privilege, &place.accumulator)

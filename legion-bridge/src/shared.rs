@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use diffuse_backend::memory::{physical_memory, BufferCache, MemoryStats};
-use diffuse_backend::point::{Device, PointPath};
+use diffuse_backend::point::PointPath;
 use diffuse_backend::{BackendStats, ProcKind, Processor};
 use diffuse_ir::{IrError, Point};
 
@@ -68,11 +68,8 @@ impl Counters {
     pub(crate) fn point(&self, path: PointPath) {
         self.points.fetch_add(1, Ordering::Relaxed);
         match path {
-            PointPath::Compiled(device) => {
+            PointPath::Compiled => {
                 self.compiled.fetch_add(1, Ordering::Relaxed);
-                if device == Device::Gpu {
-                    self.gpu.fetch_add(1, Ordering::Relaxed);
-                }
             }
             PointPath::Strips => {
                 self.strips.fetch_add(1, Ordering::Relaxed);

@@ -17,12 +17,13 @@ impl PointKernel for HostKernel {
     }
 }
 
-/// A kernel the JIT built for the GPU; a call copies the sub-stores to the device and back.
+/// A kernel the JIT built for the GPU; a call enqueues it with memrefs into device memory
+/// (inside the device's launch, see [`diffuse_backend::CompiledKernel::gpu`]).
 pub(crate) struct DeviceKernel(pub(crate) Arc<GpuKernel>);
 
 impl PointKernel for DeviceKernel {
     unsafe fn call(&self, memrefs: &[MemRef<'_>], scalars: &[Scalar]) -> Result<(), String> {
         // SAFETY: the caller's promise, passed on unchanged.
-        unsafe { self.0.launch(memrefs, scalars) }.map_err(|e| e.to_string())
+        unsafe { self.0.enqueue(memrefs, scalars) }.map_err(|e| e.to_string())
     }
 }

@@ -16,4 +16,5 @@ mod poison;
 pub mod runtime;
 
 pub use placement::{MapplePlacement, Placement};
+pub use plans::GpuKernels;
 pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};

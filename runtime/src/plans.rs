@@ -17,7 +17,9 @@ use diffuse_backend::{
     ProcKind, Slot,
 };
 use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
-use diffuse_jit::{GpuJit, Jit, KernelParam, KernelSignature, KernelStep, Lookup};
+use diffuse_jit::{
+    GpuJit, GpuRuntime, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
+};
 use hashbrown::HashMap;
 
 use crate::kernels::{DeviceKernel, HostKernel};
@@ -69,8 +71,21 @@ pub(crate) struct Launcher {
     machine: MachineShape,
     jit: Option<Arc<Jit>>,
     gpu: OnceLock<Arc<GpuJit>>,
+    /// What became of each kernel requested for the GPU.
+    gpu_kernels: GpuKernels,
     placement: Option<Arc<dyn Placement>>,
     templates: HashMap<TemplateKey, Vec<Cached>>,
+}
+
+/// The kernels requested for the GPU so far, by task name (constituents joined by `+`): built,
+/// or declined and why (such tasks run on the CPUs). Apps report it, and tests check it
+/// against the kernels each app is expected to run on the GPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GpuKernels {
+    /// Tasks whose kernel was built for the GPU.
+    pub built: std::collections::BTreeSet<String>,
+    /// Tasks whose kernel could not be built for the GPU, with the reason.
+    pub declined: std::collections::BTreeMap<String, String>,
 }
 
 impl Launcher {
@@ -86,6 +101,7 @@ impl Launcher {
             machine,
             jit,
             gpu: OnceLock::new(),
+            gpu_kernels: GpuKernels::default(),
             placement,
             templates: HashMap::new(),
         }
@@ -107,7 +123,7 @@ impl Launcher {
                 match LaunchPlan::new(Arc::clone(&entry.template), tasks) {
                     Ok(plan) => {
                         if entry.pending.is_some() {
-                            resolve(self.jit.as_ref(), &self.gpu, entry);
+                            resolve(self.jit.as_ref(), &self.gpu, &mut self.gpu_kernels, entry);
                         }
                         return Ok(plan);
                     }
@@ -120,7 +136,12 @@ impl Launcher {
             Err(e) => return Err((e, tasks)),
         };
         if entry.pending.is_some() {
-            resolve(self.jit.as_ref(), &self.gpu, &mut entry);
+            resolve(
+                self.jit.as_ref(),
+                &self.gpu,
+                &mut self.gpu_kernels,
+                &mut entry,
+            );
         }
         let template = Arc::clone(&entry.template);
         if let Some(key) = key {
@@ -142,6 +163,11 @@ impl Launcher {
         })
     }
 
+    /// What became of the kernels requested for the GPU so far.
+    pub(crate) fn gpu_kernels(&self) -> &GpuKernels {
+        &self.gpu_kernels
+    }
+
     /// A new template for `tasks`: placement decided, kernel requested.
     fn derive(&self, tasks: &[IndexTask], temporaries: &[StoreId]) -> Result<Cached, IrError> {
         let names: Vec<&str> = tasks.iter().map(|t| t.kind().name()).collect();
@@ -160,14 +186,15 @@ impl Launcher {
             )
         })?);
         let fused = tasks.len() > 1 || !temporaries.is_empty();
+        let gpu = template
+            .placement()
+            .processors
+            .iter()
+            .any(|p| p.kind == ProcKind::Gpu);
+        // A task placed on a GPU needs a kernel even alone: only compiled kernels run there.
         let pending = match &self.jit {
-            Some(_) if fused => {
+            Some(_) if fused || gpu => {
                 let (signature, params) = signature(&template, tasks);
-                let gpu = template
-                    .placement()
-                    .processors
-                    .iter()
-                    .any(|p| p.kind == ProcKind::Gpu);
                 Some(Pending {
                     signature,
                     params,
@@ -185,7 +212,12 @@ impl Launcher {
 
 /// Asks the JIT for a pending kernel; makes the template's choice final once it is ready or
 /// has failed.
-fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut Cached) {
+fn resolve(
+    jit: Option<&Arc<Jit>>,
+    gpu_jit: &OnceLock<Arc<GpuJit>>,
+    report: &mut GpuKernels,
+    entry: &mut Cached,
+) {
     let (Some(jit), Some(pending)) = (jit, entry.pending.as_ref()) else {
         return;
     };
@@ -195,10 +227,22 @@ fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut 
         Lookup::Ready(cpu) => {
             // A kernel that cannot be built for the GPU was logged by the GPU JIT; its points
             // run the CPU kernel.
-            let gpu = pending
-                .gpu
-                .then(|| gpu_jit.get_or_init(|| Arc::new(GpuJit::new())))
-                .and_then(|g| g.kernel(&pending.signature).ok());
+            let gpu = pending.gpu.then(|| {
+                let built = gpu_jit
+                    .get_or_init(|| Arc::new(gpu_jit_for_this_machine()))
+                    .kernel(&pending.signature);
+                let name = entry.template.name().to_string();
+                match &built {
+                    Ok(_) => {
+                        report.built.insert(name);
+                    }
+                    Err(e) => {
+                        report.declined.insert(name, e.to_string());
+                    }
+                }
+                built
+            });
+            let gpu = gpu.and_then(Result::ok);
             Some(Arc::new(CompiledKernel {
                 signature: Arc::new(cpu.signature().clone()),
                 iteration_space: cpu.iteration_space(),
@@ -210,6 +254,17 @@ fn resolve(jit: Option<&Arc<Jit>>, gpu_jit: &OnceLock<Arc<GpuJit>>, entry: &mut 
     };
     entry.template.decide_kernel(kernel);
     entry.pending = None;
+}
+
+/// A GPU JIT for this machine's GPU (`sm_90`, an H100's, where there is none: kernels for the
+/// simulated GPU are built as for a real one), linked against the CUDA device's runtime
+/// functions.
+fn gpu_jit_for_this_machine() -> GpuJit {
+    let chip = diffuse_device::cuda::chip().unwrap_or_else(|| "sm_90".to_string());
+    GpuJit::new(
+        GpuTarget::for_chip(&chip),
+        GpuRuntime::new(diffuse_device::cuda::mlir_runtime_symbols()),
+    )
 }
 
 /// The kernel signature of a fused launch and where each parameter gets its data: one

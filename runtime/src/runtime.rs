@@ -36,7 +36,7 @@ use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreId, StoreRef
 use diffuse_jit::Jit;
 
 use crate::placement::Placement;
-use crate::plans::{Launcher, TemplateKey};
+use crate::plans::{GpuKernels, Launcher, TemplateKey};
 use crate::poison::{rerun_unsafe, Accesses, Failure, Poisoned};
 
 /// The window size an adaptive window starts with.
@@ -194,6 +194,12 @@ impl Runtime {
     /// The backend's counters.
     pub fn stats(&self) -> BackendStats {
         self.backend.stats()
+    }
+
+    /// What became of the kernels requested for the GPU so far (built, or declined and
+    /// why).
+    pub fn gpu_kernels(&self) -> GpuKernels {
+        self.lock().launcher.gpu_kernels().clone()
     }
 
     /// The kernel compiler, if any.

@@ -3,16 +3,19 @@
 //! every fused task it runs, and small helpers (fusion configurations, random data, bitwise
 //! comparison, the executed groups of a stream log).
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use diffuse::backend::LaunchPlan;
+use diffuse::backend::{LaunchPlan, ProcKind, Processor};
+use diffuse::device::DeviceChoice;
 use diffuse::{
     Backend, BackendStats, EmbeddedBackend, EmbeddedConfig, FlushRecord, FusionConfig,
-    MachineShape, Runtime, RuntimeConfig,
+    MachineShape, Placement, Runtime, RuntimeConfig,
 };
 use diffuse_ir::{
-    for_each_row, Context, DType, HostData, IrError, KernelError, PointTask, Privilege, Rect,
-    ReductionOp, Store, StoreRef, TaskKind,
+    for_each_row, Context, DType, HostData, IrError, KernelError, Point, PointTask, Privilege,
+    Rect, ReductionOp, Shape, Store, StoreRef, TaskKind,
 };
 use diffuse_jit::Jit;
 
@@ -278,6 +281,80 @@ pub(crate) fn rig(
     rig_over(backend, fusion, jit)
 }
 
+/// A rig of `procs` processors and the simulated GPU, each task placed on the GPU or the CPUs
+/// by a hash of its name and `seed` ([`CoinPlacement`]).
+pub(crate) fn sim_gpu_rig(
+    procs: usize,
+    fusion: FusionConfig,
+    strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
+    seed: u64,
+) -> Rig {
+    let mut config = EmbeddedConfig {
+        procs: Some(procs),
+        device: Some(DeviceChoice::Simulated),
+        ..Default::default()
+    };
+    if let Some(s) = strip_bytes {
+        config.strip_bytes = s;
+    }
+    let backend: Arc<dyn Backend> =
+        Arc::new(EmbeddedBackend::new(config).expect("embedded backend starts"));
+    rig_placed(
+        backend,
+        fusion,
+        jit,
+        Some(Arc::new(CoinPlacement { seed, procs })),
+    )
+}
+
+/// Places each task (fused or not) on the GPU or on the CPUs by a coin flip seeded with a
+/// hash of its name and the seed: the same task always lands on the same kind in one run,
+/// different tasks and seeds differ.
+#[derive(Debug)]
+pub(crate) struct CoinPlacement {
+    seed: u64,
+    /// CPUs of the machine (points on CPUs go round-robin).
+    procs: usize,
+}
+
+impl Placement for CoinPlacement {
+    fn processor_kind(&self, task: &str, _constituents: &[&str]) -> ProcKind {
+        let mut h = DefaultHasher::new();
+        (task, self.seed).hash(&mut h);
+        if h.finish().is_multiple_of(2) {
+            ProcKind::Gpu
+        } else {
+            ProcKind::Cpu
+        }
+    }
+
+    fn processor(
+        &self,
+        _task: &str,
+        _constituents: &[&str],
+        kind: ProcKind,
+        point: &Point,
+        launch: Shape,
+    ) -> Result<Processor, IrError> {
+        let strides = launch.row_major_strides();
+        let index = match kind {
+            ProcKind::Gpu => 0,
+            _ => {
+                (0..point.dims())
+                    .map(|d| point[d] * strides[d])
+                    .sum::<i64>() as usize
+                    % self.procs.max(1)
+            }
+        };
+        Ok(Processor {
+            kind,
+            node: 0,
+            index,
+        })
+    }
+}
+
 /// [`rig`], recording its runtime's stream log.
 pub(crate) fn recording_rig(
     procs: usize,
@@ -296,6 +373,16 @@ pub(crate) fn rig_over(
     fusion: FusionConfig,
     jit: Option<Arc<Jit>>,
 ) -> Rig {
+    rig_placed(backend, fusion, jit, None)
+}
+
+/// [`rig_over`] with `placement` deciding where tasks run.
+pub(crate) fn rig_placed(
+    backend: Arc<dyn Backend>,
+    fusion: FusionConfig,
+    jit: Option<Arc<Jit>>,
+    placement: Option<Arc<dyn Placement>>,
+) -> Rig {
     let observed = Arc::new(Observed {
         backend: backend.clone(),
         fused: Mutex::new(Vec::new()),
@@ -305,7 +392,7 @@ pub(crate) fn rig_over(
         RuntimeConfig {
             fusion,
             jit,
-            placement: None,
+            placement,
         },
     ));
     let ctx = Context::new(runtime.clone());

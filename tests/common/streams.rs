@@ -313,6 +313,15 @@ pub(crate) struct Plan {
     pub(crate) procs: usize,
 }
 
+/// A seed that differs between plans (where a property's randomness must come from the case
+/// so that a failure reproduces): the plan's sizes mixed.
+fn plan_seed(plan: &Plan) -> u64 {
+    let sizes = [plan.stores.len(), plan.steps.len(), plan.procs];
+    sizes.iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 impl Plan {
     /// True when some task reduces (its result depends on the order contributions fold in).
     fn reduces(&self) -> bool {
@@ -701,6 +710,8 @@ pub(crate) struct Outcome {
     pub(crate) submitted: u64,
     pub(crate) executed: u64,
     pub(crate) strip_points: u64,
+    /// Point tasks that ran on a GPU.
+    pub(crate) gpu_points: u64,
     /// Windows whose plan was replayed from the planner's memo.
     pub(crate) replayed: u64,
     pub(crate) log: Vec<FlushRecord>,
@@ -814,6 +825,7 @@ pub(crate) fn run_real(
     let r = match on {
         On::Embedded => rig(plan.procs, fusion, strip_bytes, jit),
         On::Legion => rig_over(crate::common::legion::backend(strip_bytes), fusion, jit),
+        On::SimGpu => sim_gpu_rig(plan.procs, fusion, strip_bytes, jit, plan_seed(plan)),
     };
     r.runtime.record_streams(true);
     let c = &r.ctx;
@@ -864,6 +876,7 @@ pub(crate) fn run_real(
     out.submitted = c.tasks_submitted();
     out.executed = r.backend.stats().tasks_executed;
     out.strip_points = r.backend.stats().strip_points;
+    out.gpu_points = r.backend.stats().gpu_points;
     out.replayed = r.runtime.planner_stats().replayed;
     out.log = r.runtime.take_stream_log();
     out.fused = r.observed.take_fused();
@@ -902,6 +915,9 @@ pub(crate) struct Coverage {
     pub(crate) compiled_points: Cell<u64>,
     /// Cases in which some point ran compiled code.
     pub(crate) compiled_cases: Cell<usize>,
+    /// Point tasks that ran on a GPU (fused run), and cases in which some did.
+    pub(crate) gpu_points: Cell<u64>,
+    pub(crate) gpu_cases: Cell<usize>,
 }
 
 pub(crate) fn bump(c: &Cell<usize>, by: usize) {
@@ -938,6 +954,9 @@ pub(crate) enum On {
     Embedded,
     /// The process's Legion runtime.
     Legion,
+    /// The embedded backend with the simulated GPU, each task placed on the GPU or the CPUs
+    /// at random (seeded by the case).
+    SimGpu,
 }
 
 pub(crate) fn check_case(
@@ -1080,6 +1099,8 @@ pub(crate) fn check_case(
     cov.compiled_points
         .set(cov.compiled_points.get() + compiled);
     bump(&cov.compiled_cases, usize::from(compiled > 0));
+    cov.gpu_points.set(cov.gpu_points.get() + on.gpu_points);
+    bump(&cov.gpu_cases, usize::from(on.gpu_points > 0));
     Ok(())
 }
 

@@ -68,3 +68,20 @@ fn jit_fused_streams_match_unfused_and_sequential() {
         cov.cases.get()
     );
 }
+
+/// Random streams of the simulated-GPU property by default: each GPU-placed kernel is also
+/// built for the GPU (PTX), which costs about as much again as the CPU kernel.
+const SIM_GPU_CASES: u32 = 40;
+
+/// The differential property with the simulated GPU: each task (fused or not) placed on the
+/// GPU or the CPUs by a coin flip, so stores move between host and device copies in every
+/// order; GPU launches run asynchronously on the simulator thread, so a missing wait shows
+/// up as a wrong value. Fused = unfused = the sequential model, bit for bit.
+#[test]
+fn sim_gpu_streams_match_unfused_and_sequential() {
+    let (cov, _jit) = run_compiled_property(
+        cases_from_env("DIFFUSE_SIM_GPU_CASES", SIM_GPU_CASES),
+        On::SimGpu,
+    );
+    cov.share("cases with GPU points", cov.gpu_cases.get(), 0.2);
+}

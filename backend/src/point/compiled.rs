@@ -3,35 +3,20 @@
 //! accumulator for a reduction), one call. A point whose sub-stores do not have the shapes the
 //! kernel was compiled for runs natively instead.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use diffuse_ir::{MemRef, Point, Shape, Tuple};
+use diffuse_ir::{MemRef, Point, Rect, Shape, Tuple};
 
 use super::{accumulator, ArgPlacement, Contribution, PointRunner};
 use crate::plan::{CompiledKernel, Slot};
 
-/// Where a point task's compiled kernel ran.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Device {
-    /// The host CPU.
-    Cpu,
-    /// The GPU.
-    Gpu,
-}
-
-/// Set once a GPU launch has failed, so the fallback is reported once per process.
-static GPU_FAILED: AtomicBool = AtomicBool::new(false);
-
-/// Runs point `p` of the runner's plan through `kernel` (on the GPU when `gpu` and the
-/// kernel has a GPU version, else or if that launch fails on the CPU); returns its reduction
-/// contributions and where it ran, or `None` if the point's sub-stores do not fit the kernel
-/// (the caller then runs it natively).
+/// Runs point `p` of the runner's plan through `kernel`'s host CPU version; returns its
+/// reduction contributions, or `None` if the point's sub-stores do not fit the kernel (the
+/// caller then runs it natively). (A backend launches GPU points itself, with device
+/// memory.)
 pub(super) fn run_point(
     runner: &PointRunner<'_>,
     kernel: &CompiledKernel,
     p: &Point,
-    gpu: bool,
-) -> Option<Result<(Vec<Contribution>, Device), String>> {
+) -> Option<Result<Vec<Contribution>, String>> {
     let plan = runner.plan;
     let t = plan.template();
     let places: Result<Vec<ArgPlacement>, String> = kernel
@@ -53,7 +38,8 @@ pub(super) fn run_point(
         Ok(places) => places,
         Err(reason) => return Some(Err(reason)),
     };
-    if !fits(kernel, &places) {
+    let rects: Vec<Rect> = places.iter().map(|place| place.rect).collect();
+    if !fits(kernel, &rects) {
         return None;
     }
     let mut sizes: Vec<Shape> = Vec::with_capacity(places.len());
@@ -92,18 +78,6 @@ pub(super) fn run_point(
             .map(|(source, place)| (source.arg, place))
             .collect()
     };
-    if let Some(device_kernel) = kernel.gpu.as_ref().filter(|_| gpu) {
-        // SAFETY: as for the CPU call below; the launch copies the sub-stores to the device
-        // and back.
-        match unsafe { device_kernel.call(&memrefs, runner.scalars) } {
-            Ok(()) => return Some(Ok((contributions(places), Device::Gpu))),
-            Err(e) => {
-                if !GPU_FAILED.swap(true, Ordering::Relaxed) {
-                    tracing::warn!("a GPU launch failed ({e}); running on the CPU");
-                }
-            }
-        }
-    }
     // SAFETY: every pointer addresses a sub-store inside its store's memory (located by the
     // backend; sub-stores are clipped to the store) or a point-private accumulator of exactly
     // its extent; validation
@@ -111,17 +85,18 @@ pub(super) fn run_point(
     // reached through one parameter; temporaries are null and never dereferenced (the kernel
     // keeps them in registers or allocates them itself).
     let outcome = unsafe { kernel.cpu.call(&memrefs, runner.scalars) };
-    Some(outcome.map(|()| (contributions(places), Device::Cpu)))
+    Some(outcome.map(|()| contributions(places)))
 }
 
-/// True when the point's sub-stores have the shapes the kernel was compiled for: one
-/// iteration space for all (see [`CompiledKernel::iteration_space`]), or per
-/// element-wise constituent, inputs matching its output's extent except in dimensions
-/// compiled as broadcast (extent 1).
-fn fits(kernel: &CompiledKernel, places: &[ArgPlacement]) -> bool {
+/// True when sub-stores `rects` (one per kernel parameter, in store coordinates) have the
+/// shapes the kernel was compiled for: one iteration space for all (see
+/// [`CompiledKernel::iteration_space`]), or per element-wise constituent, inputs matching its
+/// output's extent except in dimensions compiled as broadcast (extent 1). A point whose
+/// sub-stores do not fit runs natively.
+pub fn fits(kernel: &CompiledKernel, rects: &[Rect]) -> bool {
     let sig = &kernel.signature;
     let broadcasts = |q: usize, space: Shape| {
-        let e = places[q].rect.extent();
+        let e = rects[q].extent();
         let unit = sig.params[q].unit_dims;
         e.dims() <= space.dims()
             && (0..e.dims()).all(|k| {
@@ -130,10 +105,10 @@ fn fits(kernel: &CompiledKernel, places: &[ArgPlacement]) -> bool {
             })
     };
     if let Some(p) = kernel.iteration_space {
-        let space = places[p].rect.extent();
+        let space = rects[p].extent();
         return sig.params.iter().enumerate().all(|(q, param)| {
             if param.privilege.mutates() {
-                places[q].rect.extent() == space
+                rects[q].extent() == space
             } else {
                 broadcasts(q, space)
             }
@@ -146,7 +121,7 @@ fn fits(kernel: &CompiledKernel, places: &[ArgPlacement]) -> bool {
         let Some(&(out, _)) = step.bindings.iter().find(|(_, pr)| pr.mutates()) else {
             return true;
         };
-        let space = places[out].rect.extent();
+        let space = rects[out].extent();
         step.bindings.iter().all(|&(q, _)| broadcasts(q, space))
     })
 }

@@ -23,7 +23,7 @@ use diffuse_ir::{
 use crate::memory::{for_each_rect_row, BufferCache, HostBuffer, MemoryStats};
 use crate::plan::{LaunchPlan, LaunchTemplate, Slot};
 
-pub use compiled::Device;
+pub use compiled::fits;
 
 /// Where a point task's store arguments are in memory.
 pub trait PointStores {
@@ -64,8 +64,8 @@ pub type Contribution = (usize, ArgPlacement);
 /// How a point task ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PointPath {
-    /// Through the compiled kernel, on this device.
-    Compiled(Device),
+    /// Through the compiled kernel, on the host CPU.
+    Compiled,
     /// Natively, strip by strip (a fused element-wise task).
     Strips,
     /// Natively, constituent by constituent over whole sub-stores.
@@ -99,8 +99,7 @@ pub struct PointRunner<'a> {
 }
 
 impl PointRunner<'_> {
-    /// Runs point `p`; `gpu` when it is placed on a GPU and the process has one (the
-    /// compiled kernel then runs there if it has a GPU version).
+    /// Runs point `p` on this thread.
     ///
     /// The thread's floating-point exception flags are cleared before and read after (a few
     /// instructions per point). What a point raised is recorded under the task's name; a
@@ -110,10 +109,10 @@ impl PointRunner<'_> {
     /// not: ordered comparisons of NaN, lanes of both sides of a select, the math prelude's
     /// range reduction). Underflow alone is common in such discarded lanes and ignored by
     /// NumPy unless asked, so it does not cost a second run.
-    pub fn run(&self, p: &Point, gpu: bool) -> Result<PointDone, KernelError> {
+    pub fn run(&self, p: &Point) -> Result<PointDone, KernelError> {
         let t = self.plan.template();
         fp::clear();
-        let done = self.run_once(p, gpu)?;
+        let done = self.run_once(p)?;
         let flags = fp::raised();
         if flags.is_empty() {
             return Ok(done);
@@ -126,14 +125,14 @@ impl PointRunner<'_> {
     }
 
     /// Runs point `p` once, compiled when it can, without watching its constituents.
-    fn run_once(&self, p: &Point, gpu: bool) -> Result<PointDone, KernelError> {
+    fn run_once(&self, p: &Point) -> Result<PointDone, KernelError> {
         let t = self.plan.template();
         if let Some(kernel) = t.kernel() {
-            if let Some(outcome) = compiled::run_point(self, kernel, p, gpu) {
+            if let Some(outcome) = compiled::run_point(self, kernel, p) {
                 return outcome
-                    .map(|(contributions, device)| PointDone {
+                    .map(|contributions| PointDone {
                         contributions,
-                        path: PointPath::Compiled(device),
+                        path: PointPath::Compiled,
                     })
                     .map_err(|reason| KernelError {
                         kind: t.name().to_string(),

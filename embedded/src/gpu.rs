@@ -1,0 +1,234 @@
+//! Running a plan on the GPU: every point placed on the GPU, the plan's kernel built for it,
+//! the stores' device copies made current (`residency.rs`), and the kernel enqueued on the
+//! device's stream with memref descriptors into those copies (a view is an offset and strides
+//! into its store's one device buffer: nothing is packed). Nothing waits: the launch returns
+//! before the kernel runs, and the next flush or host use of a store it writes waits.
+//!
+//! Points of an element-wise launch are *coalesced*: when their sub-stores tile one box per
+//! argument, with the same offsets between arguments at every point, the kernel runs once over
+//! the boxes instead of once per point.
+//!
+//! On the simulated GPU a launch runs the kernel's host CPU version on the simulator's arena,
+//! and only for kernels the GPU version was built for, so that what runs on the simulated
+//! device is what would run on a real one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use diffuse_backend::point::fits;
+use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, ProcKind, Slot};
+use diffuse_device::{DeviceKind, DevicePtr};
+use diffuse_ir::{IrError, KernelError, MemRef, Point, Rect, Scalar, Shape, Tuple};
+
+use crate::residency::{Gpu, StoreUse};
+use crate::EmbeddedBackend;
+
+/// Set once a GPU launch has failed: the GPU is not trusted with later plans, which run on
+/// the CPUs (reported once).
+static LAUNCH_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Runs `plan` on the GPU if it can run there: every point placed on a GPU, a kernel built
+/// for the GPU, no reduction, and every point's sub-stores fitting the kernel. Returns false
+/// (having changed nothing the CPU path would see) when it cannot; `uses` says how the plan
+/// uses each of its stores.
+pub(crate) fn run(
+    backend: &EmbeddedBackend,
+    gpu: &Gpu,
+    plan: &LaunchPlan,
+    uses: &[StoreUse<'_>],
+) -> Result<bool, IrError> {
+    let t = plan.template();
+    let placed = &t.placement().processors;
+    let on_gpu = !placed.is_empty() && placed.iter().all(|p| p.kind == ProcKind::Gpu);
+    let Some(kernel) = t.kernel().filter(|k| k.gpu.is_some()) else {
+        return Ok(false);
+    };
+    if !on_gpu || !t.reductions().is_empty() || LAUNCH_FAILED.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let points: Vec<Point> = Rect::from_shape(t.launch_domain()).points().collect();
+    let rects: Vec<Vec<Rect>> = points
+        .iter()
+        .map(|p| {
+            kernel
+                .params
+                .iter()
+                .map(|source| {
+                    let arg = plan.arg(source.arg);
+                    arg.partition.sub_store(arg.store.shape(), p)
+                })
+                .collect()
+        })
+        .collect();
+    if !rects.iter().all(|r| fits(kernel, r)) {
+        return Ok(false);
+    }
+    let launches = match coalesced(kernel, t.is_elementwise(), &rects) {
+        Some(union) => vec![union],
+        None => rects,
+    };
+    let bases = gpu.to_device(uses)?;
+    let simulated = gpu.device().info().kind == DeviceKind::Simulated;
+    let body = match (&kernel.gpu, simulated) {
+        (_, true) => kernel.cpu.clone(),
+        (Some(g), false) => g.clone(),
+        (None, false) => return Ok(false),
+    };
+    let scalars: Arc<[Scalar]> = plan.scalars().into();
+    for (i, rects) in launches.iter().enumerate() {
+        let call = Call::new(plan, kernel, &body, &bases, rects, &scalars);
+        // SAFETY: every descriptor addresses a sub-store inside its store's device copy
+        // (sub-stores are clipped to their store), made current by `to_device` and freed only
+        // in stream order after this launch; temporaries are null (the kernel keeps them in
+        // registers). Validation proved no two points write one element, and coalescing only
+        // joins points whose boxes tile the union.
+        let launched = unsafe { gpu.device().launch(Box::new(move || call.run())) };
+        if let Err(e) = launched {
+            if !LAUNCH_FAILED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "a GPU launch of {} failed ({e}); later work runs on the CPUs",
+                    t.name()
+                );
+            }
+            if i == 0 {
+                // Nothing of the plan was enqueued: the CPUs run it.
+                return Ok(false);
+            }
+            gpu.written_on_device(uses);
+            return Err(IrError::Kernel(KernelError {
+                kind: t.name().to_string(),
+                point: points.get(i).copied().unwrap_or_else(|| Tuple::splat(0, 0)),
+                reason: format!("the GPU launch failed: {e}"),
+            }));
+        }
+    }
+    gpu.written_on_device(uses);
+    let n = points.len() as u64;
+    backend.gpu_points.fetch_add(n, Ordering::Relaxed);
+    backend.compiled_points.fetch_add(n, Ordering::Relaxed);
+    Ok(true)
+}
+
+/// The boxes one launch over all points would use, one per kernel parameter, when the
+/// kernel is element-wise and the points' boxes can be joined: per parameter either the same
+/// box at every point (a replicated store), or boxes of the reference parameter's extent at a
+/// constant offset from it, the reference boxes (the first mutated parameter's) tiling their
+/// bounding box exactly. `None` otherwise (the points launch one by one).
+fn coalesced(kernel: &CompiledKernel, elementwise: bool, rects: &[Vec<Rect>]) -> Option<Vec<Rect>> {
+    if !elementwise || rects.len() <= 1 {
+        return None;
+    }
+    let reference = kernel
+        .signature
+        .params
+        .iter()
+        .position(|p| p.privilege.mutates())?;
+    let live: Vec<&Vec<Rect>> = rects.iter().filter(|r| !r[reference].is_empty()).collect();
+    let first = live.first()?;
+    let mut bound = first[reference];
+    let mut volume = 0i64;
+    for r in &live {
+        let b = r[reference];
+        bound = Rect {
+            lo: bound.lo.zip_with(&b.lo, i64::min),
+            hi: bound.hi.zip_with(&b.hi, i64::max),
+        };
+        volume += b.volume();
+    }
+    if volume != bound.volume() {
+        return None;
+    }
+    let params = first.len();
+    let mut union = Vec::with_capacity(params);
+    for q in 0..params {
+        let same = live.iter().all(|r| r[q] == first[q]);
+        if same && q != reference {
+            union.push(first[q]);
+            continue;
+        }
+        let offset = |r: &Vec<Rect>| {
+            (r[q].dims() == r[reference].dims() && r[q].extent() == r[reference].extent())
+                .then(|| r[q].lo.zip_with(&r[reference].lo, |a, b| a - b))
+        };
+        let delta = offset(first)?;
+        if !live.iter().all(|r| offset(r) == Some(delta)) {
+            return None;
+        }
+        union.push(Rect {
+            lo: bound.lo.zip_with(&delta, |a, d| a + d),
+            hi: bound.hi.zip_with(&delta, |a, d| a + d),
+        });
+    }
+    fits(kernel, &union).then_some(union)
+}
+
+/// One kernel launch: the kernel and its memref descriptors (device addresses, extents and
+/// element strides per parameter) and scalars, owned so the device may run it later.
+struct Call {
+    kernel: Arc<dyn PointKernel>,
+    ptrs: Vec<DevicePtr>,
+    sizes: Vec<Shape>,
+    strides: Vec<Tuple>,
+    scalars: Arc<[Scalar]>,
+}
+
+impl Call {
+    /// The launch of `body` over `rects` (one per kernel parameter), stores at `bases` (the
+    /// device address of each store slot's copy).
+    fn new(
+        plan: &LaunchPlan,
+        kernel: &CompiledKernel,
+        body: &Arc<dyn PointKernel>,
+        bases: &[DevicePtr],
+        rects: &[Rect],
+        scalars: &Arc<[Scalar]>,
+    ) -> Self {
+        let t = plan.template();
+        let mut call = Call {
+            kernel: body.clone(),
+            ptrs: Vec::with_capacity(rects.len()),
+            sizes: Vec::with_capacity(rects.len()),
+            strides: Vec::with_capacity(rects.len()),
+            scalars: scalars.clone(),
+        };
+        for (source, rect) in kernel.params.iter().zip(rects) {
+            let extent = rect.extent();
+            let (ptr, strides) = match t.args()[source.arg].slot {
+                Slot::Store(s) => {
+                    let store = plan.store(s);
+                    let strides = store.shape().row_major_strides();
+                    let start: i64 = if rect.is_empty() {
+                        0
+                    } else {
+                        (0..rect.dims()).map(|d| rect.lo[d] * strides[d]).sum()
+                    };
+                    let offset = start as u64 * store.dtype().size_bytes() as u64;
+                    (bases[s] + offset, strides)
+                }
+                Slot::Temporary(_) => (0, extent.row_major_strides()),
+            };
+            call.ptrs.push(ptr);
+            call.sizes.push(extent);
+            call.strides.push(strides);
+        }
+        call
+    }
+
+    /// Calls the kernel (on the device's launching thread).
+    fn run(self) -> Result<(), String> {
+        let memrefs: Vec<MemRef<'_>> = self
+            .ptrs
+            .iter()
+            .zip(&self.sizes)
+            .zip(&self.strides)
+            .map(|((&ptr, sizes), strides)| MemRef {
+                ptr: ptr as usize as *mut u8,
+                sizes: sizes.as_slice(),
+                strides: strides.as_slice(),
+            })
+            .collect();
+        // SAFETY: see the launch in `run`: the descriptors address device memory valid for
+        // the kernel's accesses while it runs.
+        unsafe { self.kernel.call(&memrefs, &self.scalars) }
+    }
+}
