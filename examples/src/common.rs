@@ -433,6 +433,8 @@ impl Runtime {
             d2h_bytes_per_iter: backend_per(|s| s.d2h_bytes),
             device_syncs_per_iter: backend_per(|s| s.device_syncs),
             kernel_launches_per_iter: backend_per(|s| s.kernel_launches),
+            gpu_kernels_built: self.runtime.gpu_kernels().built.len(),
+            gpu_kernels_declined: self.runtime.gpu_kernels().declined,
             result_digest: String::new(),
         }
     }
@@ -685,6 +687,12 @@ pub struct RunRecord {
     pub device_syncs_per_iter: f64,
     /// Kernel launches enqueued on devices per timed iteration.
     pub kernel_launches_per_iter: f64,
+    /// Tasks placed on a GPU whose kernel was built for it (with `--gpu` or a mapper that
+    /// places tasks on GPUs).
+    pub gpu_kernels_built: usize,
+    /// Tasks placed on a GPU whose kernel could not be built for it (they ran on the CPUs),
+    /// with the reason.
+    pub gpu_kernels_declined: std::collections::BTreeMap<String, String>,
     /// FNV-1a hash of the bits of the application's result values, in hexadecimal: equal
     /// digests are bitwise-equal results (runs on different backends or process counts
     /// compare by it).
@@ -783,9 +791,11 @@ fn summary(record: &RunRecord) -> String {
     if record.gpu_points > 0 {
         let _ = writeln!(
             text,
-            "  GPU: {} point tasks; per iter {:.1} MiB to the device, {:.1} MiB back, {} syncs, \
-             {} kernel launches",
+            "  GPU: {} point tasks, {} kernels built, {} declined (run on the CPUs); per iter \
+             {:.1} MiB to the device, {:.1} MiB back, {} syncs, {} kernel launches",
             record.gpu_points,
+            record.gpu_kernels_built,
+            record.gpu_kernels_declined.len(),
             mib(record.h2d_bytes_per_iter),
             mib(record.d2h_bytes_per_iter),
             record.device_syncs_per_iter,

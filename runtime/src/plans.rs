@@ -223,7 +223,15 @@ fn resolve(
     };
     let kernel = match jit.kernel_in(&pending.signature) {
         Lookup::Compiling => return,
-        Lookup::Failed(_) => None,
+        Lookup::Failed(e) => {
+            if pending.gpu {
+                let name = entry.template.name().to_string();
+                report
+                    .declined
+                    .insert(name, format!("no compiled kernel at all: {e}"));
+            }
+            None
+        }
         Lookup::Ready(cpu) => {
             // A kernel that cannot be built for the GPU was logged by the GPU JIT; its points
             // run the CPU kernel.
