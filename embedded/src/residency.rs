@@ -41,6 +41,20 @@ impl Use {
         reads: true,
         writes: false,
     };
+
+    /// Overwrites the whole store without reading it.
+    #[cfg(test)]
+    const OVERWRITE: Use = Use {
+        reads: false,
+        writes: true,
+    };
+
+    /// Reads and changes the store (an update in place, or a partial write).
+    #[cfg(test)]
+    const UPDATE: Use = Use {
+        reads: true,
+        writes: true,
+    };
 }
 
 /// A store's memory on the embedded backend: its host buffer and, with a GPU, its device
@@ -564,8 +578,17 @@ mod tests {
         }
     }
 
-    /// Enqueues a kernel over device addresses `ptrs` (as `f64` arrays of LEN).
-    fn launch(gpu: &Gpu, ptrs: Vec<DevicePtr>, body: fn(&[*mut f64], f64), k: f64) {
+    /// A GPU launch using `uses`: the device copies made current, `body` enqueued over them
+    /// (as `f64` arrays of LEN, in order) with `k`, and validity updated.
+    fn launch(
+        gpu: &Gpu,
+        uses: &[StoreUse<'_>],
+        body: fn(&[*mut f64], f64),
+        k: f64,
+    ) -> Result<(), TestCaseError> {
+        let ptrs = gpu
+            .to_device(uses)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let work = Box::new(move || {
             let arrays: Vec<*mut f64> = ptrs.iter().map(|&p| p as usize as *mut f64).collect();
             body(&arrays, k);
@@ -573,6 +596,8 @@ mod tests {
         });
         // SAFETY: the addresses are device copies of LEN f64, current for this launch.
         unsafe { gpu.device().launch(work) }.expect("enqueued");
+        gpu.written_on_device(uses);
+        Ok(())
     }
 
     fn add(a: &[*mut f64], k: f64) {
@@ -626,39 +651,13 @@ mod tests {
             match *op {
                 Op::GpuAdd(s, k) => {
                     let h = &held[s];
-                    let uses = [(
-                        &h.store,
-                        &h.memory,
-                        Use {
-                            reads: true,
-                            writes: true,
-                        },
-                    )];
-                    let ptrs = rig
-                        .gpu
-                        .to_device(&uses)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    launch(&rig.gpu, ptrs, add, k);
-                    rig.gpu.written_on_device(&uses);
+                    launch(&rig.gpu, &[(&h.store, &h.memory, Use::UPDATE)], add, k)?;
                     gpu_use(&mut model, s, true, &mut uploads);
                     model[s].values.iter_mut().for_each(|v| *v += k);
                 }
                 Op::GpuFill(s, v) => {
                     let h = &held[s];
-                    let uses = [(
-                        &h.store,
-                        &h.memory,
-                        Use {
-                            reads: false,
-                            writes: true,
-                        },
-                    )];
-                    let ptrs = rig
-                        .gpu
-                        .to_device(&uses)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    launch(&rig.gpu, ptrs, fill, v);
-                    rig.gpu.written_on_device(&uses);
+                    launch(&rig.gpu, &[(&h.store, &h.memory, Use::OVERWRITE)], fill, v)?;
                     gpu_use(&mut model, s, false, &mut uploads);
                     model[s].values = vec![v; LEN];
                 }
@@ -666,21 +665,9 @@ mod tests {
                     let (ha, hb) = (&held[a], &held[b]);
                     let uses = [
                         (&ha.store, &ha.memory, Use::READ),
-                        (
-                            &hb.store,
-                            &hb.memory,
-                            Use {
-                                reads: false,
-                                writes: true,
-                            },
-                        ),
+                        (&hb.store, &hb.memory, Use::OVERWRITE),
                     ];
-                    let ptrs = rig
-                        .gpu
-                        .to_device(&uses)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    launch(&rig.gpu, ptrs, double, 0.0);
-                    rig.gpu.written_on_device(&uses);
+                    launch(&rig.gpu, &uses, double, 0.0)?;
                     if !model[a].device_valid {
                         uploads += BYTES as u64;
                         model[a].device_valid = true;
@@ -691,14 +678,7 @@ mod tests {
                 Op::HostAdd(s, k) => {
                     let h = &held[s];
                     rig.gpu
-                        .to_host(&[(
-                            &h.store,
-                            &h.memory,
-                            Use {
-                                reads: true,
-                                writes: true,
-                            },
-                        )])
+                        .to_host(&[(&h.store, &h.memory, Use::UPDATE)])
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     host_update(h, |v| v + k);
                     if !model[s].host_valid {
@@ -711,14 +691,7 @@ mod tests {
                 Op::HostFill(s, v) => {
                     let h = &held[s];
                     rig.gpu
-                        .to_host(&[(
-                            &h.store,
-                            &h.memory,
-                            Use {
-                                reads: false,
-                                writes: true,
-                            },
-                        )])
+                        .to_host(&[(&h.store, &h.memory, Use::OVERWRITE)])
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     host_update(h, |_| v);
                     model[s].host_valid = true;
