@@ -28,15 +28,10 @@ use crate::EmbeddedBackend;
 static LAUNCH_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `plan` on the GPU if it can run there: every point placed on a GPU, a kernel built
-/// for the GPU, every point's sub-stores fitting the kernel, and each reduction's store
-/// reached through its reducing parameter only. Returns false (having changed nothing the
-/// CPU path would see) when it cannot; `uses` says how the plan uses each of its stores.
-///
-/// A reducing parameter is passed the store itself (its sub-store in the device copy), not a
-/// private accumulator: the kernel folds its total into what is there, and launches run one
-/// after another on the device's stream, so the points' contributions fold in point order as
-/// on the CPU; only the order within a point differs (the GPU kernel's fixed tree instead of
-/// the CPU kernel's loop), so results agree with the CPU's within rounding.
+/// for the GPU, no reduction (the GPU JIT builds none yet, and their accumulators are
+/// host-side), and every point's sub-stores fitting the kernel. Returns false (having changed
+/// nothing the CPU path would see) when it cannot; `uses` says how the plan uses each of its
+/// stores.
 pub(crate) fn run(
     backend: &EmbeddedBackend,
     gpu: &Gpu,
@@ -49,7 +44,7 @@ pub(crate) fn run(
     let Some(kernel) = t.kernel().filter(|k| k.gpu.is_some()) else {
         return Ok(false);
     };
-    if !on_gpu || LAUNCH_FAILED.load(Ordering::Relaxed) || !reductions_alone(plan, kernel) {
+    if !on_gpu || !t.reductions().is_empty() || LAUNCH_FAILED.load(Ordering::Relaxed) {
         return Ok(false);
     }
     let points: Vec<Point> = Rect::from_shape(t.launch_domain()).points().collect();
@@ -113,19 +108,6 @@ pub(crate) fn run(
     backend.gpu_points.fetch_add(n, Ordering::Relaxed);
     backend.compiled_points.fetch_add(n, Ordering::Relaxed);
     Ok(true)
-}
-
-/// True when no store a kernel parameter reduces into is reached through another parameter
-/// too (it would see the store during the fold instead of before it).
-fn reductions_alone(plan: &LaunchPlan, kernel: &CompiledKernel) -> bool {
-    let args = plan.template().args();
-    let slot = |q: usize| args[kernel.params[q].arg].slot;
-    kernel
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.reduction.is_some())
-        .all(|(q, _)| (0..kernel.params.len()).all(|r| r == q || slot(r) != slot(q)))
 }
 
 /// The boxes one launch over all points would use, one per kernel parameter, when the

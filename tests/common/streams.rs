@@ -970,8 +970,7 @@ pub(crate) fn check_case(
     // Bitwise, except where Legion folds reductions: its built-in reduction operators fold
     // the points' contributions in an order of its own, so sums may differ in the last bits
     // (and so may everything computed from them).
-    // The simulated GPU folds reductions into the store in the GPU kernel's order.
-    let reassociated = matches!(on_backend, On::Legion | On::SimGpu) && plan.reduces();
+    let reassociated = on_backend == On::Legion && plan.reduces();
     let same = |a: &[f64], b: &[f64]| {
         if reassociated {
             close(a, b)
