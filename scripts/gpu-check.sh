@@ -32,7 +32,7 @@
 # Environment: GPU_CHECK_QUICK=1 runs small timing sizes (for a machine with few cores),
 # PYTHON the interpreter for the peers (default python3), GPU_SMOKE_APPS the apps the smoke
 # runs (default all), GPU_STRICT the apps checked for residency (default "stencil
-# black-scholes black-scholes-poly").
+# black-scholes black-scholes-poly jacobi cfd").
 set -euo pipefail
 
 usage() {
@@ -161,7 +161,7 @@ smoke() {
         read -r app tolerance flags <<<"$case"
         [[ " ${GPU_SMOKE_APPS:-${SMOKE[*]%% *}} " == *" $app "* ]] || continue
         strict=()
-        [[ " ${GPU_STRICT:-stencil black-scholes black-scholes-poly} " == *" $app "* ]] && strict=(--strict)
+        [[ " ${GPU_STRICT:-stencil black-scholes black-scholes-poly jacobi cfd} " == *" $app "* ]] && strict=(--strict)
         local log="$out/logs/smoke-$app.txt" json="$out/logs/smoke-$app.json"
         status=0
         # shellcheck disable=SC2086 # the flags are several words

@@ -85,6 +85,9 @@ pub struct CompiledKernel {
     /// a call enqueues it on the GPU's stream with memrefs into device memory, inside the
     /// device's launch (`diffuse_device::Device::launch`), and returns before it runs.
     pub gpu: Option<Arc<dyn PointKernel>>,
+    /// Bytes of each device workspace a call of `gpu` takes after the parameters' memrefs
+    /// (one per full reduction; only their addresses are passed).
+    pub gpu_workspace: Vec<usize>,
     /// One source per kernel parameter, in parameter order.
     pub params: Vec<KernelParamSource>,
 }

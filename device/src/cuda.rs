@@ -397,6 +397,18 @@ impl Device for CudaDevice {
         })
     }
 
+    unsafe fn zero(&self, dst: DevicePtr, bytes: usize) -> Result<(), DeviceError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let what = format!("zeroing {bytes} bytes of device memory");
+        self.call(&what, || {
+            // SAFETY: the caller's contract (see the trait); the stream is this device's.
+            unsafe { result::memset_d8_async(dst, 0, bytes, self.stream) }
+                .map_err(|e| failed(what.clone(), e))
+        })
+    }
+
     unsafe fn copy_2d(&self, copy: &Copy2d) -> Result<(), DeviceError> {
         let Some((direction, what)) = Direction::of_pitched(copy)? else {
             return Ok(());

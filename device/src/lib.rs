@@ -185,6 +185,13 @@ pub trait Device: Send + Sync + fmt::Debug {
     /// Both ranges must lie in allocations of this device.
     unsafe fn copy(&self, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<(), DeviceError>;
 
+    /// Enqueues setting `bytes` bytes of the device at `dst` to zero (a store that was never
+    /// written holds zeros: its device copy needs no upload).
+    ///
+    /// # Safety
+    /// The range must lie in an allocation of this device.
+    unsafe fn zero(&self, dst: DevicePtr, bytes: usize) -> Result<(), DeviceError>;
+
     /// Enqueues a pitched copy (host to device, device to host or device to device).
     ///
     /// # Safety

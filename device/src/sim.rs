@@ -511,6 +511,20 @@ impl Device for SimDevice {
         self.enqueue_copy(to, from, bytes, Direction::DeviceToDevice, &[src, dst])
     }
 
+    unsafe fn zero(&self, dst: DevicePtr, bytes: usize) -> Result<(), DeviceError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(dst, bytes, &format!("zeroing {bytes} bytes"))?;
+        let to = SendPtr::at(dst);
+        self.enqueue(move || {
+            // SAFETY: the enqueueing call's contract: the range is valid now.
+            unsafe { std::ptr::write_bytes(to.get(), 0, bytes) };
+            Ok(())
+        })
+        .map(|_| ())
+    }
+
     unsafe fn copy_2d(&self, copy: &Copy2d) -> Result<(), DeviceError> {
         let Some((direction, what)) = Direction::of_pitched(copy)? else {
             return Ok(());

@@ -8,17 +8,25 @@
 //! argument, with the same offsets between arguments at every point, the kernel runs once over
 //! the boxes instead of once per point.
 //!
+//! A reduction runs on the GPU when its store is reached through the reducing parameter alone:
+//! the kernel folds each point's total into the store's device copy (points launch one by one,
+//! in order, on the one stream), as the CPU path folds each point's private accumulator into
+//! the store; a full reduction's kernel takes a small device workspace, allocated for the
+//! launch and freed in stream order after it.
+//!
 //! On the simulated GPU a launch runs the kernel's host CPU version on the simulator's arena,
 //! and only for kernels the GPU version was built for, so that what runs on the simulated
-//! device is what would run on a real one.
+//! device is what would run on a real one; its reductions go through a private accumulator
+//! folded into the store, the CPU path's arithmetic (a real GPU's order differs by rounding).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use diffuse_backend::point::fits;
-use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, ProcKind, Slot};
+use diffuse_backend::memory::HostBuffer;
+use diffuse_backend::point::{accumulator, fits, fold};
+use diffuse_backend::{CompiledKernel, KernelParamSource, LaunchPlan, PointKernel, ProcKind, Slot};
 use diffuse_device::{DeviceKind, DevicePtr};
-use diffuse_ir::{IrError, KernelError, MemRef, Point, Rect, Scalar, Shape, Tuple};
+use diffuse_ir::{IrError, KernelError, MemRef, Point, Rect, ReductionOp, Scalar, Shape, Tuple};
 
 use crate::residency::{Gpu, StoreUse};
 use crate::EmbeddedBackend;
@@ -28,8 +36,8 @@ use crate::EmbeddedBackend;
 static LAUNCH_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `plan` on the GPU if it can run there: every point placed on a GPU, a kernel built
-/// for the GPU, no reduction (the GPU JIT builds none yet, and their accumulators are
-/// host-side), and every point's sub-stores fitting the kernel. Returns false (having changed
+/// for the GPU, every reduced store reached through its reducing parameter alone, and every
+/// point's sub-stores fitting the kernel. Returns false (having changed
 /// nothing the CPU path would see) when it cannot; `uses` says how the plan uses each of its
 /// stores.
 pub(crate) fn run(
@@ -44,7 +52,7 @@ pub(crate) fn run(
     let Some(kernel) = t.kernel().filter(|k| k.gpu.is_some()) else {
         return Ok(false);
     };
-    if !on_gpu || !t.reductions().is_empty() || LAUNCH_FAILED.load(Ordering::Relaxed) {
+    if !on_gpu || !reductions_stand_alone(plan, kernel) || LAUNCH_FAILED.load(Ordering::Relaxed) {
         return Ok(false);
     }
     let points: Vec<Point> = Rect::from_shape(t.launch_domain()).points().collect();
@@ -76,8 +84,24 @@ pub(crate) fn run(
         (None, false) => return Ok(false),
     };
     let scalars: Arc<[Scalar]> = plan.scalars().into();
+    let workspace = match Workspace::allocate(gpu, &kernel.gpu_workspace) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(
+                "no device workspace for {}'s reductions ({e}); it runs on the CPUs",
+                t.name()
+            );
+            return Ok(false);
+        }
+    };
     for (i, rects) in launches.iter().enumerate() {
-        let call = Call::new(plan, kernel, &body, &bases, rects, &scalars);
+        let mut call = Call::new(plan, kernel, &body, &bases, rects, &scalars);
+        if simulated {
+            // The CPU kernel takes no workspace (the simulated device still holds it).
+            call.private_accumulators(plan, kernel);
+        } else {
+            call.workspaces.clone_from(&workspace.parts);
+        }
         // SAFETY: every descriptor addresses a sub-store inside its store's device copy
         // (sub-stores are clipped to their store), made current by `to_device` and freed only
         // in stream order after this launch; temporaries are null (the kernel keeps them in
@@ -108,6 +132,58 @@ pub(crate) fn run(
     backend.gpu_points.fetch_add(n, Ordering::Relaxed);
     backend.compiled_points.fetch_add(n, Ordering::Relaxed);
     Ok(true)
+}
+
+/// True when every store the kernel reduces into is reached through that parameter alone (the
+/// kernel reads and writes it through the one descriptor).
+fn reductions_stand_alone(plan: &LaunchPlan, kernel: &CompiledKernel) -> bool {
+    let t = plan.template();
+    let slot = |q: &KernelParamSource| t.args()[q.arg].slot;
+    kernel
+        .params
+        .iter()
+        .filter(|q| q.reduction.is_some())
+        .all(|r| kernel.params.iter().filter(|q| slot(q) == slot(r)).count() == 1)
+}
+
+/// The device workspace of one plan's launches (one part per full reduction of the kernel),
+/// freed in stream order when dropped, after the launches that use it were enqueued.
+struct Workspace<'a> {
+    gpu: &'a Gpu,
+    base: Option<DevicePtr>,
+    parts: Vec<DevicePtr>,
+}
+
+impl<'a> Workspace<'a> {
+    /// One allocation holding a part of each of `sizes` bytes, 256-byte aligned.
+    fn allocate(gpu: &'a Gpu, sizes: &[usize]) -> Result<Self, diffuse_device::DeviceError> {
+        let aligned = |bytes: usize| bytes.div_ceil(256) * 256;
+        let total: usize = sizes.iter().map(|&b| aligned(b)).sum();
+        let mut workspace = Workspace {
+            gpu,
+            base: None,
+            parts: Vec::with_capacity(sizes.len()),
+        };
+        if total == 0 {
+            return Ok(workspace);
+        }
+        let base = gpu.device().alloc(total)?;
+        workspace.base = Some(base);
+        let mut offset = 0;
+        for &bytes in sizes {
+            workspace.parts.push(base + offset as u64);
+            offset += aligned(bytes);
+        }
+        Ok(workspace)
+    }
+}
+
+impl Drop for Workspace<'_> {
+    fn drop(&mut self) {
+        if let Some(base) = self.base {
+            self.gpu.device().free(base);
+        }
+    }
 }
 
 /// The boxes one launch over all points would use, one per kernel parameter, when the
@@ -163,13 +239,26 @@ fn coalesced(kernel: &CompiledKernel, elementwise: bool, rects: &[Vec<Rect>]) ->
     fits(kernel, &union).then_some(union)
 }
 
+/// A point's private accumulator for one reducing parameter (simulated GPU): the operator,
+/// the identity-filled buffer, row-major over the parameter's extent, and its strides.
+struct Private {
+    op: ReductionOp,
+    buffer: HostBuffer,
+    strides: Tuple,
+}
+
 /// One kernel launch: the kernel and its memref descriptors (device addresses, extents and
-/// element strides per parameter) and scalars, owned so the device may run it later.
+/// element strides per parameter), workspaces and scalars, owned so the device may run it
+/// later.
 struct Call {
     kernel: Arc<dyn PointKernel>,
     ptrs: Vec<DevicePtr>,
     sizes: Vec<Shape>,
     strides: Vec<Tuple>,
+    workspaces: Vec<DevicePtr>,
+    /// On the simulated GPU: per reducing parameter, its operator and the point's private
+    /// accumulator, which the kernel reduces into and the call then folds into the store.
+    accumulators: Vec<Option<Private>>,
     scalars: Arc<[Scalar]>,
 }
 
@@ -190,6 +279,8 @@ impl Call {
             ptrs: Vec::with_capacity(rects.len()),
             sizes: Vec::with_capacity(rects.len()),
             strides: Vec::with_capacity(rects.len()),
+            workspaces: Vec::new(),
+            accumulators: Vec::new(),
             scalars: scalars.clone(),
         };
         for (source, rect) in kernel.params.iter().zip(rects) {
@@ -215,21 +306,76 @@ impl Call {
         call
     }
 
+    /// Gives every reducing parameter an identity-filled private accumulator (the simulated
+    /// GPU's CPU kernel reduces into it; [`run`](Self::run) folds it into the store).
+    fn private_accumulators(&mut self, plan: &LaunchPlan, kernel: &CompiledKernel) {
+        self.accumulators = kernel
+            .params
+            .iter()
+            .zip(&self.sizes)
+            .map(|(q, extent)| {
+                let op = q.reduction?;
+                let dtype = plan.arg(q.arg).store.dtype();
+                let buffer = accumulator(dtype, &Rect::from_shape(*extent), op).ok()?;
+                Some(Private {
+                    op,
+                    buffer,
+                    strides: extent.row_major_strides(),
+                })
+            })
+            .collect();
+    }
+
     /// Calls the kernel (on the device's launching thread).
     fn run(self) -> Result<(), String> {
-        let memrefs: Vec<MemRef<'_>> = self
+        let private = |q: usize| self.accumulators.get(q).and_then(Option::as_ref);
+        let mut memrefs: Vec<MemRef<'_>> = Vec::with_capacity(self.ptrs.len());
+        for (q, ((&ptr, sizes), strides)) in self
             .ptrs
             .iter()
             .zip(&self.sizes)
             .zip(&self.strides)
-            .map(|((&ptr, sizes), strides)| MemRef {
-                ptr: ptr as usize as *mut u8,
-                sizes: sizes.as_slice(),
-                strides: strides.as_slice(),
-            })
-            .collect();
+            .enumerate()
+        {
+            memrefs.push(match private(q) {
+                Some(p) => MemRef {
+                    ptr: p.buffer.as_ptr(),
+                    sizes: sizes.as_slice(),
+                    strides: p.strides.as_slice(),
+                },
+                None => MemRef {
+                    ptr: ptr as usize as *mut u8,
+                    sizes: sizes.as_slice(),
+                    strides: strides.as_slice(),
+                },
+            });
+        }
+        memrefs.extend(self.workspaces.iter().map(|&ptr| MemRef {
+            ptr: ptr as usize as *mut u8,
+            sizes: &[],
+            strides: &[],
+        }));
         // SAFETY: see the launch in `run`: the descriptors address device memory valid for
-        // the kernel's accesses while it runs.
-        unsafe { self.kernel.call(&memrefs, &self.scalars) }
+        // the kernel's accesses while it runs (private accumulators are host buffers of the
+        // parameter's extent, on the simulated GPU, whose device memory is host memory).
+        unsafe { self.kernel.call(&memrefs, &self.scalars) }?;
+        for (q, slot) in self.accumulators.iter().enumerate() {
+            if let Some(p) = slot {
+                let rect = Rect::from_shape(self.sizes[q]);
+                // SAFETY: the simulated device's addresses are host addresses; the store's
+                // sub-store at `ptrs[q]` with `strides[q]` holds `rect`, and nothing else
+                // runs on the device meanwhile.
+                unsafe {
+                    fold(
+                        self.ptrs[q] as usize as *mut u8,
+                        &self.strides[q],
+                        &rect,
+                        &p.buffer,
+                        p.op,
+                    )
+                };
+            }
+        }
+        Ok(())
     }
 }

@@ -74,6 +74,9 @@ struct Residence {
     host_valid: bool,
     /// The device copy holds the store's values.
     device_valid: bool,
+    /// Nothing has written the store yet: its values are zeros (a device copy is zeroed
+    /// on the device, not uploaded).
+    unwritten: bool,
     /// After an upload from the host buffer: the upload may still be reading it.
     upload: Option<Event>,
     /// After a download into the host buffer: the download may still be writing it.
@@ -107,6 +110,7 @@ impl StoreMemory {
                 copy: None,
                 host_valid: true,
                 device_valid: false,
+                unwritten: true,
                 upload: None,
                 download: None,
                 last_use: 0,
@@ -211,7 +215,11 @@ impl Gpu {
             if how.reads && !state.device_valid {
                 debug_assert!(state.host_valid, "a store with no valid copy");
                 let bytes = store.size_bytes();
-                if bytes > 0 {
+                if state.unwritten {
+                    // SAFETY: the device copy has room for the store.
+                    unsafe { self.device.zero(ptr, bytes) }
+                        .map_err(|e| self.failure(store, format!("zeroing it failed: {e}")))?;
+                } else if bytes > 0 {
                     // SAFETY: the host buffer holds the whole store and outlives the upload
                     // (a host write or the store's drop waits for the event recorded below);
                     // the device copy has room for it.
@@ -239,6 +247,7 @@ impl Gpu {
                 let mut state = memory.lock();
                 state.device_valid = true;
                 state.host_valid = false;
+                state.unwritten = false;
             }
         }
     }
@@ -284,6 +293,7 @@ impl Gpu {
                 let mut state = memory.lock();
                 state.host_valid = true;
                 state.device_valid = false;
+                state.unwritten = false;
             }
         }
         Ok(())
@@ -518,6 +528,8 @@ mod tests {
         values: Vec<f64>,
         host_valid: bool,
         device_valid: bool,
+        /// Never written: a device copy is zeroed, not uploaded.
+        unwritten: bool,
     }
 
     struct Rig {
@@ -635,6 +647,7 @@ mod tests {
             values: vec![0.0; LEN],
             host_valid: true,
             device_valid: false,
+            unwritten: true,
         };
         let mut model = vec![fresh.clone(); stores];
         for (step, op) in ops.iter().enumerate() {
@@ -642,11 +655,12 @@ mod tests {
             let mut uploads = 0u64;
             let mut downloads = 0u64;
             let gpu_use = |model: &mut Vec<Model>, s: usize, reads: bool, uploads: &mut u64| {
-                if reads && !model[s].device_valid {
+                if reads && !model[s].device_valid && !model[s].unwritten {
                     *uploads += BYTES as u64;
                 }
                 model[s].device_valid = true;
                 model[s].host_valid = false;
+                model[s].unwritten = false;
             };
             match *op {
                 Op::GpuAdd(s, k) => {
@@ -669,7 +683,9 @@ mod tests {
                     ];
                     launch(&rig.gpu, &uses, double, 0.0)?;
                     if !model[a].device_valid {
-                        uploads += BYTES as u64;
+                        if !model[a].unwritten {
+                            uploads += BYTES as u64;
+                        }
                         model[a].device_valid = true;
                     }
                     gpu_use(&mut model, b, false, &mut uploads);
@@ -686,6 +702,7 @@ mod tests {
                     }
                     model[s].host_valid = true;
                     model[s].device_valid = false;
+                    model[s].unwritten = false;
                     model[s].values.iter_mut().for_each(|v| *v += k);
                 }
                 Op::HostFill(s, v) => {
@@ -696,6 +713,7 @@ mod tests {
                     host_update(h, |_| v);
                     model[s].host_valid = true;
                     model[s].device_valid = false;
+                    model[s].unwritten = false;
                     model[s].values = vec![v; LEN];
                 }
                 Op::HostRead(s) => {

@@ -41,7 +41,7 @@ pub use error::{IrError, KernelError};
 pub use host::HostData;
 pub use kernel::{NativeKernel, PointTask, RawView, ReadView, WriteView, MAX_ARGS};
 pub use kind::{ArgDecl, TaskKind, TaskKindBuilder};
-pub use mlir::{element_type, tensor_type, MlirArg, MlirGenerator, MlirSignature};
+pub use mlir::{element_type, tensor_type, KernelTarget, MlirArg, MlirGenerator, MlirSignature};
 pub use partition::{Image, Partition, PartitionKind, Tiling};
 pub use privilege::{Privilege, ReductionOp};
 pub use projection::{ProjComponent, Projection};

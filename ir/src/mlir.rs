@@ -89,6 +89,32 @@ pub struct MlirSignature<'a> {
     pub args: &'a [MlirArg],
     /// The scalar argument types, in declaration order.
     pub scalars: &'a [DType],
+    /// What the kernel is compiled for.
+    pub target: KernelTarget,
+}
+
+impl<'a> MlirSignature<'a> {
+    /// The signature of a point task compiled for the host CPU.
+    pub fn host(args: &'a [MlirArg], scalars: &'a [DType]) -> Self {
+        MlirSignature {
+            args,
+            scalars,
+            target: KernelTarget::Host,
+        }
+    }
+}
+
+/// What a generated kernel is compiled for. A generator may schedule its loops per target
+/// (the values must agree up to the rounding of a different summation order): the host path
+/// vectorizes hand-written loops, while the GPU path maps `linalg` ops and the plain
+/// reduction loops they lower to onto threads, and runs nothing else there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KernelTarget {
+    /// The host CPU.
+    #[default]
+    Host,
+    /// A GPU.
+    Device,
 }
 
 /// Produces the MLIR body of one point task of a kind, for the JIT to compose into fused

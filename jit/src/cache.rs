@@ -14,7 +14,7 @@ use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
 use crate::kernel::CpuKernel;
 use crate::math;
-use diffuse_ir::KernelSignature;
+use diffuse_ir::{KernelSignature, KernelTarget};
 
 /// Counters of a [`Jit`]'s work.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -271,7 +271,7 @@ impl Jit {
         signature: &KernelSignature,
         started: Instant,
     ) -> Result<CpuKernel, JitError> {
-        let composed = compose(signature, math::prelude())?;
+        let composed = compose(signature, math::prelude(), KernelTarget::Host)?;
         let text = composed.text;
         tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());

@@ -189,16 +189,24 @@ impl NativeCode {
     }
 
     /// Calls the entry point with one memref descriptor per memref parameter (words
-    /// `{allocated, aligned, offset, sizes[rank], strides[rank]}`) and then the scalars.
+    /// `{allocated, aligned, offset, sizes[rank], strides[rank]}`), then the scalars, then
+    /// the `trailing` descriptors (parameters a lowering appended after the scalars).
     ///
     /// # Safety
     /// The descriptors and scalars must match the compiled function's parameters, and the
     /// memory the descriptors point at must be valid for whatever the code does with it.
-    pub(crate) unsafe fn call(&self, descriptors: &mut [Vec<i64>], scalars: &[Scalar]) {
+    pub(crate) unsafe fn call(
+        &self,
+        descriptors: &mut [Vec<i64>],
+        scalars: &[Scalar],
+        trailing: &mut [Vec<i64>],
+    ) {
         let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
             .iter_mut()
             .map(|d| d.as_mut_ptr().cast())
             .collect();
+        let mut trailing_ptrs: Vec<*mut c_void> =
+            trailing.iter_mut().map(|d| d.as_mut_ptr().cast()).collect();
         let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
         // The packed calling convention: one pointer per parameter, to its value (for a
         // memref, the pointer to its descriptor).
@@ -206,6 +214,11 @@ impl NativeCode {
             .iter_mut()
             .map(|p| (p as *mut *mut c_void).cast())
             .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
+            .chain(
+                trailing_ptrs
+                    .iter_mut()
+                    .map(|p| (p as *mut *mut c_void).cast()),
+            )
             .collect();
         // SAFETY: `entry` is the packed wrapper, of this type; the caller vouches for the
         // arguments.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use diffuse_ir::{element_type, MlirArg, MlirSignature, Privilege};
+use diffuse_ir::{element_type, KernelTarget, MlirArg, MlirSignature, Privilege};
 
 use crate::error::JitError;
 use diffuse_ir::{KernelParam, KernelSignature};
@@ -42,22 +42,27 @@ pub(crate) struct Composed {
     pub(crate) space: Option<usize>,
 }
 
-/// Builds the module for `sig` with `prelude` (math definitions): one loop nest calling the
-/// constituents' element functions when they all have one and write one iteration space
-/// ([`compose_elements`]), else the constituents' tensor functions in order.
-pub(crate) fn compose(sig: &KernelSignature, prelude: &str) -> Result<Composed, JitError> {
+/// Builds the module for `sig` with `prelude` (math definitions), for `target` (the
+/// generators are told): one loop nest calling the constituents' element functions when they
+/// all have one and write one iteration space ([`compose_elements`]), else the constituents'
+/// tensor functions in order.
+pub(crate) fn compose(
+    sig: &KernelSignature,
+    prelude: &str,
+    target: KernelTarget,
+) -> Result<Composed, JitError> {
     check_aliasing(sig).map_err(|reason| JitError::Unsupported {
         kernel: sig.name.clone(),
         reason,
     })?;
-    if let Some((text, space)) = compose_elements(sig, prelude) {
+    if let Some((text, space)) = compose_elements(sig, prelude, target) {
         return Ok(Composed {
             text,
             space: Some(space),
         });
     }
     Ok(Composed {
-        text: compose_tensors(sig, prelude)?,
+        text: compose_tensors(sig, prelude, target)?,
         space: None,
     })
 }
@@ -100,7 +105,11 @@ fn entry_header(sig: &KernelSignature) -> (Vec<String>, Vec<Vec<String>>) {
 /// reductions, every mutated parameter (temporaries included) of the first output's rank
 /// and broadcast pattern, every read parameter of at most that rank. Returns the module and
 /// the iteration-space parameter, or `None` when the route does not apply.
-fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usize)> {
+fn compose_elements(
+    sig: &KernelSignature,
+    prelude: &str,
+    target: KernelTarget,
+) -> Option<(String, usize)> {
     let space = sig
         .steps
         .first()?
@@ -150,6 +159,7 @@ fn compose_elements(sig: &KernelSignature, prelude: &str) -> Option<(String, usi
                 &MlirSignature {
                     args: &args,
                     scalars: step.kind.scalars(),
+                    target,
                 },
             )?
             .ok()?;
@@ -373,7 +383,11 @@ impl<T: std::borrow::Borrow<str>> Call<T> {
 
 /// The tensor-function route: each constituent's generated function on tensors, called in
 /// program order with values threaded as SSA tensors; `linalg` fusion then merges what it can.
-fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitError> {
+fn compose_tensors(
+    sig: &KernelSignature,
+    prelude: &str,
+    target: KernelTarget,
+) -> Result<String, JitError> {
     let unsupported = |reason: String| JitError::Unsupported {
         kernel: sig.name.clone(),
         reason,
@@ -437,6 +451,7 @@ fn compose_tensors(sig: &KernelSignature, prelude: &str) -> Result<String, JitEr
                 &MlirSignature {
                     args: &args,
                     scalars: kind.scalars(),
+                    target,
                 },
             )
             .map_err(|source| JitError::Generator {

@@ -59,7 +59,7 @@ impl CpuKernel {
         let mut descriptors = descriptors(&self.signature, memrefs)?;
         // SAFETY: one descriptor per memref parameter and the declared scalars (checked
         // above); memory validity is the caller's promise.
-        unsafe { self.code.call(&mut descriptors, scalars) };
+        unsafe { self.code.call(&mut descriptors, scalars, &mut []) };
         Ok(())
     }
 }

@@ -255,6 +255,10 @@ fn resolve(
                 signature: Arc::new(cpu.signature().clone()),
                 iteration_space: cpu.iteration_space(),
                 cpu: Arc::new(HostKernel(cpu)),
+                gpu_workspace: gpu
+                    .as_ref()
+                    .map(|g| g.workspace_bytes().to_vec())
+                    .unwrap_or_default(),
                 gpu: gpu.map(|g| Arc::new(DeviceKernel(g)) as Arc<dyn PointKernel>),
                 params: pending.params.clone(),
             }))

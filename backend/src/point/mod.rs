@@ -202,7 +202,7 @@ fn run_point_task(kind: &TaskKind, pt: &PointTask<'_>) -> Result<(), KernelError
 
 /// A private accumulator for one point's share of a reduction into `rect` of a store of
 /// `dtype`, filled with the identity; the reason when there is no memory for it.
-fn accumulator(dtype: DType, rect: &Rect, op: ReductionOp) -> Result<HostBuffer, String> {
+pub fn accumulator(dtype: DType, rect: &Rect, op: ReductionOp) -> Result<HostBuffer, String> {
     let len = rect.volume().max(0) as usize;
     with_element_type!(dtype, T => HostBuffer::identity::<T>(len, op))
         .map_err(|e| format!("the reduction accumulator over {rect:?}: {e}"))

@@ -76,7 +76,7 @@ fn function_parameters(line: &str) -> Vec<String> {
 
 /// The index of the line that closes the region opened on line `open` (the last line if
 /// braces never balance).
-fn region_end(lines: &[&str], open: usize) -> usize {
+pub(super) fn region_end(lines: &[&str], open: usize) -> usize {
     let mut depth = 0i64;
     for (i, line) in lines.iter().enumerate().skip(open) {
         depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
@@ -127,16 +127,17 @@ impl<'a> Copy<'a> {
 
 /// A printed `scf.for %i = %lb to %ub step %step {` line: a loop over `index` that carries
 /// no values.
-struct RowLoop<'a> {
-    indent: &'a str,
-    index: &'a str,
-    lower: &'a str,
-    upper: &'a str,
-    step: &'a str,
+pub(super) struct RowLoop<'a> {
+    pub(super) indent: &'a str,
+    pub(super) index: &'a str,
+    pub(super) lower: &'a str,
+    pub(super) upper: &'a str,
+    pub(super) step: &'a str,
 }
 
 impl<'a> RowLoop<'a> {
-    fn parse(line: &'a str) -> Option<Self> {
+    /// The loop on `line`; `None` for any other line.
+    pub(super) fn parse(line: &'a str) -> Option<Self> {
         let body = line.trim_start();
         let rest = body.strip_prefix("scf.for ")?.strip_suffix(" {")?;
         let (index, rest) = rest.split_once(" = ")?;

@@ -883,7 +883,7 @@ mod tests {
                 inputs.iter().map(|x| descriptor(x.as_ptr())).collect();
             descriptors.push(descriptor(out.as_mut_ptr()));
             // SAFETY: one rank-1 descriptor per argument, each of `n` elements.
-            unsafe { code.call(&mut descriptors, &[]) };
+            unsafe { code.call(&mut descriptors, &[], &mut []) };
             out
         }
     }

@@ -29,6 +29,7 @@
 //! bitwise.
 
 mod host_loops;
+mod launches;
 mod libm;
 mod math;
 mod pipeline;
@@ -37,7 +38,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Instant;
 
-use diffuse_ir::Scalar;
+use diffuse_ir::{KernelTarget, Scalar};
 use hashbrown::HashMap;
 use thiserror::Error;
 
@@ -199,7 +200,8 @@ impl GpuJit {
     fn compile(&self, signature: &KernelSignature) -> Result<GpuKernel, JitError> {
         let started = Instant::now();
         let prelude = math::device_prelude(crate::math::prelude());
-        let text = libm::remainders_as_calls(&compose(signature, &prelude)?.text);
+        let text =
+            libm::remainders_as_calls(&compose(signature, &prelude, KernelTarget::Device)?.text);
         tracing::trace!(kernel = %signature.name, "composed MLIR for the GPU:\n{text}");
         let mlir_error = |f: MlirFailure| JitError::Mlir {
             kernel: signature.name.clone(),
@@ -221,7 +223,8 @@ impl GpuJit {
             .lower(&bufferized_text, &[pipeline::LOOPS_PIPELINE])
             .map_err(mlir_error)?;
         let rank = pipeline::parallel_rank(&loops);
-        let loops_text = loops.as_operation().to_string();
+        let (loops_text, workspace_bytes) =
+            launches::explicit_launches(&loops.as_operation().to_string());
         drop(loops);
         // Mapped and outlined: check that the host only launches.
         let outlined = session
@@ -248,6 +251,7 @@ impl GpuJit {
             signature: signature.clone(),
             code,
             ptx,
+            workspace_bytes,
             loaded: Once::new(),
             compile_seconds: started.elapsed().as_secs_f64(),
         })
@@ -259,6 +263,7 @@ pub struct GpuKernel {
     signature: KernelSignature,
     code: NativeCode,
     ptx: Vec<PtxModule>,
+    workspace_bytes: Vec<usize>,
     /// Completed once the PTX has been loaded (the engine's global constructors ran).
     loaded: Once,
     compile_seconds: f64,
@@ -284,6 +289,12 @@ impl GpuKernel {
         &self.ptx
     }
 
+    /// The bytes of each device workspace buffer a call takes after the parameters' memrefs
+    /// (one per full reduction: its per-block partials); empty for most kernels.
+    pub fn workspace_bytes(&self) -> &[usize] {
+        &self.workspace_bytes
+    }
+
     /// Seconds spent composing and compiling it (PTX and host code; the driver's PTX JIT at
     /// the first call is not included).
     pub fn compile_seconds(&self) -> f64 {
@@ -291,7 +302,10 @@ impl GpuKernel {
     }
 
     /// Enqueues the kernel for one point task: the same arguments as
-    /// [`CpuKernel::call`](crate::CpuKernel::call), but every `ptr` is a device address.
+    /// [`CpuKernel::call`](crate::CpuKernel::call), but every `ptr` is a device address,
+    /// followed by one memref per [`workspace_bytes`](Self::workspace_bytes) entry (only its
+    /// `ptr` is used: device memory of at least that many bytes, 256-byte aligned, which the
+    /// kernel overwrites).
     /// Checks the arguments against the signature, loads the PTX on the first call, and
     /// runs the host function with one descriptor `{ptr, ptr, 0, sizes, strides}` per
     /// parameter (a temporary's is null): any outer strides, so a view into a larger device
@@ -315,13 +329,32 @@ impl GpuKernel {
             kernel: self.signature.name.clone(),
             reason,
         };
+        let params = self.signature.params.len();
+        if memrefs.len() != params + self.workspace_bytes.len() {
+            return Err(arguments(format!(
+                "{} memrefs for {params} parameters and {} workspaces",
+                memrefs.len(),
+                self.workspace_bytes.len()
+            )));
+        }
+        let (memrefs, workspaces) = memrefs.split_at(params);
         check_arguments(&self.signature, memrefs, scalars).map_err(arguments)?;
         let mut descriptors = descriptors(&self.signature, memrefs).map_err(arguments)?;
+        let mut workspace_descriptors: Vec<Vec<i64>> = workspaces
+            .iter()
+            .map(|w| {
+                let address = w.ptr as i64;
+                vec![address, address, 0, launches::BLOCKS as i64, 1]
+            })
+            .collect();
         self.loaded.call_once(|| self.code.initialize());
         // SAFETY: one descriptor per parameter and the declared scalars (checked above); the
         // host function only passes the device addresses to the kernels (`check_host`), and
         // the caller vouches for the memory and the launch scope.
-        unsafe { self.code.call(&mut descriptors, scalars) };
+        unsafe {
+            self.code
+                .call(&mut descriptors, scalars, &mut workspace_descriptors)
+        };
         Ok(())
     }
 }

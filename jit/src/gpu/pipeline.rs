@@ -31,7 +31,7 @@ use melior::ir::RegionLike;
 use super::PtxModule;
 
 /// Threads per block along the innermost dimension.
-const BLOCK: usize = 256;
+pub(crate) const BLOCK: usize = 256;
 
 /// The parallel-loop tile sizes for kernels whose parallel loops have `rank` dimensions: the
 /// innermost dimension in tiles of [`BLOCK`], the others one index per block.
@@ -64,15 +64,17 @@ one-shot-bufferize,func.func(buffer-hoisting,canonicalize))"
 }
 
 /// Bufferized `linalg` ops to `scf.parallel` loops (whose rank [`parallel_rank`] reads for
-/// [`mapping_pipeline`]).
+/// [`mapping_pipeline`]), with the deallocations of buffers placed (before
+/// [`explicit_launches`](super::launches::explicit_launches) adds `gpu.launch` ops, whose
+/// memory effects the deallocation analysis does not model).
 pub(crate) const LOOPS_PIPELINE: &str =
-    "builtin.module(func.func(convert-linalg-to-parallel-loops,canonicalize,cse))";
+    "builtin.module(func.func(convert-linalg-to-parallel-loops,canonicalize,cse),\
+buffer-deallocation-pipeline,convert-bufferization-to-memref)";
 
 /// Parallel loops mapped to the GPU and outlined (`rank`: from [`parallel_rank`]).
 pub(crate) fn mapping_pipeline(rank: usize) -> String {
     format!(
-        "builtin.module(buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce,\
-func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={} no-min-max-bounds=true}},\
+        "builtin.module(symbol-dce,func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={} no-min-max-bounds=true}},\
 gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse),\
 gpu-kernel-outlining,canonicalize)",
         tile_sizes(rank)

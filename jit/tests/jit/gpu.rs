@@ -234,17 +234,6 @@ fn kernels_the_gpu_path_cannot_run_are_typed_errors() {
             other.map(|_| ())
         ),
     }
-    // A reduction leaves a loop on the host: refused rather than run on device pointers.
-    let reduction = super::sum_exp();
-    match jit.kernel(&reduction) {
-        Err(JitError::Unsupported { reason, .. }) => {
-            assert!(reason.contains("host code"), "{reason}")
-        }
-        other => panic!(
-            "expected the reduction to be refused, got {:?}",
-            other.map(|_| ())
-        ),
-    }
     // Failures are cached like successes.
     assert!(jit.kernel(&cube_root()).is_err());
 }
@@ -748,4 +737,90 @@ fn a_matvec_runs_one_row_per_thread() {
     let ptx: String = modules.iter().map(|m| m.ptx.as_str()).collect();
     assert!(ptx.contains("bra"), "{ptx}");
     assert!(!ptx.contains("fma"), "{ptx}");
+}
+
+#[test]
+fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
+    let jit = sm90();
+    let kernel = jit
+        .kernel(&super::sum_exp())
+        .expect("a reduction compiles for the GPU");
+    // One workspace: a partial per block of the first launch.
+    assert_eq!(kernel.workspace_bytes(), &[1024 * 8]);
+    let modules = kernel.ptx();
+    assert_eq!(modules.len(), 2, "{modules:#?}");
+    check_sm90(modules);
+    for m in modules {
+        // A tree in shared memory, with barriers between its levels.
+        assert!(m.ptx.contains(".shared"), "{}", m.ptx);
+        assert!(m.ptx.contains("bar.sync"), "{}", m.ptx);
+    }
+    let (x, acc, workspace) = (0x7000_0000usize, 0x7100_0000usize, 0x7200_0000usize);
+    let memrefs = [
+        device(x, &[100_000], &[1]),
+        device(acc, &[], &[]),
+        device(workspace, &[1024], &[1]),
+    ];
+    let launches = launches_of(&kernel, &memrefs);
+    let [first, second] = &launches[..] else {
+        panic!("expected two launches, got {launches:#?}");
+    };
+    // The shapes do not depend on the data's size: the result does not depend on the GPU.
+    let Call::Launch {
+        grid,
+        block,
+        params,
+    } = first
+    else {
+        unreachable!()
+    };
+    assert_eq!((*grid, *block), ([1024, 1, 1], [256, 1, 1]));
+    assert!(params.contains(&(x as u64)), "{params:x?}");
+    assert!(params.contains(&(workspace as u64)), "{params:x?}");
+    assert!(!params.contains(&(acc as u64)), "{params:x?}");
+    let Call::Launch {
+        grid,
+        block,
+        params,
+    } = second
+    else {
+        unreachable!()
+    };
+    assert_eq!((*grid, *block), ([1, 1, 1], [256, 1, 1]));
+    assert!(params.contains(&(workspace as u64)), "{params:x?}");
+    assert!(params.contains(&(acc as u64)), "{params:x?}");
+    // Without its workspace the call is refused.
+    // SAFETY: refused before anything is launched.
+    let missing = unsafe { kernel.enqueue(&memrefs[..2], &[]) };
+    assert!(
+        matches!(missing, Err(GpuError::Arguments { .. })),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn a_kernel_over_scalars_runs_in_one_thread() {
+    let zero_d = |store, privilege| diffuse_jit::KernelParam {
+        rank: 0,
+        ..param(store, privilege, false, 0)
+    };
+    let signature = KernelSignature {
+        name: "sqrt_0d".into(),
+        steps: vec![KernelStep {
+            kind: unary_kind("jit_test.sqrt", "%y = math.sqrt %a : {f}"),
+            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
+        }],
+        params: vec![zero_d(0, Privilege::Read), zero_d(1, Privilege::Write)],
+    };
+    let kernel = sm90().kernel(&signature).expect("compiles for the GPU");
+    assert!(kernel.workspace_bytes().is_empty());
+    let modules = kernel.ptx();
+    assert_eq!(check_sm90(modules), 1, "{modules:#?}");
+    assert!(modules[0].ptx.contains("sqrt.rn.f64"), "{}", modules[0].ptx);
+    let (x, out) = (0x7000_0000usize, 0x7100_0000usize);
+    let launches = launches_of(&kernel, &[device(x, &[], &[]), device(out, &[], &[])]);
+    let [Call::Launch { grid, block, .. }] = &launches[..] else {
+        panic!("expected one launch, got {launches:#?}");
+    };
+    assert_eq!((*grid, *block), ([1, 1, 1], [1, 1, 1]));
 }

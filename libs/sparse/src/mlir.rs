@@ -155,7 +155,7 @@ mod tests {
     }
 
     fn generate(g: &SpmvGenerator, args: &[MlirArg]) -> Result<String, KernelError> {
-        g.generate("k0", &MlirSignature { args, scalars: &[] })
+        g.generate("k0", &MlirSignature::host(args, &[]))
     }
 
     #[test]
@@ -205,10 +205,8 @@ mod tests {
         wrong[5].rank = 2;
         assert!(generate(&g, &wrong).is_err());
         assert!(generate(&g, &args(DType::I32)[..5]).is_err());
-        let sig = MlirSignature {
-            args: &args(DType::I32),
-            scalars: &[DType::F64],
-        };
+        let with_scalar = args(DType::I32);
+        let sig = MlirSignature::host(&with_scalar, &[DType::F64]);
         assert!(g.generate("k0", &sig).is_err());
     }
 }

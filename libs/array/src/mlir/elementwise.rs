@@ -620,7 +620,7 @@ mod tests {
     }
 
     fn generate(g: &ElementwiseGenerator, args: &[MlirArg], scalars: &[DType]) -> String {
-        g.generate("k0", &MlirSignature { args, scalars })
+        g.generate("k0", &MlirSignature::host(args, scalars))
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -788,7 +788,7 @@ mod tests {
     fn bad_signatures_are_typed_errors() {
         let g = binary(BinaryOp::Add, DType::F64, &[Slot::Array, Slot::Array]);
         let sig = |args: &[MlirArg]| {
-            g.generate("k0", &MlirSignature { args, scalars: &[] })
+            g.generate("k0", &MlirSignature::host(args, &[]))
                 .unwrap_err()
                 .reason
         };
@@ -824,10 +824,7 @@ mod tests {
         let err = exp
             .generate(
                 "k0",
-                &MlirSignature {
-                    args: &[read(DType::I64, 1, 0), write(DType::I64, 1)],
-                    scalars: &[],
-                },
+                &MlirSignature::host(&[read(DType::I64, 1, 0), write(DType::I64, 1)], &[]),
             )
             .unwrap_err();
         assert_eq!(err.kind, "array.exp.i64.a");

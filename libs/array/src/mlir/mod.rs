@@ -361,10 +361,7 @@ mod tests {
                 Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
             ),
         ];
-        let sig = MlirSignature {
-            args: &args,
-            scalars: &[DType::Bool],
-        };
+        let sig = MlirSignature::host(&args, &[DType::Bool]);
         let text = function("k", "f", &sig, |_| Ok(vec![arg_name(1), arg_name(2)])).unwrap();
         assert!(text.starts_with(
             "func.func private @f(%a0: tensor<?xf64>, %a1: tensor<?x?xi32>, %a2: tensor<f32>, %s0: i8) -> (tensor<?x?xi32>, tensor<f32>) {"

@@ -7,8 +7,8 @@
 //! wins) stay one `linalg.generic`, which the JIT can fuse with element-wise producers.
 
 use diffuse_ir::{
-    element_type, tensor_type, DType, KernelError, MlirArg, MlirGenerator, MlirSignature,
-    Privilege, ReductionOp,
+    element_type, tensor_type, DType, KernelError, KernelTarget, MlirArg, MlirGenerator,
+    MlirSignature, Privilege, ReductionOp,
 };
 
 use super::elementwise::binary_op;
@@ -82,7 +82,12 @@ impl MlirGenerator for ReductionGenerator {
             check_rank(name, sig, i, rank)?;
             ins.push(TensorOperand::of(arg, arg_name(i), dim_list(0..rank)));
         }
-        if is_float(dtype) && matches!(self.op, ReductionOp::Sum | ReductionOp::Prod) {
+        // On the host, float sums and products follow the native kernels' lanes; a GPU
+        // distributes the plain reduction loop over its threads instead.
+        if is_float(dtype)
+            && matches!(self.op, ReductionOp::Sum | ReductionOp::Prod)
+            && sig.target == KernelTarget::Host
+        {
             return function(name, symbol, sig, |e| {
                 let out = TensorOperand::of(acc, arg_name(inputs), String::new());
                 let total = self.lanes(e, &sig.args[0], inputs, &out)?;
@@ -328,7 +333,7 @@ mod tests {
 
     /// The text `g` generates as `symbol` for `args` (no scalars).
     fn generate(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> String {
-        g.generate(symbol, &MlirSignature { args, scalars: &[] })
+        g.generate(symbol, &MlirSignature::host(args, &[]))
             .expect("generates")
     }
 
@@ -358,8 +363,7 @@ mod tests {
 
     /// True when `g` refuses to generate `symbol` for `args` (no scalars).
     fn rejects(g: &dyn MlirGenerator, symbol: &str, args: &[MlirArg]) -> bool {
-        g.generate(symbol, &MlirSignature { args, scalars: &[] })
-            .is_err()
+        g.generate(symbol, &MlirSignature::host(args, &[])).is_err()
     }
 
     #[test]

@@ -316,10 +316,7 @@ fn module(cases: &[Case]) -> String {
             .collect();
         let scalars: Vec<DType> = case.scalars.iter().map(|s| s.dtype()).collect();
         assert_eq!(scalars, kind.scalars(), "{}", case.kind);
-        let sig = MlirSignature {
-            args: &args,
-            scalars: &scalars,
-        };
+        let sig = MlirSignature::host(&args, &scalars);
         let text = generator
             .generate(&format!("k{c}"), &sig)
             .unwrap_or_else(|e| panic!("{e}"));
