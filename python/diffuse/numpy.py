@@ -154,6 +154,21 @@ class ndarray:
         out = _np.frombuffer(self._a.to_bytes(), dtype=self.dtype).reshape(self.shape).copy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    def __copy__(self):
+        """``copy.copy(x)``: a new array with its own elements, as NumPy's."""
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy(x)``: a new array with its own elements."""
+        result = self.copy()
+        memo[id(self)] = result
+        return result
+
+    def __reduce__(self):
+        """Pickling: the elements as a NumPy array, restored as a diffuse array (as NumPy
+        pickles a view, as a new array)."""
+        return (_unpickle, (_np.asarray(self),))
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy's ufuncs on diffuse arrays (``numpy.add(x, 1)``, ``numpy.exp(x, out=y)``):
         diffuse's own operation where it has one, else NumPy's on host copies."""
@@ -918,6 +933,11 @@ def _stand_in(x):
     """For a diffuse array, a NumPy array of its shape and dtype holding one element (a
     broadcast view): what NumPy's metadata functions need, without copying the elements."""
     return _np.broadcast_to(_np.empty((), x.dtype), x.shape) if isinstance(x, ndarray) else x
+
+
+def _unpickle(host):
+    """A pickled diffuse array: its NumPy elements back in a diffuse array."""
+    return array(host)
 
 
 def array(obj, dtype=None, copy=True):

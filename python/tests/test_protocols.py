@@ -205,3 +205,38 @@ def test_metadata_functions_read_no_elements():
                   lambda a: onp.size(a, 1), lambda a: onp.result_type(a, 1.0, onp.int64),
                   lambda a: onp.can_cast(a, onp.float64), lambda a: onp.can_cast(a, onp.int8)):
             assert f(x) == f(h)
+
+
+@settings(max_examples=15, deadline=None)
+@given(x=hnp.arrays(st.sampled_from([onp.float64, onp.float32, onp.int64, onp.int32, onp.bool_]),
+                    hnp.array_shapes(min_dims=0, max_dims=3, max_side=5)),
+       view=st.booleans())
+def test_copies_and_pickles_are_independent_arrays_with_numpys_values(x, view):
+    """``copy.copy``, ``copy.deepcopy`` and a pickle round trip give diffuse arrays with the
+    same values, shape and dtype, sharing no elements with the original (as NumPy's); a view
+    pickles as a new array of its elements."""
+    import copy
+    import pickle
+
+    a = dnp.array(x)
+    want = x
+    if view and x.ndim >= 1 and x.shape[0] > 1:
+        a, want = a[1:], x[1:]
+    for name, clone in [("copy", copy.copy(a)), ("deepcopy", copy.deepcopy(a)),
+                        ("pickle", pickle.loads(pickle.dumps(a)))]:
+        assert isinstance(clone, dnp.ndarray), name
+        got = onp.asarray(clone)
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        onp.testing.assert_array_equal(got, want, err_msg=name)
+        if clone.size:
+            clone[...] = 0
+            onp.testing.assert_array_equal(onp.asarray(a), want, err_msg=f"{name} aliases")
+
+
+def test_deepcopy_keeps_shared_references_shared():
+    import copy
+
+    a = dnp.arange(4.0)
+    pair = copy.deepcopy([a, a])
+    assert pair[0] is pair[1]
+    assert pair[0] is not a

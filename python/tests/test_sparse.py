@@ -35,6 +35,74 @@ def test_construction_and_products_match_scipy():
                                   host.T @ numpy.ones(30), rtol=1e-14, atol=1e-14)
 
 
+def test_formats_dense_results_and_column_products_as_scipy():
+    rng = numpy.random.default_rng(5)
+    host = scipy.sparse.random(25, 25, density=0.2, random_state=5, format="csr")
+    m = dsp.csr_matrix(host)
+    for got, want in [(m.tocsc(), host.tocsc()), (m.tocoo(), host.tocoo()),
+                      (m.asformat("csc"), host.asformat("csc"))]:
+        assert got.format == want.format and (got != want).nnz == 0
+    assert m.asformat("csr") is m
+    dense = m.todense()
+    assert isinstance(dense, numpy.matrix)
+    numpy.testing.assert_array_equal(dense, host.todense())
+    # An (n, 1) dense matrix multiplies natively (no SciPy warning) and keeps its form.
+    column = rng.uniform(-1, 1, (25, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        product = m @ dnp.asarray(column)
+    assert product.shape == (25, 1)
+    numpy.testing.assert_allclose(numpy.asarray(product), host @ column, rtol=1e-14,
+                                  atol=1e-14)
+
+
+def test_linear_operators_as_scipy():
+    A = poisson(8)
+    b = numpy.ones(A.shape[0])
+    want, _ = scipy.sparse.linalg.cg(A, b)
+    wrapped = dsla.aslinearoperator(dsp.csr_matrix(A))
+    assert wrapped.shape == A.shape
+    numpy.testing.assert_allclose(numpy.asarray(wrapped.matvec(b)), A @ b, rtol=1e-14)
+    numpy.testing.assert_allclose(numpy.asarray(wrapped @ b.reshape(-1, 1)).ravel(), A @ b,
+                                  rtol=1e-14)
+    # An operator around a sparse matrix solves natively, without a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, info = dsla.cg(wrapped, b)
+    assert info == 0
+    numpy.testing.assert_allclose(numpy.asarray(x), want, rtol=1e-10, atol=1e-12)
+    # A matrix-free operator runs SciPy's solver, calling the operator with diffuse arrays.
+    seen = []
+    matrix = dsp.csr_matrix(A)
+
+    def apply(v):
+        seen.append(type(v))
+        return matrix @ v
+
+    free = dsla.LinearOperator(A.shape, matvec=apply)
+    with pytest.warns(RuntimeWarning, match="LinearOperator"):
+        x, info = dsla.cg(free, b)
+    assert info == 0 and seen and all(t is dnp.ndarray for t in seen)
+    numpy.testing.assert_allclose(numpy.asarray(x), want, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        free.matvec(numpy.ones(3))
+    with pytest.raises(TypeError):
+        dsla.LinearOperator(A.shape)
+
+
+def test_linalg_imports_every_way():
+    """``from diffuse.sparse import linalg`` once recursed until RecursionError."""
+    import subprocess
+    import sys
+
+    for statement in ("from diffuse.sparse import linalg; linalg.cg",
+                      "import diffuse.sparse as s; s.linalg.cg",
+                      "import diffuse.sparse.linalg as l; l.cg"):
+        done = subprocess.run([sys.executable, "-c", statement], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"{statement}: {done.stderr[-2000:]}"
+
+
 def test_bad_input_is_a_clear_error():
     m = dsp.csr_matrix(numpy.eye(4))
     with pytest.raises(ValueError, match="dimension mismatch"):

@@ -6,6 +6,7 @@ task (lazy, fusing with the vector arithmetic around it). Constructing matrices
 matrices; anything else SciPy has runs on SciPy with a one-time warning.
 """
 
+import importlib
 import numbers
 import operator
 import sys
@@ -354,6 +355,24 @@ class csr_matrix:
     def toarray(self):
         return self._host().toarray()
 
+    def todense(self):
+        """A dense ``numpy.matrix``, as SciPy's ``todense``."""
+        return self._host().todense()
+
+    def tocsc(self, copy=False):
+        """The matrix in SciPy's CSC format (diffuse holds CSR only; a copy)."""
+        return self._host().tocsc()
+
+    def tocoo(self, copy=False):
+        """The matrix in SciPy's COO format (diffuse holds CSR only; a copy)."""
+        return self._host().tocoo()
+
+    def asformat(self, format, copy=False):
+        """This matrix for ``"csr"`` (or None), SciPy's matrix in any other format."""
+        if format in (None, "csr"):
+            return self.copy() if copy else self
+        return self._host().asformat(format)
+
     def to_scipy(self):
         """The matrix as SciPy's ``csr_matrix``, sharing its arrays: writes to it change
         this matrix too."""
@@ -378,6 +397,9 @@ class csr_matrix:
             if x.dtype != _np.float64:
                 x = x.astype("float64")
             return _dnp.ndarray(native.matvec(x._a))
+        if x.ndim == 2 and x.shape[1] == 1:
+            # An (n, 1) dense matrix: the native product of its one column.
+            return (self @ x.reshape(x.shape[0])).reshape(self.shape[0], 1)
         warnings.warn("diffuse.sparse: a matrix times a dense matrix runs on SciPy",
                       RuntimeWarning, stacklevel=2)
         return _dnp.asarray(self._host() @ _np.asarray(x))
@@ -451,9 +473,9 @@ def __getattr__(name):
     """SciPy's sparse functions: constructors give diffuse matrices; anything else runs on
     SciPy with a one-time warning."""
     if name == "linalg":
-        from . import linalg
-
-        return linalg
+        # `from . import linalg` would ask this package for the attribute again (and recurse)
+        # before importing the submodule.
+        return importlib.import_module(".linalg", __name__)
     attr = getattr(_scipy(), name)
     if not callable(attr) or isinstance(attr, type):
         return attr
