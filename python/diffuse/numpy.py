@@ -57,7 +57,7 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
     "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
-    "count_nonzero", "dot",
+    "count_nonzero", "dot", "putmask", "copyto",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -363,6 +363,8 @@ class ndarray:
     def _write(self, key, value):
         """``self[key] = value`` for any index: into a box, through a strided view, or (for
         advanced indices) on NumPy and back."""
+        if self._masked_write(key, value):
+            return
         store, sid, store_shape, shape, offset, strides = self._as_strided()
         got = _layout.index(shape, offset, strides, key)
         if got is None:
@@ -381,6 +383,19 @@ class ndarray:
         if 0 not in vshape:
             store.scatter_strided(vshape, voffset, vstrides, values._a)
             _layout.written(sid)
+
+    def _masked_write(self, key, value):
+        """``self[mask] = v`` (or ``self[:, cond] = v``) for a boolean mask and one value: a
+        fused element-wise ``where``, no copy to NumPy. False (nothing done) for any other
+        key or value."""
+        mask = _selection_mask(key, self.shape)
+        if mask is None:
+            return False
+        fill = _single_value(value, self.dtype)
+        if fill is None:
+            return False
+        self[...] = where(mask, fill, self)
+        return True
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -935,6 +950,107 @@ def _stand_in(x):
     return _np.broadcast_to(_np.empty((), x.dtype), x.shape) if isinstance(x, ndarray) else x
 
 
+def _bool_array(key):
+    """``key`` as a diffuse boolean array when it is a boolean array (diffuse or NumPy);
+    None for anything else."""
+    if isinstance(key, ndarray):
+        return key if key.dtype == _np.bool_ else None
+    if isinstance(key, _np.ndarray) and key.dtype == _np.bool_:
+        return asarray(key)
+    return None
+
+
+def _selection_mask(key, shape):
+    """For a key that selects with a boolean array, the mask broadcastable to ``shape``
+    marking the selected elements: a mask of ``shape``'s leading dimensions (``a[m]``), or
+    one 1-d mask along one axis among full slices (``a[:, m]``). None for any other key."""
+    mask = _bool_array(key)
+    if mask is not None:
+        k = mask.ndim
+        if k == 0 or tuple(mask.shape) != tuple(shape[:k]):
+            return None
+        return mask.reshape(tuple(mask.shape) + (1,) * (len(shape) - k))
+    if not isinstance(key, tuple) or len(key) > len(shape):
+        return None
+    axis, mask = None, None
+    for d, k in enumerate(key):
+        if isinstance(k, slice) and k == slice(None):
+            continue
+        m = _bool_array(k)
+        if m is None or m.ndim != 1 or m.shape[0] != shape[d] or axis is not None:
+            return None
+        axis, mask = d, m
+    if mask is None:
+        return None
+    return mask.reshape(tuple(shape[d] if d == axis else 1 for d in range(len(shape))))
+
+
+def _single_value(value, dtype):
+    """One value for writing into an array of ``dtype`` (a scalar, or an array of one
+    element), cast as NumPy's assignment casts it (raising as it does); a lazy 0-d diffuse
+    array when ``value`` is a one-element diffuse array of ``dtype``. None otherwise."""
+    if isinstance(value, ndarray):
+        if value.size != 1 or value.dtype != dtype:
+            return None
+        return value.reshape(())
+    host = _np.asarray(value) if not isinstance(value, _np.ndarray) else value
+    if host.size != 1 or host.dtype.kind not in "biuf":
+        return None
+    slot = _np.empty((), dtype=dtype)
+    # NumPy's casting and its errors (a NaN into an integer array).
+    slot[()] = host.reshape(()) if host.ndim else value
+    return full((), slot.item(), dtype=dtype)
+
+
+def putmask(a, mask, values):
+    """NumPy's ``putmask``: ``a`` where ``mask`` holds set to ``values`` (one value, or an
+    array of ``a``'s shape: an element-wise ``where``); values repeating cyclically run on
+    NumPy."""
+    if not isinstance(a, ndarray):
+        raise TypeError("putmask: first argument must be an array")
+    m = asarray(mask)
+    if tuple(m.shape) != a.shape:
+        raise ValueError("putmask: mask and data must be the same size")
+    if m.dtype != _np.bool_:
+        m = m.astype("bool")
+    fill = _single_value(values, a.dtype)
+    if fill is None:
+        v = asarray(values)
+        if tuple(v.shape) != a.shape:
+            _fallback("putmask with repeating values", _np.putmask, a, mask, values)
+            return None
+        fill = v if v.dtype == a.dtype else v.astype(a.dtype)
+    a[...] = where(m, fill, a)
+    return None
+
+
+def copyto(dst, src, casting="same_kind", where=True):
+    """NumPy's ``copyto``: ``src`` broadcast into ``dst`` where ``where`` holds, checking
+    ``casting`` as NumPy does (an element-wise ``where``)."""
+    if not isinstance(dst, ndarray):
+        raise TypeError("copyto() argument 1 must be an array")
+    s = asarray(src) if not _is_scalar(src) else None
+    src_dtype = s.dtype if s is not None else _np.asarray(src).dtype
+    if s is not None and not _np.can_cast(src_dtype, dst.dtype, casting=casting):
+        raise TypeError(f"Cannot cast array data from dtype('{src_dtype}') to "
+                        f"dtype('{dst.dtype}') according to the rule '{casting}'")
+    values = s if s is not None else _single_value(src, dst.dtype)
+    if values is None:
+        return _fallback("copyto", _np.copyto, dst, src, casting=casting, where=where)
+    if values.dtype != dst.dtype:
+        values = values.astype(dst.dtype)
+    _broadcast_shapes(values.shape, dst.shape)
+    if where is True:
+        dst[...] = values
+        return None
+    m = asarray(where)
+    if m.dtype != _np.bool_:
+        m = m.astype("bool")
+    _broadcast_shapes(m.shape, dst.shape)
+    dst[...] = _where(m, values, dst)
+    return None
+
+
 def _unpickle(host):
     """A pickled diffuse array: its NumPy elements back in a diffuse array."""
     return array(host)
@@ -1149,6 +1265,10 @@ mod = globals()["remainder"]
 def square(x, /):
     """``x * x``."""
     return multiply(x, x)  # noqa: F821 (defined above)
+
+
+def _where(condition, x, y):
+    return where(condition, x, y)
 
 
 def where(condition, x=None, y=None):

@@ -1,0 +1,120 @@
+"""Boolean-mask writes against NumPy: ``a[mask] = v``, ``a[:, m] = v``, ``putmask`` and
+``copyto(where=)`` run as fused element-wise ``where`` tasks (no copy to NumPy: a fallback
+warning fails these tests), on arrays and views of every dtype, and give NumPy's values."""
+
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import diffuse.numpy as dnp
+
+DTYPES = [onp.float64, onp.float32, onp.int64, onp.int32, onp.bool_]
+
+
+@st.composite
+def arrays_and_masks(draw):
+    """A NumPy array (2-d or 3-d), a view of it or itself, and a boolean mask of the view's
+    shape."""
+    dtype = draw(st.sampled_from(DTYPES))
+    shape = draw(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=6))
+    x = draw(hnp.arrays(dtype, shape, elements=hnp.from_dtype(
+        onp.dtype(dtype), allow_nan=False, allow_infinity=False, min_value=-100,
+        max_value=100) if dtype != onp.bool_ else st.booleans()))
+    view = draw(st.booleans()) and shape[0] > 1
+    mask = draw(hnp.arrays(onp.bool_, x[1:].shape if view else x.shape))
+    return x, view, mask
+
+
+def _native_only():
+    """Warnings that work ran on NumPy are errors."""
+    context = warnings.catch_warnings()
+    context.__enter__()
+    warnings.filterwarnings("error", message=".*not native to diffuse.*")
+    return context
+
+
+def _values(x, fill):
+    return fill if x.dtype != onp.bool_ else bool(fill)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=arrays_and_masks(), fill=st.integers(-5, 5), diffuse_mask=st.booleans())
+def test_mask_assignment_matches_numpy(case, fill, diffuse_mask):
+    x, view, mask = case
+    want = x.copy()
+    a = dnp.array(x)
+    target_want, target = (want[1:], a[1:]) if view else (want, a)
+    value = _values(x, fill)
+    target_want[mask] = value
+    key = dnp.asarray(mask) if diffuse_mask else mask
+    context = _native_only()
+    try:
+        target[key] = value
+    finally:
+        context.__exit__(None, None, None)
+    onp.testing.assert_array_equal(onp.asarray(a), want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=arrays_and_masks(), fill=st.integers(-5, 5), axis=st.integers(0, 2),
+       data=st.data())
+def test_mask_along_one_axis_matches_numpy(case, fill, axis, data):
+    x, _, _ = case
+    axis = axis % x.ndim
+    m = data.draw(hnp.arrays(onp.bool_, (x.shape[axis],)))
+    key = tuple(m if d == axis else slice(None) for d in range(axis + 1))
+    want = x.copy()
+    want[key] = _values(x, fill)
+    a = dnp.array(x)
+    context = _native_only()
+    try:
+        a[tuple(dnp.asarray(k) if isinstance(k, onp.ndarray) else k for k in key)] = \
+            _values(x, fill)
+    finally:
+        context.__exit__(None, None, None)
+    onp.testing.assert_array_equal(onp.asarray(a), want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=arrays_and_masks(), fill=st.integers(-5, 5), whole=st.booleans())
+def test_putmask_and_copyto_where_match_numpy(case, fill, whole):
+    x, _, mask = case
+    if mask.shape != x.shape:
+        mask = onp.resize(mask, x.shape)
+    values = (onp.arange(x.size).reshape(x.shape) % 7).astype(x.dtype) if whole else \
+        _values(x, fill)
+    want_put, want_copy = x.copy(), x.copy()
+    onp.putmask(want_put, mask, values)
+    onp.copyto(want_copy, values, where=mask, casting="unsafe")
+    put, copy = dnp.array(x), dnp.array(x)
+    context = _native_only()
+    try:
+        onp.putmask(put, dnp.asarray(mask), values)
+        dnp.copyto(copy, values, where=mask, casting="unsafe")
+    finally:
+        context.__exit__(None, None, None)
+    onp.testing.assert_array_equal(onp.asarray(put), want_put)
+    onp.testing.assert_array_equal(onp.asarray(copy), want_copy)
+
+
+def test_errors_are_numpys():
+    ints = dnp.arange(6)
+    with pytest.raises(ValueError, match="NaN"):
+        ints[ints > 2] = float("nan")
+    with pytest.raises(TypeError, match="same_kind"):
+        dnp.copyto(ints, dnp.ones(6))
+    with pytest.raises(ValueError, match="same size"):
+        dnp.putmask(ints, dnp.ones(3, dtype=bool), 1)
+    # A value array per selected element is NumPy's too (through NumPy, with a warning the
+    # first time in a process).
+    x = onp.arange(6.0)
+    a = dnp.array(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a[a > 2] = dnp.array([7.0, 8.0, 9.0])
+    x[x > 2] = [7.0, 8.0, 9.0]
+    onp.testing.assert_array_equal(onp.asarray(a), x)
