@@ -57,7 +57,8 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
     "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
-    "count_nonzero", "dot", "putmask", "copyto",
+    "count_nonzero", "dot", "putmask", "copyto", "concatenate", "stack", "vstack", "hstack",
+    "roll", "tile", "diff", "outer",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -1343,6 +1344,149 @@ def expand_dims(a, axis):
         raise ValueError("repeated axis")
     dims = iter(a.shape)
     return a.reshape([1 if d in where else next(dims) for d in range(ndim)])
+
+
+# -- joining and rearranging -------------------------------------------------------------
+def _joined(arrays, dtype, casting, what):
+    """The inputs of a join as diffuse arrays of one dtype (NumPy's result type, or
+    ``dtype`` checked against ``casting``); None when that dtype is not diffuse's."""
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    target = _np.dtype(dtype) if dtype is not None else _np.result_type(
+        *[a.dtype for a in arrays])
+    name = _dtype_name(target)
+    if name is None:
+        return None
+    for a in arrays:
+        if not _np.can_cast(a.dtype, target, casting=casting):
+            raise TypeError(f"Cannot cast array data from dtype('{a.dtype}') to "
+                            f"dtype('{target}') according to the rule '{casting}'")
+    return [a if a.dtype == target else a.astype(name) for a in arrays]
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    """NumPy's ``concatenate``: one assignment task per input into a new array (``axis=None``
+    joins the flattened inputs); ``out`` receives the result."""
+    if out is not None and dtype is not None:
+        raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both "
+                        "were provided.")
+    arrays = list(arrays)
+    parts = _joined(arrays, dtype, casting, "concatenate")
+    if parts is None:
+        return _fallback("concatenate", _np.concatenate, arrays, axis=axis, dtype=dtype,
+                         casting=casting)
+    if axis is None:
+        parts, axis = [p.ravel() for p in parts], 0
+    ndim = parts[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = _layout.normalize_axis(axis, ndim)
+    result = ndarray(_native.concatenate_([p._a for p in parts], axis))
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    """NumPy's ``stack``: the arrays (of one shape) joined along a new axis."""
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    axis = _layout.normalize_axis(axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out,
+                       dtype=dtype, casting=casting)
+
+
+def vstack(tup, dtype=None, casting="same_kind"):
+    """NumPy's ``vstack``: 1-d inputs as rows, joined along the first axis."""
+    rows = [a if a.ndim >= 2 else a.reshape(1, -1) for a in map(asarray, tup)]
+    return concatenate(rows, axis=0, dtype=dtype, casting=casting)
+
+
+def hstack(tup, dtype=None, casting="same_kind"):
+    """NumPy's ``hstack``: joined along the second axis (the first for 1-d inputs)."""
+    parts = [a if a.ndim >= 1 else a.reshape(1) for a in map(asarray, tup)]
+    axis = 0 if parts and parts[0].ndim == 1 else 1
+    return concatenate(parts, axis=axis, dtype=dtype, casting=casting)
+
+
+def roll(a, shift, axis=None):
+    """NumPy's ``roll``: two assignment tasks per rolled axis (``axis=None`` rolls the
+    flattened array)."""
+    a = asarray(a)
+    if axis is None:
+        return roll(a.ravel(), shift, 0).reshape(a.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1 and len(shifts) > 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    total = {}
+    for s_, x in zip(shifts, axes):
+        x = _layout.normalize_axis(x, a.ndim)
+        total[x] = total.get(x, 0) + int(s_)
+    out = a
+    for x, s_ in total.items():
+        out = ndarray(_native.roll_(out._a, s_, x))
+    return out if total else a.copy()
+
+
+def tile(A, reps):
+    """NumPy's ``tile``: one assignment task per copy."""
+    a = asarray(A)
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(int(r) for r in reps)
+    if a.ndim == 0 and not reps:
+        return a.copy()
+    if a.ndim == 0:
+        a = a.reshape(1)
+    return ndarray(_native.tile_(a._a, list(reps)))
+
+
+def diff(a, n=1, axis=-1, prepend=_np._NoValue, append=_np._NoValue):
+    """NumPy's ``diff``: differences of neighbours along ``axis``, ``n`` times (``!=`` for
+    booleans), as slices of views: fused element-wise tasks."""
+    a = asarray(a)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = _layout.normalize_axis(axis, a.ndim)
+    extra = [v for v in (prepend, append) if v is not _np._NoValue]
+    if extra:
+        def edge(v):
+            v = asarray(v)
+            if v.ndim == 0:
+                shape = list(a.shape)
+                shape[axis] = 1
+                v = full(tuple(shape), v.item(), dtype=v.dtype)
+            return v
+        pieces = ([edge(prepend)] if prepend is not _np._NoValue else []) + [a] + \
+            ([edge(append)] if append is not _np._NoValue else [])
+        a = concatenate(pieces, axis=axis)
+    for _ in range(n):
+        head = tuple(slice(1, None) if d == axis else slice(None) for d in range(a.ndim))
+        tail = tuple(slice(None, -1) if d == axis else slice(None) for d in range(a.ndim))
+        a = not_equal(a[head], a[tail]) if a.dtype == _np.bool_ else \
+            subtract(a[head], a[tail])  # noqa: F821 (ufuncs defined above)
+    return a
+
+
+def outer(a, b, out=None):
+    """NumPy's ``outer``: the flattened ``a`` as a column times the flattened ``b`` as a
+    row (one element-wise task)."""
+    a, b = asarray(a).ravel(), asarray(b).ravel()
+    result = multiply(a.reshape(-1, 1), b.reshape(1, -1))  # noqa: F821
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
 # -- creation ------------------------------------------------------------------------------

@@ -620,6 +620,31 @@ fn where_(cond: &NativeArray, a: &NativeArray, b: &NativeArray) -> PyResult<Nati
         .map_err(py_err)
 }
 
+/// The arrays joined along `axis` (NumPy's `concatenate`; same dtypes, checked).
+#[pyfunction]
+fn concatenate_(arrays: Vec<PyRef<'_, NativeArray>>, axis: usize) -> PyResult<NativeArray> {
+    let refs: Vec<&Array> = arrays.iter().map(|a| &a.inner).collect();
+    diffuse_array::concatenate(&refs, axis)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `a` shifted cyclically by `shift` along `axis` (NumPy's `roll` on one axis).
+#[pyfunction]
+fn roll_(a: &NativeArray, shift: i64, axis: usize) -> PyResult<NativeArray> {
+    diffuse_array::roll(&a.inner, shift, axis)
+        .map(wrap)
+        .map_err(py_err)
+}
+
+/// `a` repeated `reps` times per dimension (NumPy's `tile`).
+#[pyfunction]
+fn tile_(a: &NativeArray, reps: Vec<i64>) -> PyResult<NativeArray> {
+    diffuse_array::tile(&a.inner, &reps)
+        .map(wrap)
+        .map_err(py_err)
+}
+
 /// Executes everything submitted so far (the window flushes); nothing before the runtime
 /// has started.
 #[pyfunction]
@@ -861,6 +886,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(linspace_, m)?)?;
     m.add_function(wrap_pyfunction!(random_, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(concatenate_, m)?)?;
+    m.add_function(wrap_pyfunction!(roll_, m)?)?;
+    m.add_function(wrap_pyfunction!(tile_, m)?)?;
     m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(tasks_submitted, m)?)?;
     m.add_function(wrap_pyfunction!(krylov_solve, m)?)?;

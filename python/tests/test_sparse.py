@@ -90,8 +90,10 @@ def test_linear_operators_as_scipy():
         dsla.LinearOperator(A.shape)
 
 
-def test_linalg_imports_every_way():
-    """``from diffuse.sparse import linalg`` once recursed until RecursionError."""
+def test_linalg_imports_every_way(tmp_path):
+    """``from diffuse.sparse import linalg`` once recursed until RecursionError. (Each
+    statement runs in a fresh interpreter, outside the source tree, whose ``diffuse`` has no
+    built extension.)"""
     import subprocess
     import sys
 
@@ -99,7 +101,7 @@ def test_linalg_imports_every_way():
                       "import diffuse.sparse as s; s.linalg.cg",
                       "import diffuse.sparse.linalg as l; l.cg"):
         done = subprocess.run([sys.executable, "-c", statement], capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=120, cwd=tmp_path)
         assert done.returncode == 0, f"{statement}: {done.stderr[-2000:]}"
 
 

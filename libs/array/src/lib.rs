@@ -53,5 +53,6 @@ pub use ops::elementwise::{
     UnaryOp,
 };
 pub use ops::gather::StridedView;
+pub use ops::join::{concatenate, roll, tile};
 pub use partitioner::{blocks_fit, Partitioner};
 pub use slice::SliceArg;

@@ -10,6 +10,7 @@
 //! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
+//! - `join_prop`: `concatenate`, `roll` and `tile` of random shapes.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
 //! - `errors`: bad inputs and their errors.
 //! - `edge_cases`: empty, 0-d and 6-d arrays, integer wrapping, NaN.
@@ -30,6 +31,8 @@ mod errors;
 mod expr_prop;
 #[path = "array/float_errors.rs"]
 mod float_errors;
+#[path = "array/join_prop.rs"]
+mod join_prop;
 #[path = "array/mlir_kernels.rs"]
 mod mlir_kernels;
 #[path = "array/model.rs"]
