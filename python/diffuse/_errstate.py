@@ -20,13 +20,12 @@ next flush, but pending operations are not settled first.
 """
 
 import contextlib
-import os
 import sys
-import warnings
 
 import numpy as _np
 
 from . import _native
+from ._warnings import warn_at_caller
 
 __all__ = ["errstate", "seterr", "geterr", "seterrcall", "geterrcall"]
 
@@ -52,9 +51,6 @@ _REDUCTIONS = {"sum", "prod", "max", "min", "mean", "sum_along", "prod_along", "
 # its operations (add and multiply never divide by zero).
 _DIVIDING = {"divide", "true_divide", "floor_divide", "remainder", "fmod", "divmod", "log",
              "log2", "log10", "log1p", "power", "arctanh", "reciprocal"}
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
 
 # Operations NumPy never reports exceptions for: its comparison, min/max and selection loops
 # clear the `invalid` flag that ordered comparisons of NaN raise in vector code, and copies,
@@ -92,11 +88,8 @@ def _where(task, bit):
 
 
 def _warn(message):
-    # Point the warning at the first frame outside this package (the user's line).
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
+    # Point the warning at the user's line.
+    warn_at_caller(message)
 
 
 def report(raised):

@@ -12,11 +12,11 @@ import functools
 import inspect
 import math
 import numbers
-import warnings
 
 import numpy as _np
 
 from . import _errstate, _layout, _native
+from ._warnings import warn_at_caller
 from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 
 __all__ = ["ndarray", "array", "asarray", "NATIVE"]
@@ -69,12 +69,9 @@ _warned = set()
 def _warn_fallback(name):
     if name not in _warned:
         _warned.add(name)
-        warnings.warn(
+        warn_at_caller(
             f"diffuse.numpy: {name} is not native to diffuse; it runs on NumPy "
-            "(the arrays are copied to NumPy and back)",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+            "(the arrays are copied to NumPy and back)")
 
 
 # NumPy dtype objects of the dtypes diffuse holds, and diffuse's name for anything that

@@ -184,3 +184,26 @@ def test_views_numpy_gives_write_through(entry, case, base, view):
     VIEWS[view](expected)[...] += 1.0
     VIEWS[view](d)[...] += 1.0
     onp.testing.assert_array_equal(onp.asarray(v), v_np)
+
+
+def test_fallback_warnings_name_the_users_line(tmp_path):
+    """A fallback warns once, pointing at the line of the program that called it, whether
+    through diffuse.numpy, NumPy's own function, or a method (in a fresh interpreter: the
+    warnings are once per process)."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "program.py"
+    program.write_text(
+        "import numpy\n"
+        "import diffuse.numpy as np\n"
+        "a = np.arange(5.0)\n"
+        "b = np.sort(a)\n"
+        "c = numpy.cumsum(a)\n"
+        "d = a[numpy.array([0, 2])]\n")
+    done = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", str(program)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for line, what in [(4, "sort"), (5, "cumsum"), (6, "indexing with arrays")]:
+        assert f"program.py:{line}: RuntimeWarning: diffuse.numpy: {what}" in done.stderr, \
+            done.stderr

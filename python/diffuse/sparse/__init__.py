@@ -10,12 +10,12 @@ import importlib
 import numbers
 import operator
 import sys
-import warnings
 
 import numpy as _np
 
 from .. import _native
 from .. import numpy as _dnp
+from .._warnings import warn_at_caller
 
 __all__ = ["csr_matrix", "issparse", "diags"]
 
@@ -400,8 +400,7 @@ class csr_matrix:
         if x.ndim == 2 and x.shape[1] == 1:
             # An (n, 1) dense matrix: the native product of its one column.
             return (self @ x.reshape(x.shape[0])).reshape(self.shape[0], 1)
-        warnings.warn("diffuse.sparse: a matrix times a dense matrix runs on SciPy",
-                      RuntimeWarning, stacklevel=2)
+        warn_at_caller("diffuse.sparse: a matrix times a dense matrix runs on SciPy")
         return _dnp.asarray(self._host() @ _np.asarray(x))
 
     __mul__ = __matmul__
@@ -483,8 +482,7 @@ def __getattr__(name):
     def wrapped(*args, **kwargs):
         if name not in _constructors and name not in _warned:
             _warned.add(name)
-            warnings.warn(f"diffuse.sparse: {name} runs on SciPy", RuntimeWarning,
-                          stacklevel=2)
+            warn_at_caller(f"diffuse.sparse: {name} runs on SciPy")
         args = [_to_scipy(a) for a in args]
         kwargs = {k: _to_scipy(v) for k, v in kwargs.items()}
         return _from_scipy(attr(*args, **kwargs))
