@@ -7,15 +7,15 @@
 //! The loop mapper maps neither, and [`check_host`](super::pipeline::check_host) would refuse
 //! them. This pass rewrites them in the printed loops module, before the mapping:
 //!
-//! - **A full reduction** becomes two launches with a fixed shape, so that the result depends
-//!   only on the data, never on the GPU model:
-//!   1. [`BLOCKS`] blocks of [`THREADS`] threads: global thread `g` folds, in index order,
-//!      the iterations `g, g + T, g + 2T, ...` (T = `BLOCKS * THREADS`, so consecutive
-//!      threads read consecutive elements) starting from the operation's identity; each
-//!      block folds its threads' partials with a fixed binary tree in shared memory
-//!      (strides 128, 64, ..., 1, with barriers) and writes one partial to a *workspace*
-//!      buffer of `BLOCKS` elements;
-//!   2. one block: thread `t` folds partials `t, t + 256, ...`, the same tree, and thread 0
+//! - **A full reduction** becomes two launches whose shape depends on the number of
+//!   elements only, so that the result depends only on the data, never on the GPU model:
+//!   1. B = min([`BLOCKS`], ceil(iterations / [`THREADS`])) blocks of [`THREADS`] threads
+//!      (at least one): global thread `g` folds, in index order, the iterations `g, g + T,
+//!      g + 2T, ...` (T = `B * THREADS`, so consecutive threads read consecutive elements)
+//!      starting from the operation's identity; each block folds its threads' partials with
+//!      a fixed binary tree in shared memory (strides 128, 64, ..., 1, with barriers) and
+//!      writes one partial to a *workspace* buffer of `BLOCKS` elements;
+//!   2. one block: thread `t` folds partials `t, t + 256, ...` (of B), the same tree, and thread 0
 //!      folds the total into the store: `acc = acc (op) total`, as the CPU path folds a
 //!      point's private accumulator into its store.
 //!
@@ -322,13 +322,21 @@ fn launches(l: &Launch<'_>) -> Vec<String> {
     let p = format!("%red{n}_");
     let ws_type = format!("memref<{BLOCKS}x{t}>");
     let shared_type = format!("memref<{THREADS}x{t}, #gpu.address_space<workgroup>>");
+    let (lo, hi, step) = (header.lower, header.upper, header.step);
     let mut out = vec![
-        format!("{i}{p}blocks = arith.constant {BLOCKS} : index"),
+        format!("{i}{p}most = arith.constant {BLOCKS} : index"),
         format!("{i}{p}threads = arith.constant {THREADS} : index"),
-        format!("{i}{p}total = arith.constant {} : index", BLOCKS * THREADS),
         format!("{i}{p}one = arith.constant 1 : index"),
         format!("{i}{p}zero = arith.constant 0 : index"),
         format!("{i}{p}identity = arith.constant {identity} : {t}"),
+        // Blocks: enough for one iteration per thread, at most `BLOCKS`, at least one.
+        format!("{i}{p}span = arith.subi {hi}, {lo} : index"),
+        format!("{i}{p}positive = arith.maxsi {p}span, {p}zero : index"),
+        format!("{i}{p}iterations = arith.ceildivui {p}positive, {step} : index"),
+        format!("{i}{p}needed = arith.ceildivui {p}iterations, {p}threads : index"),
+        format!("{i}{p}capped = arith.minui {p}needed, {p}most : index"),
+        format!("{i}{p}blocks = arith.maxui {p}capped, {p}one : index"),
+        format!("{i}{p}total = arith.muli {p}blocks, {p}threads : index"),
         format!(
             "{i}gpu.launch blocks({p}bx, {p}by, {p}bz) in ({p}gx = {p}blocks, {p}gy = {p}one, \
 {p}gz = {p}one) threads({p}tx, {p}ty, {p}tz) in ({p}sx = {p}threads, {p}sy = {p}one, \
@@ -336,7 +344,7 @@ fn launches(l: &Launch<'_>) -> Vec<String> {
         ),
     ];
     let j = format!("{i}  ");
-    let (lo, hi, step, index) = (header.lower, header.upper, header.step, header.index);
+    let index = header.index;
     out.extend([
         format!("{j}{p}base = arith.muli {p}bx, {p}threads : index"),
         format!("{j}{p}g = arith.addi {p}base, {p}tx : index"),

@@ -765,7 +765,8 @@ fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
     let [first, second] = &launches[..] else {
         panic!("expected two launches, got {launches:#?}");
     };
-    // The shapes do not depend on the data's size: the result does not depend on the GPU.
+    // The shapes depend on the number of elements only (one per thread up to 1024 blocks),
+    // never on the GPU: neither does the result.
     let Call::Launch {
         grid,
         block,
@@ -774,7 +775,7 @@ fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
     else {
         unreachable!()
     };
-    assert_eq!((*grid, *block), ([1024, 1, 1], [256, 1, 1]));
+    assert_eq!((*grid, *block), ([391, 1, 1], [256, 1, 1]));
     assert!(params.contains(&(x as u64)), "{params:x?}");
     assert!(params.contains(&(workspace as u64)), "{params:x?}");
     assert!(!params.contains(&(acc as u64)), "{params:x?}");
@@ -789,6 +790,19 @@ fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
     assert_eq!((*grid, *block), ([1, 1, 1], [256, 1, 1]));
     assert!(params.contains(&(workspace as u64)), "{params:x?}");
     assert!(params.contains(&(acc as u64)), "{params:x?}");
+    for (elements, blocks) in [(10_000_000i64, 1024), (10, 1), (0, 1), (512, 2)] {
+        let sizes: &'static [i64] = Box::leak(Box::new([elements]));
+        let memrefs = [
+            device(x, sizes, &[1]),
+            device(acc, &[], &[]),
+            device(workspace, &[1024], &[1]),
+        ];
+        let launches = launches_of(&kernel, &memrefs);
+        let Some(Call::Launch { grid, .. }) = launches.first() else {
+            panic!("no launch for {elements} elements: {launches:#?}");
+        };
+        assert_eq!(grid[0], blocks, "{elements} elements");
+    }
     // Without its workspace the call is refused.
     // SAFETY: refused before anything is launched.
     let missing = unsafe { kernel.enqueue(&memrefs[..2], &[]) };
