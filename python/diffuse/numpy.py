@@ -58,7 +58,7 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
     "count_nonzero", "dot", "putmask", "copyto", "concatenate", "stack", "vstack", "hstack",
-    "roll", "tile", "diff", "outer",
+    "roll", "tile", "diff", "outer", "cumsum", "cumprod",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -544,6 +544,12 @@ class ndarray:
 
     def mean(self, *args, **kwargs):
         return mean(self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return cumsum(self, *args, **kwargs)
+
+    def cumprod(self, *args, **kwargs):
+        return cumprod(self, *args, **kwargs)
 
     def argmax(self, *args, **kwargs):
         return argmax(self, *args, **kwargs)
@@ -1473,6 +1479,41 @@ def diff(a, n=1, axis=-1, prepend=_np._NoValue, append=_np._NoValue):
         a = not_equal(a[head], a[tail]) if a.dtype == _np.bool_ else \
             subtract(a[head], a[tail])  # noqa: F821 (ufuncs defined above)
     return a
+
+
+def _cumulate(op, a, axis, dtype, out):
+    """NumPy's ``cumsum``/``cumprod`` (``op``): along ``axis`` (the flattened array for
+    None), in ``dtype`` (NumPy's default: booleans and integers narrower than int64 become
+    int64), one scan task."""
+    a = asarray(a)
+    if axis is None:
+        a, axis = a.ravel(), 0
+    elif a.ndim == 0:
+        raise _np.exceptions.AxisError(axis, 0)
+    axis = _layout.normalize_axis(axis, a.ndim)
+    target = _np.dtype(dtype) if dtype is not None else (
+        _np.dtype("int64") if a.dtype.kind in "bi" and a.dtype.itemsize < 8
+        or a.dtype.kind == "b" else a.dtype)
+    name = _dtype_name(target)
+    if name is None or target.kind == "b":
+        return _fallback(f"cum{op}", getattr(_np, f"cum{op}"), a, axis=axis, dtype=dtype)
+    if a.dtype != target:
+        a = a.astype(name)
+    result = ndarray(a._a.cumulate(op, axis))
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumsum``: running sums along ``axis``, in NumPy's order (its bits)."""
+    return _cumulate("sum", a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumprod``: running products along ``axis``."""
+    return _cumulate("prod", a, axis, dtype, out)
 
 
 def outer(a, b, out=None):

@@ -459,6 +459,16 @@ impl NativeArray {
         self.inner.assign(Operand::Scalar(scalar)).map_err(py_err)
     }
 
+    /// The cumulative sum (`op` "sum") or product ("prod") along `axis`.
+    fn cumulate(&self, op: &str, axis: usize) -> PyResult<NativeArray> {
+        let op = match op {
+            "sum" => ReductionOp::Sum,
+            "prod" => ReductionOp::Prod,
+            other => return Err(PyValueError::new_err(format!("no cumulative {other}"))),
+        };
+        self.inner.cumulate(op, axis).map(wrap).map_err(py_err)
+    }
+
     /// The reduction `op` (`sum`, `prod`, `max`, `min` or `mean`) of the whole array (a
     /// lazy 0-d array) or along `axis` (`keepdims` as NumPy's).
     #[pyo3(signature = (op, axis = None, keepdims = false))]

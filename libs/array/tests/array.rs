@@ -10,6 +10,7 @@
 //! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
+//! - `scan_prop`: cumulative sums and products along an axis.
 //! - `join_prop`: `concatenate`, `roll` and `tile` of random shapes.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
 //! - `errors`: bad inputs and their errors.
@@ -39,6 +40,8 @@ mod mlir_kernels;
 mod model;
 #[path = "array/reduce_prop.rs"]
 mod reduce_prop;
+#[path = "array/scan_prop.rs"]
+mod scan_prop;
 #[path = "array/strided_prop.rs"]
 mod strided_prop;
 

@@ -92,7 +92,7 @@ fn result_row(lead: &[i64], axis: usize, shape: Shape) -> usize {
 }
 
 /// Writes `values` into `out` in row-major order.
-fn write_all<T: Element>(out: &mut WriteView<'_, T>, values: &[T]) {
+pub(crate) fn write_all<T: Element>(out: &mut WriteView<'_, T>, values: &[T]) {
     let mut rest = values;
     for r in 0..out.rows() {
         let row = out.row_mut(r);
@@ -103,7 +103,7 @@ fn write_all<T: Element>(out: &mut WriteView<'_, T>, values: &[T]) {
 }
 
 /// The input block's axis (scalar 0), checked against its rank.
-fn axis_of(task: &PointTask<'_>, dims: usize) -> Result<usize, KernelError> {
+pub(crate) fn axis_of(task: &PointTask<'_>, dims: usize) -> Result<usize, KernelError> {
     let axis = task.scalar::<i64>(0)?;
     usize::try_from(axis)
         .ok()
@@ -222,7 +222,7 @@ fn reduced_shape(x: &Array, axis: usize, keepdims: bool) -> Result<Shape, ArrayE
 }
 
 /// Checks `axis` and the dtype for the reduction `op` (its name).
-fn check(x: &Array, op: &'static str, axis: usize) -> Result<(), ArrayError> {
+pub(crate) fn check(x: &Array, op: &'static str, axis: usize) -> Result<(), ArrayError> {
     if axis >= x.ndim() {
         return Err(ArrayError::BadArgument {
             op,

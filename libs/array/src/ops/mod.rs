@@ -8,3 +8,4 @@ mod linalg;
 mod methods;
 mod operators;
 pub(crate) mod reduce;
+mod scan;
