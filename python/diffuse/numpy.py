@@ -58,7 +58,8 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "eye", "identity", "diag",
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
     "count_nonzero", "dot", "putmask", "copyto", "concatenate", "stack", "vstack", "hstack",
-    "roll", "tile", "diff", "outer", "cumsum", "cumprod",
+    "roll", "tile", "diff", "outer", "cumsum", "cumprod", "nonzero", "flatnonzero",
+    "extract",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -312,6 +313,10 @@ class ndarray:
 
     def _view(self, key):
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
+        mask = _bool_array(key)
+        if mask is not None and mask.shape == self.shape and self.ndim > 0:
+            # ``a[mask]``: the selected elements, compacted natively.
+            return ndarray(self._a.select(mask._a))
         store, sid, store_shape, shape, offset, strides = self._as_strided()
         got = _layout.index(shape, offset, strides, key)
         if got is None:
@@ -547,6 +552,9 @@ class ndarray:
 
     def cumsum(self, *args, **kwargs):
         return cumsum(self, *args, **kwargs)
+
+    def nonzero(self):
+        return nonzero(self)
 
     def cumprod(self, *args, **kwargs):
         return cumprod(self, *args, **kwargs)
@@ -1279,7 +1287,7 @@ def where(condition, x=None, y=None):
     """``x`` where ``condition`` holds, else ``y`` (broadcasting); with ``condition``
     alone, NumPy's ``nonzero(condition)``."""
     if x is None and y is None:
-        return _fallback("where with one argument", _np.where, condition)
+        return nonzero(condition)
     c = asarray(condition)
     if c.dtype != _np.bool_:
         c = c.astype("bool")
@@ -1514,6 +1522,40 @@ def cumsum(a, axis=None, dtype=None, out=None):
 def cumprod(a, axis=None, dtype=None, out=None):
     """NumPy's ``cumprod``: running products along ``axis``."""
     return _cumulate("prod", a, axis, dtype, out)
+
+
+def nonzero(a):
+    """NumPy's ``nonzero``: per dimension, the indices of the non-zero elements, row-major
+    (each a native compaction; the count is read back)."""
+    a = asarray(a)
+    if a.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d("
+                         "scalar).nonzero() instead.")
+    mask = a if a.dtype == _np.bool_ else not_equal(a, 0)  # noqa: F821 (ufunc above)
+    indices = []
+    for d in range(a.ndim):
+        shape = [1] * a.ndim
+        shape[d] = a.shape[d]
+        along = arange(a.shape[d], dtype="int64").reshape(shape)
+        index = add(zeros(a.shape, "int64"), along)  # noqa: F821 (ufunc above)
+        indices.append(index[mask])
+    return tuple(indices)
+
+
+def flatnonzero(a):
+    """NumPy's ``flatnonzero``: the indices of the non-zero elements of the flattened
+    array."""
+    return nonzero(asarray(a).ravel())[0]
+
+
+def extract(condition, arr):
+    """NumPy's ``extract``: the elements of the flattened ``arr`` where the flattened
+    ``condition`` is true."""
+    arr, condition = asarray(arr).ravel(), asarray(condition).ravel()
+    if condition.size != arr.size:
+        return _fallback("extract of differently sized arrays", _np.extract, condition, arr)
+    mask = condition if condition.dtype == _np.bool_ else condition.astype("bool")
+    return arr[mask]
 
 
 def outer(a, b, out=None):

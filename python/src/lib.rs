@@ -459,6 +459,14 @@ impl NativeArray {
         self.inner.assign(Operand::Scalar(scalar)).map_err(py_err)
     }
 
+    /// The elements where the boolean `mask` (of this shape) holds, row-major (NumPy's
+    /// `a[mask]`; reads the mask's count back).
+    fn select(&self, py: Python<'_>, mask: &NativeArray) -> PyResult<NativeArray> {
+        py.detach(|| self.inner.select(&mask.inner))
+            .map(wrap)
+            .map_err(py_err)
+    }
+
     /// The cumulative sum (`op` "sum") or product ("prod") along `axis`.
     fn cumulate(&self, op: &str, axis: usize) -> PyResult<NativeArray> {
         let op = match op {

@@ -118,3 +118,31 @@ def test_errors_are_numpys():
         a[a > 2] = dnp.array([7.0, 8.0, 9.0])
     x[x > 2] = [7.0, 8.0, 9.0]
     onp.testing.assert_array_equal(onp.asarray(a), x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=arrays_and_masks(), diffuse_mask=st.booleans())
+def test_mask_reads_and_nonzero_match_numpy(case, diffuse_mask):
+    """``a[mask]``, ``nonzero``, ``flatnonzero``, ``extract`` and one-argument ``where`` are
+    native compactions (the count read back), on arrays and views of every dtype."""
+    x, view, mask = case
+    a = dnp.array(x)
+    if view:
+        a, x = a[1:], x[1:]
+    key = dnp.asarray(mask) if diffuse_mask else mask
+    context = _native_only()
+    try:
+        results = [
+            (a[key], x[mask]),
+            (dnp.extract(key, a), onp.extract(mask, x)),
+            (dnp.flatnonzero(a), onp.flatnonzero(x)),
+        ]
+        pairs = list(zip(dnp.nonzero(a), onp.nonzero(x))) + \
+            list(zip(dnp.where(key), onp.where(mask))) + \
+            list(zip(onp.nonzero(a), onp.nonzero(x)))
+    finally:
+        context.__exit__(None, None, None)
+    for got, want in results + pairs:
+        got = onp.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        onp.testing.assert_array_equal(got, want)

@@ -10,6 +10,7 @@
 //! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
+//! - `select_prop`: `a[mask]` over random masks and views.
 //! - `scan_prop`: cumulative sums and products along an axis.
 //! - `join_prop`: `concatenate`, `roll` and `tile` of random shapes.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
@@ -42,6 +43,8 @@ mod model;
 mod reduce_prop;
 #[path = "array/scan_prop.rs"]
 mod scan_prop;
+#[path = "array/select_prop.rs"]
+mod select_prop;
 #[path = "array/strided_prop.rs"]
 mod strided_prop;
 

@@ -9,3 +9,4 @@ mod methods;
 mod operators;
 pub(crate) mod reduce;
 mod scan;
+mod select;
