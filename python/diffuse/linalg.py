@@ -6,12 +6,12 @@ from . import numpy as _dnp
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """The 2-norm of a vector or the Frobenius norm of a matrix (a lazy 0-d array);
-    other norms run on NumPy."""
-    if ord is None and axis is None and not keepdims:
-        x = _dnp.asarray(x)
-        if x.dtype == _np.float64:
-            return _dnp.sqrt(_dnp.sum(x * x))
+    """The 2-norm of a vector, the Frobenius norm of a matrix (a lazy 0-d array), or the
+    2-norms of the vectors along one ``axis``; other norms run on NumPy."""
+    x = _dnp.asarray(x)
+    if ord is None and x.dtype == _np.float64 and (axis is None or isinstance(axis, int)):
+        # The 2-norm (of the flattened array, or of each vector along ``axis``).
+        return _dnp.sqrt(_dnp.sum(x * x, axis=axis, keepdims=keepdims))
     return _dnp._fallback("linalg.norm", _np.linalg.norm, x, ord=ord, axis=axis,
                           keepdims=keepdims)
 

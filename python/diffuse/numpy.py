@@ -59,7 +59,7 @@ NATIVE = sorted(set(_UNARY) | set(_BINARY) | {
     "sum", "prod", "mean", "min", "max", "amin", "amax", "argmin", "argmax", "any", "all",
     "count_nonzero", "dot", "putmask", "copyto", "concatenate", "stack", "vstack", "hstack",
     "roll", "tile", "diff", "outer", "cumsum", "cumprod", "nonzero", "flatnonzero",
-    "extract",
+    "extract", "repeat",
     "matmul", "allclose", "reshape", "ravel", "transpose", "swapaxes", "squeeze",
     "expand_dims",
 })
@@ -1558,6 +1558,49 @@ def extract(condition, arr):
     return arr[mask]
 
 
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's ``meshgrid``: each input broadcast along the other dimensions (element-wise
+    tasks; views of the inputs with ``sparse=True``)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    xs = [asarray(x).ravel() for x in xi]
+    ndim = len(xs)
+    shape = [x.size for x in xs]
+    if indexing == "xy" and ndim > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        axis = (1 if i == 0 else 0 if i == 1 else i) if indexing == "xy" and ndim > 1 else i
+        view = x.reshape([x.size if d == axis else 1 for d in range(ndim)])
+        if sparse:
+            out.append(view.copy() if copy else view)
+        else:
+            out.append(where(True, view, zeros(shape, view.dtype)))
+    return tuple(out)
+
+
+def repeat(a, repeats, axis=None):
+    """NumPy's ``repeat`` with one repetition count: each element ``repeats`` times in a
+    row along ``axis`` (the flattened array for None), by one broadcast write; per-element
+    counts run on NumPy."""
+    a = asarray(a)
+    if not isinstance(repeats, numbers.Integral) and not (
+            isinstance(repeats, (_np.ndarray, ndarray)) and repeats.size == 1):
+        return _fallback("repeat with per-element counts", _np.repeat, a, repeats, axis)
+    r = int(repeats if isinstance(repeats, numbers.Integral) else _np.asarray(repeats).item())
+    if r < 0:
+        raise ValueError("negative dimensions are not allowed")
+    if axis is None:
+        a, axis = a.ravel(), 0
+    axis = _layout.normalize_axis(axis, a.ndim)
+    shape = list(a.shape)
+    out = zeros(shape[:axis] + [shape[axis] * r] + shape[axis + 1:], a.dtype)
+    if out.size:
+        split = out.reshape(shape[:axis + 1] + [r] + shape[axis + 1:])
+        split[...] = a.reshape(shape[:axis + 1] + [1] + shape[axis + 1:])
+    return out
+
+
 def outer(a, b, out=None):
     """NumPy's ``outer``: the flattened ``a`` as a column times the flattened ``b`` as a
     row (one element-wise task)."""
@@ -1748,14 +1791,41 @@ def _reduce(name, a, axis, keepdims, dtype=None):
     return out.astype("bool") if a.dtype.kind == "b" and name in ("max", "min") else out
 
 
-def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """The sum (a lazy 0-d array for a whole-array sum)."""
-    return _reduce("sum", a, axis, keepdims, dtype)
+def _reduce_into(name, a, axis, dtype, out, keepdims, initial, where, identity):
+    """``sum``/``prod`` (``name``) with NumPy's ``out=``, ``initial=`` and ``where=``: the
+    elements ``where`` excludes count as ``identity``, ``initial`` is folded in after, and
+    ``out`` receives the result."""
+    a = asarray(a)
+    if where is not True:
+        a = _where(where, a, _np.array(identity, dtype=a.dtype)[()])
+    result = _reduce(name, a, axis, keepdims, dtype)
+    if initial is not _np._NoValue:
+        result = add(result, initial) if name == "sum" else \
+            multiply(result, initial)  # noqa: F821 (ufuncs above)
+        if result.dtype != _np.dtype(dtype or result.dtype):
+            result = result.astype(_dtype_name(dtype))
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
-def prod(a, axis=None, dtype=None, keepdims=False):
-    """The product (a lazy 0-d array for a whole-array product)."""
-    return _reduce("prod", a, axis, keepdims, dtype)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False,  # noqa: A001 (NumPy's name)
+        initial=_np._NoValue, where=True):
+    """The sum (a lazy 0-d array for a whole-array sum); NumPy's ``out``, ``initial`` and
+    ``where``."""
+    if out is None and initial is _np._NoValue and where is True:
+        return _reduce("sum", a, axis, keepdims, dtype)
+    return _reduce_into("sum", a, axis, dtype, out, keepdims, initial, where, 0)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_np._NoValue,
+         where=True):
+    """The product (a lazy 0-d array for a whole-array product); NumPy's ``out``,
+    ``initial`` and ``where``."""
+    if out is None and initial is _np._NoValue and where is True:
+        return _reduce("prod", a, axis, keepdims, dtype)
+    return _reduce_into("prod", a, axis, dtype, out, keepdims, initial, where, 1)
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
@@ -1919,3 +1989,5 @@ def _wrap_numpy_names():
 
 
 _wrap_numpy_names()
+# Its inputs are positional (``*xi``), which NumPy's signature binding cannot pass on.
+_FUNCTIONS[_np.meshgrid] = meshgrid

@@ -136,3 +136,46 @@ def test_join_errors_are_numpys():
         dnp.concatenate([dnp.zeros(()), dnp.zeros(())])
     with pytest.raises(ValueError):
         dnp.diff(dnp.zeros(3), n=-1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), repeats=st.integers(0, 3), indexing=st.sampled_from(["xy", "ij"]),
+       sparse=st.booleans())
+def test_repeat_and_meshgrid_match_numpy(data, repeats, indexing, sparse):
+    x = _array(data.draw, data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=4)))
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    _same(_native(lambda: dnp.repeat(dnp.array(x), repeats, axis=axis)),
+          onp.repeat(x, repeats, axis=axis))
+    vectors = [_array(data.draw, (data.draw(st.integers(1, 4)),))
+               for _ in range(data.draw(st.integers(1, 3)))]
+    got = _native(lambda: onp.meshgrid(*[dnp.array(v) for v in vectors], indexing=indexing,
+                                       sparse=sparse))
+    want = onp.meshgrid(*vectors, indexing=indexing, sparse=sparse)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), name=st.sampled_from(["sum", "prod"]), initial=st.sampled_from(
+    [None, 2.0]))
+def test_reductions_with_where_out_and_initial_are_native(data, name, initial):
+    x = _array(data.draw, data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=4)),
+               onp.float64)
+    mask = data.draw(hnp.arrays(onp.bool_, x.shape))
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    extra = {} if initial is None else {"initial": initial}
+    want = getattr(onp, name)(x, axis=axis, where=mask, **extra)
+    got = _native(lambda: getattr(onp, name)(dnp.array(x), axis=axis, where=dnp.asarray(mask),
+                                             **extra))
+    onp.testing.assert_allclose(onp.asarray(got), want, rtol=1e-12)
+    out = dnp.zeros(onp.shape(want))
+    returned = _native(lambda: getattr(dnp, name)(dnp.array(x), axis=axis, out=out, **extra))
+    assert returned is out
+    onp.testing.assert_allclose(onp.asarray(out), getattr(onp, name)(x, axis=axis, **extra),
+                                rtol=1e-12)
+    if name == "sum":
+        norms = onp.asarray(_native(lambda: dnp.linalg.norm(dnp.array(x), axis=-1)))
+        want = onp.linalg.norm(x, axis=-1)
+        assert norms.shape == want.shape and norms.dtype == want.dtype
+        onp.testing.assert_allclose(norms, want, rtol=1e-12)
