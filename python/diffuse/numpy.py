@@ -1046,6 +1046,9 @@ def copyto(dst, src, casting="same_kind", where=True):
     if s is not None and not _np.can_cast(src_dtype, dst.dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from dtype('{src_dtype}') to "
                         f"dtype('{dst.dtype}') according to the rule '{casting}'")
+    if s is None:
+        # NumPy's own check of a scalar against ``casting`` (NEP 50), on a 0-d stand-in.
+        _np.copyto(_np.empty((), dst.dtype), src, casting=casting)
     values = s if s is not None else _single_value(src, dst.dtype)
     if values is None:
         return _fallback("copyto", _np.copyto, dst, src, casting=casting, where=where)

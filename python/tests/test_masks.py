@@ -107,6 +107,10 @@ def test_errors_are_numpys():
         ints[ints > 2] = float("nan")
     with pytest.raises(TypeError, match="same_kind"):
         dnp.copyto(ints, dnp.ones(6))
+    with pytest.raises(TypeError, match="same_kind"):
+        dnp.copyto(ints, 1.5)
+    dnp.copyto(ints, 7, where=ints > 3)
+    onp.testing.assert_array_equal(onp.asarray(ints), [0, 1, 2, 3, 7, 7])
     with pytest.raises(ValueError, match="same size"):
         dnp.putmask(ints, dnp.ones(3, dtype=bool), 1)
     # A value array per selected element is NumPy's too (through NumPy, with a warning the
