@@ -1803,10 +1803,10 @@ def _reduce_into(name, a, axis, dtype, out, keepdims, initial, where, identity):
         a = _where(where, a, _np.array(identity, dtype=a.dtype)[()])
     result = _reduce(name, a, axis, keepdims, dtype)
     if initial is not _np._NoValue:
-        result = add(result, initial) if name == "sum" else \
-            multiply(result, initial)  # noqa: F821 (ufuncs above)
-        if result.dtype != _np.dtype(dtype or result.dtype):
-            result = result.astype(_dtype_name(dtype))
+        # NumPy casts ``initial`` to the result's dtype (``sum(ints, initial=2.5)`` adds 2).
+        start = _np.array(initial).astype(result.dtype)[()]
+        result = add(result, start) if name == "sum" else \
+            multiply(result, start)  # noqa: F821 (ufuncs above)
     if out is None:
         return result
     out[...] = result

@@ -122,6 +122,16 @@ def test_diff_and_outer_match_numpy(data, n):
         _same(got, want)
 
 
+def test_initial_is_cast_to_the_result_dtype():
+    cases = [("sum", onp.arange(3), 2.5),
+             ("prod", onp.arange(1, 4, dtype=onp.int32), 2.0),
+             ("sum", onp.ones(3, onp.float32), 1e10)]
+    for name, x, initial in cases:
+        want = getattr(onp, name)(x, initial=initial)
+        got = onp.asarray(_native(lambda: getattr(dnp, name)(dnp.array(x), initial=initial)))
+        assert got.dtype == want.dtype and got == want, (name, got, want)
+
+
 def test_join_errors_are_numpys():
     a, b = dnp.zeros((2, 3)), dnp.zeros((2, 4))
     with pytest.raises(ValueError, match="along dimension 1"):
