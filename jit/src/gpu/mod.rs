@@ -20,9 +20,10 @@
 //!
 //! What runs on the GPU: loop nests that fuse completely (temporaries removed), with
 //! broadcasting, scalars, copies of sub-stores, loops over rows whose iterations are
-//! independent (CSR SpMV, one row per thread; see [`host_loops`]), and the
-//! math functions of the device prelude ([`math`]). Reductions, kernels that
-//! keep a temporary in memory and other math functions are reported as
+//! independent (CSR SpMV, one row per thread; see [`host_loops`]), full reductions into 0-d
+//! stores and kernels over 0-d stores only (as explicit launches, see [`launches`]), and the
+//! math functions of the device prelude ([`math`]). Kernels that keep a temporary in memory,
+//! reductions of other forms and other math functions are reported as
 //! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
 //! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
 //! do), as on the CPU, so element-wise results and SpMV's sums can match the CPU kernel's

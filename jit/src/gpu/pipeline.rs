@@ -7,13 +7,15 @@
 //!    removing temporaries, in-place bufferization);
 //!    [`to_device_loops`](super::host_loops::to_device_loops) turns the copies and the
 //!    independent row loops bufferization left into parallel loop nests;
-//!    [`LOOPS_PIPELINE`] lowers `linalg` to `scf.parallel` loops and [`mapping_pipeline`]
+//!    [`LOOPS_PIPELINE`] lowers `linalg` to `scf.parallel` loops,
+//!    [`explicit_launches`](super::launches::explicit_launches) writes full reductions and
+//!    scalar bodies as `gpu.launch` ops, and [`mapping_pipeline`]
 //!    tiles them so that the innermost dimension is spread over the 256 threads of a block
 //!    (consecutive threads touch consecutive elements), maps them to the GPU grid and
 //!    outlines them into `gpu.func` kernels.
 //! 2. [`check_host`]: the host function may only compute sizes and launch kernels: any memory
-//!    access, allocation or call left on the host (a reduction loop, a temporary that was not
-//!    fused away) would dereference device pointers on the CPU, so such a kernel is reported
+//!    access, allocation or call left on the host (a reduction of another form, a temporary
+//!    that was not fused away) would dereference device pointers on the CPU, so such a kernel is reported
 //!    unsupported and runs on the CPU.
 //! 3. [`nvvm_pipeline`]: MLIR's `gpu-lower-to-nvvm-pipeline` (NVVM, PTX through LLVM's NVPTX
 //!    back end, `cubin-format=isa` so that no CUDA `ptxas` is needed; the driver JIT-compiles
@@ -171,8 +173,9 @@ pub(crate) fn check_host(module: &Module<'_>) -> Result<usize, String> {
     } else {
         Err(format!(
             "after mapping to the GPU, the host code still does {} (only parallel loop nests \
-run on the GPU: element-wise loops that fuse completely, copies, independent row loops; \
-reductions and temporaries that stay in memory do not)",
+run on the GPU: element-wise loops that fuse completely, copies, independent row loops, \
+full reductions into 0-d stores and loop-free scalar bodies; temporaries that stay in memory \
+do not)",
             refused.join(", ")
         ))
     }
