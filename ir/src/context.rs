@@ -37,6 +37,13 @@ pub trait Executor: Send + Sync {
 
     /// Overwrites `rect` of `store` with row-major `data`, ordered after pending work.
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
+
+    /// Fills a store that no task has used yet (it was just created) with row-major `data`.
+    /// No pending work can touch it, so an executor need not wait for any; by default this
+    /// is a `write` of the whole store.
+    fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {
+        self.write(store, store.bounds(), data)
+    }
 }
 
 /// An executor that runs nothing: a [`Context`] over it builds stores and index tasks (store
@@ -141,7 +148,19 @@ impl Context {
         data: Vec<T>,
     ) -> Result<Store, IrError> {
         let store = self.create_store(shape, T::DTYPE)?;
-        self.write(&store.view(), data)?;
+        let expected = store.shape().volume() as usize;
+        if data.len() != expected {
+            return Err(IrError::HostData {
+                store: store.id(),
+                what: format!(
+                    "{} values given for a store of shape {} ({expected} elements)",
+                    data.len(),
+                    store.shape()
+                ),
+            });
+        }
+        self.executor
+            .initialize(&store.task_ref(), HostData::from_vec(data))?;
         Ok(store)
     }
 

@@ -317,6 +317,9 @@ class ndarray:
         if mask is not None and mask.shape == self.shape and self.ndim > 0:
             # ``a[mask]``: the selected elements, compacted natively.
             return ndarray(self._a.select(mask._a))
+        indices = _integer_indices(key, self.shape)
+        if indices is not None:
+            return ndarray(self._a.gather_indexed([i._a for i in indices]))
         store, sid, store_shape, shape, offset, strides = self._as_strided()
         got = _layout.index(shape, offset, strides, key)
         if got is None:
@@ -367,6 +370,23 @@ class ndarray:
         """``self[key] = value`` for any index: into a box, through a strided view, or (for
         advanced indices) on NumPy and back."""
         if self._masked_write(key, value):
+            return
+        indices = _integer_indices(key, self.shape)
+        if indices is not None:
+            src = asarray(value, None if isinstance(value, (ndarray, _np.ndarray))
+                          else self.dtype)
+            if src.dtype != self.dtype:
+                src = src.astype(self.dtype)
+            target = _np.broadcast_shapes(*(tuple(i.shape) for i in indices))
+            try:
+                fits = _np.broadcast_shapes(src.shape, target) == target
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ValueError(f"shape mismatch: value array of shape {src.shape} could "
+                                 f"not be broadcast to indexing result of shape {target}")
+            self._a.scatter_indexed([i._a for i in indices], src._a)
+            _layout.written(self._a.store_id)
             return
         store, sid, store_shape, shape, offset, strides = self._as_strided()
         got = _layout.index(shape, offset, strides, key)
@@ -995,6 +1015,42 @@ def _selection_mask(key, shape):
     if mask is None:
         return None
     return mask.reshape(tuple(shape[d] if d == axis else 1 for d in range(len(shape))))
+
+
+def _integer_indices(key, shape):
+    """For a key of integer index arrays, one per dimension of an array of ``shape``
+    (diffuse or NumPy integer arrays, lists of integers, Python integers among them), the
+    int64 diffuse index arrays; None for any other key. Host indices out of range raise
+    NumPy's IndexError here; diffuse ones when the gather or scatter runs."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if len(keys) != len(shape) or not shape:
+        return None
+    if not builtins.any(isinstance(k, (ndarray, _np.ndarray, list)) for k in keys):
+        return None
+    out = []
+    for d, k in enumerate(keys):
+        if isinstance(k, ndarray):
+            if k.dtype.kind not in "iu":
+                return None
+            out.append(k if k.dtype == _np.int64 else k.astype(_np.int64))
+            continue
+        if isinstance(k, bool) or not isinstance(k, (numbers.Integral, _np.ndarray, list)):
+            return None
+        host = _np.asarray(k)
+        if host.dtype.kind not in "iu":
+            return None
+        n = shape[d]
+        if host.size and (host.min() < -n or host.max() >= n):
+            bad = host[(host < -n) | (host >= n)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n}")
+        out.append(asarray(host.astype(_np.int64)))
+    try:
+        _np.broadcast_shapes(*(tuple(i.shape) for i in out))
+    except ValueError:
+        shapes = " ".join(str(tuple(i.shape)) for i in out)
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {shapes}") from None
+    return out
 
 
 def _single_value(value, dtype):
@@ -1962,6 +2018,10 @@ nan = _np.nan
 float64, float32, int64, int32, bool_ = _np.float64, _np.float32, _np.int64, _np.int32, _np.bool_
 
 
+# diffuse arrays print through NumPy, so NumPy's print options are theirs (no fallback).
+_PRINT_OPTIONS = frozenset(("set_printoptions", "get_printoptions", "printoptions"))
+
+
 def __getattr__(name):
     """Anything NumPy has that diffuse does not: NumPy's, on converted arguments
     (``random`` and ``linalg`` are diffuse's own submodules)."""
@@ -1970,6 +2030,8 @@ def __getattr__(name):
 
         return importlib.import_module(f"diffuse.{name}")
     attr = getattr(_np, name)
+    if name in _PRINT_OPTIONS:
+        return attr
     if callable(attr) and not isinstance(attr, type):
         def fallback(*args, **kwargs):
             return _fallback(name, attr, *args, **kwargs)

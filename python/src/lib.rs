@@ -26,7 +26,9 @@ use diffuse_sparse::solvers::{
     self, BiCgStab, Cg, Cgs, Krylov, Monitor, Preconditioner, SharedPreconditioner, SolveOptions,
 };
 use diffuse_sparse::{CsrMatrix, HostCsr, SparseError};
-use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
@@ -117,6 +119,8 @@ fn py_err(e: ArrayError) -> PyErr {
     match e {
         ArrayError::UnsupportedDType { .. } => PyTypeError::new_err(message),
         _ if message.contains("out of memory") => PyMemoryError::new_err(message),
+        // An index array's element out of range, found when the gather or scatter ran.
+        _ if message.contains("is out of bounds for axis") => PyIndexError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }
@@ -445,6 +449,29 @@ impl NativeArray {
         };
         self.inner
             .scatter_strided(&view, &values.inner)
+            .map_err(py_err)
+    }
+
+    /// NumPy's `a[i0, i1, ...]` with one int64 index array per dimension (broadcast
+    /// together): a new array of the indices' shape.
+    fn gather_indexed(&self, indices: Vec<PyRef<'_, NativeArray>>) -> PyResult<NativeArray> {
+        let indices: Vec<&Array> = indices.iter().map(|a| &a.inner).collect();
+        self.inner
+            .gather_indexed(&indices)
+            .map(wrap)
+            .map_err(py_err)
+    }
+
+    /// NumPy's `a[i0, i1, ...] = values` (values of this dtype, broadcast to the indices'
+    /// shape; the last of repeated positions stays).
+    fn scatter_indexed(
+        &self,
+        indices: Vec<PyRef<'_, NativeArray>>,
+        values: &NativeArray,
+    ) -> PyResult<()> {
+        let indices: Vec<&Array> = indices.iter().map(|a| &a.inner).collect();
+        self.inner
+            .scatter_indexed(&indices, &values.inner)
             .map_err(py_err)
     }
 

@@ -193,3 +193,16 @@ def test_out_of_memory_is_a_memory_error_and_the_runtime_goes_on():
         float(huge.sum())
     small = dnp.arange(4.0)
     assert float((small * 2).sum()) == 12.0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("exponent", [2, 2.0, 0.5, -1, -1.0])
+def test_powers_numpy_computes_without_pow_are_bitwise(dtype, exponent):
+    """NumPy computes float ``x ** 2``, ``** 0.5`` and ``** -1`` (operator or ``power``) as
+    ``x * x``, ``sqrt(x)`` and ``1 / x``, whose last bit can differ from libm's ``pow``:
+    diffuse does the same, so the results are NumPy's bit for bit."""
+    x = numpy.random.default_rng(1).random(20000).astype(dtype) * 3 + 0.01
+    a = dnp.array(x)
+    numpy.testing.assert_array_equal(numpy.asarray(a ** exponent), x ** exponent)
+    numpy.testing.assert_array_equal(numpy.asarray(dnp.power(a, exponent)),
+                                     numpy.power(x, exponent))

@@ -569,6 +569,12 @@ impl Executor for Runtime {
         self.backend.read(store, rect)
     }
 
+    fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {
+        // No task has seen the store: nothing in the window or on the backend orders before
+        // this write, so the window keeps growing (a host array does not cut fusion).
+        self.backend.write(store, store.bounds(), data)
+    }
+
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
         self.flush()?;
         let whole = rect == store.bounds();

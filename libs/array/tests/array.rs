@@ -33,6 +33,8 @@ mod errors;
 mod expr_prop;
 #[path = "array/float_errors.rs"]
 mod float_errors;
+#[path = "array/indexed_prop.rs"]
+mod indexed_prop;
 #[path = "array/join_prop.rs"]
 mod join_prop;
 #[path = "array/mlir_kernels.rs"]

@@ -746,12 +746,48 @@ pub fn binary<'a, 'b>(
     a: impl Into<Operand<'a>>,
     b: impl Into<Operand<'b>>,
 ) -> ArrayResult {
-    let r = resolve(op.name(), &[a.into(), b.into()])?;
+    let (a, b) = (a.into(), b.into());
+    if let Some(result) = numpys_power_shortcut(op, &a, &b)? {
+        return Ok(result);
+    }
+    let r = resolve(op.name(), &[a, b])?;
     let out_dtype = op.result_dtype(r.dtype)?;
     let out = Array::fresh(&r.cx, r.shape, out_dtype)?;
     let kind = binary_kind(op, r.dtype, out_dtype, &r.slots)?;
     launch(&kind, &r, &out)?;
     Ok(out)
+}
+
+/// NumPy computes a float array to the scalar power 2, 0.5 or -1 as `x * x`, `sqrt(x)` and
+/// `1 / x` (not through `pow`, whose last bit can differ): the same operations, so results
+/// match NumPy's bit for bit. None for any other power or operation.
+fn numpys_power_shortcut(
+    op: BinaryOp,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+) -> Result<Option<Array>, ArrayError> {
+    let (BinaryOp::Pow, Operand::Array(x), Operand::Scalar(e)) = (op, a, b) else {
+        return Ok(None);
+    };
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Ok(None);
+    }
+    let exponent = match *e {
+        Scalar::F64(v) => v,
+        Scalar::F32(v) => f64::from(v),
+        Scalar::I64(v) => v as f64,
+        Scalar::I32(v) => f64::from(v),
+        Scalar::Bool(_) => return Ok(None),
+    };
+    Ok(Some(if exponent == 2.0 {
+        binary(BinaryOp::Mul, *x, *x)?
+    } else if exponent == 0.5 {
+        unary(UnaryOp::Sqrt, x)?
+    } else if exponent == -1.0 {
+        binary(BinaryOp::Div, 1.0, *x)?
+    } else {
+        return Ok(None);
+    }))
 }
 
 /// Overwrites `dst` with `src` (an array broadcast to `dst`'s shape, or a scalar): NumPy's

@@ -3,6 +3,7 @@
 pub(crate) mod along;
 pub(crate) mod elementwise;
 pub(crate) mod gather;
+pub(crate) mod indexed;
 pub(crate) mod join;
 mod linalg;
 mod methods;
