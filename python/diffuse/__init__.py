@@ -2,7 +2,8 @@
 
 ``import diffuse.numpy as np`` gives NumPy's interface over diffuse arrays;
 ``diffuse.special.erf`` is SciPy's ``erf``. The runtime starts on first use, configured by
-``DIFFUSE_BACKEND`` (``embedded`` or ``legion``), ``DIFFUSE_PROCS`` and ``DIFFUSE_FUSION``.
+``DIFFUSE_BACKEND`` (``embedded`` or ``legion``), ``DIFFUSE_PROCS``, ``DIFFUSE_FUSION`` and
+``DIFFUSE_JIT`` (``background``, ``sync`` or ``off``).
 """
 
 import atexit
@@ -17,5 +18,6 @@ def flush():
     _native.flush()
 
 
-# Work still buffered in the window runs (and reports its errors) before the interpreter exits.
-atexit.register(_native.flush)
+# Work still buffered in the window runs (and reports its errors), and kernels still compiling
+# finish, before the interpreter exits.
+atexit.register(_native.shutdown)

@@ -255,6 +255,18 @@ class ndarray:
     def _basic_bounds(self, key):
         """(bounds, dropped dims) when the index selects a box (step-1 slices, integers,
         Ellipsis); None otherwise."""
+        if type(key) is slice:
+            key = (key,)
+        if type(key) is tuple and builtins.all(type(k) is slice for k in key) \
+                and len(key) == len(self._a.shape):
+            # The common case, a step-1 slice per dimension, without the general checks.
+            bounds = []
+            for k, n in zip(key, self._a.shape):
+                start, stop, step = k.indices(n)
+                if step != 1:
+                    return None
+                bounds.append((start, builtins.max(start, stop)))
+            return bounds, []
         if not isinstance(key, tuple):
             key = (key,)
         if not builtins.all(
@@ -350,11 +362,7 @@ class ndarray:
                 src = src.astype(self.dtype)
             shape = tuple(hi - lo for lo, hi in bounds)
             dst_shape = tuple(n for d, n in enumerate(shape) if d not in dropped)
-            try:
-                fits = _np.broadcast_shapes(src.shape, dst_shape) == dst_shape
-            except ValueError:
-                fits = False
-            if not fits:
+            if _broadcast_or_none(src.shape, dst_shape) != dst_shape:
                 raise ValueError(
                     f"could not broadcast input array from shape {src.shape} into shape "
                     f"{dst_shape}"
@@ -377,12 +385,8 @@ class ndarray:
                           else self.dtype)
             if src.dtype != self.dtype:
                 src = src.astype(self.dtype)
-            target = _np.broadcast_shapes(*(tuple(i.shape) for i in indices))
-            try:
-                fits = _np.broadcast_shapes(src.shape, target) == target
-            except ValueError:
-                fits = False
-            if not fits:
+            target = _broadcast_or_none(*(i.shape for i in indices))
+            if _broadcast_or_none(src.shape, target) != target:
                 raise ValueError(f"shape mismatch: value array of shape {src.shape} could "
                                  f"not be broadcast to indexing result of shape {target}")
             self._a.scatter_indexed([i._a for i in indices], src._a)
@@ -1044,12 +1048,10 @@ def _integer_indices(key, shape):
             bad = host[(host < -n) | (host >= n)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n}")
         out.append(asarray(host.astype(_np.int64)))
-    try:
-        _np.broadcast_shapes(*(tuple(i.shape) for i in out))
-    except ValueError:
+    if _broadcast_or_none(*(i.shape for i in out)) is None:
         shapes = " ".join(str(tuple(i.shape)) for i in out)
         raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
-                         f"with shapes {shapes}") from None
+                         f"with shapes {shapes}")
     return out
 
 
@@ -1185,14 +1187,33 @@ def _is_scalar(x):
     return isinstance(x, (numbers.Number, _np.generic)) and not isinstance(x, _np.ndarray)
 
 
+def _broadcast_or_none(*shapes):
+    """The shape NumPy broadcasts ``shapes`` to, or None where they do not broadcast (plain
+    tuples: NumPy's ``broadcast_shapes`` builds arrays, which costs microseconds)."""
+    first = tuple(shapes[0])
+    if builtins.all(tuple(s) == first for s in shapes[1:]):
+        return first
+    ndim = builtins.max(len(s) for s in shapes)
+    out = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, n in enumerate(shape):
+            have = out[offset + i]
+            if n != have:
+                if have == 1:
+                    out[offset + i] = n
+                elif n != 1:
+                    return None
+    return tuple(out)
+
+
 def _broadcast_shapes(*shapes):
-    try:
-        return _np.broadcast_shapes(*shapes)
-    except ValueError:
+    """The broadcast shape of ``shapes``, or NumPy's ValueError for operands."""
+    shape = _broadcast_or_none(*shapes)
+    if shape is None:
         listed = " ".join(str(tuple(s)).replace(" ", "") for s in shapes)
-        raise ValueError(
-            f"operands could not be broadcast together with shapes {listed}"
-        ) from None
+        raise ValueError(f"operands could not be broadcast together with shapes {listed}")
+    return shape
 
 
 def _binary(op, x, y, reflected=False):
@@ -1585,20 +1606,13 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def nonzero(a):
     """NumPy's ``nonzero``: per dimension, the indices of the non-zero elements, row-major
-    (each a native compaction; the count is read back)."""
+    (one native compaction; the count is read back)."""
     a = asarray(a)
     if a.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d("
                          "scalar).nonzero() instead.")
     mask = a if a.dtype == _np.bool_ else not_equal(a, 0)  # noqa: F821 (ufunc above)
-    indices = []
-    for d in range(a.ndim):
-        shape = [1] * a.ndim
-        shape[d] = a.shape[d]
-        along = arange(a.shape[d], dtype="int64").reshape(shape)
-        index = add(zeros(a.shape, "int64"), along)  # noqa: F821 (ufunc above)
-        indices.append(index[mask])
-    return tuple(indices)
+    return tuple(ndarray(i) for i in mask._a.nonzero())
 
 
 def flatnonzero(a):

@@ -7,7 +7,9 @@
 //!
 //! One runtime serves the process, started on first use from the environment:
 //! `DIFFUSE_BACKEND` (`embedded`, default, or `legion`), `DIFFUSE_PROCS` (processors, default
-//! one per core), `DIFFUSE_FUSION` (`on`, default, or `off`) and `DIFFUSE_GPU` (`1` or `on`:
+//! one per core), `DIFFUSE_FUSION` (`on`, default, or `off`), `DIFFUSE_JIT` (`background`,
+//! default: fused kernels compile on a background thread and run natively until ready;
+//! `sync`: the first use waits for the compile; `off`) and `DIFFUSE_GPU` (`1` or `on`:
 //! every task prefers a GPU, as the apps' `--gpu`, with a warning on stderr where the machine
 //! has none; `0`, `off` or unset: the CPUs).
 
@@ -22,6 +24,7 @@ use diffuse_array::{
     Distribution, Operand, SliceArg, StridedView, UnaryOp,
 };
 use diffuse_ir::{with_element_type, Context, DType, IrError, ReductionOp, Scalar, Tuple, View};
+use diffuse_jit::{CompileMode, Jit};
 use diffuse_sparse::solvers::{
     self, BiCgStab, Cg, Cgs, Krylov, Monitor, Preconditioner, SharedPreconditioner, SolveOptions,
 };
@@ -30,7 +33,7 @@ use pyo3::exceptions::{
     PyIndexError, PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 /// The process's runtime once the array context has started (for what the context does not
 /// expose: the backend's floating-point exception record).
@@ -101,12 +104,22 @@ fn start() -> Result<ArrayContext, String> {
     } else {
         None
     };
+    let jit = match env("DIFFUSE_JIT").as_deref() {
+        None | Some("background") => Some(Arc::new(Jit::with_mode(CompileMode::Background))),
+        Some("sync") => Some(Jit::shared()),
+        Some("off") => None,
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_JIT={other}: expected `background`, `sync` or `off`"
+            ))
+        }
+    };
     let runtime = Arc::new(diffuse::Runtime::new(
         backend,
         RuntimeConfig {
             fusion,
+            jit,
             placement,
-            ..Default::default()
         },
     ));
     let _ = RUNTIME.set(runtime.clone());
@@ -494,6 +507,14 @@ impl NativeArray {
             .map_err(py_err)
     }
 
+    /// NumPy's `nonzero` of this boolean array: one int64 index array per dimension
+    /// (reads the count back).
+    fn nonzero(&self, py: Python<'_>) -> PyResult<Vec<NativeArray>> {
+        py.detach(|| self.inner.nonzero())
+            .map(|v| v.into_iter().map(wrap).collect())
+            .map_err(py_err)
+    }
+
     /// The cumulative sum (`op` "sum") or product ("prod") along `axis`.
     fn cumulate(&self, op: &str, axis: usize) -> PyResult<NativeArray> {
         let op = match op {
@@ -702,6 +723,18 @@ fn flush(py: Python<'_>) -> PyResult<()> {
     report_fp_errors(py)
 }
 
+/// Runs everything submitted so far and waits for kernels still compiling in the
+/// background (a compile thread inside MLIR when the process exits would abort it); what
+/// `diffuse` calls at interpreter exit.
+#[pyfunction]
+fn shutdown(py: Python<'_>) -> PyResult<()> {
+    let flushed = flush(py);
+    if let Some(jit) = RUNTIME.get().and_then(|r| r.jit()) {
+        py.detach(|| jit.wait_idle());
+    }
+    flushed
+}
+
 /// Hands the floating-point exceptions work raised since the last call (`(task name, bits)`:
 /// divide 1, over 2, under 4, invalid 8) to `diffuse._errstate.report`, which warns, raises
 /// or ignores them as NumPy's error state says. Called after everything that runs work.
@@ -726,6 +759,31 @@ fn report_fp_errors(py: Python<'_>) -> PyResult<()> {
 #[pyfunction]
 fn tasks_submitted() -> PyResult<u64> {
     Ok(context()?.ir().tasks_submitted())
+}
+
+/// What the runtime has done so far, as a dict: tasks submitted and executed, windows
+/// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
+/// the JIT's kernels compiled, compile failures and compile seconds. Empty before start.
+#[pyfunction]
+fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let stats = PyDict::new(py);
+    let Some(runtime) = RUNTIME.get() else {
+        return Ok(stats);
+    };
+    let planner = runtime.planner_stats();
+    stats.set_item("tasks_submitted", context()?.ir().tasks_submitted())?;
+    stats.set_item("tasks_executed", runtime.stats().tasks_executed)?;
+    stats.set_item("windows_analysed", planner.analysed)?;
+    stats.set_item("windows_replayed", planner.replayed)?;
+    stats.set_item("window_size", runtime.window_size())?;
+    stats.set_item("analysis_seconds", runtime.analysis_seconds())?;
+    if let Some(jit) = runtime.jit() {
+        let jit = jit.stats();
+        stats.set_item("kernels_compiled", jit.kernels_compiled)?;
+        stats.set_item("compile_failures", jit.compile_failures)?;
+        stats.set_item("compile_seconds", jit.compile_seconds)?;
+    }
+    Ok(stats)
 }
 
 /// A CSR sparse matrix of float64 values on the runtime.
@@ -936,6 +994,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tile_, m)?)?;
     m.add_function(wrap_pyfunction!(flush, m)?)?;
     m.add_function(wrap_pyfunction!(tasks_submitted, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(krylov_solve, m)?)?;
     Ok(())
 }
