@@ -9,7 +9,7 @@ use crate::error::IrError;
 use crate::host::HostData;
 use crate::store::{Store, StoreRef, View};
 use crate::task::IndexTask;
-use crate::tuple::{Rect, Tuple};
+use crate::tuple::{Rect, Shape, Tuple};
 use crate::validate::validate;
 
 /// What a `Context` forwards to: the runtime that buffers, optimizes and executes tasks.
@@ -148,17 +148,7 @@ impl Context {
         data: Vec<T>,
     ) -> Result<Store, IrError> {
         let store = self.create_store(shape, T::DTYPE)?;
-        let expected = store.shape().volume() as usize;
-        if data.len() != expected {
-            return Err(IrError::HostData {
-                store: store.id(),
-                what: format!(
-                    "{} values given for a store of shape {} ({expected} elements)",
-                    data.len(),
-                    store.shape()
-                ),
-            });
-        }
+        check_count(&store, data.len(), store.shape())?;
         self.executor
             .initialize(&store.task_ref(), HostData::from_vec(data))?;
         Ok(store)
@@ -207,20 +197,22 @@ impl Context {
     pub fn write<T: Element>(&self, view: &View, data: Vec<T>) -> Result<(), IrError> {
         let store = view.store();
         check_dtype::<T>(store)?;
-        let expected = view.shape().volume() as usize;
-        if data.len() != expected {
-            return Err(IrError::HostData {
-                store: store.id(),
-                what: format!(
-                    "{} values given for a view of shape {} ({expected} elements)",
-                    data.len(),
-                    view.shape()
-                ),
-            });
-        }
+        check_count(store, data.len(), view.shape())?;
         self.executor
             .write(&store.task_ref(), view.bounds(), HostData::from_vec(data))
     }
+}
+
+/// Fails unless `given` host values fill a view of `shape` of `store`.
+fn check_count(store: &Store, given: usize, shape: Shape) -> Result<(), IrError> {
+    let expected = shape.volume() as usize;
+    if given == expected {
+        return Ok(());
+    }
+    Err(IrError::HostData {
+        store: store.id(),
+        what: format!("{given} values given for a view of shape {shape} ({expected} elements)"),
+    })
 }
 
 fn check_dtype<T: Element>(store: &Store) -> Result<(), IrError> {

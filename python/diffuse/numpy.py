@@ -331,7 +331,9 @@ class ndarray:
             return ndarray(self._a.select(mask._a))
         indices = _integer_indices(key, self.shape)
         if indices is not None:
-            return ndarray(self._a.gather_indexed([i._a for i in indices]))
+            got = ndarray(self._a.gather_indexed([i._a for i in indices]))
+            # 0-d indices select one element: a NumPy scalar, as in NumPy.
+            return got if got.ndim else self.dtype.type(got._a.item())
         store, sid, store_shape, shape, offset, strides = self._as_strided()
         got = _layout.index(shape, offset, strides, key)
         if got is None:

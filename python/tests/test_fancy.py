@@ -3,29 +3,28 @@ scatters natively (a fallback warning fails these tests), with one integer index
 dimension (diffuse, NumPy, lists or Python integers, broadcast together, negative indices,
 repeated positions), on arrays and views of every dtype; and NumPy's errors."""
 
+import os
+import sys
 import warnings
 
 import numpy as onp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
 
-DTYPES = [onp.float64, onp.float32, onp.int64, onp.int32, onp.bool_]
+sys.path.insert(0, os.path.dirname(__file__))
+from _strategies import small_arrays  # noqa: E402
+
 
 
 @st.composite
 def indexed(draw):
     """A NumPy array (1-d to 3-d), whether to index a view of it, and a key of one index
     per dimension of the indexed array, each a NumPy array, a list or an integer."""
-    dtype = draw(st.sampled_from(DTYPES))
-    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6))
-    x = draw(hnp.arrays(dtype, shape, elements=hnp.from_dtype(
-        onp.dtype(dtype), allow_nan=False, allow_infinity=False, min_value=-100,
-        max_value=100) if dtype != onp.bool_ else st.booleans()))
-    view = draw(st.booleans()) and shape[0] > 1
+    x = small_arrays(draw, 1, 3)
+    view = draw(st.booleans()) and x.shape[0] > 1
     target = x[1:] if view else x
     count = draw(st.integers(1, 8))
     key = []
@@ -103,6 +102,13 @@ def test_nonzero_indices_round_trip_as_programs_use_them():
         j, i = j[i != 0], i[i != 0]
         a[j, i - 1] = 2 * b[j, i] - dnp.array(x)[j, i - 1]
     onp.testing.assert_array_equal(onp.asarray(a), want)
+
+
+def test_zero_dimensional_indices_give_a_numpy_scalar():
+    x = onp.arange(6.0).reshape(2, 3)
+    got = dnp.array(x)[onp.array(1), onp.array(-1)]
+    want = x[onp.array(1), onp.array(-1)]
+    assert type(got) is type(want) and got == want
 
 
 def test_errors_are_numpys():

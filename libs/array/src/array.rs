@@ -99,6 +99,20 @@ impl Array {
             .same_store(&other.store().task_ref())
     }
 
+    /// Fails unless `values`, to be written into this array's store by `op`, belongs to
+    /// the same context and has this array's dtype.
+    pub(crate) fn check_values(&self, op: &'static str, values: &Array) -> Result<(), ArrayError> {
+        self.context().check_same(values.context(), op)?;
+        if values.dtype() != self.dtype() {
+            return Err(ArrayError::DTypeMismatch {
+                op,
+                lhs: self.dtype(),
+                rhs: values.dtype(),
+            });
+        }
+        Ok(())
+    }
+
     /// The partition through which the point tasks of a launch over `launch` (producing an
     /// array of shape `out`) see this array, broadcast NumPy-style to `out`.
     pub(crate) fn partition_for(&self, out: Shape, launch: Shape) -> Result<Partition, ArrayError> {

@@ -240,14 +240,7 @@ impl Array {
         const OP: &str = "scatter_strided";
         let store = self.store();
         view.check(OP, store.shape().volume())?;
-        self.context().check_same(values.context(), OP)?;
-        if values.dtype() != self.dtype() {
-            return Err(ArrayError::DTypeMismatch {
-                op: OP,
-                lhs: self.dtype(),
-                rhs: values.dtype(),
-            });
-        }
+        self.check_values(OP, values)?;
         let shape: Shape = Tuple::shape(&view.shape)?;
         if values.shape() != shape {
             return Err(ArrayError::ShapeMismatch {

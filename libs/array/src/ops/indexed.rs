@@ -295,14 +295,7 @@ impl Array {
     pub fn scatter_indexed(&self, indices: &[&Array], values: &Array) -> Result<(), ArrayError> {
         const OP: &str = "scatter_indexed";
         let shape = self.index_shape(OP, indices)?;
-        self.context().check_same(values.context(), OP)?;
-        if values.dtype() != self.dtype() {
-            return Err(ArrayError::DTypeMismatch {
-                op: OP,
-                lhs: self.dtype(),
-                rhs: values.dtype(),
-            });
-        }
+        self.check_values(OP, values)?;
         crate::broadcast::check_broadcasts_to(OP, values.shape(), shape)?;
         if shape.volume() == 0 {
             return Ok(());

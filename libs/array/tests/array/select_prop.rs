@@ -71,5 +71,8 @@ fn select_and_nonzero_check_the_mask() {
         Err(ArrayError::UnsupportedDType { .. })
     ));
     let scalar = diffuse_array::zeros(&c, &[], DType::Bool).expect("zeros");
-    assert!(matches!(scalar.nonzero(), Err(ArrayError::BadArgument { .. })));
+    assert!(matches!(
+        scalar.nonzero(),
+        Err(ArrayError::BadArgument { .. })
+    ));
 }
