@@ -1023,37 +1023,110 @@ def _selection_mask(key, shape):
     return mask.reshape(tuple(shape[d] if d == axis else 1 for d in range(len(shape))))
 
 
-def _integer_indices(key, shape):
-    """For a key of integer index arrays, one per dimension of an array of ``shape``
-    (diffuse or NumPy integer arrays, lists of integers, Python integers among them), the
-    int64 diffuse index arrays; None for any other key. Host indices out of range raise
-    NumPy's IndexError here; diffuse ones when the gather or scatter runs."""
-    keys = key if isinstance(key, tuple) else (key,)
-    if len(keys) != len(shape) or not shape:
+def _host_index(k, d, n):
+    """A host integer index (NumPy array, list or Python integer) for axis ``d`` of extent
+    ``n`` as an int64 NumPy array, checked as NumPy checks it; None if it is not one."""
+    if isinstance(k, bool):
         return None
-    if not builtins.any(isinstance(k, (ndarray, _np.ndarray, list)) for k in keys):
+    host = _np.asarray(k)
+    if host.dtype.kind not in "iu":
         return None
-    out = []
-    for d, k in enumerate(keys):
-        if isinstance(k, ndarray):
+    if host.size and (host.min() < -n or host.max() >= n):
+        bad = host[(host < -n) | (host >= n)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n}")
+    return host.astype(_np.int64)
+
+
+def _advanced_entries(keys, shape):
+    """The key's entries, one per dimension, as ``("slice", range)`` or ``("index", int64
+    array, diffuse or NumPy)``: integers and integer arrays are indices, a boolean array over
+    k dimensions becomes its k ``nonzero`` index arrays. None for keys this path does not
+    take (``newaxis``, other dtypes, more than one Ellipsis)."""
+    if builtins.sum(1 for k in keys if k is Ellipsis) > 1:
+        return None
+    arrays = (ndarray, _np.ndarray, list)
+    consumed = builtins.sum(
+        (k.ndim if isinstance(k, (ndarray, _np.ndarray)) and k.dtype == _np.bool_ else 1)
+        for k in keys if k is not Ellipsis)
+    ellipsis = [i for i, k in enumerate(keys) if k is Ellipsis]  # (`in` would compare arrays)
+    if ellipsis:
+        i = ellipsis[0]
+        keys = keys[:i] + (slice(None),) * (len(shape) - consumed) + keys[i + 1:]
+        consumed = len(shape)
+    if consumed > len(shape):
+        return None
+    keys = keys + (slice(None),) * (len(shape) - consumed)
+    entries, d = [], 0
+    for k in keys:
+        if isinstance(k, slice):
+            entries.append(("slice", range(*k.indices(shape[d]))))
+            d += 1
+        elif isinstance(k, (ndarray, _np.ndarray)) and k.dtype == _np.bool_:
+            if tuple(k.shape) != tuple(shape[d:d + k.ndim]) or k.ndim == 0:
+                return None
+            for index in nonzero(k):
+                entries.append(("index", index))
+            d += k.ndim
+        elif isinstance(k, ndarray):
             if k.dtype.kind not in "iu":
                 return None
-            out.append(k if k.dtype == _np.int64 else k.astype(_np.int64))
-            continue
-        if isinstance(k, bool) or not isinstance(k, (numbers.Integral, _np.ndarray, list)):
+            entries.append(("index", k if k.dtype == _np.int64 else k.astype(_np.int64)))
+            d += 1
+        elif isinstance(k, arrays) or isinstance(k, numbers.Integral):
+            host = _host_index(k, d, shape[d])
+            if host is None:
+                return None
+            entries.append(("index", host))
+            d += 1
+        else:
             return None
-        host = _np.asarray(k)
-        if host.dtype.kind not in "iu":
-            return None
-        n = shape[d]
-        if host.size and (host.min() < -n or host.max() >= n):
-            bad = host[(host < -n) | (host >= n)].flat[0]
-            raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n}")
-        out.append(asarray(host.astype(_np.int64)))
-    if _broadcast_or_none(*(i.shape for i in out)) is None:
-        shapes = " ".join(str(tuple(i.shape)) for i in out)
+    return entries
+
+
+def _integer_indices(key, shape):
+    """For a key with at least one integer or boolean index array among integers, slices
+    and an Ellipsis (NumPy's advanced indexing without ``newaxis``), one int64 diffuse index
+    array per dimension of an array of ``shape``, broadcasting together to the shape of
+    NumPy's result (slices become ranges along their result axis); None for any other key.
+    Host indices out of range raise NumPy's IndexError here; diffuse ones when the gather or
+    scatter runs."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if not shape or not builtins.any(
+            isinstance(k, (ndarray, _np.ndarray, list)) for k in keys):
+        return None
+    entries = _advanced_entries(keys, shape)
+    if entries is None:
+        return None
+    advanced = [i for i, (kind, _) in enumerate(entries) if kind == "index"]
+    block = _broadcast_or_none(*(tuple(v.shape) for kind, v in entries if kind == "index"))
+    if block is None:
+        shapes = " ".join(str(tuple(v.shape)) for kind, v in entries if kind == "index")
         raise IndexError("shape mismatch: indexing arrays could not be broadcast together "
                          f"with shapes {shapes}")
+    # NumPy puts the indices' broadcast block where they stand when they are adjacent, and
+    # first otherwise; each slice keeps its own axis.
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    before = advanced[0] if adjacent else 0
+    slices_before = [i for i, (kind, _) in enumerate(entries) if kind == "slice"
+                     and (adjacent and i < advanced[0])]
+    slices_after = [i for i, (kind, _) in enumerate(entries) if kind == "slice"
+                    and i not in slices_before]
+    rank = len(slices_before) + len(block) + len(slices_after)
+    out = []
+    for i, (kind, value) in enumerate(entries):
+        if kind == "index":
+            k_shape = (1,) * (len(block) - len(value.shape)) + tuple(value.shape)
+            placed = (1,) * before + k_shape + (1,) * (rank - before - len(block))
+            if isinstance(value, ndarray):
+                out.append(value.reshape(placed) if tuple(value.shape) != placed else value)
+            else:
+                out.append(asarray(value.reshape(placed)))
+        else:
+            axis = (slices_before.index(i) if i in slices_before
+                    else len(slices_before) + len(block) + slices_after.index(i))
+            placed = [1] * rank
+            placed[axis] = len(value)
+            out.append(asarray(_np.array(value, dtype=_np.int64).reshape(placed)))
     return out
 
 

@@ -200,7 +200,7 @@ def test_fallback_warnings_name_the_users_line(tmp_path):
         "a = np.arange(5.0)\n"
         "b = np.sort(a)\n"
         "c = numpy.nancumprod(a)\n"
-        "d = np.ones((2, 3))[:, numpy.array([0, 2])]\n")
+        "d = a[numpy.array([0, 2]), None]\n")
     done = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", str(program)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,7 @@ import numpy as onp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
 
@@ -84,6 +85,94 @@ def test_scatter_matches_numpy(case, on_diffuse, scalar):
     with _NativeOnly():
         target[_diffuse_key(key, on_diffuse)] = dnp.asarray(values) if on_diffuse else values
     onp.testing.assert_array_equal(onp.asarray(a), want)
+
+
+@st.composite
+def mixed(draw):
+    """A NumPy array (1-d to 3-d) and a key mixing slices (any step), integers, integer
+    arrays without repeated positions, a boolean mask along one dimension and an Ellipsis,
+    with at least one array, maybe with fewer entries than dimensions."""
+    x = small_arrays(draw, 1, 3)
+    count = draw(st.integers(1, 4))
+    key, has_array = [], False
+    for n in x.shape:
+        form = draw(st.sampled_from(["slice", "int", "array", "mask"]))
+        if form == "slice":
+            start = draw(st.integers(-n, n) | st.none())
+            stop = draw(st.integers(-n, n) | st.none())
+            step = draw(st.sampled_from([None, 1, 2, -1, -2]))
+            key.append(slice(start, stop, step))
+        elif form == "int":
+            key.append(draw(st.integers(-n, n - 1)))
+        elif form == "array":
+            values = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=count,
+                                   unique_by=lambda v, n=n: v % n))
+            key.append(onp.array(values))
+            has_array = True
+        else:
+            key.append(draw(hnp.arrays(onp.bool_, (n,))))
+            has_array = True
+    if not has_array:
+        key[0] = onp.array([0])
+    masks = [k for k in key if isinstance(k, onp.ndarray) and k.dtype == onp.bool_]
+    arrays = [k for k in key if isinstance(k, onp.ndarray) and k.dtype != onp.bool_]
+    # NumPy needs the masks' selections and the arrays to broadcast: keep one kind only.
+    if masks and (len(masks) > 1 or arrays):
+        key = [k if not (isinstance(k, onp.ndarray) and k.dtype == onp.bool_) or k is masks[0]
+               and not arrays else slice(None) for k in key]
+    if draw(st.booleans()) and isinstance(key[-1], slice) and key[-1] == slice(None):
+        key = key[:-1]  # fewer entries than dimensions
+    if draw(st.booleans()) and isinstance(key[0], slice) and key[0] == slice(None):
+        key = [Ellipsis] + key[1:]
+    return x, tuple(key)
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=mixed(), on_diffuse=st.booleans())
+def test_mixed_keys_gather_and_scatter_as_numpy(case, on_diffuse):
+    x, key = case
+    try:
+        want = x[key]
+    except IndexError:
+        return  # a key NumPy refuses (an array of masked positions that do not broadcast)
+    a = dnp.array(x)
+    dkey = _diffuse_key(key, on_diffuse)
+    with _NativeOnly():
+        got = a[dkey]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    onp.testing.assert_array_equal(onp.asarray(got), want)
+    values = onp.arange(1, 1 + want.size).reshape(want.shape).astype(x.dtype)
+    expected = x.copy()
+    expected[key] = values
+    with _NativeOnly():
+        a[dkey] = values
+    onp.testing.assert_array_equal(onp.asarray(a), expected)
+
+
+@pytest.mark.parametrize("key", [
+    (onp.array([3, 0]), slice(None), 2),                     # indices apart: block first
+    (1, slice(None, None, -2), [0, 3, 5]),                   # apart again, negative step
+    (slice(1, None, 2), [1, 3], slice(None, None, -1)),      # between slices
+    (Ellipsis, [0, -1]),                                     # after an Ellipsis
+    ([[0, 1], [2, 3]], slice(4, 0, -3), [[1], [2]]),         # 2-d blocks, broadcast
+    (slice(None), onp.array([True, False, True, True, False])),  # a mask among slices
+    ([2, 0], [1, 4]),                                        # fewer entries than dims
+    (slice(None), [1, 0], slice(1, 3), 2),                   # apart, after a slice (4-d)
+])
+def test_mixed_key_layouts_match_numpy(key):
+    shape = (4, 5, 6) if len(key) < 4 else (3, 4, 5, 6)
+    x = onp.arange(onp.prod(shape), dtype=onp.float64).reshape(shape)
+    want = x[key]
+    a = dnp.array(x)
+    with _NativeOnly():
+        got = a[key]
+    assert got.shape == want.shape
+    onp.testing.assert_array_equal(onp.asarray(got), want)
+    expected = x.copy()
+    expected[key] = -onp.arange(want.size).reshape(want.shape)
+    with _NativeOnly():
+        a[key] = -onp.arange(want.size).reshape(want.shape)
+    onp.testing.assert_array_equal(onp.asarray(a), expected)
 
 
 def test_nonzero_indices_round_trip_as_programs_use_them():

@@ -59,9 +59,9 @@ impl Window {
     }
 }
 
-/// Element `j` of an index row.
+/// Element `j` of an operand's row.
 #[inline]
-fn nth(row: Row<'_, i64>, j: usize) -> i64 {
+fn nth<T: Copy>(row: Row<'_, T>, j: usize) -> T {
     match row {
         Row::Slice(s) => s[j],
         Row::Splat(v) => v,
@@ -154,11 +154,7 @@ fn scatter_kernel<T: Element>(
                 window
                     .locate(&index, &mut at[..dims])
                     .map_err(|e| task.error(e))?;
-                let v = match value_row {
-                    Row::Slice(s) => s[j],
-                    Row::Splat(v) => v,
-                };
-                if !base.set(&at[..dims], v) {
+                if !base.set(&at[..dims], nth(value_row, j)) {
                     return Err(task.error("an index leaves the store"));
                 }
             }
