@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use crate::dtype::DType;
 use crate::error::{IrError, KernelError};
@@ -54,6 +54,25 @@ impl TaskKind {
     pub fn lookup(name: &str) -> Option<Arc<TaskKind>> {
         let reg = registry().read().unwrap_or_else(|e| e.into_inner());
         reg.by_name.get(name).map(|&i| Arc::clone(&reg.kinds[i]))
+    }
+
+    /// The kind named `name`, declared with `declare` (given a builder of that name) and
+    /// registered if no kind of that name exists yet: how libraries register their kinds on
+    /// first use. Threads asking for the same name at once all get the one kind (the
+    /// lookup-then-register step is serialized), never `DuplicateKind`.
+    pub fn lookup_or_register(
+        name: &str,
+        declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
+    ) -> Result<Arc<TaskKind>, IrError> {
+        static REGISTERING: Mutex<()> = Mutex::new(());
+        if let Some(kind) = Self::lookup(name) {
+            return Ok(kind);
+        }
+        let _guard = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kind) = Self::lookup(name) {
+            return Ok(kind);
+        }
+        declare(Self::builder(name))
     }
 
     /// The registry index of the kind (dense, starting at 0).

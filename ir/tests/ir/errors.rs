@@ -635,6 +635,31 @@ fn bad_tilings_are_errors() {
     ));
 }
 
+/// Threads registering the same kind on first use at once all get the one kind (a library
+/// registering its kinds lazily used to fail one of them with `DuplicateKind`).
+#[test]
+fn racing_first_uses_of_a_kind_share_one_registration() {
+    for round in 0..20 {
+        let name = unique_name(&format!("race{round}"));
+        let barrier = std::sync::Barrier::new(8);
+        let kinds: Vec<Arc<TaskKind>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        TaskKind::lookup_or_register(&name, |b| {
+                            b.arg("a", F64, R).register(|t| Err(t.error("never run")))
+                        })
+                        .unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(kinds.iter().all(|k| Arc::ptr_eq(k, &kinds[0])));
+    }
+}
+
 #[test]
 fn duplicate_kind_names_and_inconsistent_kinds_are_errors() {
     let name = unique_name("dup");

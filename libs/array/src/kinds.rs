@@ -4,27 +4,19 @@
 //! `array.<op>.<dtype>[.<pattern>]`, registered the first time a program needs it and looked
 //! up by name afterwards.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use diffuse_ir::{DType, IrError, TaskKind, TaskKindBuilder};
 
 use crate::error::ArrayError;
 
-/// The kind named `name`, registering it with `declare` if no kind of that name exists yet.
+/// The kind named `name`, registering it with `declare` if no kind of that name exists yet
+/// (safe when threads ask for the same kind at once).
 pub(crate) fn kind(
     name: String,
     declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
 ) -> Result<Arc<TaskKind>, ArrayError> {
-    // Serializes lookup-then-register so two threads cannot both try to register a name.
-    static REGISTERING: Mutex<()> = Mutex::new(());
-    if let Some(kind) = TaskKind::lookup(&name) {
-        return Ok(kind);
-    }
-    let _guard = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(kind) = TaskKind::lookup(&name) {
-        return Ok(kind);
-    }
-    Ok(declare(TaskKind::builder(name))?)
+    Ok(TaskKind::lookup_or_register(&name, declare)?)
 }
 
 /// The registration error for an operation asked for on a dtype it is not defined for.

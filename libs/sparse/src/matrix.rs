@@ -213,6 +213,8 @@ fn span(lo: i64, hi: i64) -> Rect {
 }
 
 /// The SpMV task kind for column indices of `width` (registered once per width).
+// The declaration returns the IR's registration error, large by design (see diffuse-ir).
+#[allow(clippy::result_large_err)]
 fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
     static KINDS: [OnceLock<Arc<TaskKind>>; 2] = [OnceLock::new(), OnceLock::new()];
     let (slot, name, dtype) = match width {
@@ -222,25 +224,22 @@ fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
     if let Some(k) = slot.get() {
         return Ok(Arc::clone(k));
     }
-    let kind = match TaskKind::lookup(name) {
-        Some(k) => k,
-        None => {
-            let builder = TaskKind::builder(name)
-                .arg("y", DType::F64, Privilege::Write)
-                .arg("starts", DType::I64, Privilege::Read)
-                .arg("ends", DType::I64, Privilege::Read)
-                .arg("columns", dtype, Privilege::Read)
-                .arg("values", DType::F64, Privilege::Read)
-                .arg("x", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2])
-                // Lets the JIT compile the product into fused kernels (see `crate::mlir`).
-                .mlir(Arc::new(SpmvGenerator { name, width }));
-            match width {
-                IndexWidth::I32 => builder.register(spmv_native::<i32>)?,
-                IndexWidth::I64 => builder.register(spmv_native::<i64>)?,
-            }
+    let kind = TaskKind::lookup_or_register(name, |builder| {
+        let builder = builder
+            .arg("y", DType::F64, Privilege::Write)
+            .arg("starts", DType::I64, Privilege::Read)
+            .arg("ends", DType::I64, Privilege::Read)
+            .arg("columns", dtype, Privilege::Read)
+            .arg("values", DType::F64, Privilege::Read)
+            .arg("x", DType::F64, Privilege::Read)
+            .aligned(&[0, 1, 2])
+            // Lets the JIT compile the product into fused kernels (see `crate::mlir`).
+            .mlir(Arc::new(SpmvGenerator { name, width }));
+        match width {
+            IndexWidth::I32 => builder.register(spmv_native::<i32>),
+            IndexWidth::I64 => builder.register(spmv_native::<i64>),
         }
-    };
+    })?;
     Ok(Arc::clone(slot.get_or_init(|| kind)))
 }
 
