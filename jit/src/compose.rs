@@ -12,6 +12,13 @@ use diffuse_ir::{KernelParam, KernelSignature};
 /// The name of the composed entry function (called through `_mlir_ciface_kernel`).
 pub(crate) const ENTRY: &str = "kernel";
 
+/// The entry function's attributes: a C interface (`_mlir_ciface_kernel`, which the
+/// execution engine wraps again as `_mlir__mlir_ciface_kernel`, the symbol called), and
+/// `noinline`. The engine also wraps `kernel` itself, so without `noinline` LLVM inlines the
+/// loop nest into every wrapper and optimizes it three times: the stencil's kernel compiled
+/// in 0.43 s with, 0.12 s without the copies.
+const ENTRY_ATTRIBUTES: &str = r#"{llvm.emit_c_interface, passthrough = ["noinline"]}"#;
+
 /// The memref type of a parameter: dynamic sizes and offset, the innermost stride 1.
 pub(crate) fn memref_type(p: &KernelParam) -> String {
     let el = element_type(p.dtype);
@@ -319,7 +326,7 @@ fn compose_elements(
     }
     let _ = write!(
         module,
-        "func.func @{ENTRY}({}) attributes {{llvm.emit_c_interface}} {{\n{body}    return\n}}\n}}\n",
+        "func.func @{ENTRY}({}) attributes {ENTRY_ATTRIBUTES} {{\n{body}    return\n}}\n}}\n",
         header.join(", ")
     );
     Some((module, space))
@@ -517,7 +524,7 @@ fn compose_tensors(
     }
     let _ = write!(
         module,
-        "func.func @{ENTRY}({}) attributes {{llvm.emit_c_interface}} {{\n{body}    return\n}}\n}}\n",
+        "func.func @{ENTRY}({}) attributes {ENTRY_ATTRIBUTES} {{\n{body}    return\n}}\n}}\n",
         header.join(", ")
     );
     Ok(module)
