@@ -69,6 +69,15 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// True when a host write must follow every plan accepted before it, even a write into
+    /// a store no plan has used yet: where every process issues the same operations and
+    /// they must come in the same order in all of them (Legion's control replication), and
+    /// when each process drains its window at its own moments. The runtime then flushes
+    /// before such a write; otherwise a new store's first data goes straight in.
+    fn orders_host_writes(&self) -> bool {
+        false
+    }
+
     /// Waits until every plan accepted so far has run.
     fn flush(&self) -> Result<(), IrError>;
 

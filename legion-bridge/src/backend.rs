@@ -116,6 +116,10 @@ impl Backend for LegionBackend {
         true
     }
 
+    fn orders_host_writes(&self) -> bool {
+        true
+    }
+
     fn flush(&self) -> Result<(), IrError> {
         self.call(|driver, _| driver.fence())?;
         self.shared.take_error()

@@ -570,6 +570,9 @@ impl Executor for Runtime {
     }
 
     fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {
+        if self.backend.orders_host_writes() {
+            return self.write(store, store.bounds(), data);
+        }
         // No task has seen the store: nothing in the window or on the backend orders before
         // this write, so the window keeps growing (a host array does not cut fusion).
         self.backend.write(store, store.bounds(), data)
