@@ -307,6 +307,11 @@ class ndarray:
                 return None
         return bounds, dropped
 
+    def _holds_its_elements(self):
+        """True when ``self._a`` is this array's own elements (a box of its store), so a
+        write into it is a write into the array; a strided view's ``_a`` may be a copy."""
+        return True
+
     def _as_strided(self):
         """``(store, store id, store shape, shape, offset, strides)``: the array as a
         strided view of its whole store (see ``diffuse._layout``)."""
@@ -381,7 +386,7 @@ class ndarray:
         advanced indices) on NumPy and back."""
         if self._masked_write(key, value):
             return
-        indices = _integer_indices(key, self.shape)
+        indices = _integer_indices(key, self.shape) if self._holds_its_elements() else None
         if indices is not None:
             src = asarray(value, None if isinstance(value, (ndarray, _np.ndarray))
                           else self.dtype)
@@ -675,6 +680,10 @@ class _StridedView(ndarray):
             self._values = self._gather()
             self._seen = self._version.count
         return self._values
+
+    def _holds_its_elements(self):
+        self._a  # noqa: B018 (settles the view onto a box of a copy where it can)
+        return self._box is not None
 
     def _gather(self):
         return self._store.gather_strided(list(self._vshape), self._offset, self._strides)

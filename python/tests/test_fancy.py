@@ -175,6 +175,20 @@ def test_mixed_key_layouts_match_numpy(key):
     onp.testing.assert_array_equal(onp.asarray(a), expected)
 
 
+@pytest.mark.parametrize("key", [([0, 2], [1, 0]), (onp.array([1, 3]), 2), (slice(None), [2])])
+def test_writes_through_a_strided_view_reach_the_base(key):
+    """``a.T[idx] = v``: the transposed view's elements are gathered copies, so the write
+    must go to the base array (it used to land in the copy and be lost)."""
+    x = onp.arange(12.0).reshape(3, 4)
+    a = dnp.array(x)
+    t = a.T
+    values = -onp.arange(1.0, 1.0 + x.T[key].size).reshape(x.T[key].shape)
+    x.T[key] = values
+    t[key] = values
+    onp.testing.assert_array_equal(onp.asarray(a), x)
+    onp.testing.assert_array_equal(onp.asarray(t), x.T)
+
+
 def test_nonzero_indices_round_trip_as_programs_use_them():
     """``j, i = nonzero(a < b); a[j, i] = b[j, i]`` and shifted writes, as in TorchSWE."""
     rng = onp.random.default_rng(3)
