@@ -19,8 +19,15 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 status=0
 # The Python extension links against the interpreter that loads it: it is tested through
 # pytest below, not as a Rust test binary.
-cargo test --workspace --exclude diffuse-python >target/test-output.txt 2>&1 || status=$?
+# Bounded: a test that hangs fails the run (status 124) with the output so far, where libtest
+# names every test "running for over 60 seconds".
+timeout --kill-after=60 3000 cargo test --workspace --exclude diffuse-python \
+    >target/test-output.txt 2>&1 || status=$?
 grep -E "^test result" target/test-output.txt | grep -v " 0 passed; 0 failed" >&2 || true
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    grep -E "running for over|^test .* \.\.\. *$" target/test-output.txt >&2 || true
+    echo "the Rust tests did not finish within 3000 s (exit $status)" >&2
+fi
 if [ "$status" -ne 0 ]; then
     tail -n 80 target/test-output.txt >&2
     echo "tests failed (exit $status); full output in target/test-output.txt" >&2
@@ -115,7 +122,7 @@ for case in "stencil --n 257 --iters 3" "black-scholes --n 100000 --iters 2" \
     set -- $case
     target/release/diffuse-examples "$@" --procs 2 --json >target/nodes-embedded.json
     target/release/diffuse-examples "$@" --procs 2 --backend legion --json >target/nodes-one.json
-    target/release/diffuse launch -n 2 --output all -- \
+    target/release/diffuse launch -n 2 --output all --time-limit 300 -- \
         target/release/diffuse-examples "$@" --procs 1 --backend legion --json >target/nodes-two.txt
     python3 - target/nodes-embedded.json target/nodes-one.json target/nodes-two.txt <<'PY'
 import json, sys
@@ -233,10 +240,10 @@ grep -q "legion-setup.sh" target/no-legion.txt || {
 # The Python package: build the wheel, install it into target/python-venv, and run its tests
 # (differential against NumPy with hypothesis).
 python=$(scripts/python-setup.sh)
-(cd python && "$(dirname "$python")/pytest" -q)
+(cd python && timeout --kill-after=60 1800 "$(dirname "$python")/pytest" -q)
 # The same differential, view and solver tests with the package on the Legion backend (one
 # Legion runtime for the whole pytest process).
-(cd python && DIFFUSE_BACKEND=legion "$(dirname "$python")/pytest" -q \
+(cd python && DIFFUSE_BACKEND=legion timeout --kill-after=60 1200 "$(dirname "$python")/pytest" -q \
     tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py)
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt

@@ -51,6 +51,10 @@ enum Command {
         /// naming it (DIFFUSE_RANK_TIMEOUT of every rank; default 60).
         #[arg(long)]
         rank_timeout: Option<f64>,
+        /// Seconds the whole run may take: ranks still running then are stopped and the
+        /// launch exits with status 124 (default: no limit).
+        #[arg(long)]
+        time_limit: Option<f64>,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -214,6 +218,7 @@ fn main() -> ExitCode {
             output,
             grace,
             rank_timeout,
+            time_limit,
             command,
         } => {
             // Every rank is a process of this machine: as many as the embedded backend
@@ -232,6 +237,7 @@ fn main() -> ExitCode {
                 all_output: matches!(output, Output::All),
                 grace: std::time::Duration::from_secs(grace),
                 rank_timeout,
+                time_limit,
                 command,
             };
             return match cli::launch::run(&launch) {

@@ -5,6 +5,7 @@
 //! earlier use of the region). Errors of point tasks are collected here and reported by the
 //! next `flush`, `read` or `write`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape};
@@ -21,7 +22,14 @@ pub struct LegionBackend {
     shared: Arc<Shared>,
     /// The system memory Legion was given (`-ll:csize`), in bytes.
     sysmem_bytes: u64,
+    /// Launches sent since the last settle (counted in a replicated run only).
+    unsettled: AtomicUsize,
 }
+
+/// Most launches a run of several processes issues before it settles (waits for them,
+/// retires their entries and takes back the regions of dead stores): the moments a
+/// replicated run may release regions are the ones where the application waits.
+const LAUNCHES_PER_SETTLE: usize = 256;
 
 impl LegionBackend {
     /// A backend over the process's Legion runtime, started with `config`'s flags if it is
@@ -32,6 +40,7 @@ impl LegionBackend {
             process,
             sysmem_bytes: crate::config::sysmem_bytes(&process.flags).unwrap_or(u64::MAX),
             shared: Arc::new(Shared::new(config.buffer_cache_bytes, config.strip_bytes)),
+            unsettled: AtomicUsize::new(0),
         })
     }
 
@@ -109,6 +118,12 @@ impl Backend for LegionBackend {
                 }
             }))
             .map_err(legion_error)?;
+        if self.process.cluster.is_distributed()
+            && self.unsettled.fetch_add(1, Ordering::Relaxed) + 1 >= LAUNCHES_PER_SETTLE
+        {
+            self.unsettled.store(0, Ordering::Relaxed);
+            self.call(|driver, _| driver.settle())?;
+        }
         Ok(())
     }
 
@@ -121,7 +136,8 @@ impl Backend for LegionBackend {
     }
 
     fn flush(&self) -> Result<(), IrError> {
-        self.call(|driver, _| driver.fence())?;
+        self.unsettled.store(0, Ordering::Relaxed);
+        self.call(|driver, _| driver.settle())?;
         self.shared.take_error()
     }
 

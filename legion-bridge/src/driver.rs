@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
@@ -30,15 +30,13 @@ pub(crate) type Command = Box<dyn FnOnce(&mut Driver) + Send>;
 
 /// What the driver needs of the thread that runs it.
 pub(crate) struct DriverThread {
-    /// The thread's command queue: a dead store's region is released through it, in order
-    /// after every use queued before.
-    pub(crate) commands: Sender<Command>,
     /// Called after every fence and host mapping, the moments Realm may register new exit
     /// handlers (the process renews its exit hook then).
     pub(crate) synced: fn(),
 }
 
-/// The Legion region of one store, attached to the store and destroyed with it.
+/// The Legion region of one store, attached to the store and taken back by the driver once
+/// the store is dead.
 pub(crate) struct StoreRegion {
     /// The region (also its own parent in every requirement).
     pub(crate) region: ffi::legion_logical_region_t,
@@ -47,8 +45,8 @@ pub(crate) struct StoreRegion {
     dtype: DType,
     bytes: u64,
     shared: Arc<Shared>,
-    /// The driver thread's queue, which releases the region.
-    commands: Sender<Command>,
+    /// Where the region goes when the store dies ([`Driver::release_dead`]).
+    dead: Sender<DeadRegion>,
 }
 
 // SAFETY: Legion handles are plain ids, valid on every thread.
@@ -59,20 +57,29 @@ unsafe impl Sync for StoreRegion {}
 impl Drop for StoreRegion {
     fn drop(&mut self) {
         self.shared.counters.free(self.bytes);
-        let (region, store, shape, dtype) = (self.region, self.store, self.shape, self.dtype);
-        struct Handle(ffi::legion_logical_region_t);
-        // SAFETY: as for `StoreRegion`.
-        unsafe impl Send for Handle {}
-        let handle = Handle(region);
-        // A region dies when its last user (a plan, a view, the application) lets go;
-        // destroying it through the driver keeps it ordered after every use. Once the
-        // driver thread has stopped, there is nothing left to release.
-        let _ = self.commands.send(Box::new(move |driver: &mut Driver| {
-            let Handle(region) = handle;
-            driver.release_region(region, store, shape, dtype)
-        }));
+        // A region dies when its last user (a plan, a view, the application) lets go, on
+        // whichever thread that is; the driver takes it back at a moment the application's
+        // order of operations fixes. Once the driver thread has stopped, nothing is left to
+        // release.
+        let _ = self.dead.send(DeadRegion {
+            region: self.region,
+            store: self.store,
+            shape: self.shape,
+            dtype: self.dtype,
+        });
     }
 }
+
+/// The region of a dead store, waiting for the driver to take it back.
+pub(crate) struct DeadRegion {
+    region: ffi::legion_logical_region_t,
+    store: StoreId,
+    shape: Shape,
+    dtype: DType,
+}
+
+// SAFETY: as for `StoreRegion`.
+unsafe impl Send for DeadRegion {}
 
 /// The index space of one shape, shared by every store of that shape, with its partitions.
 struct IndexSpace {
@@ -108,6 +115,9 @@ pub(crate) struct Driver {
     /// replicated run, a process runs only some points of a launch, so the entry cannot go
     /// when "its last point" finished).
     unfenced: Vec<u64>,
+    /// Where dead stores' regions arrive (see [`Driver::release_dead`]), and the sender
+    /// every [`StoreRegion`] gets a copy of.
+    dead: (Sender<DeadRegion>, Receiver<DeadRegion>),
     thread: DriverThread,
     stopped: bool,
 }
@@ -115,9 +125,6 @@ pub(crate) struct Driver {
 /// The first sharding functor id diffuse registers (ids below are left to Legion and
 /// libraries loaded beside diffuse).
 const FIRST_SHARDING_ID: u32 = 7_000;
-
-/// Most launches a replicated run issues before a fence retires their entries.
-const LAUNCHES_PER_FENCE: usize = 256;
 
 /// The memory bounds a driver keeps to.
 #[derive(Clone, Copy, Debug)]
@@ -156,6 +163,7 @@ impl Driver {
             traffic: replicated.then(Traffic::default),
             shardings: HashMap::new(),
             unfenced: Vec::new(),
+            dead: channel(),
             thread,
             stopped: false,
         }
@@ -317,7 +325,7 @@ impl Driver {
             dtype: store.dtype(),
             bytes,
             shared: Arc::clone(shared),
-            commands: self.thread.commands.clone(),
+            dead: self.dead.0.clone(),
         })
     }
 
@@ -338,20 +346,36 @@ impl Driver {
         };
     }
 
+    /// Takes back the regions of the stores that died since the last call, in the order the
+    /// regions were made. A run of several processes must create and destroy regions in
+    /// one order in every process, but a store dies on whichever thread lets go of it last
+    /// (the application, this thread retiring a launch, a point task), at moments that
+    /// differ between processes. A replicated run therefore calls this only where the
+    /// application waits for the driver ([`Driver::settle`], host copies): every process
+    /// has then seen the same stores die. A run of one process also calls it before every
+    /// launch, so that the launch may reuse the regions.
+    pub(crate) fn release_dead(&mut self) {
+        let mut dead: Vec<DeadRegion> = self.dead.1.try_iter().collect();
+        dead.sort_by_key(|d| d.region.tree_id);
+        for d in dead {
+            self.release_region(d);
+        }
+    }
+
     /// Takes back a dead store's region: kept for the next store of its shape and dtype
     /// while the free regions hold at most `region_cache_bytes` (array programs make and drop
     /// the same temporaries every iteration, and a region keeps its instances, so reusing it
     /// saves Legion's deletion analysis and a new allocation), destroyed otherwise.
-    fn release_region(
-        &mut self,
-        region: ffi::legion_logical_region_t,
-        store: StoreId,
-        shape: Shape,
-        dtype: DType,
-    ) {
+    fn release_region(&mut self, dead: DeadRegion) {
         if self.stopped {
             return;
         }
+        let DeadRegion {
+            region,
+            store,
+            shape,
+            dtype,
+        } = dead;
         if let Some(traffic) = &mut self.traffic {
             traffic.dropped(store);
         }
@@ -497,6 +521,9 @@ impl Driver {
         plan: LaunchPlan,
         shared: &Arc<Shared>,
     ) -> Result<(), IrError> {
+        if !self.replicated {
+            self.release_dead();
+        }
         let t = plan.template();
         let launch = t.launch_domain();
         let points = launch.volume().max(0) as usize;
@@ -659,9 +686,6 @@ impl Driver {
             api.legion_index_launcher_destroy(launcher);
             api.legion_argument_map_destroy(args);
         }
-        if self.unfenced.len() >= LAUNCHES_PER_FENCE {
-            self.fence();
-        }
         Ok(())
     }
 
@@ -703,8 +727,15 @@ impl Driver {
         }
     }
 
+    /// Waits until every operation issued so far has finished and takes back the regions
+    /// of the stores dead by then: what the application's flush asks for.
+    pub(crate) fn settle(&mut self) {
+        self.fence();
+        self.release_dead();
+    }
+
     /// Waits until every operation issued so far has finished.
-    pub(crate) fn fence(&mut self) {
+    fn fence(&mut self) {
         // SAFETY: as above.
         unsafe {
             let f = self
@@ -728,6 +759,7 @@ impl Driver {
         privilege: ffi::legion_privilege_mode_t,
         f: impl FnOnce(*mut u8, &Tuple) -> R,
     ) -> Result<R, IrError> {
+        self.release_dead();
         let region = self.region(store, shared, writes_all)?;
         let api = self.api;
         // SAFETY: as above; the mapping is released before returning.

@@ -115,7 +115,6 @@ fn start(
     };
     let shard = cluster.is_distributed().then_some(cluster.rank);
     let thread = DriverThread {
-        commands: commands.clone(),
         synced: renew_exit_hook,
     };
     std::thread::Builder::new()

@@ -12,6 +12,8 @@
 //! found by the ranks themselves: the bootstrap's heartbeats make the others exit, naming it,
 //! after `DIFFUSE_RANK_TIMEOUT` seconds (default 60; `--rank-timeout` sets it for every rank,
 //! else the environment's passes through), and the launch then stops it. A launch never hangs on a lost rank.
+//! Ranks that are alive and talking but never finish (ranks whose programs diverged, each
+//! waiting for the other inside Legion) are stopped at `--time-limit`, when one is given.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -34,6 +36,9 @@ pub struct Launch {
     /// Seconds a rank may stay silent before the others stop the run (`DIFFUSE_RANK_TIMEOUT`
     /// of every rank); `None` leaves the environment's.
     pub rank_timeout: Option<f64>,
+    /// Seconds the whole run may take before every rank still running is stopped and the
+    /// launch fails with status 124 (as `timeout` does); `None` for no limit.
+    pub time_limit: Option<f64>,
     /// The command and its arguments.
     pub command: Vec<String>,
 }
@@ -58,11 +63,19 @@ pub fn run(launch: &Launch) -> anyhow::Result<Outcome> {
     let Some((program, args)) = launch.command.split_first() else {
         bail!("no command to launch: diffuse launch -n N -- COMMAND [ARGS...]");
     };
-    if let Some(t) = launch.rank_timeout {
-        if !(t > 0.0 && t <= 365.0 * 86_400.0) {
-            bail!("--rank-timeout {t}: expected a positive number of seconds (at most a year)");
+    for (flag, seconds) in [
+        ("--rank-timeout", launch.rank_timeout),
+        ("--time-limit", launch.time_limit),
+    ] {
+        if let Some(t) = seconds {
+            if !(t > 0.0 && t <= 365.0 * 86_400.0) {
+                bail!("{flag} {t}: expected a positive number of seconds (at most a year)");
+            }
         }
     }
+    let deadline = launch
+        .time_limit
+        .map(|t| (Instant::now() + Duration::from_secs_f64(t), t));
     let coordinator = match &launch.coordinator {
         Some(c) => c.clone(),
         None => format!("127.0.0.1:{}", free_port()?),
@@ -93,8 +106,11 @@ pub fn run(launch: &Launch) -> anyhow::Result<Outcome> {
         };
         ranks.push(Rank::new(rank, child, launch.all_output));
     }
-    Ok(supervise(&mut ranks, launch.grace))
+    Ok(supervise(&mut ranks, launch.grace, deadline))
 }
+
+/// Status of a run stopped at its time limit (that of `timeout`).
+pub const TIME_LIMIT_STATUS: i32 = 124;
 
 /// One rank being supervised.
 struct Rank {
@@ -149,9 +165,9 @@ fn forward(
     })
 }
 
-/// Waits for every rank; stops the rest when one fails, or when some outlive a finished one
-/// by more than `grace`.
-fn supervise(ranks: &mut [Rank], grace: Duration) -> Outcome {
+/// Waits for every rank; stops the rest when one fails, when some outlive a finished one
+/// by more than `grace`, or at the `deadline` (with the limit it came from, in seconds).
+fn supervise(ranks: &mut [Rank], grace: Duration, deadline: Option<(Instant, f64)>) -> Outcome {
     let mut first_done: Option<(usize, Instant)> = None;
     loop {
         for r in ranks.iter_mut().filter(|r| r.status.is_none()) {
@@ -177,11 +193,7 @@ fn supervise(ranks: &mut [Rank], grace: Duration) -> Outcome {
         }
         if let Some((done, at)) = first_done {
             if at.elapsed() > grace {
-                let late: Vec<String> = ranks
-                    .iter()
-                    .filter(|r| r.status.is_none())
-                    .map(|r| r.rank.to_string())
-                    .collect();
+                let late = still_running(ranks);
                 eprintln!(
                     "diffuse launch: rank {done} finished but rank(s) {} still ran {} s later; \
                      stopping them",
@@ -192,8 +204,30 @@ fn supervise(ranks: &mut [Rank], grace: Duration) -> Outcome {
                 return Outcome::Failed { code: 1 };
             }
         }
+        if let Some((at, limit)) = deadline.filter(|(at, _)| Instant::now() >= *at) {
+            let running = still_running(ranks);
+            eprintln!(
+                "diffuse launch: the run passed its time limit of {limit} s ({:.1} s ago) with \
+                 rank(s) {} still running; stopping them",
+                at.elapsed().as_secs_f64(),
+                running.join(", ")
+            );
+            stop_all(ranks);
+            return Outcome::Failed {
+                code: TIME_LIMIT_STATUS,
+            };
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The ranks (their numbers) not finished yet.
+fn still_running(ranks: &[Rank]) -> Vec<String> {
+    ranks
+        .iter()
+        .filter(|r| r.status.is_none())
+        .map(|r| r.rank.to_string())
+        .collect()
 }
 
 /// Kills every rank still running and waits for all of them.
@@ -205,13 +239,25 @@ fn stop_all(ranks: &mut [Rank]) {
     join_forwarders(ranks);
 }
 
+/// Waits for the ranks' output to be forwarded: until each pipe closes, or for at most
+/// [`FORWARD_WAIT`] once the ranks are gone (a child a rank started may hold its pipe open
+/// long after the rank ended; what it prints later is dropped).
 fn join_forwarders(ranks: &mut [Rank]) {
+    let deadline = Instant::now() + FORWARD_WAIT;
     for r in ranks.iter_mut() {
         for f in r.forwarders.drain(..) {
-            let _ = f.join();
+            while !f.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if f.is_finished() {
+                let _ = f.join();
+            }
         }
     }
 }
+
+/// How long the ranks' output may still arrive after every rank has ended.
+const FORWARD_WAIT: Duration = Duration::from_secs(2);
 
 /// "exited with status 3" or "was killed by signal 9".
 fn describe(status: ExitStatus) -> String {
@@ -241,6 +287,7 @@ mod tests {
             all_output: false,
             grace: Duration::from_secs(2),
             rank_timeout: None,
+            time_limit: None,
             command: vec!["sh".into(), "-c".into(), script.into()],
         }
     }
@@ -297,6 +344,24 @@ mod tests {
     }
 
     #[test]
+    fn ranks_running_past_the_time_limit_are_stopped_with_status_124() {
+        let started = Instant::now();
+        let mut l = launch(2, "sleep 30");
+        l.time_limit = Some(1.0);
+        assert_eq!(
+            run(&l).unwrap(),
+            Outcome::Failed {
+                code: TIME_LIMIT_STATUS
+            }
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // A run within its limit is untouched.
+        let mut l = launch(2, "true");
+        l.time_limit = Some(30.0);
+        assert_eq!(run(&l).unwrap(), Outcome::Success);
+    }
+
+    #[test]
     fn no_command_or_no_ranks_are_errors() {
         let mut l = launch(2, "true");
         l.command.clear();
@@ -308,6 +373,10 @@ mod tests {
             l.rank_timeout = Some(bad);
             let e = run(&l).unwrap_err().to_string();
             assert!(e.contains("--rank-timeout"), "{e}");
+            let mut l = launch(1, "true");
+            l.time_limit = Some(bad);
+            let e = run(&l).unwrap_err().to_string();
+            assert!(e.contains("--time-limit"), "{e}");
         }
         let mut l = launch(1, "true");
         l.command = vec!["/nonexistent/diffuse-program".into()];

@@ -21,12 +21,22 @@ use crate::common::unfused_runtime;
 use crate::common::{name, submit_sum_all};
 
 /// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
-/// output shown, each line prefixed `[rank K]`.
+/// output shown, each line prefixed `[rank K]`. Ranks still running after ten minutes (ranks
+/// whose operations diverged wait for each other forever) are stopped and the run fails.
 fn launch_ranks(filter: &str) -> Output {
     let this = std::env::current_exe().expect("the test binary knows its path");
     Command::new(env!("CARGO_BIN_EXE_diffuse"))
         .args([
-            "launch", "-n", "2", "--output", "all", "--grace", "30", "--",
+            "launch",
+            "-n",
+            "2",
+            "--output",
+            "all",
+            "--grace",
+            "30",
+            "--time-limit",
+            "600",
+            "--",
         ])
         .arg(this)
         .args([filter, "--ignored", "--test-threads=1", "--nocapture"])
