@@ -880,24 +880,43 @@ def _fallback(name, func, *args, **kwargs):
 _UFUNCS = {}
 
 
+# NumPy's ufunc keywords diffuse's calls take as given, at these values (NumPy's defaults).
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True}
+
+
 def _ufunc(ufunc, method, inputs, kwargs):
     """NumPy's ``ufunc.method(*inputs, **kwargs)`` with diffuse arrays among its operands:
-    diffuse's operation for a plain call (``out=`` diffuse arrays written as NumPy writes
-    them), anything else on NumPy with the arrays it changes written back."""
+    diffuse's operation for a call (``out=`` diffuse arrays written as NumPy writes them,
+    only where ``where=`` holds), anything else on NumPy with the arrays it changes written
+    back."""
     impl = _UFUNCS.get(ufunc.__name__) if method == "__call__" else None
     out = kwargs.get("out")
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
-    if impl is not None and kwargs.keys() <= {"out"} and len(inputs) == ufunc.nin \
-            and builtins.all(isinstance(o, (ndarray, _np.ndarray)) for o in outs):
+    where = kwargs.get("where", True)
+    native_keywords = builtins.all(
+        k in ("out", "where") or (k in _UFUNC_DEFAULTS and _same_keyword(v, _UFUNC_DEFAULTS[k]))
+        for k, v in kwargs.items())
+    # A masked write goes through diffuse's copyto: into diffuse arrays only.
+    out_types = (ndarray, _np.ndarray) if where is True else (ndarray,)
+    if impl is not None and native_keywords and len(inputs) == ufunc.nin \
+            and builtins.all(isinstance(o, out_types) for o in outs):
         result = impl(*inputs)
         if not outs:
+            # NumPy leaves the elements where ``where`` is false unset: any value will do.
+            if where is not True:
+                _broadcast_shapes(_np.shape(where), _np.shape(result))
             return result
         results = result if isinstance(result, tuple) else (result,)
         for o, r in zip(outs, results):
-            _store_output(o, r, ufunc.__name__)
+            _store_output(o, r, ufunc.__name__, where)
         return outs if len(outs) > 1 else outs[0]
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     return _fallback(name, getattr(ufunc, method), *inputs, **kwargs)
+
+
+def _same_keyword(value, default):
+    """Whether a keyword's ``value`` is its ``default`` (a string or a boolean)."""
+    return type(value) is type(default) and value == default
 
 
 def _check_output_cast(dtype, to, op):
@@ -910,20 +929,24 @@ def _check_output_cast(dtype, to, op):
         )
 
 
-def _store_output(out, result, op):
+def _store_output(out, result, op, where=True):
     """Writes ``result`` of ``op`` into ``out`` (a diffuse or a NumPy array) as NumPy
     writes a ufunc's output: cast with the ``same_kind`` rule, broadcast to ``out``'s
-    shape."""
+    shape, only where ``where`` holds (a diffuse ``out`` then)."""
     result = asarray(result)
     if result.dtype != out.dtype:
         _check_output_cast(result.dtype, out.dtype, op)
         result = result.astype(out.dtype)
-    if _np.broadcast_shapes(result.shape, out.shape) != out.shape:
+    shape = result.shape if where is True else _broadcast_shapes(result.shape, _np.shape(where))
+    if _np.broadcast_shapes(shape, out.shape) != out.shape:
         raise ValueError(
             f"non-broadcastable output operand with shape {out.shape} doesn't match the "
-            f"broadcast shape {result.shape}"
+            f"broadcast shape {shape}"
         )
-    out[...] = result if isinstance(out, ndarray) else _np.asarray(result)
+    if where is not True:
+        copyto(out, result, where=where)
+    else:
+        out[...] = result if isinstance(out, ndarray) else _np.asarray(result)
 
 
 class _Ufunc:

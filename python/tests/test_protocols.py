@@ -151,6 +151,49 @@ def test_out_is_written_and_returned():
         onp.true_divide(x, 2.0, out=dnp.zeros(4, dtype=dnp.int64))
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(),
+       name=st.sampled_from(["add", "subtract", "multiply", "divide", "maximum", "minimum",
+                             "remainder", "arctan2", "greater", "divmod"]),
+       rows=st.integers(1, 4), cols=st.integers(1, 5))
+def test_where_writes_out_only_where_it_holds_natively(data, name, rows, cols):
+    """``numpy.<ufunc>(a, b, out=o, where=m)`` on diffuse arrays: NumPy's values in ``o``
+    (the operation's where ``m`` holds, ``o``'s own elsewhere), ``m`` and ``b`` broadcast,
+    without a fallback; a comparison's bool result into a float ``out`` is cast."""
+    floats = st.floats(-8, 8, allow_nan=False, width=64)
+    a = data.draw(hnp.arrays(onp.float64, (rows, cols), elements=floats))
+    b = data.draw(hnp.arrays(onp.float64, data.draw(st.sampled_from([(cols,), (rows, cols)])),
+                             elements=floats))
+    m = data.draw(hnp.arrays(onp.bool_, data.draw(st.sampled_from([(cols,), (rows, 1),
+                                                                    (rows, cols), ()]))))
+    ufunc = getattr(onp, name)
+    nout = ufunc.nout
+    want = tuple(onp.full((rows, cols), 7.5) for _ in range(nout))
+    got = tuple(dnp.full((rows, cols), 7.5) for _ in range(nout))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # a division by zero warns, as on NumPy
+        ufunc(a, b, out=want if nout > 1 else want[0], where=m)
+        result = ufunc(dnp.asarray(a), dnp.asarray(b), out=got if nout > 1 else got[0],
+                       where=dnp.asarray(m) if m.ndim else bool(m))
+        for g in got:
+            g.tolist()  # the work runs (and reports) within the recording
+    assert not [w for w in caught if "not native" in str(w.message)], name
+    assert result is (got if nout > 1 else got[0])
+    for g, w in zip(got, want):
+        onp.testing.assert_array_equal(onp.asarray(g), w, err_msg=name)
+
+
+def test_where_errors_are_numpys():
+    x = dnp.arange(3.0)
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        onp.add(x, 1.0, out=dnp.zeros(3), where=onp.ones((2, 3), bool))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output"):
+        onp.add(x, 1.0, out=dnp.zeros(3, dtype=dnp.int64), where=[True, False, True])
+    # Without out=, NumPy leaves the unselected elements unset: the selected ones are its.
+    got = onp.multiply(x, 2.0, where=onp.array([True, False, True]))
+    assert onp.asarray(got)[[0, 2]].tolist() == [0.0, 4.0]
+
+
 def test_a_numpy_array_as_out_is_written():
     x = dnp.arange(3.0)
     host = onp.zeros(3)
