@@ -682,7 +682,8 @@ class _StridedView(ndarray):
         return self._values
 
     def _holds_its_elements(self):
-        self._a  # noqa: B018 (settles the view onto a box of a copy where it can)
+        if self._box is None:
+            self._settle()  # onto a box of a copy where it can (no gather otherwise)
         return self._box is not None
 
     def _gather(self):
