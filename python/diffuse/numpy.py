@@ -1095,8 +1095,13 @@ def _advanced_entries(keys, shape):
             entries.append(("slice", range(*k.indices(shape[d]))))
             d += 1
         elif isinstance(k, (ndarray, _np.ndarray)) and k.dtype == _np.bool_:
-            if tuple(k.shape) != tuple(shape[d:d + k.ndim]) or k.ndim == 0:
+            if k.ndim == 0 or d + k.ndim > len(shape):
                 return None
+            for axis, (n, m) in enumerate(zip(shape[d:d + k.ndim], k.shape)):
+                if n != m:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {d + axis}; "
+                        f"size of axis is {n} but size of corresponding boolean axis is {m}")
             for index in nonzero(k):
                 entries.append(("index", index))
             d += k.ndim
@@ -1127,6 +1132,9 @@ def _integer_indices(key, shape):
     if not shape or not builtins.any(
             isinstance(k, (ndarray, _np.ndarray, list)) for k in keys):
         return None
+    # A list is NumPy's array of it: of booleans a mask, empty an empty integer index.
+    keys = tuple((_np.asarray(k) if k else _np.zeros(0, _np.int64)) if isinstance(k, list)
+                 else k for k in keys)
     entries = _advanced_entries(keys, shape)
     if entries is None:
         return None

@@ -225,3 +225,37 @@ def test_errors_are_numpys():
     # An index held in a diffuse array is checked when the gather runs.
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
         onp.asarray(a[dnp.asarray([0, 3]), dnp.asarray([1, 1])])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_boolean_and_empty_lists_index_as_numpy_arrays(data):
+    """A list of booleans is a mask and ``[]`` an empty integer index, as NumPy reads them,
+    alone or beside slices, for reads and writes, natively."""
+    rows, cols = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 5))
+    x = onp.arange(rows * cols, dtype=onp.float64).reshape(rows, cols)
+    mask = data.draw(st.lists(st.booleans(), min_size=cols, max_size=cols))
+    key = data.draw(st.sampled_from([
+        (slice(None), mask),
+        (data.draw(st.lists(st.booleans(), min_size=rows, max_size=rows)),),
+        ([],),
+        (slice(None), []),
+    ]))
+    with _NativeOnly():
+        got = dnp.asarray(x)[key]
+        onp.testing.assert_array_equal(onp.asarray(got), x[key])
+        assert got.shape == x[key].shape
+        written, want = dnp.asarray(x), x.copy()
+        written[key] = -1.0
+        want[key] = -1.0
+        onp.testing.assert_array_equal(onp.asarray(written), want)
+
+
+def test_a_boolean_index_of_the_wrong_length_is_numpys_index_error():
+    x = dnp.arange(12.0).reshape(3, 4)
+    with _NativeOnly():
+        with pytest.raises(IndexError, match="along axis 0; size of axis is 3 but size of "
+                                             "corresponding boolean axis is 2"):
+            x[[True, False]]
+        with pytest.raises(IndexError, match="along axis 1; size of axis is 4"):
+            x[:, onp.array([True, False, True])] = 0.0
