@@ -334,6 +334,10 @@ class ndarray:
         if mask is not None and mask.shape == self.shape and self.ndim > 0:
             # ``a[mask]``: the selected elements, compacted natively.
             return ndarray(self._a.select(mask._a))
+        expanded = _newaxis_as_axes(key, self.shape)
+        if expanded is not None:
+            # ``newaxis`` beside index arrays: a length-1 axis taken whole, as NumPy places it.
+            return self.reshape(expanded[0])[expanded[1]]
         indices = _integer_indices(key, self.shape)
         if indices is not None:
             got = ndarray(self._a.gather_indexed([i._a for i in indices]))
@@ -1119,6 +1123,35 @@ def _advanced_entries(keys, shape):
         else:
             return None
     return entries
+
+
+def _newaxis_as_axes(key, shape):
+    """For an advanced-index key with ``newaxis`` entries (``a[idx, None]``), ``(shape with a
+    length-1 axis where each newaxis stands, the key with a full slice there)``: indexing an
+    array reshaped so with that key is NumPy's result. None for any other key."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if not builtins.any(k is None for k in keys) or not builtins.any(
+            isinstance(k, (ndarray, _np.ndarray, list)) for k in keys) \
+            or builtins.sum(1 for k in keys if k is Ellipsis) > 1:
+        return None
+
+    def width(k):  # the dimensions of the array a key entry consumes
+        if k is None:
+            return 0
+        if isinstance(k, (ndarray, _np.ndarray, list)) and _np.result_type(
+                k.dtype if isinstance(k, ndarray) else _np.asarray(k)) == _np.bool_:
+            return _np.ndim(k) if not isinstance(k, ndarray) else k.ndim
+        return 1
+    consumed = builtins.sum(width(k) for k in keys if k is not Ellipsis)
+    if consumed > len(shape):
+        return None
+    expanded, d = [], 0
+    for k in keys:
+        n = len(shape) - consumed if k is Ellipsis else width(k)
+        expanded.extend([1] if k is None else shape[d:d + n])
+        d += n
+    expanded.extend(shape[d:])
+    return tuple(expanded), tuple(slice(None) if k is None else k for k in keys)
 
 
 def _integer_indices(key, shape):

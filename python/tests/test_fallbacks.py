@@ -200,10 +200,10 @@ def test_fallback_warnings_name_the_users_line(tmp_path):
         "a = np.arange(5.0)\n"
         "b = np.sort(a)\n"
         "c = numpy.nancumprod(a)\n"
-        "d = a[numpy.array([0, 2]), None]\n")
+        "a[numpy.array([0, 2]), None] = 1.0\n")
     done = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", str(program)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for line, what in [(4, "sort"), (5, "nancumprod"), (6, "indexing with arrays")]:
+    for line, what in [(4, "sort"), (5, "nancumprod"), (6, "assignment through arrays")]:
         assert f"program.py:{line}: RuntimeWarning: diffuse.numpy: {what}" in done.stderr, \
             done.stderr

@@ -259,3 +259,20 @@ def test_a_boolean_index_of_the_wrong_length_is_numpys_index_error():
             x[[True, False]]
         with pytest.raises(IndexError, match="along axis 1; size of axis is 4"):
             x[:, onp.array([True, False, True])] = 0.0
+
+
+@pytest.mark.parametrize("key", [
+    "i, None", "None, i", "0, j, None", ":, None, j", "k, None, j", "..., None, j",
+    "None, ..., j", "m, None", "[True, False], None, 1:3", "i, None, None, 1", "1, None, j, j",
+])
+def test_newaxis_beside_index_arrays_reads_natively(key):
+    """``newaxis`` among advanced indices: a length-1 axis where NumPy puts it."""
+    x = onp.arange(24.0).reshape(2, 3, 4)
+    names = {"i": onp.array([1, 0]), "j": onp.array([0, 2, 1]), "k": onp.array([[1], [0]]),
+             "m": onp.array([True, False])}
+    want = eval(f"x[{key}]", {}, dict(names, x=x))
+    with _NativeOnly():
+        got = eval(f"x[{key}]", {}, dict({n: dnp.asarray(v) for n, v in names.items()},
+                                         x=dnp.asarray(x)))
+        assert got.shape == want.shape, key
+        onp.testing.assert_array_equal(onp.asarray(got), want)
