@@ -330,6 +330,9 @@ class ndarray:
 
     def _view(self, key):
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
+        mask = _nonzero_mask(key, self.shape)
+        if mask is not None:
+            return ndarray(self._a.select(mask._a))
         mask = _bool_array(key)
         if mask is not None and mask.shape == self.shape and self.ndim > 0:
             # ``a[mask]``: the selected elements, compacted natively.
@@ -388,6 +391,9 @@ class ndarray:
     def _write(self, key, value):
         """``self[key] = value`` for any index: into a box, through a strided view, or (for
         advanced indices) on NumPy and back."""
+        mask = _nonzero_mask(key, self.shape)
+        if mask is not None and self._masked_write(mask, value):
+            return
         if self._masked_write(key, value):
             return
         indices = _integer_indices(key, self.shape) if self._holds_its_elements() else None
@@ -1755,13 +1761,47 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def nonzero(a):
     """NumPy's ``nonzero``: per dimension, the indices of the non-zero elements, row-major
-    (one native compaction; the count is read back)."""
+    (one native compaction, whose count is read back, when the indices are first used;
+    ``b[nonzero(a)] = v`` needs neither: see ``_NonzeroIndex``)."""
     a = asarray(a)
     if a.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d("
                          "scalar).nonzero() instead.")
-    mask = a if a.dtype == _np.bool_ else not_equal(a, 0)  # noqa: F821 (ufunc above)
-    return tuple(ndarray(i) for i in mask._a.nonzero())
+    # A mask of its own: writes to ``a`` after this call must not change the indices.
+    mask = a.copy() if a.dtype == _np.bool_ else not_equal(a, 0)  # noqa: F821 (ufunc above)
+    found = []
+    return tuple(_NonzeroIndex(mask, d, found) for d in range(mask.ndim))
+
+
+class _NonzeroIndex(ndarray):
+    """Dimension ``axis``'s indices of ``nonzero(mask)``, computed (for every dimension at
+    once) when first used. Indexing an array of the mask's shape with all of them, as in
+    ``b[nonzero(a)] = 0``, is ``b[mask]``: a fused masked write, or one compaction, with no
+    index arrays and no read-back of their count before the write."""
+
+    __slots__ = ("_mask", "_axis", "_found")
+
+    def __init__(self, mask, axis, found):  # noqa: super().__init__ would set ``_a``
+        self._mask, self._axis, self._found = mask, axis, found
+
+    @property
+    def _a(self):
+        if not self._found:
+            self._found.extend(self._mask._a.nonzero())
+        return self._found[self._axis]
+
+
+def _nonzero_mask(key, shape):
+    """The mask when ``key`` is the whole result of one ``nonzero(mask)`` call over an array
+    of ``shape`` (``b[nonzero(a)]``); None otherwise."""
+    if type(key) is not tuple or not key or not builtins.all(
+            type(k) is _NonzeroIndex for k in key):
+        return None
+    mask = key[0]._mask
+    if len(key) != mask.ndim or tuple(mask.shape) != tuple(shape) or builtins.any(
+            k._mask is not mask or k._axis != d for d, k in enumerate(key)):
+        return None
+    return mask
 
 
 def flatnonzero(a):

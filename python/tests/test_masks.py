@@ -150,3 +150,34 @@ def test_mask_reads_and_nonzero_match_numpy(case, diffuse_mask):
         got = onp.asarray(got)
         assert got.dtype == want.dtype and got.shape == want.shape
         onp.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=arrays_and_masks(), fill=st.sampled_from(["scalar", "array"]))
+def test_indexing_with_a_whole_nonzero_result_matches_numpy(case, fill):
+    """``a[nonzero(m)] = v`` and ``a[nonzero(m)]``, NumPy's idiom, give NumPy's values; with
+    one value the write is the masked write (the indices are never computed, so nothing is
+    read back before it), and the indices are those of the mask when ``nonzero`` was
+    called, whatever is written to it later."""
+    x, view, mask = case
+    target = x[1:] if view else x
+    context = _native_only()
+    try:
+        d = dnp.asarray(x)
+        dt = d[1:] if view else d
+        m = dnp.asarray(mask)
+        index = dnp.nonzero(m)
+        m[...] = ~m  # after the call: the indices keep the mask as it was
+        want_read = target[onp.nonzero(mask)]
+        onp.testing.assert_array_equal(onp.asarray(dt[index]), want_read)
+        value = 3 if fill == "scalar" else onp.arange(want_read.size).astype(x.dtype)
+        target[onp.nonzero(mask)] = value
+        dt[index] = value
+        if fill == "scalar":
+            assert index[0]._found == [], "the indices were computed"
+        onp.testing.assert_array_equal(onp.asarray(d), x)
+        # The indices themselves, once asked for.
+        for got, want in zip(index, onp.nonzero(mask)):
+            onp.testing.assert_array_equal(onp.asarray(got), want)
+    finally:
+        context.__exit__(None, None, None)
