@@ -915,7 +915,8 @@ def _ufunc(ufunc, method, inputs, kwargs):
         if not outs:
             # NumPy leaves the elements where ``where`` is false unset: any value will do.
             if where is not True:
-                _broadcast_shapes(_np.shape(where), _np.shape(result))
+                first = result[0] if isinstance(result, tuple) else result
+                _broadcast_shapes(_np.shape(where), first.shape)
             return result
         results = result if isinstance(result, tuple) else (result,)
         for o, r in zip(outs, results):

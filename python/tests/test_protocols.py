@@ -192,6 +192,9 @@ def test_where_errors_are_numpys():
     # Without out=, NumPy leaves the unselected elements unset: the selected ones are its.
     got = onp.multiply(x, 2.0, where=onp.array([True, False, True]))
     assert onp.asarray(got)[[0, 2]].tolist() == [0.0, 4.0]
+    q, r = onp.divmod(x, 2.0, where=[True, False, True])
+    assert onp.asarray(q)[[0, 2]].tolist() == [0.0, 1.0]
+    assert onp.asarray(r)[[0, 2]].tolist() == [0.0, 0.0]
 
 
 def test_a_numpy_array_as_out_is_written():
