@@ -1089,9 +1089,7 @@ def _advanced_entries(keys, shape):
     if builtins.sum(1 for k in keys if k is Ellipsis) > 1:
         return None
     arrays = (ndarray, _np.ndarray, list)
-    consumed = builtins.sum(
-        (k.ndim if isinstance(k, (ndarray, _np.ndarray)) and k.dtype == _np.bool_ else 1)
-        for k in keys if k is not Ellipsis)
+    consumed = builtins.sum(_index_width(k) for k in keys if k is not Ellipsis)
     ellipsis = [i for i, k in enumerate(keys) if k is Ellipsis]  # (`in` would compare arrays)
     if ellipsis:
         i = ellipsis[0]
@@ -1132,6 +1130,23 @@ def _advanced_entries(keys, shape):
     return entries
 
 
+def _index_width(k):
+    """The dimensions of the indexed array that an index entry takes: a boolean array its
+    own dimensions, ``newaxis`` none, anything else one."""
+    if k is None:
+        return 0
+    if isinstance(k, (ndarray, _np.ndarray)) and k.dtype == _np.bool_:
+        return k.ndim
+    return 1
+
+
+def _lists_as_arrays(keys):
+    """The index entries with every list as NumPy's array of it (of booleans a mask; empty,
+    an empty integer index)."""
+    return tuple((_np.asarray(k) if k else _np.zeros(0, _np.int64)) if isinstance(k, list)
+                 else k for k in keys)
+
+
 def _newaxis_as_axes(key, shape):
     """For an advanced-index key with ``newaxis`` entries (``a[idx, None]``), ``(shape with a
     length-1 axis where each newaxis stands, the key with a full slice there)``: indexing an
@@ -1141,20 +1156,13 @@ def _newaxis_as_axes(key, shape):
             isinstance(k, (ndarray, _np.ndarray, list)) for k in keys) \
             or builtins.sum(1 for k in keys if k is Ellipsis) > 1:
         return None
-
-    def width(k):  # the dimensions of the array a key entry consumes
-        if k is None:
-            return 0
-        if isinstance(k, (ndarray, _np.ndarray, list)) and _np.result_type(
-                k.dtype if isinstance(k, ndarray) else _np.asarray(k)) == _np.bool_:
-            return _np.ndim(k) if not isinstance(k, ndarray) else k.ndim
-        return 1
-    consumed = builtins.sum(width(k) for k in keys if k is not Ellipsis)
+    keys = _lists_as_arrays(keys)
+    consumed = builtins.sum(_index_width(k) for k in keys if k is not Ellipsis)
     if consumed > len(shape):
         return None
     expanded, d = [], 0
     for k in keys:
-        n = len(shape) - consumed if k is Ellipsis else width(k)
+        n = len(shape) - consumed if k is Ellipsis else _index_width(k)
         expanded.extend([1] if k is None else shape[d:d + n])
         d += n
     expanded.extend(shape[d:])
@@ -1172,9 +1180,7 @@ def _integer_indices(key, shape):
     if not shape or not builtins.any(
             isinstance(k, (ndarray, _np.ndarray, list)) for k in keys):
         return None
-    # A list is NumPy's array of it: of booleans a mask, empty an empty integer index.
-    keys = tuple((_np.asarray(k) if k else _np.zeros(0, _np.int64)) if isinstance(k, list)
-                 else k for k in keys)
+    keys = _lists_as_arrays(keys)
     entries = _advanced_entries(keys, shape)
     if entries is None:
         return None
