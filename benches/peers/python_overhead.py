@@ -1,5 +1,6 @@
 """Per-operation cost of the Python layer: microseconds per array operation on a tiny array
-(8 elements), for NumPy and diffuse.numpy (fused or unfused, as DIFFUSE_FUSION says).
+(8 elements), for NumPy and diffuse.numpy (fused or unfused, as DIFFUSE_FUSION says; held by
+NumPy, unless DIFFUSE_EAGER_ELEMENTS=0 makes it deferred).
 
 Usage: python_overhead.py numpy|diffuse [--ops N]   (prints one JSON record)
 Each iteration is ``y = x + 1.0; y = y * 2.0; y = y - x; y = y / 3.0`` (4 operations), and
@@ -38,8 +39,10 @@ def main():
     start = time.perf_counter()
     run(iters)
     seconds = time.perf_counter() - start
-    print(json.dumps({"module": args.module, "ops": iters * 4,
-                      "us_per_op": seconds / (iters * 4) * 1e6}))
+    record = {"module": args.module, "ops": iters * 4, "us_per_op": seconds / (iters * 4) * 1e6}
+    if args.module == "diffuse":
+        record["eager_elements"] = np._eager_limit
+    print(json.dumps(record))
 
 
 if __name__ == "__main__":

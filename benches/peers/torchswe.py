@@ -16,7 +16,9 @@ and one record per run gives the solver's own "Run time (wall time)" (the time-m
 and ms per step. diffuse runs with its fallback warnings as errors (a fallback fails the
 run), and each diffuse run's saved solutions must equal, bit for bit, those of a NumPy run
 with NumPy's AVX-512 loops off (`NPY_DISABLE_CPU_FEATURES`): on AVX-512 machines NumPy's
-vectorized `pow` differs from libm's in the last bit, and `pow(h, 4)` is in the solver.
+vectorized `pow` differs from libm's in the last bit, and `pow(h, 4)` is in the solver. The
+diffuse runs turn them off too, as the arrays diffuse runs eagerly on NumPy (small ones) must
+compute as that NumPy does.
 Needs pyyaml, pydantic<2 and netCDF4 beside NumPy and diffuse.
 """
 
@@ -133,7 +135,8 @@ def main():
                 make_case(args.source, paths["numpy"], case, nx, ny, steps)
                 _, reference = run(paths["numpy"], case, BASELINE_NUMPY, False)
                 systems = [("numpy", paths["numpy"], {}, False)] + [
-                    (f"diffuse-{b}", paths["diffuse"], {"DIFFUSE_BACKEND": b}, True)
+                    (f"diffuse-{b}", paths["diffuse"], {"DIFFUSE_BACKEND": b, **BASELINE_NUMPY},
+                     True)
                     for b in args.backends.split(",")]
                 for rep in range(args.reps):
                     for system, path, env, strict in systems:

@@ -12,6 +12,8 @@ import functools
 import inspect
 import math
 import numbers
+import operator
+import os
 
 import numpy as _np
 
@@ -757,12 +759,316 @@ def _make_view(store, sid, store_shape, shape, offset, strides):
     return _StridedView(store, sid, store_shape, shape, offset, strides)
 
 
+# -- small arrays, held by NumPy -------------------------------------------------------------
+def _eager_limit_from_env():
+    """``DIFFUSE_EAGER_ELEMENTS``: arrays of at most this many elements are held and computed
+    by NumPy (0: none)."""
+    text = os.environ.get("DIFFUSE_EAGER_ELEMENTS", "8192")
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise ValueError(f"DIFFUSE_EAGER_ELEMENTS={text!r}: expected a number of elements "
+                         "(0 turns eager execution of small arrays off)")
+    return limit
+
+
+#: The largest number of elements an array diffuse runs eagerly on NumPy holds: below it, one
+#: deferred operation's fixed cost (a task, its window analysis and launch: microseconds)
+#: exceeds NumPy's whole operation. Tests set it per test.
+_eager_limit = _eager_limit_from_env()
+
+_EAGER_DTYPES = frozenset(_DT.values())
+
+
+def _eager_shape(shape):
+    """True when a new array of ``shape`` is small enough to be held by NumPy."""
+    return _eager_limit > 0 and math.prod(shape) <= _eager_limit
+
+
+class _Eager(ndarray):
+    """A small array held by NumPy (at most ``_eager_limit`` elements): its operations run on
+    NumPy as they are issued, because deferring them would cost more than running them
+    (cuPyNumeric's eager arrays). Views of it are NumPy's views, so writes through them
+    reach it as in NumPy. Where it meets a deferred array, the operation is deferred and
+    reads a copy of its current elements (``_a``); results of deferred operations stay
+    deferred."""
+
+    __slots__ = ("_h",)
+
+    def __init__(self, host):
+        self._h = host
+
+    @property
+    def _a(self):
+        # A fresh native copy per use (NumPy views may have written the elements since).
+        h = self._h
+        return _native.from_bytes(h.tobytes(), list(h.shape), _dtype_name(h.dtype))
+
+    @property
+    def shape(self):
+        return self._h.shape
+
+    @property
+    def ndim(self):
+        return self._h.ndim
+
+    @property
+    def size(self):
+        return self._h.size
+
+    @property
+    def dtype(self):
+        return self._h.dtype
+
+    def __len__(self):
+        return len(self._h)
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is None and not copy:
+            return self._h
+        return _np.array(self._h, dtype=dtype, copy=copy)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if _only_eager(inputs, kwargs):
+            return _eager_call(getattr(ufunc, method), inputs, kwargs)
+        return ndarray.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if _only_eager(args, kwargs):
+            return _eager_call(func, args, kwargs)
+        return ndarray.__array_function__(self, func, types, args, kwargs)
+
+    def __getitem__(self, key):
+        r = self._h[_host_key(key)]
+        if type(r) is _np.ndarray and r.size <= _eager_limit:
+            return _Eager(r)  # (a view of a held array: a dtype diffuse holds)
+        return _eager_wrap(r)
+
+    def __setitem__(self, key, value):
+        self._h[_host_key(key)] = value._h if type(value) is _Eager else _to_numpy(value)
+
+    def __iter__(self):
+        return map(_eager_wrap, self._h)
+
+    def __repr__(self):
+        return repr(self._h)
+
+    def __str__(self):
+        return str(self._h)
+
+    def __float__(self):
+        return float(self._h)
+
+    def __int__(self):
+        return int(self._h)
+
+    def __index__(self):
+        return operator.index(self._h)
+
+    def __bool__(self):
+        return bool(self._h)
+
+    def item(self, *args):
+        return self._h.item(*args)
+
+    def tolist(self):
+        return self._h.tolist()
+
+    def copy(self):
+        return _Eager(self._h.copy())
+
+    def astype(self, dtype, copy=True):
+        return _eager_wrap(self._h.astype(dtype, copy=copy))
+
+    def fill(self, value):
+        self._h.fill(_to_numpy(value))
+
+    def _holds_its_elements(self):
+        return True
+
+
+def _host_key(key):
+    """An index for an eager array's elements: ``key`` itself when it holds only slices,
+    integers, ``None`` and ``Ellipsis`` (the common case, checked quickly), else with its
+    diffuse arrays as NumPy arrays."""
+    if type(key) is tuple:
+        for k in key:
+            t = type(k)
+            if t is not slice and t is not int and k is not None and k is not Ellipsis:
+                return _to_numpy(key)
+        return key
+    t = type(key)
+    return key if t is slice or t is int else _to_numpy(key)
+
+
+def _eager_method(name):
+    """``_Eager``'s method ``name``: NumPy's on its elements, or diffuse's when an argument
+    is a deferred array."""
+    on_numpy, deferred = getattr(_np.ndarray, name), getattr(ndarray, name)
+
+    def method(self, *args, **kwargs):
+        if not args and not kwargs:
+            return _eager_wrap(on_numpy(self._h))
+        if _only_eager((self,) + args, kwargs):
+            return _eager_call(on_numpy, (self,) + args, kwargs)
+        return deferred(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _eager_operator(name, numpy_op):
+    """``_Eager``'s operator ``name``: ``numpy_op`` on NumPy's elements, or diffuse's
+    operator when the other operand is a deferred array. (The hot path of small programs:
+    ``_eager_wrap`` is inlined.)"""
+    deferred = getattr(ndarray, name)
+
+    def method(self, other):
+        t = type(other)
+        if t is _Eager:
+            other = other._h
+        elif t is not float and t is not int:
+            if isinstance(other, ndarray):
+                return deferred(self, other)
+            return _eager_wrap(numpy_op(self._h, other))
+        # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
+        r = numpy_op(self._h, other)
+        if type(r) is _np.ndarray and r.size <= _eager_limit:
+            return _Eager(r)
+        return _eager_wrap(r)
+    method.__name__ = name
+    return method
+
+
+def _eager_inplace(name, numpy_op):
+    """``_Eager``'s in-place operator ``name``: NumPy's, on its elements."""
+    def method(self, other):
+        numpy_op(self._h, _to_numpy(other))
+        return self
+    method.__name__ = name
+    return method
+
+
+def _eager_unary(numpy_op):
+    """``_Eager``'s unary operator: ``numpy_op`` on its elements."""
+    return lambda self: _eager_wrap(numpy_op(self._h))
+
+
+def _reflected(numpy_op):
+    return lambda a, b: numpy_op(b, a)
+
+
+for _name in ("reshape", "ravel", "flatten", "transpose", "swapaxes", "diagonal", "squeeze",
+              "sum", "prod", "mean", "cumsum", "cumprod", "nonzero", "argmax", "argmin",
+              "min", "max", "dot", "any", "all"):
+    setattr(_Eager, _name, _eager_method(_name))
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+              "lshift", "rshift", "matmul"):
+    _fn = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(_Eager, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
+    setattr(_Eager, f"__r{_name}__", _eager_operator(f"__r{_name}__", _reflected(_fn)))
+    if _name != "matmul":
+        setattr(_Eager, f"__i{_name}__",
+                _eager_inplace(f"__i{_name}__", getattr(operator, f"i{_name}")))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne", "divmod"):
+    _fn = divmod if _name == "divmod" else getattr(operator, _name)
+    setattr(_Eager, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
+setattr(_Eager, "__rdivmod__", _eager_operator("__rdivmod__", _reflected(divmod)))
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(_Eager, f"__{_name}__", _eager_unary(getattr(operator, _name)))
+_Eager.T = property(lambda self: _Eager(self._h.T))
+
+
+def _eager_wrap(x):
+    """A NumPy result of an eager operation as diffuse returns it: an array of a dtype
+    diffuse holds as an eager array when small (sharing NumPy's memory: views stay views),
+    else as a deferred copy; other arrays and scalars as NumPy gave them; tuples and lists
+    element by element."""
+    t = type(x)
+    if t is _np.ndarray:
+        if x.dtype in _EAGER_DTYPES and x.size <= _eager_limit:
+            return _Eager(x)
+        return asarray(x) if _dtype_name(x.dtype) is not None else x
+    if t is tuple or t is list:
+        return t(_eager_wrap(v) for v in x)
+    return x
+
+
+def _only_eager(args, kwargs):
+    """True when the arguments hold eager arrays (in lists and tuples too) and no deferred
+    one: the call then runs on NumPy."""
+    return _eager_scan(kwargs.values(), _eager_scan(args, 0)) == 1
+
+
+def _eager_scan(items, state):
+    """``state`` after seeing ``items``: 0 no diffuse array yet, 1 eager arrays only, 2 a
+    deferred array."""
+    for a in items:
+        t = type(a)
+        if t is _Eager:
+            state = state or 1
+        elif t is list or t is tuple:
+            state = _eager_scan(a, state)
+        elif isinstance(a, ndarray):
+            return 2
+        if state == 2:
+            return 2
+    return state
+
+
+def _eager_call(func, args, kwargs):
+    """NumPy's ``func`` on the elements of eager arrays: results as ``_eager_wrap`` gives
+    them, and an eager argument itself where NumPy returns its elements (``out=``,
+    ``nan_to_num(x, copy=False)``)."""
+    check = _EAGER_CHECKS.get(func)
+    if check is not None:
+        check(*args, **kwargs)
+    result = func(*[_to_numpy(a) for a in args], **{k: _to_numpy(v) for k, v in kwargs.items()})
+    given = []  # the eager arguments, also inside tuples (``out=(q, r)``)
+    for a in (*args, *kwargs.values()):
+        given.extend(e for e in (a if type(a) is tuple else (a,)) if type(e) is _Eager)
+    if not given:
+        return _eager_wrap(result)
+
+    def back(r):
+        for e in given:
+            if r is e._h:
+                return e
+        return _eager_wrap(r)
+    return tuple(back(r) for r in result) if type(result) is tuple else back(result)
+
+
+def _where_scalars_fit(condition, x=None, y=None):
+    """Refuses, as diffuse's deferred ``where`` does, a Python integer beyond the integer
+    dtype of ``where``'s result (which NumPy's ``where`` silently wraps)."""
+    if x is None or y is None:
+        return
+    dtype = _np.result_type(*(v.dtype if isinstance(v, ndarray) else v for v in (x, y)))
+    name = _dtype_name(dtype)
+    for v in (x, y):
+        if name is not None and type(v) is int:
+            _scalar_for(v, name)
+
+
+# Checks diffuse makes before NumPy runs one of its functions on eager arrays, where NumPy
+# would be silently wrong and diffuse's deferred version refuses.
+_EAGER_CHECKS = {_np.where: _where_scalars_fit}
+
+
 # -- conversions ---------------------------------------------------------------------------
 def _to_numpy(x):
+    """``x`` with its diffuse arrays (also inside lists and tuples) as NumPy arrays: an eager
+    array's own elements, a copy of a deferred one's."""
+    t = type(x)
+    if t is _Eager:
+        return x._h
+    if t is list or t is tuple:
+        if builtins.any(isinstance(v, (ndarray, list, tuple)) for v in x):
+            return t(_to_numpy(v) for v in x)
+        return x
     if isinstance(x, ndarray):
         return _np.asarray(x)
-    if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, ndarray) for v in x):
-        return type(x)(_to_numpy(v) for v in x)
     return x
 
 
@@ -777,7 +1083,11 @@ class _HostCopies:
         self._copies = {}  # id(diffuse array) -> (array, host copy, bytes before)
 
     def host(self, x):
-        """``x`` with every diffuse array in it (also in lists and tuples) a host copy."""
+        """``x`` with every diffuse array in it (also in lists and tuples) a host copy (an
+        eager array's own elements: NumPy changes them in place as it would its own)."""
+        if type(x) is _Eager:
+            self._copies.setdefault(id(x), (x, x._h, None))
+            return x._h
         if isinstance(x, ndarray):
             entry = self._copies.get(id(x))
             if entry is None:
@@ -793,6 +1103,8 @@ class _HostCopies:
         """Writes every host copy the call changed into its diffuse array (only those:
         the others keep their lazy values)."""
         for array, copy, before in self._copies.values():
+            if before is None:  # an eager array's own elements
+                continue
             if copy.shape != array.shape:  # ndarray.resize and the like
                 raise ValueError(
                     f"NumPy changed the shape of a diffuse array in place (from "
@@ -808,9 +1120,11 @@ class _HostCopies:
         (``flip``, ``moveaxis``, ``ndarray.view``) is that view of the diffuse array, so
         that writes through it reach the array as in NumPy."""
         if isinstance(x, _np.ndarray):
-            for array, copy, _ in self._copies.values():
+            for array, copy, before in self._copies.values():
                 if x is copy:
                     return array
+                if before is None:  # views of an eager array's elements stay views
+                    continue
                 if x.flags.writeable and _is_view_of(x, copy):
                     view = _view_in_store(array, copy, x)
                     if view is not None:
@@ -882,7 +1196,10 @@ def _on_host(func, *args, **kwargs):
 
 
 def _fallback(name, func, *args, **kwargs):
-    """``_on_host``, with the one-time warning that ``name`` is not native."""
+    """``_on_host``, with the one-time warning that ``name`` is not native (none when the
+    arrays are eager: NumPy holds them already, nothing is copied)."""
+    if _only_eager(args, kwargs):
+        return _eager_call(func, args, kwargs)
     _warn_fallback(name)
     return _on_host(func, *args, **kwargs)
 
@@ -972,6 +1289,8 @@ class _Ufunc:
         self.__name__, self.__doc__ = impl.__name__, impl.__doc__
 
     def __call__(self, *inputs, **kwargs):
+        if _only_eager(inputs, kwargs):
+            return _eager_call(self._ufunc, inputs, kwargs)
         if not kwargs:
             return self._impl(*inputs)
         return _ufunc(self._ufunc, "__call__", inputs, kwargs)
@@ -1005,6 +1324,8 @@ def _numpy_compatible(impl, func):
 
     @functools.wraps(impl)
     def f(*args, **kwargs):
+        if _only_eager(args, kwargs):
+            return _eager_call(func, args, kwargs)
         if len(args) <= positions and (not kwargs or kwargs.keys() <= names):
             return impl(*args, **kwargs)
         bound = numpy_sig.bind(*args, **kwargs)  # NumPy's TypeError for a wrong call
@@ -1310,6 +1631,13 @@ def array(obj, dtype=None, copy=True):
             host, name = host.astype(_np.int64), "int64"
         else:
             raise TypeError(f"diffuse arrays cannot hold dtype {host.dtype}")
+    if host.dtype != _DT[name]:  # (byte order)
+        host = host.astype(_DT[name])
+    if _eager_shape(host.shape):
+        # NumPy's own array (asarray shares a NumPy array's memory, as NumPy's does).
+        if copy and isinstance(obj, _np.ndarray) and _np.may_share_memory(host, obj):
+            host = host.copy()
+        return _Eager(host)
     # (tobytes is row-major for any layout; ascontiguousarray would make a 0-d array 1-d)
     return ndarray(_native.from_bytes(host.tobytes(), list(host.shape), name))
 
@@ -1890,6 +2218,8 @@ def zeros(shape, dtype=float):
     name = _dtype_name(dtype)
     if name is None:
         return _fallback("zeros", _np.zeros, shape, dtype)
+    if _eager_shape(_shape_tuple(shape)):
+        return _Eager(_np.zeros(shape, _DT[name]))
     return ndarray(_native.zeros_(list(_shape_tuple(shape)), name))
 
 
@@ -1905,6 +2235,8 @@ def full(shape, fill_value, dtype=None):
     name = _dtype_name(value.dtype)
     if name is None:
         return _fallback("full", _np.full, shape, fill_value, dtype)
+    if _eager_shape(_shape_tuple(shape)):
+        return _Eager(_np.full(shape, value, _DT[name]))
     return ndarray(_native.full_(list(_shape_tuple(shape)), value.item(), name))
 
 
@@ -1942,6 +2274,9 @@ def full_like(a, fill_value, dtype=None):
 
 def eye(N, M=None, k=0, dtype=float):
     """Ones on the diagonal ``k`` of an ``N x M`` array of zeros."""
+    name = _dtype_name(dtype)
+    if name is not None and _eager_shape((N, N if M is None else M)):
+        return _Eager(_np.eye(N, M, k, _DT[name]))
     out = zeros((N, N if M is None else M), dtype)
     out.diagonal(k)[...] = 1
     return out
@@ -1956,6 +2291,8 @@ def diag(v, k=0):
     """A square array with ``v`` on its diagonal ``k`` (1-d ``v``), or the diagonal ``k``
     of a 2-d ``v`` (a copy)."""
     v = asarray(v)
+    if type(v) is _Eager:
+        return _eager_wrap(_np.diag(v._h, k))
     if v.ndim == 1:
         n = v.shape[0] + builtins.abs(k)
         out = zeros((n, n), v.dtype)
@@ -1985,6 +2322,8 @@ def arange(start, stop=None, step=1, dtype=None):
         raise ValueError("arange: cannot compute length") from None
     if n <= 0:
         return zeros((0,), name)
+    if _eager_shape((n,)):
+        return _Eager(_np.arange(start, stop, step, _DT[name]))
     first, second = _scalar_for(start, name), _scalar_for(start + step, name)
     index = ndarray(_native.arange_(0.0, float(n), 1.0, name))  # 0, 1, ...: exact
     delta = second - first
@@ -2002,6 +2341,12 @@ def linspace(start, stop, num=50, dtype=None):
     name = _dtype_name(dtype or _np.float64)
     if name is None:
         return _fallback("linspace", _np.linspace, start, stop, num, dtype=dtype)
+    if _eager_shape((int(num),)):
+        # As the deferred path computes it: in float64 (or float32), floored for integers.
+        if name in ("float64", "float32"):
+            return _Eager(_np.linspace(float(start), float(stop), int(num), dtype=_DT[name]))
+        values = _np.linspace(float(start), float(stop), int(num))
+        return _Eager((values if name == "bool" else _np.floor(values)).astype(_DT[name]))
     if name in ("float64", "float32"):
         return ndarray(_native.linspace_(float(start), float(stop), int(num), name))
     values = ndarray(_native.linspace_(float(start), float(stop), int(num), "float64"))

@@ -4,8 +4,12 @@ diffuse.numpy's one-time fallback warnings start afresh in every test."""
 
 import os
 
-import pytest
-from hypothesis import settings
+# The tests exercise diffuse's own (deferred) execution on small arrays; test_eager.py turns
+# NumPy's eager execution of small arrays on where it tests it. (Set before diffuse loads.)
+os.environ.setdefault("DIFFUSE_EAGER_ELEMENTS", "0")
+
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 settings.register_profile("default", derandomize=True)
 settings.register_profile("explore", derandomize=False)

@@ -1,0 +1,209 @@
+"""Eager execution of small arrays (``DIFFUSE_EAGER_ELEMENTS``): arrays of at most that many
+elements are held and computed by NumPy. Their results must be NumPy's, alone and mixed with
+deferred arrays; views of them must write through as NumPy's do; no write may be lost
+between the two kinds of array."""
+
+import copy
+import os
+import pickle
+import sys
+import warnings
+
+import numpy
+import pytest
+import scipy.sparse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import diffuse.numpy as dnp
+import diffuse.sparse as dsp
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _expressions as diff  # noqa: E402
+
+LIMIT = 64
+
+
+@pytest.fixture(autouse=True)
+def eager(monkeypatch):
+    """Small arrays (at most LIMIT elements) are eager in these tests."""
+    monkeypatch.setattr(dnp, "_eager_limit", LIMIT)
+
+
+def is_eager(x):
+    return isinstance(x, dnp._Eager)
+
+
+def test_small_arrays_are_eager_and_large_ones_deferred():
+    for small in (dnp.ones(8), dnp.zeros((8, 8)), dnp.arange(10.0), dnp.linspace(0, 1, 5),
+                  dnp.asarray([1, 2, 3]), dnp.array(numpy.ones(4)), dnp.eye(3),
+                  dnp.full((2, 2), 7, dtype="int32"), dnp.diag([1.0, 2.0])):
+        assert is_eager(small), small
+    for large in (dnp.zeros(LIMIT + 1), dnp.ones((9, 9)), dnp.arange(100.0),
+                  dnp.asarray(numpy.ones(100))):
+        assert isinstance(large, dnp.ndarray) and not is_eager(large)
+    x = dnp.ones(8)
+    for result in (x + 1.0, 2 * x, dnp.exp(x), x[2:5], x.reshape(2, 4), -x, x > 0):
+        assert is_eager(result)
+    # Reductions give NumPy's scalars, as NumPy does.
+    assert type(x.sum()) is numpy.float64 and x.sum() == 8.0
+
+
+def test_eager_limit_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("DIFFUSE_EAGER_ELEMENTS", "17")
+    assert dnp._eager_limit_from_env() == 17
+    for bad in ("lots", "-1"):
+        monkeypatch.setenv("DIFFUSE_EAGER_ELEMENTS", bad)
+        with pytest.raises(ValueError, match="DIFFUSE_EAGER_ELEMENTS"):
+            dnp._eager_limit_from_env()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_expressions_mixing_eager_and_deferred_match_numpy(data):
+    """test_differential's random programs, with a limit drawn per program so that some
+    operands (and views of them) are eager and others deferred."""
+    limit = data.draw(st.sampled_from([0, 4, 12, 30, 4096]))
+    saved, dnp._eager_limit = dnp._eager_limit, limit
+    try:
+        shape = data.draw(diff.SHAPES)
+        singles = []
+        with numpy.errstate(all="ignore"):
+            want, got = data.draw(diff.expression(shape, singles=singles))
+        if numpy.ndim(want) == 0:
+            return
+        diff.close(got, want, single=bool(singles))
+    finally:
+        dnp._eager_limit = saved
+
+
+def run_both(program):
+    """``program(np)`` on NumPy and on diffuse.numpy; the arrays it returns must be equal."""
+    want = program(numpy)
+    got = program(dnp)
+    for w, g in zip(want, got):
+        numpy.testing.assert_array_equal(numpy.asarray(g), w)
+        assert numpy.asarray(g).dtype == numpy.asarray(w).dtype
+
+
+def test_views_of_eager_arrays_write_through_as_in_numpy():
+    def program(np):
+        a = np.arange(12.0)
+        v = a[2:5]
+        v[...] = -1
+        a[::2] += 100
+        b = a.reshape(3, 4)
+        b[0, 1] = 7
+        b.T[1] = 3.5
+        np.reshape(a, (4, 3))[3] = 0
+        c = np.zeros((3, 4), dtype="int64")
+        c[1] = np.arange(4)
+        c[c > 1] = 9
+        c[[0, 2], [1, 3]] = 5
+        a.ravel()[0] = 42
+        return a, v, b, c
+
+    run_both(program)
+
+
+def test_writes_between_eager_and_deferred_arrays_are_kept():
+    def program(np):
+        small = np.zeros(8)
+        big = np.ones(200)
+        small[...] = big[:8] * 3           # deferred into eager
+        big[:8] = small + 1                # eager into deferred
+        small += big[10:18]                # in place, deferred operand
+        big[20:28] += small                # in place, eager operand
+        np.add(small, big[:8], out=small)  # out= eager, a deferred input
+        lazy_total = big.sum()             # a deferred scalar
+        small[0] = lazy_total
+        return small, big, big[:30] - small[0]
+
+    run_both(program)
+
+
+def test_out_arguments_return_the_eager_array_itself():
+    x = dnp.ones(8)
+    assert dnp.add(x, 1.0, out=x) is x
+    assert numpy.add(x, 1.0, out=x) is x
+    assert dnp.sum(dnp.ones((2, 4)), axis=0, out=dnp.zeros(4)).tolist() == [2.0] * 4
+    numpy.testing.assert_array_equal(numpy.asarray(x), numpy.full(8, 3.0))
+
+
+def test_numpy_returning_an_argument_returns_the_eager_array():
+    x = dnp.asarray([7.0, -3.5])
+    q, r = dnp.zeros(2), dnp.zeros(2)
+    got = dnp.divmod(x, 2.0, out=(q, r))
+    assert got[0] is q and got[1] is r
+    assert q.tolist() == [3.0, -2.0] and r.tolist() == [1.0, 0.5]
+    assert numpy.nan_to_num(x, copy=False) is x
+
+
+def test_eager_arrays_keep_diffuses_refusals_where_numpy_is_silently_wrong():
+    # NumPy's where wraps an integer beyond the result's dtype; diffuse refuses it at any size.
+    with pytest.raises(OverflowError):
+        dnp.where(dnp.asarray([True, False]), dnp.asarray([1, 2]), 2**63)
+    # linspace computes as the deferred version does (in float64: no object arrays).
+    numpy.testing.assert_array_equal(numpy.asarray(dnp.linspace(-3, -2**63 - 1, 5)),
+                                     numpy.linspace(-3.0, float(-2**63 - 1), 5))
+
+
+def test_numpy_functions_run_on_eager_arrays_without_fallback_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = dnp.asarray([3.0, 1.0, 2.0])
+        assert dnp.sort(x).tolist() == [1.0, 2.0, 3.0]
+        x.sort()  # NumPy's method, in place
+        assert x.tolist() == [1.0, 2.0, 3.0]
+        m = dnp.arange(6.0).reshape(2, 3)
+        flipped = dnp.fliplr(m)  # a view: writes reach m, as in NumPy
+        flipped[0, 0] = -1
+        assert m[0, 2] == -1
+        assert dnp.median(m) == numpy.median(numpy.asarray(m))
+        assert is_eager(numpy.cumsum(x)) and numpy.cumsum(x).tolist() == [1.0, 3.0, 6.0]
+
+
+def test_errors_are_numpys():
+    def raises_like_numpy(program):
+        with pytest.raises(Exception) as want:
+            program(numpy)
+        with pytest.raises(want.type):
+            program(dnp)
+
+    def cast_in_place(np):
+        a = np.arange(4)
+        a += 1.5
+
+    def bad_broadcast(np):
+        return np.ones(3) + np.ones(4)
+
+    def out_of_bounds(np):
+        return np.ones(3)[5]
+
+    def read_only_diagonal(np):
+        np.eye(3).diagonal()[0] = 2
+
+    for program in (cast_in_place, bad_broadcast, out_of_bounds, read_only_diagonal):
+        raises_like_numpy(program)
+
+
+def test_protocols():
+    x = dnp.arange(6.0).reshape(2, 3)
+    for clone in (pickle.loads(pickle.dumps(x)), copy.copy(x), copy.deepcopy(x)):
+        numpy.testing.assert_array_equal(numpy.asarray(clone), numpy.asarray(x))
+        clone[0, 0] = 99
+        assert x[0, 0] == 0
+    assert repr(x) == repr(numpy.arange(6.0).reshape(2, 3))
+    assert len(x) == 2 and x.shape == (2, 3) and x.ndim == 2 and x.size == 6
+    assert [row.tolist() for row in x] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert float(x[1, 2]) == 5.0 and int(x[1, 1]) == 4 and bool(x[0, 1])
+    assert x.item(4) == 4.0 and x.T.shape == (3, 2)
+    assert numpy.asarray(x) is numpy.asarray(x)  # NumPy holds the elements: no copy
+    assert numpy.array(x, copy=True) is not numpy.asarray(x)
+
+
+def test_sparse_products_take_eager_vectors():
+    a = scipy.sparse.random(30, 30, density=0.2, format="csr", random_state=1)
+    x = numpy.linspace(0, 1, 30)
+    got = dsp.csr_matrix(a) @ dnp.asarray(x)
+    numpy.testing.assert_allclose(numpy.asarray(got), a @ x, rtol=1e-12)
