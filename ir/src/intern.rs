@@ -5,9 +5,12 @@
 //! what makes the fusion analysis' alias check O(1). Interned values live for the rest of the
 //! process; programs build a small, bounded set of them (a few per array view and launch shape).
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
+
+// hashbrown's default hasher: descriptions are interned on every task a library builds, and
+// SipHash's resistance to chosen keys buys nothing for them.
+use hashbrown::HashMap;
 
 /// A table from descriptions to their unique shared copy.
 pub(crate) struct Interner<T> {

@@ -367,16 +367,35 @@ impl ElementwiseKind {
         self,
         declare: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, diffuse_ir::IrError>,
     ) -> Result<Arc<TaskKind>, ArrayError> {
-        let registered = kind(self.kind_name(), |b| {
+        if let Some(known) = registered()
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&self)
+        {
+            return Ok(Arc::clone(known));
+        }
+        let registered_kind = kind(self.kind_name(), |b| {
             declare(b.mlir(Arc::new(ElementwiseGenerator(self.clone()))))
         })?;
         descriptions()
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(registered.id())
-            .or_insert(self);
-        Ok(registered)
+            .entry(registered_kind.id())
+            .or_insert_with(|| self.clone());
+        registered()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(self, Arc::clone(&registered_kind));
+        Ok(registered_kind)
     }
+}
+
+/// The kinds registered so far by description: every operation asks for its kind, and this
+/// finds it without building the kind's name.
+fn registered() -> &'static RwLock<hashbrown::HashMap<ElementwiseKind, Arc<TaskKind>>> {
+    static TABLE: OnceLock<RwLock<hashbrown::HashMap<ElementwiseKind, Arc<TaskKind>>>> =
+        OnceLock::new();
+    TABLE.get_or_init(Default::default)
 }
 
 fn descriptions() -> &'static RwLock<HashMap<u32, ElementwiseKind>> {
