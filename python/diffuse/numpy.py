@@ -259,16 +259,20 @@ class ndarray:
         Ellipsis); None otherwise."""
         if type(key) is slice:
             key = (key,)
-        if type(key) is tuple and builtins.all(type(k) is slice for k in key) \
-                and len(key) == len(self._a.shape):
-            # The common case, a step-1 slice per dimension, without the general checks.
-            bounds = []
-            for k, n in zip(key, self._a.shape):
-                start, stop, step = k.indices(n)
-                if step != 1:
-                    return None
-                bounds.append((start, builtins.max(start, stop)))
-            return bounds, []
+        if type(key) is tuple:
+            shape = self._a.shape
+            if len(key) == len(shape):
+                # The common case, a step-1 slice per dimension, without the general checks.
+                bounds = []
+                for k, n in zip(key, shape):
+                    if type(k) is not slice:
+                        break
+                    start, stop, step = k.indices(n)
+                    if step != 1:
+                        return None
+                    bounds.append((start, stop if stop > start else start))
+                else:
+                    return bounds, []
         if not isinstance(key, tuple):
             key = (key,)
         if not builtins.all(
