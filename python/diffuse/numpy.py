@@ -329,6 +329,10 @@ class ndarray:
         return whole, sid, store_shape, list(self._a.shape), offset, strides
 
     def __getitem__(self, key):
+        if type(key) is tuple or type(key) is slice:
+            view = self._a.box_view(key)  # one step-1 slice per dimension, natively
+            if view is not None:
+                return ndarray(view)
         basic = self._basic_bounds(key)
         if basic is not None and not basic[1]:
             return ndarray(self._a.slice(basic[0]))
@@ -365,12 +369,17 @@ class ndarray:
         return _make_view(store, sid, store_shape, vshape, voffset, vstrides)
 
     def __setitem__(self, key, value):
-        basic = self._basic_bounds(key)
-        if basic is None:
-            self._write(key, value)
-            return
-        bounds, dropped = basic
-        target = self._a.slice(bounds)
+        target = self._a.box_view(key) if type(key) is tuple or type(key) is slice else None
+        if target is not None:  # one step-1 slice per leading dimension, natively
+            shape, dropped = tuple(target.shape), []
+        else:
+            basic = self._basic_bounds(key)
+            if basic is None:
+                self._write(key, value)
+                return
+            bounds, dropped = basic
+            target = self._a.slice(bounds)
+            shape = tuple(hi - lo for lo, hi in bounds)
         if isinstance(value, (numbers.Number, _np.generic)):
             target.assign_scalar(_scalar_for(value, self._a.dtype))
         else:
@@ -380,7 +389,6 @@ class ndarray:
                           else self.dtype)
             if src.dtype != self.dtype:
                 src = src.astype(self.dtype)
-            shape = tuple(hi - lo for lo, hi in bounds)
             dst_shape = tuple(n for d, n in enumerate(shape) if d not in dropped)
             if _broadcast_or_none(src.shape, dst_shape) != dst_shape:
                 raise ValueError(

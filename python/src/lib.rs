@@ -33,7 +33,7 @@ use pyo3::exceptions::{
     PyIndexError, PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PySlice, PySliceMethods, PyTuple};
 
 /// The process's runtime once the array context has started (for what the context does not
 /// expose: the backend's floating-point exception record).
@@ -388,6 +388,47 @@ impl NativeArray {
             })
             .collect();
         self.inner.slice(&spec).map(wrap).map_err(py_err)
+    }
+
+    /// The view `key` selects when it is step-1 slices of the leading dimensions (`a[1:-1,
+    /// :]`, `a[2:]`: the hot case of stencils), with NumPy's bounds: clipped to the array,
+    /// empty where a stop falls before its start, the dimensions after the key whole. None
+    /// for any other key (the Python layer indexes those).
+    fn box_view(&self, key: &Bound<'_, PyAny>) -> PyResult<Option<NativeArray>> {
+        let shape = self.inner.shape();
+        let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+            Ok(tuple) => tuple.iter().collect(),
+            Err(_) => vec![key.clone()],
+        };
+        if items.len() > shape.dims() {
+            return Ok(None);
+        }
+        let mut spec = Vec::with_capacity(shape.dims());
+        for (item, &extent) in items.iter().zip(shape.as_slice()) {
+            let Ok(slice) = item.cast::<PySlice>() else {
+                return Ok(None);
+            };
+            let bounds = slice.indices(extent as isize)?;
+            if bounds.step != 1 {
+                return Ok(None);
+            }
+            let (start, stop) = (bounds.start as i64, bounds.stop as i64);
+            spec.push(SliceArg {
+                start: Some(start),
+                stop: Some(stop.max(start)),
+            });
+        }
+        spec.resize(
+            shape.dims(),
+            SliceArg {
+                start: None,
+                stop: None,
+            },
+        );
+        self.inner
+            .slice(&spec)
+            .map(|view| Some(wrap(view)))
+            .map_err(py_err)
     }
 
     /// Where the array lies in its store: `(store shape, offset of the view, store id)`.
