@@ -925,7 +925,8 @@ def _eager_method(name):
             return _eager_wrap(on_numpy(self._h))
         if _only_eager((self,) + args, kwargs):
             return _eager_call(on_numpy, (self,) + args, kwargs)
-        return deferred(self, *args, **kwargs)
+        args, kwargs = _defer_eager(args, kwargs)
+        return deferred(ndarray(self._a), *args, **kwargs)
     method.__name__ = name
     return method
 
@@ -942,7 +943,7 @@ def _eager_operator(name, numpy_op):
             other = other._h
         elif t is not float and t is not int:
             if isinstance(other, ndarray):
-                return deferred(self, other)
+                return deferred(self if self._h.ndim == 0 else ndarray(self._a), other)
             return _eager_wrap(numpy_op(self._h, other))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
         r = numpy_op(self._h, other)
@@ -1011,6 +1012,25 @@ def _only_eager(args, kwargs):
     """True when the arguments hold eager arrays (in lists and tuples too) and no deferred
     one: the call then runs on NumPy."""
     return _eager_scan(kwargs.values(), _eager_scan(args, 0)) == 1
+
+
+def _defer_eager(args, kwargs):
+    """``args`` and ``kwargs`` for a deferred operation: each eager array among them (also in
+    lists and tuples) a deferred copy of its current elements, made once for the whole
+    operation (its implementation may read an operand several times); ``out=`` stays the
+    array given, so the result is written into it."""
+    return (_deferred_copies(args),
+            {k: v if k == "out" else _deferred_copies(v) for k, v in kwargs.items()})
+
+
+def _deferred_copies(x):
+    t = type(x)
+    if t is _Eager:
+        # (a 0-d one as NumPy's 0-d array: the operations take those as scalars of a dtype)
+        return x._h if x._h.ndim == 0 else ndarray(x._a)
+    if (t is list or t is tuple) and _eager_scan(x, 0):
+        return t(_deferred_copies(v) for v in x)
+    return x
 
 
 def _eager_scan(items, state):
@@ -1301,8 +1321,11 @@ class _Ufunc:
         self.__name__, self.__doc__ = impl.__name__, impl.__doc__
 
     def __call__(self, *inputs, **kwargs):
-        if _only_eager(inputs, kwargs):
+        mix = _eager_scan(kwargs.values(), _eager_scan(inputs, 0))
+        if mix == 1:
             return _eager_call(self._ufunc, inputs, kwargs)
+        if mix == 2:
+            inputs, kwargs = _defer_eager(inputs, kwargs)
         if not kwargs:
             return self._impl(*inputs)
         return _ufunc(self._ufunc, "__call__", inputs, kwargs)
@@ -1336,8 +1359,11 @@ def _numpy_compatible(impl, func):
 
     @functools.wraps(impl)
     def f(*args, **kwargs):
-        if _only_eager(args, kwargs):
+        mix = _eager_scan(kwargs.values(), _eager_scan(args, 0))
+        if mix == 1:
             return _eager_call(func, args, kwargs)
+        if mix == 2:
+            args, kwargs = _defer_eager(args, kwargs)
         if len(args) <= positions and (not kwargs or kwargs.keys() <= names):
             return impl(*args, **kwargs)
         bound = numpy_sig.bind(*args, **kwargs)  # NumPy's TypeError for a wrong call
@@ -1720,6 +1746,12 @@ def _broadcast_shapes(*shapes):
 
 def _binary(op, x, y, reflected=False):
     """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
+    # A 0-d eager array meeting a deferred one is a NumPy 0-d array to it: a scalar with its
+    # own dtype (no copy into a store).
+    if type(y) is _Eager and y._h.ndim == 0:
+        y = y._h
+    elif type(x) is _Eager and x._h.ndim == 0 and isinstance(y, ndarray) and type(y) is not _Eager:
+        return _binary(op, y, x._h, not reflected)
     # Fast paths: the common cases need no promotion or broadcasting checks.
     # An operation the native side lacks for the dtype (TypeError) goes on to NumPy's.
     xd = x._a.dtype
@@ -1877,8 +1909,10 @@ def where(condition, x=None, y=None):
     name = _dtype_name(dtype)
     if name is None:
         return _fallback("where", _np.where, condition, x, y)
-    xs = [asarray(v).astype(name) if not _is_scalar(v) else
-          ndarray(_native.full_([], _scalar_for(v, name), name)) for v in (x, y)]
+    xs = [ndarray(_native.full_([], _scalar_for(v, name), name)) if _is_scalar(v) else
+          ndarray(_native.full_([], _scalar_for(v.item(), name), name))
+          if isinstance(v, _np.ndarray) and v.ndim == 0 else asarray(v).astype(name)
+          for v in (x, y)]
     _broadcast_shapes(c.shape, xs[0].shape, xs[1].shape)
     return ndarray(_native.where_(c._a, xs[0]._a, xs[1]._a))
 

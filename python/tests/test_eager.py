@@ -122,6 +122,18 @@ def test_writes_between_eager_and_deferred_arrays_are_kept():
     run_both(program)
 
 
+def test_zero_d_eager_arrays_meet_deferred_ones_as_numpy_scalars():
+    def program(np):
+        big = np.arange(100.0)
+        s = np.asarray(3.0)
+        i = np.asarray(2, dtype="int32")
+        return (s - big, big - s, s / big[1:], big ** s, np.where(big > 50, s, big),
+                np.maximum(i, big), np.where(big > 10, big, i), s * big.astype("float32"),
+                np.subtract(s, big))
+
+    run_both(program)
+
+
 def test_out_arguments_return_the_eager_array_itself():
     x = dnp.ones(8)
     assert dnp.add(x, 1.0, out=x) is x
