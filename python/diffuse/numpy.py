@@ -257,22 +257,6 @@ class ndarray:
     def _basic_bounds(self, key):
         """(bounds, dropped dims) when the index selects a box (step-1 slices, integers,
         Ellipsis); None otherwise."""
-        if type(key) is slice:
-            key = (key,)
-        if type(key) is tuple:
-            shape = self._a.shape
-            if len(key) == len(shape):
-                # The common case, a step-1 slice per dimension, without the general checks.
-                bounds = []
-                for k, n in zip(key, shape):
-                    if type(k) is not slice:
-                        break
-                    start, stop, step = k.indices(n)
-                    if step != 1:
-                        return None
-                    bounds.append((start, stop if stop > start else start))
-                else:
-                    return bounds, []
         if not isinstance(key, tuple):
             key = (key,)
         if not builtins.all(
@@ -916,17 +900,17 @@ def _host_key(key):
 
 
 def _eager_method(name):
-    """``_Eager``'s method ``name``: NumPy's on its elements, or diffuse's when an argument
-    is a deferred array."""
-    on_numpy, deferred = getattr(_np.ndarray, name), getattr(ndarray, name)
+    """``_Eager``'s method ``name``: NumPy's, on its elements."""
+    on_numpy = getattr(_np.ndarray, name)
 
     def method(self, *args, **kwargs):
         if not args and not kwargs:
             return _eager_wrap(on_numpy(self._h))
         if _only_eager((self,) + args, kwargs):
             return _eager_call(on_numpy, (self,) + args, kwargs)
-        args, kwargs = _defer_eager(args, kwargs)
-        return deferred(ndarray(self._a), *args, **kwargs)
+        # A deferred argument (a value, or out=): NumPy's method on host copies, what it
+        # writes written back, views of this array's elements kept views.
+        return _on_host(on_numpy, self, *args, **kwargs)
     method.__name__ = name
     return method
 
@@ -1014,16 +998,11 @@ def _only_eager(args, kwargs):
     return _eager_scan(kwargs.values(), _eager_scan(args, 0)) == 1
 
 
-def _defer_eager(args, kwargs):
-    """``args`` and ``kwargs`` for a deferred operation: each eager array among them (also in
-    lists and tuples) a deferred copy of its current elements, made once for the whole
-    operation (its implementation may read an operand several times); ``out=`` stays the
-    array given, so the result is written into it."""
-    return (_deferred_copies(args),
-            {k: v if k == "out" else _deferred_copies(v) for k, v in kwargs.items()})
-
-
 def _deferred_copies(x):
+    """``x`` (operands an operation only reads) with each eager array in it (also in lists
+    and tuples) a deferred copy of its current elements, made once for the operation (whose
+    implementation may read an operand several times); a 0-d one as its NumPy 0-d array.
+    Never for an argument the operation writes: the write would go to the copy."""
     t = type(x)
     if t is _Eager:
         # (a 0-d one as NumPy's 0-d array: the operations take those as scalars of a dtype)
@@ -1321,11 +1300,20 @@ class _Ufunc:
         self.__name__, self.__doc__ = impl.__name__, impl.__doc__
 
     def __call__(self, *inputs, **kwargs):
+        nin = self._ufunc.nin
+        if len(inputs) > nin:  # outputs given by position, as NumPy takes them
+            if "out" in kwargs:
+                raise TypeError("cannot specify 'out' as both a positional and keyword "
+                                "argument")
+            inputs, kwargs = inputs[:nin], dict(kwargs, out=inputs[nin:])
         mix = _eager_scan(kwargs.values(), _eager_scan(inputs, 0))
         if mix == 1:
             return _eager_call(self._ufunc, inputs, kwargs)
         if mix == 2:
-            inputs, kwargs = _defer_eager(inputs, kwargs)
+            # Each eager input copied once for the whole call; out= stays the arrays given,
+            # so the result is written into them.
+            inputs = _deferred_copies(inputs)
+            kwargs = {k: v if k == "out" else _deferred_copies(v) for k, v in kwargs.items()}
         if not kwargs:
             return self._impl(*inputs)
         return _ufunc(self._ufunc, "__call__", inputs, kwargs)
@@ -1359,11 +1347,8 @@ def _numpy_compatible(impl, func):
 
     @functools.wraps(impl)
     def f(*args, **kwargs):
-        mix = _eager_scan(kwargs.values(), _eager_scan(args, 0))
-        if mix == 1:
+        if _only_eager(args, kwargs):
             return _eager_call(func, args, kwargs)
-        if mix == 2:
-            args, kwargs = _defer_eager(args, kwargs)
         if len(args) <= positions and (not kwargs or kwargs.keys() <= names):
             return impl(*args, **kwargs)
         bound = numpy_sig.bind(*args, **kwargs)  # NumPy's TypeError for a wrong call
@@ -1902,6 +1887,7 @@ def where(condition, x=None, y=None):
     alone, NumPy's ``nonzero(condition)``."""
     if x is None and y is None:
         return nonzero(condition)
+    x, y = (v._h if type(v) is _Eager and v._h.ndim == 0 else v for v in (x, y))
     c = asarray(condition)
     if c.dtype != _np.bool_:
         c = c.astype("bool")

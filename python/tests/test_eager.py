@@ -134,6 +134,27 @@ def test_zero_d_eager_arrays_meet_deferred_ones_as_numpy_scalars():
     run_both(program)
 
 
+def test_functions_writing_into_eager_arrays_from_deferred_values_keep_the_writes():
+    """Functions that write into an argument (positional or out=) with deferred inputs: the
+    write must reach the eager array, not a copy of it."""
+    def program(np):
+        big = np.arange(200.0)
+        a, b, c, d, e, f = (np.zeros(8) for _ in range(6))
+        np.copyto(a, big[:8])
+        np.putmask(b, big[:8] > 3, big[10:18])
+        np.add(big[:8], 1.0, out=c, where=big[:8] > 3)
+        np.multiply(big[:8], 2.0, d)  # the output positional
+        np.sum(big[:16].reshape(2, 8), 0, None, e)  # out positional
+        f[...] = 1.0
+        f += big[:8]
+        g = np.arange(8.0)
+        view = g.reshape(np.sum(big[:2] * 0 + 1, dtype="int64"), 4)  # a deferred 0-d argument
+        view[0, 0] = -5
+        return a, b, c, d, e, f, g, view
+
+    run_both(program)
+
+
 def test_out_arguments_return_the_eager_array_itself():
     x = dnp.ones(8)
     assert dnp.add(x, 1.0, out=x) is x
