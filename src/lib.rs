@@ -26,6 +26,7 @@ pub use diffuse_mapper as mapper;
 pub use diffuse_runtime::{placement, runtime};
 pub use diffuse_runtime::{
     FlushRecord, FusionConfig, GpuKernels, MapplePlacement, Placement, Runtime, RuntimeConfig,
+    DEFAULT_MIN_BLOCK,
 };
 
 /// Which backend a runtime executes on, with its settings.

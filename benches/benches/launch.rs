@@ -28,6 +28,7 @@ fn context(fusion: FusionConfig, jit: Option<Arc<Jit>>) -> (ArrayContext, Arc<Ru
             fusion,
             jit,
             placement: None,
+            min_block: diffuse::DEFAULT_MIN_BLOCK,
         },
     )
     .expect("embedded backend starts");

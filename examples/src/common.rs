@@ -112,6 +112,10 @@ pub struct AppArgs {
     /// Worker processors (default: one per core).
     #[arg(long)]
     pub procs: Option<usize>,
+    /// The fewest elements an operation gives each processor before it uses fewer of them
+    /// (at least one point; `1`: every processor whenever the array has that many elements).
+    #[arg(long, default_value_t = diffuse::DEFAULT_MIN_BLOCK, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub min_block: usize,
     /// Most memory the embedded backend's stores may take, and separately the run's host
     /// data (inputs, results read back, references), in bytes with an optional K, M, G or T
     /// suffix (powers of 1024); a store past it is an error naming it, host data past it is
@@ -267,6 +271,7 @@ impl Runtime {
             },
             jit: args.jit.jit(),
             placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
+            min_block: args.min_block,
         };
         let jit_at_start = config.jit.as_ref().map(|j| j.stats()).unwrap_or_default();
         let runtime = Arc::new(diffuse::Runtime::new(backend, config));
@@ -519,6 +524,8 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         strip_bytes: EmbeddedConfig::default().strip_bytes,
         backend: Backend::Embedded,
         procs: Some(procs),
+        // Every processor gets a point: the tests check partitioned execution on small grids.
+        min_block: 1,
         memory_limit: None,
         json: false,
         legion_flags: Vec::new(),

@@ -135,7 +135,9 @@ pub fn run(args: &AppArgs) -> anyhow::Result<RunRecord> {
         view(1, 0)?,
         view(2, 1)?,
     ];
-    let launch_domain = Partitioner::new(rt.ctx.processors()).launch_for(Tuple::shape(&[n, n])?);
+    let launch_domain = Partitioner::new(rt.ctx.processors())
+        .with_min_block(rt.ctx.min_block())
+        .launch_for(Tuple::shape(&[n, n])?);
     let m = rt.measure(args.iters, || {
         iteration(ctx, k, launch_domain, &views)?;
         Ok(())

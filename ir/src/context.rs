@@ -24,6 +24,14 @@ pub trait Executor: Send + Sync {
     /// block per processor); it never changes what a task computes.
     fn processors(&self) -> usize;
 
+    /// The fewest elements worth a launch point of their own: libraries give an operation
+    /// over fewer than `processors() * min_block()` elements fewer points (at least one),
+    /// since every point costs the backend a fixed amount however small its block. `1` gives
+    /// every processor a point whenever the array has that many elements.
+    fn min_block(&self) -> usize {
+        1
+    }
+
     /// Accepts a validated task. It may run now or later, but before any later `read` or
     /// `write` of a store it touches completes, and in submission order with respect to other
     /// tasks' effects.
@@ -124,6 +132,12 @@ impl Context {
     /// How many processors the runtime behind this context executes point tasks on.
     pub fn processors(&self) -> usize {
         self.executor.processors().max(1)
+    }
+
+    /// The fewest elements the runtime behind this context wants per launch point (see
+    /// [`Executor::min_block`]; at least 1).
+    pub fn min_block(&self) -> usize {
+        self.executor.min_block().max(1)
     }
 
     /// Creates a store of `shape` and `dtype`, initially all zero (false).

@@ -11,7 +11,9 @@
 //! default: fused kernels compile on a background thread and run natively until ready;
 //! `sync`: the first use waits for the compile; `off`) and `DIFFUSE_GPU` (`1` or `on`:
 //! every task prefers a GPU, as the apps' `--gpu`, with a warning on stderr where the machine
-//! has none; `0`, `off` or unset: the CPUs).
+//! has none; `0`, `off` or unset: the CPUs) and `DIFFUSE_MIN_BLOCK` (the fewest elements an
+//! operation gives each processor before it uses fewer of them, default
+//! [`diffuse::DEFAULT_MIN_BLOCK`]; `1`: every processor whenever it can).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -114,12 +116,24 @@ fn start() -> Result<ArrayContext, String> {
             ))
         }
     };
+    let min_block = match env("DIFFUSE_MIN_BLOCK") {
+        None => diffuse::DEFAULT_MIN_BLOCK,
+        Some(n) => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                return Err(format!(
+                    "DIFFUSE_MIN_BLOCK={n}: expected a number of elements, at least 1"
+                ))
+            }
+        },
+    };
     let runtime = Arc::new(diffuse::Runtime::new(
         backend,
         RuntimeConfig {
             fusion,
             jit,
             placement,
+            min_block,
         },
     ));
     let _ = RUNTIME.set(runtime.clone());
@@ -802,7 +816,8 @@ fn tasks_submitted() -> PyResult<u64> {
     Ok(context()?.ir().tasks_submitted())
 }
 
-/// What the runtime has done so far, as a dict: tasks submitted and executed, windows
+/// What the runtime has done so far, as a dict: tasks submitted and executed, their points,
+/// windows
 /// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
 /// the JIT's kernels compiled, compile failures and compile seconds. Empty before start.
 #[pyfunction]
@@ -814,6 +829,7 @@ fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let planner = runtime.planner_stats();
     stats.set_item("tasks_submitted", context()?.ir().tasks_submitted())?;
     stats.set_item("tasks_executed", runtime.stats().tasks_executed)?;
+    stats.set_item("points_executed", runtime.stats().points_executed)?;
     stats.set_item("windows_analysed", planner.analysed)?;
     stats.set_item("windows_replayed", planner.replayed)?;
     stats.set_item("window_size", runtime.window_size())?;

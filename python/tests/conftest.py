@@ -7,6 +7,9 @@ import os
 # The tests exercise diffuse's own (deferred) execution on small arrays; test_eager.py turns
 # NumPy's eager execution of small arrays on where it tests it. (Set before diffuse loads.)
 os.environ.setdefault("DIFFUSE_EAGER_ELEMENTS", "0")
+# ... and split them over every processor, as large arrays are (test_min_block_env.py tests
+# the default, which runs small operations on fewer points).
+os.environ.setdefault("DIFFUSE_MIN_BLOCK", "1")
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

@@ -17,4 +17,4 @@ pub mod runtime;
 
 pub use placement::{MapplePlacement, Placement};
 pub use plans::GpuKernels;
-pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig};
+pub use runtime::{FlushRecord, FusionConfig, Runtime, RuntimeConfig, DEFAULT_MIN_BLOCK};

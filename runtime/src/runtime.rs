@@ -100,7 +100,19 @@ pub struct RuntimeConfig {
     /// CPUs; a [`Placement`] (e.g. a Mapple mapper) decides processor kinds, processors and
     /// memories.
     pub placement: Option<Arc<dyn Placement>>,
+    /// The fewest elements worth a launch point of their own (see
+    /// [`Executor::min_block`]): smaller operations get fewer points, down to one. The
+    /// default is [`DEFAULT_MIN_BLOCK`]; `1` gives every processor a point whenever it can
+    /// (what tests of partitioned execution on small arrays want).
+    pub min_block: usize,
 }
+
+/// The default [`RuntimeConfig::min_block`]: 16384 elements (as Legate's CPU minimum
+/// chunk). Splitting fewer elements over processors costs more per point (locating
+/// sub-stores, a kernel call, waking a worker) than the work saved; measured on the 2-core
+/// machine, the stencil at 64^2 and 126^2 runs 20-25% faster, and at 180^2 twice as fast,
+/// on one point than on two.
+pub const DEFAULT_MIN_BLOCK: usize = 16384;
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
@@ -108,6 +120,7 @@ impl Default for RuntimeConfig {
             fusion: FusionConfig::default(),
             jit: Some(Jit::shared()),
             placement: None,
+            min_block: DEFAULT_MIN_BLOCK,
         }
     }
 }
@@ -153,6 +166,7 @@ pub struct Runtime {
     backend: Arc<dyn Backend>,
     config: FusionConfig,
     jit: Option<Arc<Jit>>,
+    min_block: usize,
     window: Mutex<Window>,
 }
 
@@ -171,6 +185,7 @@ impl Runtime {
             backend,
             config: fusion,
             jit: config.jit,
+            min_block: config.min_block.max(1),
             window: Mutex::new(Window {
                 tasks: Vec::new(),
                 capacity,
@@ -535,6 +550,10 @@ impl Executor for Runtime {
 
     fn processors(&self) -> usize {
         self.backend.machine().cpus()
+    }
+
+    fn min_block(&self) -> usize {
+        self.min_block
     }
 
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {

@@ -393,6 +393,7 @@ pub(crate) fn rig_placed(
             fusion,
             jit,
             placement,
+            min_block: 1,
         },
     ));
     let ctx = Context::new(runtime.clone());

@@ -52,6 +52,7 @@ fn setup(path: Path) -> (Arc<EmbeddedBackend>, Context) {
             },
             jit: (path == Path::Compiled).then(|| Arc::new(Jit::new())),
             placement: None,
+            min_block: 1,
         },
     );
     (backend, Context::new(Arc::new(runtime)))

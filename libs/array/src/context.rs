@@ -20,9 +20,10 @@ struct Inner {
 }
 
 impl ArrayContext {
-    /// Arrays on `ctx`, one block per processor of its runtime.
+    /// Arrays on `ctx`, one block per processor of its runtime (fewer for arrays smaller than
+    /// the runtime's `min_block` per processor).
     pub fn new(ctx: Context) -> Self {
-        let partitioner = Partitioner::new(ctx.processors());
+        let partitioner = Partitioner::new(ctx.processors()).with_min_block(ctx.min_block());
         ArrayContext {
             inner: Arc::new(Inner { ctx, partitioner }),
         }

@@ -6,6 +6,8 @@
 //! non-empty block, pick the one with the smallest largest block (balanced work), then the
 //! smallest block perimeter (least halo), then the most points, and finally the one that
 //! splits the outer dimensions first (row-major blocks that are whole rows stay contiguous).
+//! A small array gets fewer points than there are processors: at most one per `min_block`
+//! elements (at least one), since a point's fixed cost outweighs splitting a small block.
 
 use diffuse_ir::{Shape, Tuple, MAX_DIMS};
 
@@ -13,6 +15,7 @@ use diffuse_ir::{Shape, Tuple, MAX_DIMS};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Partitioner {
     procs: usize,
+    min_block: usize,
 }
 
 /// How good a candidate grid is; smaller is better (compared lexicographically).
@@ -26,10 +29,21 @@ struct Cost {
 }
 
 impl Partitioner {
-    /// A partitioner for `procs` processors (at least 1).
+    /// A partitioner for `procs` processors (at least 1) that gives every processor a point
+    /// whenever the array has that many elements.
     pub fn new(procs: usize) -> Self {
         Partitioner {
             procs: procs.max(1),
+            min_block: 1,
+        }
+    }
+
+    /// This partitioner giving an array at most one point per `min_block` elements (at
+    /// least one point; `0` counts as 1).
+    pub fn with_min_block(self, min_block: usize) -> Self {
+        Partitioner {
+            min_block: min_block.max(1),
+            ..self
         }
     }
 
@@ -38,9 +52,21 @@ impl Partitioner {
         self.procs
     }
 
+    /// The fewest elements it gives a point of its own.
+    pub fn min_block(&self) -> usize {
+        self.min_block
+    }
+
+    /// How many points an array of `volume` elements may get: one per processor, but at most
+    /// one per `min_block` elements, and at least one.
+    fn points_for(&self, volume: i64) -> usize {
+        let worth = usize::try_from(volume).unwrap_or(usize::MAX) / self.min_block;
+        self.procs.min(worth).max(1)
+    }
+
     /// The launch domain for an array of `shape`: one extent per array dimension, product at
-    /// most `procs`, every block non-empty. A 0-d array (or one with no elements) gets a
-    /// single point.
+    /// most `procs` (and at most one point per `min_block` elements), every block non-empty.
+    /// A 0-d array (or one with no elements) gets a single point.
     pub fn launch_for(&self, shape: Shape) -> Shape {
         let dims = shape.dims();
         if dims == 0 || shape.volume() == 0 {
@@ -48,51 +74,54 @@ impl Partitioner {
         }
         let mut best: Option<(Cost, Tuple)> = None;
         let mut grid = Tuple::splat(dims, 1);
-        self.search(shape, &mut grid, 0, 1, &mut best);
+        let procs = self.points_for(shape.volume());
+        search(procs, shape, &mut grid, 0, 1, &mut best);
         best.map_or(Tuple::splat(dims, 1), |(_, g)| g)
     }
+}
 
-    /// Enumerates grids dimension by dimension, keeping the cheapest complete one.
-    fn search(
-        &self,
-        shape: Shape,
-        grid: &mut Tuple,
-        d: usize,
-        points: usize,
-        best: &mut Option<(Cost, Tuple)>,
-    ) {
-        if d == shape.dims() {
-            let cost = self.cost(shape, grid, points);
-            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-                *best = Some((cost, *grid));
-            }
-            return;
+/// Enumerates grids over at most `procs` points dimension by dimension, keeping the cheapest
+/// complete one.
+fn search(
+    procs: usize,
+    shape: Shape,
+    grid: &mut Tuple,
+    d: usize,
+    points: usize,
+    best: &mut Option<(Cost, Tuple)>,
+) {
+    if d == shape.dims() {
+        let cost = cost(procs, shape, grid, points);
+        if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+            *best = Some((cost, *grid));
         }
-        let max_here = (self.procs / points).min(shape[d] as usize).max(1);
-        for l in 1..=max_here {
-            if !blocks_fit(shape[d], l as i64) {
-                continue;
-            }
-            grid.as_mut_slice()[d] = l as i64;
-            self.search(shape, grid, d + 1, points * l, best);
-        }
-        grid.as_mut_slice()[d] = 1;
+        return;
     }
+    let max_here = (procs / points).min(shape[d] as usize).max(1);
+    for l in 1..=max_here {
+        if !blocks_fit(shape[d], l as i64) {
+            continue;
+        }
+        grid.as_mut_slice()[d] = l as i64;
+        search(procs, shape, grid, d + 1, points * l, best);
+    }
+    grid.as_mut_slice()[d] = 1;
+}
 
-    fn cost(&self, shape: Shape, grid: &Tuple, points: usize) -> Cost {
-        let block: Vec<i64> = (0..shape.dims())
-            .map(|d| ceil_div(shape[d], grid[d]))
-            .collect();
-        let mut inner_splits = [0; MAX_DIMS];
-        for (slot, &l) in inner_splits.iter_mut().zip(grid.as_slice().iter().rev()) {
-            *slot = l;
-        }
-        Cost {
-            largest_block: block.iter().product(),
-            block_perimeter: block.iter().sum(),
-            unused_points: self.procs - points,
-            inner_splits,
-        }
+/// The cost of `grid` (`points` points of the `procs` available) for an array of `shape`.
+fn cost(procs: usize, shape: Shape, grid: &Tuple, points: usize) -> Cost {
+    let block: Vec<i64> = (0..shape.dims())
+        .map(|d| ceil_div(shape[d], grid[d]))
+        .collect();
+    let mut inner_splits = [0; MAX_DIMS];
+    for (slot, &l) in inner_splits.iter_mut().zip(grid.as_slice().iter().rev()) {
+        *slot = l;
+    }
+    Cost {
+        largest_block: block.iter().product(),
+        block_perimeter: block.iter().sum(),
+        unused_points: procs - points,
+        inner_splits,
     }
 }
 
@@ -139,6 +168,25 @@ mod tests {
         assert_eq!(launch(4, &[]), Vec::<i64>::new());
         assert_eq!(launch(4, &[0, 7]), vec![1, 1]);
         assert_eq!(launch(1, &[4096, 4096]), vec![1, 1]);
+    }
+
+    #[test]
+    fn small_arrays_get_at_most_one_point_per_min_block() {
+        let with = |min_block: usize, shape: &[i64]| {
+            let p = Partitioner::new(4).with_min_block(min_block);
+            p.launch_for(Tuple::shape(shape).unwrap())
+                .as_slice()
+                .to_vec()
+        };
+        // 4096 elements: one point per 1024, so all four; per 2048, two; per 16384, one.
+        assert_eq!(with(1024, &[64, 64]), vec![2, 2]);
+        assert_eq!(with(2048, &[64, 64]), vec![2, 1]);
+        assert_eq!(with(16384, &[64, 64]), vec![1, 1]);
+        assert_eq!(with(16384, &[100]), vec![1]);
+        // 40000 elements per 16384: two points; large arrays are split over every processor.
+        assert_eq!(with(16384, &[40000]), vec![2]);
+        assert_eq!(with(16384, &[1 << 20]), vec![4]);
+        assert_eq!(with(0, &[8]), vec![4]);
     }
 
     proptest::proptest! {

@@ -91,6 +91,9 @@ pub fn fresh_cx(procs: usize) -> ArrayContext {
             diffuse::RuntimeConfig {
                 fusion,
                 jit: (procs == JIT_PROCS).then(|| std::sync::Arc::new(diffuse_jit::Jit::new())),
+                // Every processor gets a point: the tests check partitioned execution on
+                // small arrays.
+                min_block: 1,
                 ..runtime
             },
         )

@@ -70,10 +70,15 @@ impl CsrMatrix {
         let ir = cx.ir();
         let offsets = host.row_offsets();
         let rows = host.rows();
-        // As many row tiles as processors, each non-empty (a tiling may not start past the
-        // store's end).
-        let procs = ir.processors().max(1) as i64;
-        let tile = ((rows + procs - 1) / procs).max(1);
+        // The row tiles the array library gives a vector of `rows` elements (one per
+        // processor unless the vector is small), so SpMV fuses with vector operations; each
+        // non-empty (a tiling may not start past the store's end).
+        let points = if rows > 0 {
+            cx.partitioner().launch_for(Tuple::shape(&[rows])?)[0]
+        } else {
+            1
+        };
+        let tile = ((rows + points - 1) / points).max(1);
         let tiles = (rows + tile - 1) / tile;
         let tile_of = |row: i64| row / tile;
         let mut entry_boxes = Vec::with_capacity(tiles as usize);

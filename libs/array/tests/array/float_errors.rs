@@ -27,6 +27,7 @@ fn setup(jit: bool, fusion: FusionConfig) -> (Arc<EmbeddedBackend>, ArrayContext
             fusion,
             jit: jit.then(|| Arc::new(diffuse_jit::Jit::new())),
             placement: None,
+            min_block: 1,
         },
     );
     (backend, ArrayContext::new(Context::new(Arc::new(runtime))))

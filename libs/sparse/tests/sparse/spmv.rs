@@ -16,6 +16,9 @@ pub(crate) fn cx(procs: usize) -> ArrayContext {
             },
             diffuse::RuntimeConfig {
                 jit: None,
+                // Every processor gets a row tile: the tests check tiled SpMV on small
+                // matrices.
+                min_block: 1,
                 ..Default::default()
             },
         )

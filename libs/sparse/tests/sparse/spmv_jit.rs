@@ -31,6 +31,7 @@ impl Jitted {
                 fusion,
                 jit,
                 placement: None,
+                min_block: 1,
             },
         )
         .expect("the embedded backend starts");
