@@ -100,6 +100,14 @@ pub trait Backend: Send + Sync {
     fn take_fp_errors(&self) -> point::fp::FpErrors {
         Vec::new()
     }
+
+    /// Has the backend say which constituent of a fused task raised exceptions of
+    /// `categories` (the ones the application reports; others are recorded under the fused
+    /// task's name, which spares running its points again). A backend that does not observe
+    /// exceptions ignores it.
+    fn attribute_fp_errors(&self, categories: point::fp::FpFlags) {
+        let _ = categories;
+    }
 }
 
 /// Checks a host copy's box and data length against `store` (what [`Backend::read`] and

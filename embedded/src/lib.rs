@@ -354,6 +354,10 @@ impl Backend for EmbeddedBackend {
         self.fp.take()
     }
 
+    fn attribute_fp_errors(&self, categories: diffuse_backend::point::fp::FpFlags) {
+        self.fp.attribute(categories);
+    }
+
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
         check_host_copy(store, &rect, None)?;
         let _order = self.lock();

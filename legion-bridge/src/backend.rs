@@ -164,6 +164,12 @@ impl Backend for LegionBackend {
         self.shared.fp.take()
     }
 
+    /// Point tasks that run in this process follow it; other processes keep attributing
+    /// NumPy's default categories (correct, only slower where they raise ignored ones).
+    fn attribute_fp_errors(&self, categories: diffuse_backend::point::fp::FpFlags) {
+        self.shared.fp.attribute(categories);
+    }
+
     fn reset_peak_memory(&self) {
         self.shared.counters.reset_peak();
     }

@@ -16,7 +16,8 @@ So that each operation is judged under the state it ran in, :class:`errstate` an
 any category is 'raise', 'call', 'print' or 'log' every operation runs as it is issued, so
 the exception surfaces at the operation as in NumPy (fusion is then limited to one
 operation). Changing the state through NumPy itself (``numpy.errstate``) is honoured at the
-next flush, but pending operations are not settled first.
+next flush, but pending operations are not settled first (and a fused kernel's exception
+may then be reported under the names of all its operations that could raise it).
 """
 
 import contextlib
@@ -115,6 +116,8 @@ def report(raised):
                 print(f"Warning: {message}", file=sys.stderr)
             elif mode == "log":
                 _np.geterrcall().write(f"Warning: {message}\n")
+    # A state set through NumPy itself (not diffuse's errstate) is seen here at the latest.
+    _update()
 
 
 def settle():
@@ -123,8 +126,14 @@ def settle():
 
 
 def _update():
+    """Follows NumPy's error state: whether operations must run as issued, and which
+    categories the runtime attributes to single operations of fused kernels (those not
+    ignored: attributing one runs the kernel's points again)."""
     global eager
-    eager = any(mode not in ("warn", "ignore") for mode in _np.geterr().values())
+    state = _np.geterr()
+    eager = any(mode not in ("warn", "ignore") for mode in state.values())
+    _native.report_fp_categories(
+        sum(bit for category, bit, _ in _CATEGORIES if state[category] != "ignore"))
 
 
 class errstate(contextlib.ContextDecorator):

@@ -326,7 +326,8 @@ class ndarray:
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
         mask = _nonzero_mask(key, self.shape)
         if mask is not None:
-            return ndarray(self._a.select(mask._a))
+            # Its elements now, selected when first used (see _MaskedSelection).
+            return _MaskedSelection(self.copy(), mask)
         mask = _bool_array(key)
         if mask is not None and mask.shape == self.shape and self.ndim > 0:
             # ``a[mask]``: the selected elements, compacted natively.
@@ -390,6 +391,12 @@ class ndarray:
         """``self[key] = value`` for any index: into a box, through a strided view, or (for
         advanced indices) on NumPy and back."""
         mask = _nonzero_mask(key, self.shape)
+        if mask is not None and type(value) is _MaskedSelection and value._mask is mask \
+                and value._found is None and value._source.shape == self.shape \
+                and value._source.dtype == self.dtype:
+            # ``b[j, i] = a[j, i]`` for ``j, i = nonzero(m)``: b = where(m, a, b).
+            self[...] = where(mask, value._source, self)
+            return
         if mask is not None and self._masked_write(mask, value):
             return
         if self._masked_write(key, value):
@@ -2156,6 +2163,25 @@ class _NonzeroIndex(ndarray):
         if not self._found:
             self._found.extend(self._mask._a.nonzero())
         return self._found[self._axis]
+
+
+class _MaskedSelection(ndarray):
+    """``a[nonzero(m)]``: the elements of ``source`` (a copy of ``a`` when it was indexed)
+    where ``mask`` is true, compacted when first used. Written with the same ``nonzero``
+    result into an array of the mask's shape, as in ``j, i = nonzero(m); b[j, i] = a[j, i]``
+    (TorchSWE's idiom), it is ``b = where(m, a, b)``: one fused element-wise task, with no
+    compaction and no read-back of the count (the copy fuses into it)."""
+
+    __slots__ = ("_source", "_mask", "_found")
+
+    def __init__(self, source, mask):  # noqa: super().__init__ would set ``_a``
+        self._source, self._mask, self._found = source, mask, None
+
+    @property
+    def _a(self):
+        if self._found is None:
+            self._found = self._source._a.select(self._mask._a)
+        return self._found
 
 
 def _nonzero_mask(key, shape):

@@ -15,6 +15,7 @@
 //! operation gives each processor before it uses fewer of them, default
 //! [`diffuse::DEFAULT_MIN_BLOCK`]; `1`: every processor whenever it can).
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use diffuse::{
@@ -136,6 +137,11 @@ fn start() -> Result<ArrayContext, String> {
             min_block,
         },
     ));
+    runtime
+        .backend()
+        .attribute_fp_errors(diffuse::backend::point::fp::FpFlags::from_bits(
+            FP_REPORTED.load(Ordering::Relaxed),
+        ));
     let _ = RUNTIME.set(runtime.clone());
     Ok(ArrayContext::new(Context::new(runtime)))
 }
@@ -810,14 +816,35 @@ fn report_fp_errors(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
+/// The floating-point exception categories (bits as in `report_fp_errors`) whose raising
+/// the application reports: a fused kernel raising one of them is run again to say which
+/// operation raised it. NumPy's default (divide, over, invalid) until set.
+static FP_REPORTED: AtomicU8 =
+    AtomicU8::new(diffuse::backend::point::fp::REPORTED_BY_DEFAULT.bits());
+
+/// Sets which floating-point exception categories the application reports (`divide` 1,
+/// `over` 2, `under` 4, `invalid` 8), from NumPy's error state: exceptions of the others
+/// are not attributed to single operations of fused kernels, which spares running them
+/// twice (`diffuse._errstate` calls it whenever the state changes).
+#[pyfunction]
+fn report_fp_categories(bits: u8) {
+    FP_REPORTED.store(bits, Ordering::Relaxed);
+    if let Some(runtime) = RUNTIME.get() {
+        runtime
+            .backend()
+            .attribute_fp_errors(diffuse::backend::point::fp::FpFlags::from_bits(bits));
+    }
+}
+
 /// Index tasks submitted so far in this process.
 #[pyfunction]
 fn tasks_submitted() -> PyResult<u64> {
     Ok(context()?.ir().tasks_submitted())
 }
 
-/// What the runtime has done so far, as a dict: tasks submitted and executed, their points,
-/// windows
+/// What the runtime has done so far, as a dict: tasks submitted and executed, their points
+/// (how many of those ran a compiled kernel, and how many a fused task's native kernels strip
+/// by strip), windows
 /// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
 /// the JIT's kernels compiled, compile failures and compile seconds. Empty before start.
 #[pyfunction]
@@ -829,7 +856,10 @@ fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let planner = runtime.planner_stats();
     stats.set_item("tasks_submitted", context()?.ir().tasks_submitted())?;
     stats.set_item("tasks_executed", runtime.stats().tasks_executed)?;
-    stats.set_item("points_executed", runtime.stats().points_executed)?;
+    let backend = runtime.stats();
+    stats.set_item("points_executed", backend.points_executed)?;
+    stats.set_item("compiled_points", backend.compiled_points)?;
+    stats.set_item("strip_points", backend.strip_points)?;
     stats.set_item("windows_analysed", planner.analysed)?;
     stats.set_item("windows_replayed", planner.replayed)?;
     stats.set_item("window_size", runtime.window_size())?;
@@ -1037,9 +1067,20 @@ fn krylov_solve(
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The runtime's warnings (a kernel that failed to compile and runs natively, a failed
+    // window) go to stderr, as from the applications; `RUST_LOG=debug` shows every window's
+    // fusion decisions. A process that installed its own subscriber keeps it.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
     m.add_class::<NativeArray>()?;
     m.add_class::<NativeCsr>()?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(report_fp_categories, m)?)?;
     m.add_function(wrap_pyfunction!(zeros_, m)?)?;
     m.add_function(wrap_pyfunction!(full_, m)?)?;
     m.add_function(wrap_pyfunction!(arange_, m)?)?;

@@ -8,6 +8,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import warnings
 
 import numpy
@@ -252,3 +253,46 @@ def test_fusion_off_and_on_report_the_same(fusion):
                      "divide by zero encountered in floor_divide"],
         "raised": "divide by zero encountered in divide",
     }
+
+
+ATTRIBUTION = """
+import json, warnings
+import diffuse.numpy as np
+import diffuse._native as native
+x = np.arange(64.0) - 32.0
+y = np.arange(64.0) % 4.0
+def chain():
+    return float(((x * 2.0 + 1.0) / y).max())
+with np.errstate(divide="ignore", invalid="ignore"):
+    chain()  # compiles the fused kernel (DIFFUSE_JIT=sync)
+    before = native.runtime_stats()
+    chain()
+ignored = native.runtime_stats()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    chain()
+warned = native.runtime_stats()
+print(json.dumps({
+    "ignored_compiled": ignored["compiled_points"] - before["compiled_points"],
+    "ignored_reruns": ignored["strip_points"] - before["strip_points"],
+    "warned_compiled": warned["compiled_points"] - ignored["compiled_points"],
+    "messages": sorted({str(w.message) for w in caught}),
+}))
+"""
+
+
+def test_ignored_exceptions_of_fused_kernels_cost_no_second_run():
+    """A compiled fused kernel that divides by zero runs its points again natively only to
+    say which operation raised, which matters only where the error state reports it: under
+    ``errstate(divide="ignore")`` it runs once; under the default it is attributed and the
+    warning names the division."""
+    env = dict(os.environ, DIFFUSE_JIT="sync", DIFFUSE_BACKEND="embedded", DIFFUSE_PROCS="2",
+               DIFFUSE_EAGER_ELEMENTS="0")
+    proc = subprocess.run([sys.executable, "-c", ATTRIBUTION], capture_output=True, text=True,
+                          timeout=300, env=env, check=False, cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["ignored_compiled"] >= 1 and got["ignored_reruns"] == 0, got
+    # Attributed: every point ran again natively, so none counts as a compiled run.
+    assert got["warned_compiled"] == 0, got
+    assert got["messages"] == ["divide by zero encountered in divide"], got

@@ -3,6 +3,7 @@ scatters natively (a fallback warning fails these tests), with one integer index
 dimension (diffuse, NumPy, lists or Python integers, broadcast together, negative indices,
 repeated positions), on arrays and views of every dtype; and NumPy's errors."""
 
+import math
 import os
 import sys
 import warnings
@@ -205,6 +206,42 @@ def test_nonzero_indices_round_trip_as_programs_use_them():
         j, i = j[i != 0], i[i != 0]
         a[j, i - 1] = 2 * b[j, i] - dnp.array(x)[j, i - 1]
     onp.testing.assert_array_equal(onp.asarray(a), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_values_selected_by_nonzero_keep_numpys_meaning(data):
+    """``v = a[nonzero(m)]`` is deferred (see ``_MaskedSelection``): written back with the same
+    indices it is one fused ``where`` with no read-back; otherwise it holds ``a``'s elements at
+    the time it was taken, whatever is written to ``a`` afterwards, and behaves as NumPy's
+    compacted array. Random masks and dtypes, the write before or after changing ``a``."""
+    shape = (data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7)))
+    adtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
+    bdtype = data.draw(st.sampled_from([adtype, "float64"]))
+    m = data.draw(hnp.arrays(onp.bool_, shape))
+    x = onp.arange(math.prod(shape)).reshape(shape).astype(adtype) - 3
+    y = -onp.ones(shape, dtype=bdtype)
+    change_first = data.draw(st.booleans())
+    want_b, want_x = y.copy(), x.copy()
+    j, i = onp.nonzero(m)
+    v = want_x[j, i]
+    if change_first:
+        want_x[...] = 7
+    want_b[j, i] = v
+    a, b = dnp.array(x), dnp.array(y)
+    with _NativeOnly():
+        jj, ii = dnp.nonzero(dnp.array(m))
+        got_v = a[jj, ii]
+        if change_first:
+            a[...] = 7
+        b[jj, ii] = got_v
+    onp.testing.assert_array_equal(onp.asarray(b), want_b)
+    onp.testing.assert_array_equal(onp.asarray(a), want_x)
+    # Same dtypes: the write was a masked where, the selection never compacted.
+    assert (got_v._found is None) == (adtype == bdtype)
+    # Used as an array, it is NumPy's compacted selection of the old elements.
+    assert got_v.shape == v.shape and got_v.dtype == v.dtype
+    onp.testing.assert_array_equal(onp.asarray(got_v), v)
 
 
 def test_zero_dimensional_indices_give_a_numpy_scalar():

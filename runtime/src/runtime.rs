@@ -537,9 +537,17 @@ impl Runtime {
                 format!("{} (temporaries: {})", t.name(), t.temporaries())
             });
         }
-        self.backend
-            .execute(&plan)
-            .map_err(|e| (e, plan.into_tasks()))
+        let running = std::time::Instant::now();
+        let done = self.backend.execute(&plan);
+        // Per-launch costs for profiling (`RUST_LOG=diffuse_runtime=trace`): the time is the
+        // backend's to run it, or to accept it when it runs asynchronously.
+        tracing::trace!(
+            task = %plan.template().name(),
+            points = plan.template().launch_domain().volume(),
+            micros = running.elapsed().as_micros() as u64,
+            "launched"
+        );
+        done.map_err(|e| (e, plan.into_tasks()))
     }
 }
 

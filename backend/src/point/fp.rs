@@ -11,6 +11,7 @@
 //! architectures, any flag ([`SUPPORTED`]).
 
 use std::ops::{BitOr, BitOrAssign};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A set of floating-point exceptions, in NumPy's `errstate` categories; the bits are
@@ -55,6 +56,11 @@ impl FpFlags {
     /// True when every exception of `other` is in the set.
     pub const fn contains(self, other: FpFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// True when some exception of `other` is in the set.
+    pub const fn intersects(self, other: FpFlags) -> bool {
+        self.0 & other.0 != 0
     }
 }
 
@@ -234,12 +240,44 @@ pub type FpErrors = Vec<(Arc<str>, FpFlags)>;
 /// The floating-point exceptions a backend's point tasks raised since the last take, per
 /// task name (a fused kernel's joined name when one compiled call ran several constituents).
 /// Recording locks only when a call raised something, so error-free work never touches it.
-#[derive(Debug, Default)]
+///
+/// Which constituent of a fused kernel raised an exception is found by running the point
+/// again natively, constituent by constituent: worth it only for the categories the
+/// application reports (NumPy's `warn`, `raise`, ...), not for those it ignores
+/// ([`FpRecorder::attribute`]).
+#[derive(Debug)]
 pub struct FpRecorder {
     raised: Mutex<Vec<(Arc<str>, FpFlags)>>,
+    attributed: AtomicU8,
+}
+
+/// The categories NumPy reports by default (`divide`, `over` and `invalid` warn; `under`
+/// is ignored): what [`FpRecorder`] attributes to constituents until told otherwise.
+pub const REPORTED_BY_DEFAULT: FpFlags =
+    FpFlags(FpFlags::DIVIDE.0 | FpFlags::OVERFLOW.0 | FpFlags::INVALID.0);
+
+impl Default for FpRecorder {
+    fn default() -> Self {
+        FpRecorder {
+            raised: Mutex::new(Vec::new()),
+            attributed: AtomicU8::new(REPORTED_BY_DEFAULT.bits()),
+        }
+    }
 }
 
 impl FpRecorder {
+    /// Attributes exceptions of `categories` to the constituent that raised them from now on
+    /// (fused points raising only other categories are recorded under the fused name).
+    pub fn attribute(&self, categories: FpFlags) {
+        self.attributed.store(categories.bits(), Ordering::Relaxed);
+    }
+
+    /// True when a fused point that raised `flags` must run again to say which constituent
+    /// raised them.
+    pub fn attributes(&self, flags: FpFlags) -> bool {
+        flags.intersects(FpFlags::from_bits(self.attributed.load(Ordering::Relaxed)))
+    }
+
     /// Runs `f`, then records under `task` the exceptions it raised on this thread.
     pub fn watch<R>(&self, task: &str, f: impl FnOnce() -> R) -> R {
         clear();
@@ -264,5 +302,26 @@ impl FpRecorder {
     /// The exceptions raised since the last call, per task in the order first raised.
     pub fn take(&self) -> FpErrors {
         std::mem::take(&mut *self.raised.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reported_categories_are_attributed() {
+        let recorder = FpRecorder::default();
+        // NumPy's defaults: everything but underflow warns.
+        assert!(recorder.attributes(FpFlags::DIVIDE));
+        assert!(recorder.attributes(FpFlags::UNDERFLOW | FpFlags::INVALID));
+        assert!(!recorder.attributes(FpFlags::UNDERFLOW));
+        assert!(!recorder.attributes(FpFlags::NONE));
+        // Inside `errstate(divide="ignore", invalid="ignore")`.
+        recorder.attribute(FpFlags::OVERFLOW);
+        assert!(!recorder.attributes(FpFlags::DIVIDE | FpFlags::INVALID));
+        assert!(recorder.attributes(FpFlags::DIVIDE | FpFlags::OVERFLOW));
+        recorder.attribute(FpFlags::NONE);
+        assert!(!recorder.attributes(FpFlags::from_bits(0xf)));
     }
 }

@@ -103,12 +103,14 @@ impl PointRunner<'_> {
     ///
     /// The thread's floating-point exception flags are cleared before and read after (a few
     /// instructions per point). What a point raised is recorded under the task's name; a
-    /// fused point that raised more than underflow runs again natively when that has the
-    /// same effect ([`rerunnable`]), each constituent watched on its own, so that reports
-    /// name the operation that raised (vector code also raises exceptions the operations do
-    /// not: ordered comparisons of NaN, lanes of both sides of a select, the math prelude's
-    /// range reduction). Underflow alone is common in such discarded lanes and ignored by
-    /// NumPy unless asked, so it does not cost a second run.
+    /// fused point that raised an exception the application reports
+    /// ([`fp::FpRecorder::attributes`]: by default anything but underflow) runs again
+    /// natively when that has the same effect ([`rerunnable`]), each constituent watched on
+    /// its own, so that reports name the operation that raised (vector code also raises
+    /// exceptions the operations do not: ordered comparisons of NaN, lanes of both sides of
+    /// a select, the math prelude's range reduction). Exceptions the application ignores
+    /// (underflow by default, `divide` inside NumPy's `errstate(divide="ignore")`) do not
+    /// cost a second run.
     pub fn run(&self, p: &Point) -> Result<PointDone, KernelError> {
         let t = self.plan.template();
         fp::clear();
@@ -117,7 +119,7 @@ impl PointRunner<'_> {
         if flags.is_empty() {
             return Ok(done);
         }
-        if t.constituents() > 1 && flags != fp::FpFlags::UNDERFLOW && rerunnable(t) {
+        if t.constituents() > 1 && self.fp.attributes(flags) && rerunnable(t) {
             return native::run_point(self, p, true);
         }
         self.fp.record(t.name(), flags);
