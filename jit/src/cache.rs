@@ -281,10 +281,21 @@ impl Jit {
             stage: f.stage,
             diagnostics: f.diagnostics,
         };
+        let composed_at = started.elapsed();
         let module = session
             .lower(&text, &[FUSE_PIPELINE, LOWER_PIPELINE])
             .map_err(mlir_error)?;
+        let lowered_at = started.elapsed();
         let code = session.jit(&module, ENTRY).map_err(mlir_error)?;
+        // Where compile time goes, for tuning the pipelines (`RUST_LOG=diffuse_jit=debug`).
+        tracing::debug!(
+            kernel = %signature.name,
+            compose = composed_at.as_secs_f64(),
+            mlir = (lowered_at - composed_at).as_secs_f64(),
+            llvm = (started.elapsed() - lowered_at).as_secs_f64(),
+            mlir_bytes = text.len(),
+            "compile stages"
+        );
         Ok(CpuKernel::new(
             signature.clone(),
             code,
