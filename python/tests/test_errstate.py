@@ -8,13 +8,15 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 import warnings
 
 import numpy
 import pytest
 
 import diffuse.numpy as dnp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _isolated import run_isolated  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -286,10 +288,8 @@ def test_ignored_exceptions_of_fused_kernels_cost_no_second_run():
     say which operation raised, which matters only where the error state reports it: under
     ``errstate(divide="ignore")`` it runs once; under the default it is attributed and the
     warning names the division."""
-    env = dict(os.environ, DIFFUSE_JIT="sync", DIFFUSE_BACKEND="embedded", DIFFUSE_PROCS="2",
-               DIFFUSE_EAGER_ELEMENTS="0")
-    proc = subprocess.run([sys.executable, "-c", ATTRIBUTION], capture_output=True, text=True,
-                          timeout=300, env=env, check=False, cwd=tempfile.gettempdir())
+    proc = run_isolated(ATTRIBUTION, env={"DIFFUSE_JIT": "sync", "DIFFUSE_BACKEND": "embedded",
+                                          "DIFFUSE_PROCS": "2", "DIFFUSE_EAGER_ELEMENTS": "0"})
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["ignored_compiled"] >= 1 and got["ignored_reruns"] == 0, got

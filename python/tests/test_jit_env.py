@@ -4,9 +4,10 @@ giving the same values, and ``diffuse._native.runtime_stats`` reports what happe
 unknown value is refused by name."""
 
 import os
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _isolated import run_isolated  # noqa: E402
 
 CODE = """
 import json
@@ -26,11 +27,7 @@ else:
 
 
 def run_with_jit(value):
-    env = dict(os.environ, DIFFUSE_BACKEND="embedded")
-    if value is not None:
-        env["DIFFUSE_JIT"] = value
-    return subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
-                          timeout=300, env=env, check=False, cwd=tempfile.gettempdir())
+    return run_isolated(CODE, env={"DIFFUSE_BACKEND": "embedded", "DIFFUSE_JIT": value})
 
 
 def test_every_mode_gives_the_same_values_and_reports_its_work():

@@ -4,10 +4,12 @@ everything; a value that is not a positive count is refused by name. Results are
 whichever points run them."""
 
 import json
+
 import os
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _isolated import run_isolated  # noqa: E402
 
 CODE = """
 import json
@@ -34,13 +36,8 @@ else:
 
 
 def run_with_min_block(value):
-    env = dict(os.environ, DIFFUSE_PROCS="2", DIFFUSE_BACKEND="embedded",
-               DIFFUSE_EAGER_ELEMENTS="0")
-    env.pop("DIFFUSE_MIN_BLOCK", None)
-    if value is not None:
-        env["DIFFUSE_MIN_BLOCK"] = value
-    return subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
-                          timeout=300, env=env, check=False, cwd=tempfile.gettempdir())
+    return run_isolated(CODE, env={"DIFFUSE_PROCS": "2", "DIFFUSE_BACKEND": "embedded",
+                                   "DIFFUSE_EAGER_ELEMENTS": "0", "DIFFUSE_MIN_BLOCK": value})
 
 
 def test_small_operations_run_on_one_point_by_default_and_large_ones_on_every_processor():
