@@ -183,8 +183,8 @@ pub enum IrError {
         /// Launch volume.
         points: i64,
     },
-    /// A write through an image partition (whose boxes may overlap).
-    #[error("task `{kind}` argument {arg}: {privilege} through an image partition of store {store}; image boxes may overlap, so only reads and reductions may go through one")]
+    /// A write through an image partition whose boxes overlap.
+    #[error("task `{kind}` argument {arg}: {privilege} through an image partition of store {store} whose boxes overlap; only reads and reductions may go through one")]
     WriteThroughImage {
         /// The task kind.
         kind: String,

@@ -48,13 +48,35 @@ impl Tiling {
 
 /// Explicit sub-stores, one per point of a launch domain: the image of each launch point
 /// through data (which entries and which elements of `x` a row tile of a sparse matrix
-/// reads). Boxes may overlap (halos); a point outside `launch` accesses nothing.
+/// reads, where each block of a compaction writes). Boxes may overlap (halos); a point
+/// outside `launch` accesses nothing.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Image {
     /// The launch domain the boxes are listed for.
     pub launch: Shape,
     /// The sub-store of each launch point, points in row-major order.
     pub boxes: Vec<Rect>,
+    /// No two boxes share an element (found when the image is built), so points may write
+    /// through it.
+    pub disjoint: bool,
+}
+
+/// True when no two of `boxes` share an element: a sweep over the boxes ordered by their
+/// lower corner in the first dimension, comparing each only with those that start before
+/// it ends there.
+fn pairwise_disjoint(boxes: &[Rect]) -> bool {
+    let mut order: Vec<&Rect> = boxes.iter().filter(|b| !b.is_empty()).collect();
+    if order.first().is_none_or(|b| b.dims() == 0) {
+        // No element at all, or 0-d boxes (one element each): disjoint when at most one.
+        return order.len() <= 1;
+    }
+    order.sort_by_key(|b| b.lo[0]);
+    order.iter().enumerate().all(|(i, a)| {
+        order[i + 1..]
+            .iter()
+            .take_while(|b| b.lo[0] < a.hi[0])
+            .all(|b| a.intersect(b).is_empty())
+    })
 }
 
 impl Image {
@@ -160,9 +182,11 @@ impl Partition {
                 "image box {i} ({b:?}) is not a {dims}-d box at non-negative coordinates"
             ));
         }
-        Ok(Partition(
-            interner().intern(PartitionKind::Image(Image { launch, boxes })),
-        ))
+        Ok(Partition(interner().intern(PartitionKind::Image(Image {
+            launch,
+            disjoint: pairwise_disjoint(&boxes),
+            boxes,
+        }))))
     }
 
     fn build(t: Tiling) -> Result<Self, IrError> {

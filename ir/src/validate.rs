@@ -127,8 +127,9 @@ fn check_partition(kind: &str, i: usize, arg: &TaskArg, launch: Shape) -> Result
                     b.lo, b.hi
                 )));
             }
-            // Boxes may overlap (halos): only reads and reductions go through an image.
-            if arg.privilege.writes() {
+            // Boxes may overlap (halos): only reads and reductions go through an image,
+            // unless its boxes are disjoint.
+            if arg.privilege.writes() && !image.disjoint {
                 return Err(IrError::WriteThroughImage {
                     kind: kind.to_string(),
                     arg: i,

@@ -457,8 +457,11 @@ impl Driver {
                         }
                         kind => {
                             // Explicit boxes: a view's clipped tiles (disjoint), or an
-                            // image's boxes (which may overlap).
-                            let disjoint = matches!(kind, PartitionKind::Tiling(_));
+                            // image's boxes (which may overlap unless found disjoint).
+                            let disjoint = match kind {
+                                PartitionKind::Image(image) => image.disjoint,
+                                _ => true,
+                            };
                             let mut points = Vec::new();
                             let mut boxes = Vec::new();
                             for color in colors.points() {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    validate, DType, IndexTask, IrError, Partition, Privilege, ProjComponent, Projection,
-    ReductionOp, TaskKind, Tuple, View, MAX_DIMS,
+    validate, DType, IndexTask, IrError, Partition, PartitionKind, Privilege, ProjComponent,
+    Projection, Rect, ReductionOp, TaskKind, Tuple, View, MAX_DIMS,
 };
 
 use crate::common::{
@@ -777,4 +777,44 @@ fn a_detached_context_builds_but_runs_nothing() {
         );
     }
     c.flush_window().unwrap();
+}
+
+#[test]
+fn writes_go_through_an_image_only_when_its_boxes_are_disjoint() {
+    let c = ctx();
+    let k = kind("image-write", &[(F64, R), (F64, W)]);
+    let a = c.create_store(&[8], F64).unwrap();
+    let out = c.create_store(&[8], F64).unwrap();
+    let span = |lo: i64, hi: i64| Rect {
+        lo: Tuple::splat(1, lo),
+        hi: Tuple::splat(1, hi),
+    };
+    let launch = sh(&[3]);
+    let task = |boxes: Vec<Rect>| {
+        let image = Partition::image(launch, boxes).unwrap();
+        IndexTask::new(&k, launch)
+            .arg(&a, a.view().blocked(launch).unwrap(), R)
+            .arg(&out, image, W)
+    };
+    // Runs of a compaction, one of them empty, listed out of order.
+    validate(&task(vec![span(5, 8), span(0, 5), span(5, 5)]))
+        .expect("disjoint boxes may be written");
+    // A halo: boxes 0 and 1 share element 3.
+    let err = validate(&task(vec![span(0, 4), span(3, 6), span(6, 8)])).unwrap_err();
+    assert!(
+        matches!(&err, IrError::WriteThroughImage { arg: 1, store, privilege: Privilege::Write, .. } if *store == out.id()),
+        "{err:?}"
+    );
+    assert_mentions_all(&err, &[k.name(), "argument 1", "overlap"]);
+    // Two-dimensional boxes that touch without sharing an element are disjoint.
+    let grid = |lo: [i64; 2], hi: [i64; 2]| Rect {
+        lo: Tuple::new(&lo).unwrap(),
+        hi: Tuple::new(&hi).unwrap(),
+    };
+    let side_by_side =
+        Partition::image(sh(&[2]), vec![grid([0, 0], [4, 2]), grid([0, 2], [4, 4])]).unwrap();
+    let crossing =
+        Partition::image(sh(&[2]), vec![grid([0, 0], [4, 3]), grid([1, 2], [3, 4])]).unwrap();
+    let disjoint = |p: &Partition| matches!(p.kind(), PartitionKind::Image(i) if i.disjoint);
+    assert!(disjoint(&side_by_side) && !disjoint(&crossing));
 }

@@ -1,18 +1,106 @@
 //! Selecting the elements where a boolean mask holds (NumPy's `a[mask]`, `extract` and
-//! `nonzero`): the result's length depends on the data, so the mask's count is read back
-//! first (the pending work runs), then one single-point task compacts the selected elements
-//! (or their indices) in row-major order.
+//! `nonzero`), as a parallel compaction: the mask is cut into blocks of whole leading rows
+//! (so every block is a contiguous run of its row-major order), one task counts each
+//! block's elements that hold, the counts are read back (the result's length depends on the
+//! data; the pending work runs) and summed into each block's offset (an exclusive prefix sum
+//! on the host, one number per block), then one task has every block write its selected
+//! elements (or their indices) at its offset of the result.
 
-use diffuse_ir::{DType, IndexTask, KernelError, PointTask, Privilege, Tuple};
+use diffuse_ir::{DType, IndexTask, KernelError, Partition, PointTask, Privilege, Rect, Tuple};
 
 use crate::array::Array;
 use crate::element::with_any;
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::kind;
 use crate::ops::along::write_all;
+use crate::partitioner::blocks_fit;
 
-/// A native kernel writing the elements of argument 0 where the boolean argument 1 (of the
-/// same shape) holds into the 1-d argument 2, row-major.
+/// How a mask is cut for compaction: a launch of `[blocks, 1, ..., 1]` giving point `k` the
+/// rows `k * rows_per_block ..` of every leading index, and where each block's selected
+/// elements go in the result.
+struct Compaction {
+    launch: Tuple,
+    rows_per_block: i64,
+    /// Each block's count, in block order.
+    counts: Vec<i64>,
+}
+
+impl Compaction {
+    /// Cuts `mask` (non-empty, at least 1-d) into as many row blocks as the partitioner
+    /// gives an array of its size (each non-empty) and counts each block's true elements.
+    fn count(mask: &Array) -> Result<Compaction, ArrayError> {
+        let cx = mask.context();
+        let shape = mask.shape();
+        let rows = shape[0];
+        let points = cx.partitioner().launch_for(shape).volume().max(1);
+        let blocks = (1..=points.min(rows))
+            .rev()
+            .find(|&l| blocks_fit(rows, l))
+            .unwrap_or(1);
+        let mut launch = Tuple::splat(shape.dims(), 1);
+        launch.as_mut_slice()[0] = blocks;
+        let rows_per_block = rows / blocks + i64::from(rows % blocks != 0);
+        let dims = shape.dims();
+        let count_kind = kind(format!("array.count_blocks.r{dims}"), |b| {
+            b.arg("mask", DType::Bool, Privilege::Read)
+                .arg("count", DType::I64, Privilege::Write)
+                .register(count_kernel)
+        })?;
+        let counts = Array::fresh(cx, launch, DType::I64)?;
+        cx.submit(
+            IndexTask::new(&count_kind, launch)
+                .arg(mask.store(), mask.view().blocked(launch)?, Privilege::Read)
+                .arg(
+                    counts.store(),
+                    counts.view().blocked(launch)?,
+                    Privilege::Write,
+                ),
+        )?;
+        Ok(Compaction {
+            launch,
+            rows_per_block,
+            counts: counts.to_vec::<i64>()?,
+        })
+    }
+
+    /// The number of selected elements.
+    fn total(&self) -> i64 {
+        self.counts.iter().sum()
+    }
+
+    /// The partition of a 1-d result giving each block its run (the prefix sums of the
+    /// counts).
+    fn runs(&self) -> Result<Partition, ArrayError> {
+        let mut start = 0;
+        let boxes = self
+            .counts
+            .iter()
+            .map(|&c| {
+                let run = Rect {
+                    lo: Tuple::splat(1, start),
+                    hi: Tuple::splat(1, start + c),
+                };
+                start += c;
+                run
+            })
+            .collect();
+        Ok(Partition::image(self.launch, boxes)?)
+    }
+}
+
+/// A native kernel writing how many elements of its block of the boolean argument 0 hold
+/// into its one element of argument 1.
+fn count_kernel(task: &PointTask<'_>) -> Result<(), KernelError> {
+    let mask = task.read::<bool>(0)?;
+    let count = (0..mask.rows())
+        .map(|r| mask.row(r).iter().filter(|&&keep| keep).count())
+        .sum::<usize>();
+    write_all(&mut task.write::<i64>(1)?, &[count as i64]);
+    Ok(())
+}
+
+/// A native kernel writing the elements of its block of argument 0 where the boolean
+/// argument 1 (blocked alike) holds into its run of the 1-d argument 2, row-major.
 fn select_kernel<T: diffuse_ir::Element>(
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
     |task| {
@@ -31,7 +119,7 @@ fn select_kernel<T: diffuse_ir::Element>(
         let mut out = task.write::<T>(2)?;
         if selected.len() as i64 != out.shape().volume() {
             return Err(task.error(format!(
-                "the mask selects {} elements, the result holds {}",
+                "the mask selects {} elements, the block's run holds {}",
                 selected.len(),
                 out.shape().volume()
             )));
@@ -41,8 +129,9 @@ fn select_kernel<T: diffuse_ir::Element>(
     }
 }
 
-/// A native kernel writing, for every element of the boolean argument 0 that holds
-/// (row-major), its index along dimension `d` into the 1-d argument `1 + d`.
+/// A native kernel writing, for every element of its block of the boolean argument 0 that
+/// holds (row-major), its index along dimension `d` into its run of the 1-d argument
+/// `1 + d`. The block of point `k` starts at row `k * rows_per_block` (scalar 0).
 fn nonzero_kernel(
     dims: usize,
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
@@ -54,17 +143,29 @@ fn nonzero_kernel(
             .collect::<Result<Vec<_>, _>>()?;
         let mut columns: Vec<Vec<i64>> = vec![Vec::new(); dims];
         let mut lead = vec![0i64; dims.saturating_sub(1)];
+        let first_row = task.point()[0] * task.scalar::<i64>(0)?;
+        // A 1-d block is one row: its indices start at the block's first element.
+        let first_column = if dims == 1 { first_row } else { 0 };
+        if let Some(row) = lead.first_mut() {
+            *row = first_row;
+        }
         for r in 0..mask.rows() {
             for (i, &keep) in mask.row(r).iter().enumerate() {
                 if keep {
                     for (d, column) in columns.iter_mut().enumerate() {
-                        column.push(if d + 1 == dims { i as i64 } else { lead[d] });
+                        column.push(if d + 1 == dims {
+                            first_column + i as i64
+                        } else {
+                            lead[d]
+                        });
                     }
                 }
             }
             for d in (0..lead.len()).rev() {
                 lead[d] += 1;
-                if lead[d] < shape[d] {
+                // The block's first dimension runs on past its own extent (its rows are
+                // numbered in the whole mask); the others wrap at theirs.
+                if d == 0 || lead[d] < shape[d] {
                     break;
                 }
                 lead[d] = 0;
@@ -73,7 +174,7 @@ fn nonzero_kernel(
         for (out, column) in outs.iter_mut().zip(&columns) {
             if column.len() as i64 != out.shape().volume() {
                 return Err(task.error(format!(
-                    "the mask holds {} elements, the result has room for {}",
+                    "the block holds {} elements, its run has room for {}",
                     column.len(),
                     out.shape().volume()
                 )));
@@ -86,8 +187,9 @@ fn nonzero_kernel(
 
 impl Array {
     /// NumPy's `nonzero` for a boolean array of one or more dimensions: per dimension, the
-    /// int64 indices of the elements that hold, row-major. Reads the count back (waiting for
-    /// the work pending on `self`), then one task writes every dimension's indices.
+    /// int64 indices of the elements that hold, row-major. Reads the count of every row
+    /// block back (waiting for the work pending on `self`), then one task has every block
+    /// write its indices (see the module documentation).
     pub fn nonzero(&self) -> Result<Vec<Array>, ArrayError> {
         const OP: &str = "nonzero";
         if self.dtype() != DType::Bool {
@@ -104,16 +206,17 @@ impl Array {
                 reason: "a 0-d array has no indices".into(),
             });
         }
-        let count = if self.is_empty() {
-            0
-        } else {
-            self.astype(DType::I64)?.sum()?.item::<i64>()?
-        };
         let cx = self.context();
+        if self.is_empty() {
+            return (0..dims)
+                .map(|_| Array::fresh(cx, Tuple::shape(&[0])?, DType::I64))
+                .collect();
+        }
+        let blocks = Compaction::count(self)?;
         let outs = (0..dims)
-            .map(|_| Array::fresh(cx, Tuple::shape(&[count])?, DType::I64))
+            .map(|_| Array::fresh(cx, Tuple::shape(&[blocks.total()])?, DType::I64))
             .collect::<Result<Vec<_>, _>>()?;
-        if count == 0 {
+        if blocks.total() == 0 {
             return Ok(outs);
         }
         let kind = kind(format!("array.nonzero.r{dims}"), move |b| {
@@ -121,23 +224,26 @@ impl Array {
             for _ in 0..dims {
                 b = b.arg("index", DType::I64, Privilege::Write);
             }
-            b.register(nonzero_kernel(dims))
+            b.scalar(DType::I64).register(nonzero_kernel(dims))
         })?;
-        let mut task = IndexTask::new(&kind, Tuple::shape(&[1])?).arg(
-            self.store(),
-            self.view().whole(1)?,
-            Privilege::Read,
-        );
+        let runs = blocks.runs()?;
+        let mut task = IndexTask::new(&kind, blocks.launch)
+            .arg(
+                self.store(),
+                self.view().blocked(blocks.launch)?,
+                Privilege::Read,
+            )
+            .scalar(blocks.rows_per_block);
         for out in &outs {
-            task = task.arg(out.store(), out.view().whole(1)?, Privilege::Write);
+            task = task.arg(out.store(), runs.clone(), Privilege::Write);
         }
         cx.submit(task)?;
         Ok(outs)
     }
 
     /// NumPy's `self[mask]` for a boolean `mask` of this array's shape: the elements where
-    /// it holds, row-major, as a 1-d array. Reads the number of selected elements back
-    /// (waiting for the work pending on `mask`).
+    /// it holds, row-major, as a 1-d array. Reads the count of every row block back (waiting
+    /// for the work pending on `mask`), then one task has every block write its elements.
     pub fn select(&self, mask: &Array) -> ArrayResult {
         const OP: &str = "select";
         self.context().check_same(mask.context(), OP)?;
@@ -155,15 +261,14 @@ impl Array {
                 rhs: Box::new(mask.shape()),
             });
         }
-        let count = if self.is_empty() {
-            0
-        } else {
-            mask.astype(DType::I64)?.sum()?.item::<i64>()?
-        };
         let cx = self.context();
         let dtype = self.dtype();
-        let out = Array::fresh(cx, Tuple::shape(&[count])?, dtype)?;
-        if count == 0 {
+        if self.is_empty() {
+            return Array::fresh(cx, Tuple::shape(&[0])?, dtype);
+        }
+        let blocks = Compaction::count(mask)?;
+        let out = Array::fresh(cx, Tuple::shape(&[blocks.total()])?, dtype)?;
+        if blocks.total() == 0 {
             return Ok(out);
         }
         let kind = kind(format!("array.select.{dtype}"), move |b| {
@@ -173,12 +278,11 @@ impl Array {
                 .arg("out", dtype, Privilege::Write);
             with_any!(dtype, T => b.register(select_kernel::<T>()))
         })?;
-        // One point: the positions depend on every element before them.
-        let launch = Tuple::shape(&[1])?;
+        let launch = blocks.launch;
         let task = IndexTask::new(&kind, launch)
-            .arg(self.store(), self.view().whole(1)?, Privilege::Read)
-            .arg(mask.store(), mask.view().whole(1)?, Privilege::Read)
-            .arg(out.store(), out.view().whole(1)?, Privilege::Write);
+            .arg(self.store(), self.view().blocked(launch)?, Privilege::Read)
+            .arg(mask.store(), mask.view().blocked(launch)?, Privilege::Read)
+            .arg(out.store(), blocks.runs()?, Privilege::Write);
         cx.submit(task)?;
         Ok(out)
     }
