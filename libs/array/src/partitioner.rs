@@ -64,6 +64,26 @@ impl Partitioner {
         self.procs.min(worth).max(1)
     }
 
+    /// A launch domain cutting an array of `shape` (at least 1-d) into blocks of whole
+    /// leading rows, `[blocks, 1, ..., 1]`: as many blocks as points [`Partitioner::launch_for`]
+    /// would use, at most one per row, every block non-empty. Each block is then a
+    /// contiguous run of the array's row-major order (what compaction needs), and a band
+    /// of it that a point may update in place (what a scatter needs).
+    pub fn row_blocks(&self, shape: Shape) -> Shape {
+        let mut launch = Tuple::splat(shape.dims(), 1);
+        if shape.dims() == 0 || shape.volume() == 0 {
+            return launch;
+        }
+        let rows = shape[0];
+        let points = i64::try_from(self.points_for(shape.volume())).unwrap_or(i64::MAX);
+        let blocks = (1..=points.min(rows))
+            .rev()
+            .find(|&l| blocks_fit(rows, l))
+            .unwrap_or(1);
+        launch.as_mut_slice()[0] = blocks;
+        launch
+    }
+
     /// The launch domain for an array of `shape`: one extent per array dimension, product at
     /// most `procs` (and at most one point per `min_block` elements), every block non-empty.
     /// A 0-d array (or one with no elements) gets a single point.
@@ -187,6 +207,29 @@ mod tests {
         assert_eq!(with(16384, &[40000]), vec![2]);
         assert_eq!(with(16384, &[1 << 20]), vec![4]);
         assert_eq!(with(0, &[8]), vec![4]);
+    }
+
+    #[test]
+    fn row_blocks_split_only_the_first_dimension() {
+        let rows = |procs: usize, shape: &[i64]| {
+            Partitioner::new(procs)
+                .row_blocks(Tuple::shape(shape).unwrap())
+                .as_slice()
+                .to_vec()
+        };
+        assert_eq!(rows(4, &[8, 100]), vec![4, 1]);
+        assert_eq!(rows(4, &[3, 100, 7]), vec![3, 1, 1]);
+        // 5 rows over 4 blocks would leave one empty: 3 blocks of 2, 2, 1 rows.
+        assert_eq!(rows(4, &[5]), vec![3]);
+        assert_eq!(rows(4, &[0, 3]), vec![1, 1]);
+        assert_eq!(rows(4, &[]), Vec::<i64>::new());
+        let small = Partitioner::new(4).with_min_block(1 << 14);
+        assert_eq!(
+            small
+                .row_blocks(Tuple::shape(&[64, 64]).unwrap())
+                .as_slice(),
+            &[1, 1]
+        );
     }
 
     proptest::proptest! {

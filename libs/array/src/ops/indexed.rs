@@ -122,7 +122,9 @@ fn gather_kernel<T: Element>(
 }
 
 /// A native kernel writing argument 0 (the values, broadcast to the indices' shape) at the
-/// indices (arguments `1..=dims`) of argument `dims + 1` (a whole store), in row-major order.
+/// indices (arguments `1..=dims`) that fall in this point's band of argument `dims + 1`, in
+/// row-major order (so within a band, the last of repeated positions stays, as NumPy's).
+/// Every point reads all values and indices; the bands partition the indexed window.
 fn scatter_kernel<T: Element>(
     dims: usize,
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
@@ -131,7 +133,9 @@ fn scatter_kernel<T: Element>(
         let shape = broadcast_of_args(task, 1, dims)?;
         let values = Broadcast::<T>::new(task, 0, shape)?;
         let indices = index_sources(task, 1, dims, shape)?;
+        let band = task.sub_store(dims + 1)?;
         let mut base = task.write::<T>(dims + 1)?;
+        let mut local = [0i64; MAX_DIMS];
         let (mut index, mut at) = ([0i64; MAX_DIMS], [0i64; MAX_DIMS]);
         let rank = shape.dims();
         let (rows, row_len) = match rank {
@@ -154,7 +158,13 @@ fn scatter_kernel<T: Element>(
                 window
                     .locate(&index, &mut at[..dims])
                     .map_err(|e| task.error(e))?;
-                if !base.set(&at[..dims], nth(value_row, j)) {
+                if (0..dims).any(|d| at[d] < band.lo[d] || at[d] >= band.hi[d]) {
+                    continue; // another point's band
+                }
+                for d in 0..dims {
+                    local[d] = at[d] - band.lo[d];
+                }
+                if !base.set(&local[..dims], nth(value_row, j)) {
                     return Err(task.error("an index leaves the store"));
                 }
             }
@@ -309,15 +319,28 @@ impl Array {
         let indices: Vec<Array> = indices.iter().map(|a| own(a)).collect::<Result<_, _>>()?;
         let dims = self.ndim();
         let kind = indexed_kind("scatter", self.dtype(), dims)?;
-        let mut task = IndexTask::new(&kind, Tuple::shape(&[1])?).arg(
+        // Each point updates one band of whole rows of the indexed window in place, reading
+        // every value and index; a 0-d array is one point over its whole store.
+        let (launch, target) = if dims == 0 {
+            (Tuple::shape(&[1])?, Partition::replicate())
+        } else {
+            let launch = self.context().partitioner().row_blocks(self.shape());
+            (launch, self.view().blocked(launch)?)
+        };
+        let everything = launch.dims();
+        let mut task = IndexTask::new(&kind, launch).arg(
             values.store(),
-            values.view().whole(1)?,
+            values.view().whole(everything)?,
             Privilege::Read,
         );
         for index in &indices {
-            task = task.arg(index.store(), index.view().whole(1)?, Privilege::Read);
+            task = task.arg(
+                index.store(),
+                index.view().whole(everything)?,
+                Privilege::Read,
+            );
         }
-        let task = task.arg(self.store(), Partition::replicate(), Privilege::ReadWrite);
+        let task = task.arg(self.store(), target, Privilege::ReadWrite);
         self.context().submit(self.with_window(task))?;
         Ok(())
     }

@@ -13,7 +13,6 @@ use crate::element::with_any;
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::kind;
 use crate::ops::along::write_all;
-use crate::partitioner::blocks_fit;
 
 /// How a mask is cut for compaction: a launch of `[blocks, 1, ..., 1]` giving point `k` the
 /// rows `k * rows_per_block ..` of every leading index, and where each block's selected
@@ -26,19 +25,13 @@ struct Compaction {
 }
 
 impl Compaction {
-    /// Cuts `mask` (non-empty, at least 1-d) into as many row blocks as the partitioner
-    /// gives an array of its size (each non-empty) and counts each block's true elements.
+    /// Cuts `mask` (non-empty, at least 1-d) into the partitioner's row blocks and counts
+    /// each block's true elements.
     fn count(mask: &Array) -> Result<Compaction, ArrayError> {
         let cx = mask.context();
         let shape = mask.shape();
-        let rows = shape[0];
-        let points = cx.partitioner().launch_for(shape).volume().max(1);
-        let blocks = (1..=points.min(rows))
-            .rev()
-            .find(|&l| blocks_fit(rows, l))
-            .unwrap_or(1);
-        let mut launch = Tuple::splat(shape.dims(), 1);
-        launch.as_mut_slice()[0] = blocks;
+        let launch = cx.partitioner().row_blocks(shape);
+        let (rows, blocks) = (shape[0], launch[0]);
         let rows_per_block = rows / blocks + i64::from(rows % blocks != 0);
         let dims = shape.dims();
         let count_kind = kind(format!("array.count_blocks.r{dims}"), |b| {
