@@ -131,9 +131,13 @@ def _update():
     ignored: attributing one runs the kernel's points again)."""
     global eager
     state = _np.geterr()
-    eager = any(mode not in ("warn", "ignore") for mode in state.values())
-    _native.report_fp_categories(
-        sum(bit for category, bit, _ in _CATEGORIES if state[category] != "ignore"))
+    reported, eager = 0, False
+    for category, bit, _ in _CATEGORIES:
+        mode = state[category]
+        if mode != "ignore":
+            reported |= bit
+            eager = eager or mode != "warn"
+    _native.report_fp_categories(reported)
 
 
 class errstate(contextlib.ContextDecorator):
