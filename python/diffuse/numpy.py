@@ -8,12 +8,14 @@ back), with a one-time warning naming the function, so unmodified programs still
 """
 
 import builtins
+import contextlib
 import functools
 import inspect
 import math
 import numbers
 import operator
 import os
+import weakref
 
 import numpy as _np
 
@@ -326,8 +328,8 @@ class ndarray:
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
         mask = _nonzero_mask(key, self.shape)
         if mask is not None:
-            # Its elements now, selected when first used (see _MaskedSelection).
-            return _MaskedSelection(self.copy(), mask)
+            # Selected when first used, or before anything is next written (_MaskedSelection).
+            return _MaskedSelection(self, mask)
         mask = _bool_array(key)
         if mask is not None and mask.shape == self.shape and self.ndim > 0:
             # ``a[mask]``: the selected elements, compacted natively.
@@ -366,6 +368,7 @@ class ndarray:
             target = self._a.slice(bounds)
             shape = tuple(hi - lo for lo, hi in bounds)
         if isinstance(value, (numbers.Number, _np.generic)):
+            _compact_lazy_selections()
             target.assign_scalar(_scalar_for(value, self._a.dtype))
         else:
             # Nested sequences convert as NumPy's do (Python integers checked against the
@@ -384,6 +387,7 @@ class ndarray:
                 # Integer indices drop dimensions the box keeps (as 1): line the values up.
                 kept = iter((1,) * (len(dst_shape) - src.ndim) + src.shape)
                 src = src.reshape([1 if d in dropped else next(kept) for d in range(len(shape))])
+            _compact_lazy_selections()
             target.assign(src._a)
         _layout.written(self._a.store_id)
 
@@ -393,9 +397,13 @@ class ndarray:
         mask = _nonzero_mask(key, self.shape)
         if mask is not None and type(value) is _MaskedSelection and value._mask is mask \
                 and value._found is None and value._source.shape == self.shape \
-                and value._source.dtype == self.dtype:
-            # ``b[j, i] = a[j, i]`` for ``j, i = nonzero(m)``: b = where(m, a, b).
-            self[...] = where(mask, value._source, self)
+                and value._source.dtype == self.dtype \
+                and value._source._a.store_id != self._a.store_id:
+            # ``b[j, i] = a[j, i]`` for ``j, i = nonzero(m)``: b = where(m, a, b). The
+            # selection stays lazy: ``b`` is not its source.
+            merged = where(mask, value._source, self)
+            with _consuming(value):
+                self[...] = merged
             return
         if mask is not None and self._masked_write(mask, value):
             return
@@ -411,6 +419,7 @@ class ndarray:
             if _broadcast_or_none(src.shape, target) != target:
                 raise ValueError(f"shape mismatch: value array of shape {src.shape} could "
                                  f"not be broadcast to indexing result of shape {target}")
+            _compact_lazy_selections()
             self._a.scatter_indexed([i._a for i in indices], src._a)
             _layout.written(self._a.store_id)
             return
@@ -430,6 +439,7 @@ class ndarray:
         values = zeros(vshape, self.dtype)
         values[...] = value  # NumPy's broadcasting and casting checks
         if 0 not in vshape:
+            _compact_lazy_selections()
             store.scatter_strided(vshape, voffset, vstrides, values._a)
             _layout.written(sid)
 
@@ -2166,22 +2176,58 @@ class _NonzeroIndex(ndarray):
 
 
 class _MaskedSelection(ndarray):
-    """``a[nonzero(m)]``: the elements of ``source`` (a copy of ``a`` when it was indexed)
-    where ``mask`` is true, compacted when first used. Written with the same ``nonzero``
-    result into an array of the mask's shape, as in ``j, i = nonzero(m); b[j, i] = a[j, i]``
-    (TorchSWE's idiom), it is ``b = where(m, a, b)``: one fused element-wise task, with no
-    compaction and no read-back of the count (the copy fuses into it)."""
+    """``a[nonzero(m)]``: the elements of ``source`` where ``mask`` is true, compacted when
+    first used or, at the latest, before the next write into any array (so it holds the
+    source's elements as they were when it was taken, and keeps the source alive no longer
+    than that). Written with the same ``nonzero`` result into another array of the mask's
+    shape, as in ``j, i = nonzero(m); b[j, i] = a[j, i]`` (TorchSWE's idiom), it is
+    ``b = where(m, a, b)``: one fused element-wise task, with no compaction and no read-back
+    of the count."""
 
-    __slots__ = ("_source", "_mask", "_found")
+    __slots__ = ("_source", "_mask", "_found", "__weakref__")
 
     def __init__(self, source, mask):  # noqa: super().__init__ would set ``_a``
         self._source, self._mask, self._found = source, mask, None
+        _lazy_selections.append(weakref.ref(self))
 
     @property
     def _a(self):
         if self._found is None:
             self._found = self._source._a.select(self._mask._a)
+            self._source = None
         return self._found
+
+
+# Selections not compacted yet (weak references), and the one a write is consuming.
+_lazy_selections = []
+_consumed = None
+
+
+@contextlib.contextmanager
+def _consuming(selection):
+    """Writes inside this block leave ``selection`` lazy (they are its own consumption)."""
+    global _consumed
+    _consumed = selection
+    try:
+        yield
+    finally:
+        _consumed = None
+
+
+def _compact_lazy_selections():
+    """Compacts every lazy selection (but the one being consumed) before a write, which
+    might change its source."""
+    if not _lazy_selections:
+        return
+    pending, _lazy_selections[:] = list(_lazy_selections), []
+    for ref in pending:
+        selection = ref()
+        if selection is None or selection._found is not None:
+            continue
+        if selection is _consumed:
+            _lazy_selections.append(ref)
+        else:
+            selection._a  # noqa: B018 (compacts)
 
 
 def _nonzero_mask(key, shape):

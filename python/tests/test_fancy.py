@@ -211,9 +211,10 @@ def test_nonzero_indices_round_trip_as_programs_use_them():
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_values_selected_by_nonzero_keep_numpys_meaning(data):
-    """``v = a[nonzero(m)]`` is deferred (see ``_MaskedSelection``): written back with the same
-    indices it is one fused ``where`` with no read-back; otherwise it holds ``a``'s elements at
-    the time it was taken, whatever is written to ``a`` afterwards, and behaves as NumPy's
+    """``v = a[nonzero(m)]`` is deferred (see ``_MaskedSelection``): written into another
+    array with the same indices it is one fused ``where`` with no read-back; otherwise it
+    holds ``a``'s elements at the time it was taken, whatever is written to ``a`` afterwards
+    (assignment, an in-place operator, a write through a view), and behaves as NumPy's
     compacted array. Random masks and dtypes, the write before or after changing ``a``."""
     shape = (data.draw(st.integers(1, 6)), data.draw(st.integers(1, 7)))
     adtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
@@ -221,24 +222,31 @@ def test_values_selected_by_nonzero_keep_numpys_meaning(data):
     m = data.draw(hnp.arrays(onp.bool_, shape))
     x = onp.arange(math.prod(shape)).reshape(shape).astype(adtype) - 3
     y = -onp.ones(shape, dtype=bdtype)
-    change_first = data.draw(st.booleans())
+    change = data.draw(st.sampled_from([None, "assign", "inplace", "view"]))
+
+    def changed(a):
+        if change == "assign":
+            a[...] = 7
+        elif change == "inplace":
+            a += 7
+        elif change == "view":
+            a[-1:, :] = 7
+
     want_b, want_x = y.copy(), x.copy()
     j, i = onp.nonzero(m)
     v = want_x[j, i]
-    if change_first:
-        want_x[...] = 7
+    changed(want_x)
     want_b[j, i] = v
     a, b = dnp.array(x), dnp.array(y)
     with _NativeOnly():
         jj, ii = dnp.nonzero(dnp.array(m))
         got_v = a[jj, ii]
-        if change_first:
-            a[...] = 7
+        changed(a)
         b[jj, ii] = got_v
     onp.testing.assert_array_equal(onp.asarray(b), want_b)
     onp.testing.assert_array_equal(onp.asarray(a), want_x)
-    # Same dtypes: the write was a masked where, the selection never compacted.
-    assert (got_v._found is None) == (adtype == bdtype)
+    # Unchanged source, same dtypes: the write was a masked where, nothing was compacted.
+    assert (got_v._found is None) == (adtype == bdtype and change is None)
     # Used as an array, it is NumPy's compacted selection of the old elements.
     assert got_v.shape == v.shape and got_v.dtype == v.dtype
     onp.testing.assert_array_equal(onp.asarray(got_v), v)
