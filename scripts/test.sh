@@ -114,16 +114,19 @@ done
 # Several processes: stencil, black-scholes and cg as two Legion nodes (`diffuse launch -n 2`,
 # one CPU each) give bitwise the results of one Legion process and of the embedded backend
 # (two processors each, so every launch has the same points; two-point sums are exact in any
-# order), and both nodes ran points.
+# order), and both nodes ran points (`--min-block 1`: these small problems would otherwise
+# run on one point, on one node).
 cargo build --release --quiet -p diffuse --bin diffuse
 for case in "stencil --n 257 --iters 3" "black-scholes --n 100000 --iters 2" \
     "cg --n 40 --iters 1000"; do
     # shellcheck disable=SC2086 # the case is an app and its flags
     set -- $case
-    target/release/diffuse-examples "$@" --procs 2 --json >target/nodes-embedded.json
-    target/release/diffuse-examples "$@" --procs 2 --backend legion --json >target/nodes-one.json
+    target/release/diffuse-examples "$@" --procs 2 --min-block 1 --json >target/nodes-embedded.json
+    target/release/diffuse-examples "$@" --procs 2 --min-block 1 --backend legion --json \
+        >target/nodes-one.json
     target/release/diffuse launch -n 2 --output all --time-limit 300 -- \
-        target/release/diffuse-examples "$@" --procs 1 --backend legion --json >target/nodes-two.txt
+        target/release/diffuse-examples "$@" --procs 1 --min-block 1 --backend legion --json \
+        >target/nodes-two.txt
     python3 - target/nodes-embedded.json target/nodes-one.json target/nodes-two.txt <<'PY'
 import json, sys
 e, one = (json.load(open(f)) for f in sys.argv[1:3])
@@ -145,12 +148,13 @@ done
 # The same as Open MPI users start it: `mpirun` sets the ranks (OMPI_COMM_WORLD_*), diffuse's
 # bootstrap takes the coordinator from the environment; both ranks ran points and the result
 # is the embedded backend's.
-target/release/diffuse-examples cg --n 40 --iters 1000 --procs 2 --json >target/mpi-embedded.json
+target/release/diffuse-examples cg --n 40 --iters 1000 --procs 2 --min-block 1 --json \
+    >target/mpi-embedded.json
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 \
     mpirun --oversubscribe -np 2 --tag-output -x DIFFUSE_COORDINATOR="127.0.0.1:$port" \
-    target/release/diffuse-examples cg --n 40 --iters 1000 --procs 1 --backend legion --json \
-    >target/mpi-two.txt
+    target/release/diffuse-examples cg --n 40 --iters 1000 --procs 1 --min-block 1 --backend legion \
+    --json >target/mpi-two.txt
 python3 - target/mpi-embedded.json target/mpi-two.txt <<'PY'
 import json, sys
 e = json.load(open(sys.argv[1]))
