@@ -2188,6 +2188,11 @@ class _MaskedSelection(ndarray):
 
     def __init__(self, source, mask):  # noqa: super().__init__ would set ``_a``
         self._source, self._mask, self._found = source, mask, None
+        if len(_lazy_selections) >= 64:
+            # A program reading selections without writing: forget the ones gone or used.
+            _lazy_selections[:] = [
+                ref for ref in _lazy_selections
+                if (selection := ref()) is not None and selection._found is None]
         _lazy_selections.append(weakref.ref(self))
 
     @property
