@@ -1240,12 +1240,55 @@ _UFUNCS = {}
 _UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True}
 
 
+def _loop_inputs(ufunc, inputs, dtype):
+    """The inputs of ``ufunc(*inputs, dtype=dtype)`` cast for NumPy's loop of ``dtype``
+    (every operand and the result in it), with NumPy's error for an input the ``same_kind``
+    rule cannot cast; None when diffuse does not run that loop itself (no such loop, a
+    ufunc whose result type differs from its inputs', a dtype diffuse does not hold)."""
+    try:
+        dtype = _np.dtype(dtype)
+    except TypeError:
+        return None
+    if ufunc.nout != 1 or _dtype_name(dtype) is None:
+        return None
+    if dtype.char * ufunc.nin + "->" + dtype.char not in ufunc.types:
+        if builtins.any(t.endswith("->" + dtype.char) for t in ufunc.types):
+            return None  # a loop of other input types gives it (a comparison's bool)
+        raise TypeError("No loop matching the specified signature and casting was found for "
+                        f"ufunc {ufunc.__name__}")
+    cast = []
+    for k, x in enumerate(inputs):
+        if isinstance(x, (ndarray, _np.ndarray, _np.generic)):
+            given = x.dtype
+        elif type(x) in (bool, int, float):
+            given = _np.dtype(type(x))  # Python scalars stay weak (NEP 50): kinds only
+        else:
+            return None
+        if not _np.can_cast(given, dtype, casting="same_kind"):
+            which = f"input {k}" if ufunc.nin > 1 else "input"
+            raise TypeError(
+                f"Cannot cast ufunc '{ufunc.__name__}' {which} from dtype('{given}') to "
+                f"dtype('{dtype}') with casting rule 'same_kind'")
+        if isinstance(x, (ndarray, _np.ndarray, _np.generic)) and given != dtype:
+            x = asarray(x).astype(dtype)
+        cast.append(x)
+    if not builtins.any(isinstance(x, (ndarray, _np.ndarray, _np.generic)) for x in cast):
+        # Only Python scalars: they take the loop's dtype.
+        cast = [_np.asarray(x, dtype) for x in cast]
+    return cast
+
+
 def _ufunc(ufunc, method, inputs, kwargs):
     """NumPy's ``ufunc.method(*inputs, **kwargs)`` with diffuse arrays among its operands:
     diffuse's operation for a call (``out=`` diffuse arrays written as NumPy writes them,
-    only where ``where=`` holds), anything else on NumPy with the arrays it changes written
-    back."""
+    only where ``where=`` holds; ``dtype=`` as NumPy's loop of that dtype), anything else on
+    NumPy with the arrays it changes written back."""
     impl = _UFUNCS.get(ufunc.__name__) if method == "__call__" else None
+    if impl is not None and kwargs.get("dtype") is not None and len(inputs) == ufunc.nin:
+        cast = _loop_inputs(ufunc, inputs, kwargs["dtype"])
+        if cast is not None:
+            inputs = tuple(cast)
+            kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
     out = kwargs.get("out")
     outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
     where = kwargs.get("where", True)

@@ -286,3 +286,45 @@ def test_deepcopy_keeps_shared_references_shared():
     pair = copy.deepcopy([a, a])
     assert pair[0] is pair[1]
     assert pair[0] is not a
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_ufunc_dtype_runs_numpys_loop_natively(data):
+    """``ufunc(..., dtype=d)`` computes in ``d`` as NumPy's loop of ``d`` does (inputs cast
+    by the ``same_kind`` rule, Python scalars weak), natively; a cast the rule refuses and a
+    loop NumPy lacks raise NumPy's TypeError."""
+    name = data.draw(st.sampled_from(["add", "subtract", "multiply", "true_divide", "maximum",
+                                      "negative", "sqrt", "exp", "floor"]))
+    ufunc = getattr(onp, name)
+    dtype = data.draw(st.sampled_from(["float64", "float32", "int64", "int32"]))
+    operands = []
+    for _ in range(ufunc.nin):
+        kind = data.draw(st.sampled_from(["float64", "float32", "int64", "int32", "int", "float"]))
+        if kind == "int":
+            operands.append(data.draw(st.integers(0, 3)))
+        elif kind == "float":
+            operands.append(data.draw(st.sampled_from([0.5, 2.0])))
+        else:
+            operands.append((onp.arange(6) % 4 + 1).astype(kind))
+    try:
+        with onp.errstate(all="ignore"):
+            want = ufunc(*operands, dtype=dtype)
+    except TypeError as e:
+        want = e
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not native to diffuse.*")
+        try:
+            with dnp.errstate(all="ignore"):
+                got = getattr(dnp, name)(
+                    *[dnp.asarray(o) if isinstance(o, onp.ndarray) else o for o in operands],
+                    dtype=dtype)
+        except TypeError as e:
+            got = e
+    if isinstance(want, TypeError):
+        assert isinstance(got, TypeError) and str(got) == str(want), (got, want)
+    else:
+        assert not isinstance(got, Exception), got
+        got = onp.asarray(got)
+        assert got.dtype == want.dtype
+        onp.testing.assert_allclose(got, want, rtol=1e-6)
