@@ -15,6 +15,7 @@ import math
 import numbers
 import operator
 import os
+import warnings
 import weakref
 
 import numpy as _np
@@ -2598,7 +2599,16 @@ def mean(a, axis=None, dtype=None, keepdims=False):
     """The mean (a lazy 0-d array for a whole-array mean)."""
     a = asarray(a)
     if a.size == 0:
-        return _fallback("mean of an empty array", _np.mean, a, axis=axis, keepdims=keepdims)
+        # No elements: NumPy's answer (NaNs, or an empty array), its warnings ("Mean of
+        # empty slice", the division's under NumPy's error state) and its errors depend on
+        # the shape and dtype alone, so they come from NumPy's mean of an empty stand-in.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = _np.mean(_np.empty(a.shape, a.dtype), axis=axis, dtype=dtype,
+                              keepdims=keepdims)
+        for w in caught:
+            warn_at_caller(str(w.message), w.category)
+        return asarray(result)
     return _reduce("mean", a, axis, keepdims, dtype)
 
 

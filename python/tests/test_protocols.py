@@ -328,3 +328,30 @@ def test_ufunc_dtype_runs_numpys_loop_natively(data):
         got = onp.asarray(got)
         assert got.dtype == want.dtype
         onp.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape, axis, keepdims, dtype", [
+    ((0,), None, False, "float64"), ((0, 3), 0, False, "float64"), ((0, 3), 0, True, "float32"),
+    ((3, 0), 0, False, "float64"), ((0, 3), None, False, "int64"), ((0, 3), 1, False, "float64"),
+    ((2, 0, 4), (0, 1), False, "float32")])
+def test_means_of_empty_arrays_are_numpys(shape, axis, keepdims, dtype):
+    """The mean of no elements is NumPy's (NaNs of its dtype and shape, or an empty array),
+    natively, with NumPy's warnings pointing at the caller's line, and NumPy's
+    FloatingPointError under ``errstate(invalid="raise")``."""
+    x = onp.zeros(shape, dtype)
+    with warnings.catch_warnings(record=True) as expected:
+        warnings.simplefilter("always")
+        want = onp.mean(x, axis=axis, keepdims=keepdims)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = dnp.mean(dnp.asarray(x), axis=axis, keepdims=keepdims)
+    assert [str(w.message) for w in caught] == [str(w.message) for w in expected]
+    assert all(w.filename == __file__ for w in caught), [w.filename for w in caught]
+    got = onp.asarray(got)
+    assert got.shape == onp.shape(want) and got.dtype == onp.asarray(want).dtype
+    onp.testing.assert_array_equal(got, want)
+    if onp.size(want):
+        with onp.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            onp.mean(x, axis=axis, keepdims=keepdims)
+        with dnp.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            dnp.mean(dnp.asarray(x), axis=axis, keepdims=keepdims)
