@@ -2687,9 +2687,14 @@ def dot(a, b):
 
 
 def matmul(a, b):
-    """``a @ b`` for float64 vectors and matrices (vector @ vector is a lazy 0-d array)."""
+    """``a @ b`` for vectors and matrices of a numeric dtype, NumPy's promotion of the two
+    (vector @ vector is a lazy 0-d array; integers wrap, as NumPy's)."""
     a, b = asarray(a), asarray(b)
-    if a.dtype == b.dtype == _np.float64 and 1 <= a.ndim <= 2 and 1 <= b.ndim <= 2:
+    dtype = _np.result_type(a.dtype, b.dtype)
+    if dtype.kind in "if" and _dtype_name(dtype) is not None \
+            and 1 <= a.ndim <= 2 and 1 <= b.ndim <= 2:
+        a = a if a.dtype == dtype else a.astype(dtype)
+        b = b if b.dtype == dtype else b.astype(dtype)
         k_a, k_b = a.shape[-1], b.shape[0]
         if k_a != k_b:
             raise ValueError(

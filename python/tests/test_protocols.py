@@ -4,6 +4,7 @@ it has one and NumPy's on host copies otherwise, with NumPy's keywords (``axis=`
 ``keepdims=``, ``dtype=``, ``out=``, ``where=``, ...), giving what NumPy gives on NumPy
 arrays (``numpy.sum(x)`` passes ``out`` and works); ``numpy.asarray(x)`` works."""
 
+import math
 import os
 import sys
 import warnings
@@ -355,3 +356,32 @@ def test_means_of_empty_arrays_are_numpys(shape, axis, keepdims, dtype):
             onp.mean(x, axis=axis, keepdims=keepdims)
         with dnp.errstate(invalid="raise"), pytest.raises(FloatingPointError):
             dnp.mean(dnp.asarray(x), axis=axis, keepdims=keepdims)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_matmul_of_any_numeric_dtypes_is_native(data):
+    """``a @ b`` of vectors and matrices of numeric dtypes, mixed as NumPy promotes them:
+    NumPy's dtype and values (integers exactly, wrapping as NumPy's; float32 to its
+    precision), with no fallback."""
+    m, k, n = (data.draw(st.integers(1, 5)) for _ in range(3))
+    adtype, bdtype = (data.draw(st.sampled_from(["float64", "float32", "int64", "int32"]))
+                      for _ in range(2))
+    a_shape = data.draw(st.sampled_from([(m, k), (k,)]))
+    b_shape = data.draw(st.sampled_from([(k, n), (k,)]))
+    big = data.draw(st.booleans())  # products past int32/int64: NumPy's wrapping
+    scale = 2**40 if big else 7
+    x = (onp.arange(math.prod(a_shape)).reshape(a_shape) * scale - 5).astype(adtype)
+    y = (onp.arange(math.prod(b_shape)).reshape(b_shape) * scale + 3).astype(bdtype)
+    want = onp.matmul(x, y)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not native to diffuse.*")
+        got = onp.asarray(dnp.matmul(dnp.asarray(x), dnp.asarray(y)))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "i":
+        onp.testing.assert_array_equal(got, want)
+    else:
+        # Summation order differs from BLAS's: errors relative to the largest terms.
+        eps = 1e-5 if want.dtype == onp.float32 else 1e-12
+        terms = float(onp.abs(x).max()) * float(onp.abs(y).max()) * k
+        onp.testing.assert_allclose(got, want, rtol=eps, atol=eps * terms)
