@@ -2651,19 +2651,21 @@ def _nonzero_ints(a):
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """True where some element is nonzero (a lazy 0-d bool array for the whole array)."""
+    """True where some element is nonzero (a lazy 0-d bool array for the whole array): the
+    count of nonzero elements is not 0. (A sum starts from the zeros a new array holds, so
+    it fuses with the work before it; a maximum would start from its identity, written by a
+    task of its own.)"""
     a = asarray(a)
-    if a.size == 0:
-        return _fallback("any of an empty array", _np.any, a, axis=axis, keepdims=keepdims)
-    return _reduce("max", _nonzero_ints(a), axis, keepdims).astype("bool")
+    counts = _reduce("sum", _nonzero_ints(a), axis, keepdims)
+    return not_equal(counts, 0)  # noqa: F821 (defined above)
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """True where every element is nonzero (a lazy 0-d bool array for the whole array)."""
+    """True where every element is nonzero (a lazy 0-d bool array for the whole array): the
+    count of zero elements is 0 (see ``any``)."""
     a = asarray(a)
-    if a.size == 0:
-        return _fallback("all of an empty array", _np.all, a, axis=axis, keepdims=keepdims)
-    return _reduce("min", _nonzero_ints(a), axis, keepdims).astype("bool")
+    zeros_ = _reduce("sum", equal(a, 0).astype("int64"), axis, keepdims)  # noqa: F821
+    return equal(zeros_, 0)  # noqa: F821 (defined above)
 
 
 def count_nonzero(a, axis=None, keepdims=False):

@@ -385,3 +385,32 @@ def test_matmul_of_any_numeric_dtypes_is_native(data):
         eps = 1e-5 if want.dtype == onp.float32 else 1e-12
         terms = float(onp.abs(x).max()) * float(onp.abs(y).max()) * k
         onp.testing.assert_allclose(got, want, rtol=eps, atol=eps * terms)
+
+
+@pytest.mark.parametrize("x", [onp.zeros(0), onp.zeros((0, 3)), onp.zeros((3, 0)),
+                               onp.array([onp.nan, 0.0]), onp.array([0.0, -0.0]),
+                               onp.arange(6).reshape(2, 3) % 2, onp.ones((2, 2), bool)])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_any_and_all_are_numpys_natively(x, axis, keepdims):
+    """``any``/``all`` (empty arrays and NaN included) give NumPy's answers without a
+    fallback."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not native to diffuse.*")
+        for name in ("any", "all"):
+            want = getattr(onp, name)(x, axis=axis, keepdims=keepdims)
+            got = onp.asarray(getattr(dnp, name)(dnp.asarray(x), axis=axis, keepdims=keepdims))
+            assert got.dtype == onp.asarray(want).dtype and got.shape == onp.shape(want)
+            onp.testing.assert_array_equal(got, want)
+
+
+def test_any_fuses_with_the_work_before_it():
+    """``any(isnan(x))``: the count behind ``any`` starts from a new array's zeros, so it
+    fuses with ``isnan`` into one task (a maximum needed a task to write its identity
+    first, which split the group)."""
+    x = dnp.ones((64, 64)) * 0.5
+    float(x[0, 0])
+    before = dnp._native.runtime_stats()["tasks_executed"]
+    assert not bool(dnp.any(dnp.isnan(x)))
+    # The fused isnan-and-count, then the 0-d comparison of the count with 0.
+    assert dnp._native.runtime_stats()["tasks_executed"] - before == 2
