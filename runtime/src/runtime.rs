@@ -537,16 +537,19 @@ impl Runtime {
                 format!("{} (temporaries: {})", t.name(), t.temporaries())
             });
         }
-        let running = std::time::Instant::now();
-        let done = self.backend.execute(&plan);
         // Per-launch costs for profiling (`RUST_LOG=diffuse_runtime=trace`): the time is the
-        // backend's to run it, or to accept it when it runs asynchronously.
-        tracing::trace!(
-            task = %plan.template().name(),
-            points = plan.template().launch_domain().volume(),
-            micros = running.elapsed().as_micros() as u64,
-            "launched"
-        );
+        // backend's to run it, or to accept it when it runs asynchronously. The clock is read
+        // only when the trace is on.
+        let running = tracing::enabled!(tracing::Level::TRACE).then(std::time::Instant::now);
+        let done = self.backend.execute(&plan);
+        if let Some(running) = running {
+            tracing::trace!(
+                task = %plan.template().name(),
+                points = plan.template().launch_domain().volume(),
+                micros = running.elapsed().as_micros() as u64,
+                "launched"
+            );
+        }
         done.map_err(|e| (e, plan.into_tasks()))
     }
 }
