@@ -1,5 +1,13 @@
-//! Planning a window: split it greedily into fusible prefixes, find each one's temporaries,
-//! and memoize the decision by the window's canonical form.
+//! Planning a window: split it greedily into fusible groups over its dependence graph, find
+//! each one's temporaries, and memoize the decision by the window's canonical form.
+//!
+//! Each group starts at the earliest task not yet placed and scans the window in program
+//! order, taking every task that the four constraints admit and that depends on no task the
+//! scan passed over (a task passed over stays after the group, so whatever depends on it
+//! must too). Tasks a group takes from beyond ones it passed over run earlier than issued:
+//! the plan's execution order keeps every dependence of the window, so the program's
+//! results are unchanged, while an independent task between two fusible ones no longer
+//! ends a group.
 
 use std::ops::Range;
 
@@ -7,31 +15,55 @@ use diffuse_ir::{IndexTask, StoreId};
 use hashbrown::HashMap;
 
 use crate::canonical::{canonicalize, CanonicalKey};
-use crate::constraints::{longest_fusible_prefix, Violation};
+use crate::constraints::{PrefixState, Violation};
+use crate::dependences::Dependences;
 use crate::held::HeldStores;
 use crate::temporaries::temporaries;
 
 /// One fusible group of a window.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Group {
-    /// The group's tasks, as indices into the window.
+    /// The group's tasks, as positions in the window's execution order ([`Plan::order`]).
     pub tasks: Range<usize>,
     /// Its temporaries.
     pub temporaries: Vec<StoreId>,
-    /// What stopped the group from growing (`None` when it reached the window's end).
+    /// The first constraint a task ready to join the group violated (`None` when every task
+    /// it did not take depended on one it passed over, or it took the rest of the window).
     pub stopped_by: Option<Violation>,
 }
 
-/// The decision for a whole window: consecutive groups covering it.
+/// The decision for a whole window: its execution order, and consecutive groups covering
+/// that order.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Plan {
-    /// The groups in program order.
+    /// The order the window's tasks run in, as indices into the window as issued; `None`
+    /// when that is program order. It keeps every dependence of the window.
+    pub order: Option<Vec<usize>>,
+    /// The groups in execution order.
     pub groups: Vec<Group>,
     /// True when the decision was replayed from the memo instead of analysed.
     pub memoized: bool,
     /// The memo entry the decision belongs to: equal for every window of the same canonical
     /// form until the memo is cleared, never reused after (`None` without memoization).
     pub shape: Option<u64>,
+}
+
+impl Plan {
+    /// Puts `tasks`, the window this plan was made for (in the order issued), into the
+    /// plan's execution order.
+    pub fn apply_order<T>(&self, tasks: &mut Vec<T>) {
+        let Some(order) = &self.order else {
+            return;
+        };
+        let mut slots: Vec<Option<T>> = tasks.drain(..).map(Some).collect();
+        // `order` is a permutation of the window's indices: every slot is taken once.
+        tasks.extend(
+            order
+                .iter()
+                .filter_map(|&i| slots.get_mut(i).and_then(Option::take)),
+        );
+        debug_assert!(slots.iter().all(Option::is_none));
+    }
 }
 
 /// One group of a decision in canonical terms: stores as canonical numbers.
@@ -47,6 +79,7 @@ struct CanonicalGroup {
 #[derive(Clone, Debug)]
 struct Decision {
     id: u64,
+    order: Option<Vec<usize>>,
     groups: Vec<CanonicalGroup>,
 }
 
@@ -116,6 +149,7 @@ impl Planner {
             .collect();
         let decision = Decision {
             id,
+            order: plan.order.clone(),
             groups: plan
                 .groups
                 .iter()
@@ -136,22 +170,68 @@ impl Planner {
     }
 }
 
+/// How many tasks one group's scan may pass over before the group ends: it keeps the
+/// analysis linear in the window's length.
+const LOOKAHEAD: usize = 32;
+
 /// The decision for `window`, computed from scratch, with the application's holds as in
 /// `held`.
 pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
-    let mut groups = Vec::new();
-    let mut start = 0;
-    while start < window.len() {
-        let rest = &window[start..];
-        let (len, stopped_by) = longest_fusible_prefix(rest);
-        groups.push(Group {
-            tasks: start..start + len,
-            temporaries: temporaries(rest, len, held),
-            stopped_by,
-        });
-        start += len;
+    let n = window.len();
+    let dependences = Dependences::of(window);
+    let mut placed = vec![false; n];
+    let mut passed = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    let mut spans = Vec::new();
+    let mut first = 0;
+    while order.len() < n {
+        while placed[first] {
+            first += 1;
+        }
+        let start = order.len();
+        let mut state = PrefixState::new();
+        let mut stopped_by = None;
+        let mut passed_over = Vec::new();
+        for t in first..n {
+            if placed[t] {
+                continue;
+            }
+            let ready = dependences.before(t).all(|d| !passed[d]);
+            let admitted = ready
+                && match state.admits(&window[t]) {
+                    Ok(()) => true,
+                    Err(v) => {
+                        stopped_by.get_or_insert(v);
+                        false
+                    }
+                };
+            if admitted {
+                state.push(&window[t]);
+                placed[t] = true;
+                order.push(t);
+            } else {
+                passed[t] = true;
+                passed_over.push(t);
+                if passed_over.len() >= LOOKAHEAD {
+                    break;
+                }
+            }
+        }
+        passed_over.iter().for_each(|&t| passed[t] = false);
+        spans.push((start..order.len(), stopped_by));
     }
+    let executed: Vec<&IndexTask> = order.iter().map(|&t| &window[t]).collect();
+    let groups = spans
+        .into_iter()
+        .map(|(tasks, stopped_by)| Group {
+            temporaries: temporaries(&executed[tasks.start..], tasks.len(), held),
+            tasks,
+            stopped_by,
+        })
+        .collect();
+    let in_program_order = order.iter().enumerate().all(|(i, &t)| i == t);
     Plan {
+        order: (!in_program_order).then_some(order),
         groups,
         memoized: false,
         shape: None,
@@ -177,6 +257,7 @@ fn replay(decision: &Decision, stores: &[StoreId]) -> Plan {
         })
         .collect();
     Plan {
+        order: decision.order.clone(),
         groups,
         memoized: true,
         shape: Some(decision.id),

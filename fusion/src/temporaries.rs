@@ -10,6 +10,8 @@
 //!
 //! Stores the prefix reduces are never temporary: a reduction folds into existing contents.
 
+use std::borrow::Borrow;
+
 use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
 use hashbrown::{HashMap, HashSet};
 
@@ -27,11 +29,15 @@ enum Candidate {
 
 /// The temporaries of fusing `tasks[..prefix]`, in order of first appearance, given which
 /// stores the application holds (a snapshot taken once for the window).
-pub fn temporaries(tasks: &[IndexTask], prefix: usize, held: &HeldStores) -> Vec<StoreId> {
+pub fn temporaries<T: Borrow<IndexTask>>(
+    tasks: &[T],
+    prefix: usize,
+    held: &HeldStores,
+) -> Vec<StoreId> {
     let (inside, after) = tasks.split_at(prefix.min(tasks.len()));
     let mut order = Vec::new();
     let mut candidates: HashMap<StoreId, Candidate> = HashMap::new();
-    for task in inside {
+    for task in inside.iter().map(Borrow::borrow) {
         let launch = task.launch_domain();
         for arg in task.args() {
             let id = arg.store.id();
@@ -56,6 +62,7 @@ pub fn temporaries(tasks: &[IndexTask], prefix: usize, held: &HeldStores) -> Vec
     }
     let used_later: HashSet<StoreId> = after
         .iter()
+        .map(Borrow::borrow)
         .flat_map(|t| t.args().iter().map(|a| a.store.id()))
         .collect();
     order

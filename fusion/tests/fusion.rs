@@ -23,5 +23,7 @@ mod fused;
 mod memo;
 #[path = "fusion/property.rs"]
 mod property;
+#[path = "fusion/reorder.rs"]
+mod reorder;
 #[path = "fusion/temporaries.rs"]
 mod temporaries;

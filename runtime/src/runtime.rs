@@ -2,7 +2,8 @@
 //! fusion (Diffuse paper §4–5), and the launch plans a backend executes.
 //!
 //! Submitted tasks wait in a window. When it fills, the [`Planner`] splits it into fusible
-//! groups; every group but the last runs, as a [`LaunchPlan`] from the launcher (see
+//! groups and puts the window in their execution order (independent tasks may run after
+//! later ones; every dependence keeps its order); every group but the last runs, as a [`LaunchPlan`] from the launcher (see
 //! `plans.rs`: kernel, placement and slots decided once per window shape), and the last stays
 //! buffered, since tasks still to come may extend it. When the whole full window is one group and the window
 //! cannot grow, a prefix of it runs, cut where the fewest values produced inside are needed
@@ -310,12 +311,21 @@ impl Runtime {
         };
         window.analysis += deciding.elapsed();
         let run_len: usize = runs.iter().map(|(len, _, _)| len).sum();
+        // The tasks that run now, as issued (for the stream log).
+        let issued: Option<Vec<String>> = window.log.is_some().then(|| {
+            let mut running: Vec<usize> = match &plan.order {
+                Some(order) => order[..run_len].to_vec(),
+                None => (0..run_len).collect(),
+            };
+            running.sort_unstable();
+            running
+                .into_iter()
+                .map(|i| window.tasks[i].kind().name().to_string())
+                .collect()
+        });
+        plan.apply_order(&mut window.tasks);
         let mut tasks: Vec<IndexTask> = window.tasks.drain(..run_len).collect();
         let mut executed = Vec::with_capacity(runs.len());
-        let issued: Option<Vec<String>> = window
-            .log
-            .is_some()
-            .then(|| tasks.iter().map(|t| t.kind().name().to_string()).collect());
         let mut result = Ok(());
         for (len, temporaries, key) in runs {
             let members: Vec<IndexTask> = tasks.drain(..len).collect();

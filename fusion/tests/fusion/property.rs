@@ -3,10 +3,14 @@
 //! sum-reduction privileges; each task obeys the IR's interference rule). Checked against an
 //! independent brute-force reading of the paper's definitions:
 //!
-//! - the groups of `analyse` cover the window contiguously, in order;
+//! - the execution order of `analyse` is a permutation of the window that never moves a
+//!   task across one it depends on (every pair sharing a store one of them changes keeps
+//!   its order), and the groups cover that order contiguously;
 //! - every group satisfies Figure 7's constraints, checked pairwise over `i < j`;
-//! - every group is maximal: with the next task added it would not, and the violation
-//!   reported is one the brute force finds (launch domains first);
+//! - every group is maximal: no task placed after it could join it (each violates a
+//!   constraint with it, or depends on a task issued before it and not yet placed), and the
+//!   violation reported is one the brute force finds for the first task that was ready to
+//!   join (launch domains first);
 //! - each group's temporaries are exactly the stores the Definition of §5.1 admits (in order
 //!   of first appearance), and the fused signature has one argument per (store, partition),
 //!   temporaries excluded;
@@ -225,16 +229,50 @@ fn reference_temporaries(window: &[IndexTask], group: Range<usize>) -> Vec<Store
         .collect()
 }
 
+/// True when `later` must stay after `earlier` (issued first): they share a store that one
+/// of them changes.
+fn depends(earlier: &IndexTask, later: &IndexTask) -> bool {
+    earlier.args().iter().any(|a| {
+        later.args().iter().any(|b| {
+            a.store.id() == b.store.id() && (a.privilege.mutates() || b.privilege.mutates())
+        })
+    })
+}
+
 fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
     let plan = analyse(window);
     prop_assert!(!plan.memoized);
+    // The execution order: a permutation of the window that keeps every dependence.
+    let order: Vec<usize> = plan
+        .order
+        .clone()
+        .unwrap_or_else(|| (0..window.len()).collect());
+    prop_assert!(plan
+        .order
+        .as_ref()
+        .is_none_or(|o| o.iter().enumerate().any(|(i, &t)| i != t)));
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    prop_assert_eq!(sorted, (0..window.len()).collect::<Vec<_>>());
+    let mut position = vec![0; window.len()];
+    for (p, &t) in order.iter().enumerate() {
+        position[t] = p;
+    }
+    for i in 0..window.len() {
+        for j in i + 1..window.len() {
+            if depends(&window[i], &window[j]) {
+                prop_assert!(position[i] < position[j], "{i} -> {j} reversed: {order:?}");
+            }
+        }
+    }
+    let executed: Vec<IndexTask> = order.iter().map(|&t| window[t].clone()).collect();
     let mut next = 0;
     for g in &plan.groups {
         // Contiguous, in order, non-empty.
         prop_assert_eq!(g.tasks.start, next);
         prop_assert!(g.tasks.end > g.tasks.start);
         next = g.tasks.end;
-        let tasks = &window[g.tasks.clone()];
+        let tasks = &executed[g.tasks.clone()];
         // Fusible by the brute-force constraints.
         let inside = violations(tasks);
         prop_assert!(
@@ -243,25 +281,55 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
             g.tasks,
             inside
         );
-        // Maximal, and stopped for a reason the brute force sees.
-        if g.tasks.end < window.len() {
-            let grown = violations(&window[g.tasks.start..=g.tasks.end]);
-            prop_assert!(!grown.is_empty(), "group {:?} is not maximal", g.tasks);
-            let stop = g.stopped_by;
+        // Maximal: a task placed after the group could not join it, for a constraint or a
+        // dependence on a task not placed yet that was issued before it.
+        let members: Vec<usize> = order[g.tasks.clone()].to_vec();
+        let rest: Vec<usize> = order[g.tasks.end..].to_vec();
+        let blocked = |t: usize| {
+            rest.iter()
+                .any(|&u| u < t && depends(&window[u], &window[t]))
+        };
+        let admitted_with = |t: usize| {
+            let mut grown: Vec<IndexTask> = members
+                .iter()
+                .filter(|&&m| m < t)
+                .map(|&m| window[m].clone())
+                .collect();
+            grown.push(window[t].clone());
+            violations(&grown)
+        };
+        for &t in &rest {
+            let mut grown = tasks.to_vec();
+            grown.push(window[t].clone());
             prop_assert!(
-                stop.is_some_and(|v| grown.contains(&v)),
-                "{stop:?} not in {grown:?}"
+                blocked(t) || !violations(&grown).is_empty(),
+                "task {} could join group {:?} ({:?})",
+                t,
+                g.tasks,
+                order
             );
-            if grown.contains(&Violation::LaunchDomain) {
-                prop_assert_eq!(stop, Some(Violation::LaunchDomain));
+        }
+        // Stopped by what the first task ready to join violated.
+        let mut ready: Vec<usize> = rest.iter().copied().filter(|&t| !blocked(t)).collect();
+        ready.sort_unstable();
+        match ready.first() {
+            None => prop_assert_eq!(g.stopped_by, None),
+            Some(&t) => {
+                let found = admitted_with(t);
+                let stop = g.stopped_by;
+                prop_assert!(
+                    stop.is_some_and(|v| found.contains(&v)),
+                    "{stop:?} not in {found:?}"
+                );
+                if found.contains(&Violation::LaunchDomain) {
+                    prop_assert_eq!(stop, Some(Violation::LaunchDomain));
+                }
             }
-        } else {
-            prop_assert_eq!(g.stopped_by, None);
         }
         // Temporaries by the Definition.
         prop_assert_eq!(
             &g.temporaries,
-            &reference_temporaries(window, g.tasks.clone())
+            &reference_temporaries(&executed, g.tasks.clone())
         );
         // The fused signature: one argument per (store, partition), no temporaries (a 0-d
         // store is reached whole, through `Replicate`).
@@ -291,12 +359,17 @@ fn check_planner(spec: &WindowSpec) -> Result<(), TestCaseError> {
     let (window, _held) = build(&c, spec);
     let plan = plan_now(&mut planner, &window);
     prop_assert!(!plan.memoized);
-    prop_assert_eq!(&plan.groups, &analyse(&window).groups);
+    let fresh = analyse(&window);
+    prop_assert_eq!((&plan.order, &plan.groups), (&fresh.order, &fresh.groups));
 
     let (copy, _held_copy) = build(&c, spec);
     let replayed = plan_now(&mut planner, &copy);
     prop_assert!(replayed.memoized);
-    prop_assert_eq!(&replayed.groups, &analyse(&copy).groups);
+    let fresh = analyse(&copy);
+    prop_assert_eq!(
+        (&replayed.order, &replayed.groups),
+        (&fresh.order, &fresh.groups)
+    );
     prop_assert_eq!(planner.stats().analysed, 1);
     prop_assert_eq!(planner.stats().replayed, 1);
     Ok(())

@@ -1,0 +1,107 @@
+//! Groups over the dependence graph: a task independent of a group no longer ends it (the
+//! group takes the fusible tasks issued after it, and it runs after them), while a task
+//! that depends on one passed over, or that one passed over depends on, keeps its place.
+
+use diffuse_fusion::{Dependences, Planner, Violation};
+
+use crate::common::{analyse, blocked, ctx, group, plan_now, store, task, R, W};
+
+const L: [i64; 1] = [4];
+
+#[test]
+fn an_independent_task_between_two_fusible_ones_runs_after_them() {
+    let c = ctx();
+    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    // a = ...; x = ... (another launch domain); b = f(a).
+    let window = [
+        task(&L, &[(&a, &pa, W)]),
+        task(&[2], &[(&x, &px, W)]),
+        task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
+    ];
+    let plan = analyse(&window);
+    assert_eq!(plan.order, Some(vec![0, 2, 1]));
+    assert_eq!(
+        plan.groups,
+        vec![
+            group(0..2, &[], Some(Violation::LaunchDomain)),
+            group(2..3, &[], None)
+        ]
+    );
+}
+
+#[test]
+fn a_task_depending_on_one_passed_over_keeps_its_place() {
+    let c = ctx();
+    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let pxl = blocked(&x, &L);
+    // The third task reads x, which the second (passed over) writes: it must stay after it,
+    // and so must the fourth, which reads what the third writes.
+    let window = [
+        task(&L, &[(&a, &pa, W)]),
+        task(&[2], &[(&x, &px, W)]),
+        task(&L, &[(&x, &pxl, R), (&b, &pb, W)]),
+        task(&L, &[(&b, &pb, R), (&a, &pa, W)]),
+    ];
+    let plan = analyse(&window);
+    assert_eq!(plan.order, None);
+    assert_eq!(plan.groups.len(), 3);
+}
+
+#[test]
+fn a_write_passed_over_keeps_the_reads_issued_before_it_first() {
+    let c = ctx();
+    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    // The second task (passed over) reads b; the third overwrites b: an anti dependence.
+    let window = [
+        task(&L, &[(&a, &pa, W)]),
+        task(&[2], &[(&b, &blocked(&b, &[2]), R), (&x, &px, W)]),
+        task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
+    ];
+    let deps = Dependences::of(&window);
+    assert_eq!(deps.before(2).collect::<Vec<_>>().len(), 2);
+    let plan = analyse(&window);
+    assert_eq!(plan.order, None);
+    assert_eq!(plan.groups.len(), 3);
+}
+
+#[test]
+fn a_replayed_decision_keeps_the_order() {
+    let c = ctx();
+    let build = || {
+        let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+        let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+        vec![
+            task(&L, &[(&a, &pa, W)]),
+            task(&[2], &[(&x, &px, W)]),
+            task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
+        ]
+    };
+    let mut planner = Planner::new();
+    let first = plan_now(&mut planner, &build());
+    let second = plan_now(&mut planner, &build());
+    assert!(!first.memoized && second.memoized);
+    assert_eq!(first.order, Some(vec![0, 2, 1]));
+    assert_eq!(second.order, first.order);
+    let ranges =
+        |p: &diffuse_fusion::Plan| p.groups.iter().map(|g| g.tasks.clone()).collect::<Vec<_>>();
+    assert_eq!(ranges(&second), ranges(&first));
+}
+
+#[test]
+fn apply_order_puts_the_window_in_execution_order() {
+    let c = ctx();
+    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let window = [
+        task(&L, &[(&a, &pa, W)]),
+        task(&[2], &[(&x, &px, W)]),
+        task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
+    ];
+    let plan = analyse(&window);
+    let mut names = vec!["first", "second", "third"];
+    plan.apply_order(&mut names);
+    assert_eq!(names, ["first", "third", "second"]);
+}
