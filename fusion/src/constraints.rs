@@ -131,6 +131,18 @@ impl PrefixState {
         if self.launch.is_some_and(|l| l != task.launch_domain()) {
             return Err(Violation::LaunchDomain);
         }
+        self.admits_accesses(task)
+    }
+
+    /// Checks whether scalar work ([`IndexTask::is_scalar`]) may join the prefix to run at
+    /// every point of the prefix's launch: the constraints on stores only, not the launch
+    /// domain.
+    pub fn admits_scalar(&self, task: &IndexTask) -> Result<(), Violation> {
+        self.admits_accesses(task)
+    }
+
+    /// The dependence and reduction constraints for `task`.
+    fn admits_accesses(&self, task: &IndexTask) -> Result<(), Violation> {
         for arg in task.args() {
             let id = arg.store.id();
             let Some(prior) = self.stores.get(&id) else {
@@ -167,6 +179,16 @@ impl PrefixState {
     /// Adds `task` (which [`PrefixState::admits`] accepted) to the prefix.
     pub fn push(&mut self, task: &IndexTask) {
         self.launch = Some(task.launch_domain());
+        self.push_accesses(task);
+    }
+
+    /// Adds scalar work (which [`PrefixState::admits_scalar`] accepted) to the prefix,
+    /// leaving its launch domain to the other tasks.
+    pub fn push_scalar(&mut self, task: &IndexTask) {
+        self.push_accesses(task);
+    }
+
+    fn push_accesses(&mut self, task: &IndexTask) {
         self.len += 1;
         for arg in task.args() {
             let e = self

@@ -26,5 +26,7 @@ pub use canonical::{canonicalize, Canonical, CanonicalKey};
 pub use constraints::{longest_fusible_prefix, PrefixState, Violation};
 pub use dependences::Dependences;
 pub use held::HeldStores;
-pub use planner::{analyse, Group, Plan, Planner, PlannerStats};
+pub use planner::{
+    analyse, analyse_with, group_launch, Group, Plan, PlanOptions, Planner, PlannerStats,
+};
 pub use temporaries::{cheapest_cut, temporaries};

@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use diffuse_ir::{IndexTask, StoreId};
+use diffuse_ir::{IndexTask, Privilege, Shape, StoreId};
 use hashbrown::HashMap;
 
 use crate::canonical::{canonicalize, CanonicalKey};
@@ -98,6 +98,7 @@ pub struct Planner {
     memo: HashMap<CanonicalKey, Decision>,
     stats: PlannerStats,
     memoize: bool,
+    options: PlanOptions,
     next_id: u64,
 }
 
@@ -119,6 +120,12 @@ impl Planner {
         Planner::default()
     }
 
+    /// This planner, grouping with `options`.
+    pub fn with_options(mut self, options: PlanOptions) -> Self {
+        self.options = options;
+        self
+    }
+
     /// What the planner has done so far.
     pub fn stats(&self) -> PlannerStats {
         self.stats
@@ -129,7 +136,7 @@ impl Planner {
     pub fn plan(&mut self, window: &[IndexTask], held: &HeldStores) -> Plan {
         if !self.memoize {
             self.stats.analysed += 1;
-            return analyse(window, held);
+            return analyse_with(window, held, self.options);
         }
         let canonical = canonicalize(window, held);
         if let Some(decision) = self.memo.get(&canonical.key) {
@@ -137,7 +144,7 @@ impl Planner {
             return replay(decision, &canonical.stores);
         }
         self.stats.analysed += 1;
-        let mut plan = analyse(window, held);
+        let mut plan = analyse_with(window, held, self.options);
         let id = self.next_id;
         self.next_id += 1;
         plan.shape = Some(id);
@@ -174,11 +181,76 @@ impl Planner {
 /// analysis linear in the window's length.
 const LOOKAHEAD: usize = 32;
 
-/// The decision for `window`, computed from scratch, with the application's holds as in
-/// `held`.
+/// How windows are split into groups.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PlanOptions {
+    /// Whether scalar work ([`IndexTask::is_scalar`], e.g. `alpha = rr / pq`) may join a
+    /// group of another launch domain, every point computing it again: allowed when the
+    /// group runs on one point, or when the scalar work only reads and writes and everything
+    /// it writes is a temporary of the group (so each point keeps its own copy). Groups then
+    /// run over [`group_launch`], their scalar work relaunched there.
+    pub absorb_scalars: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            absorb_scalars: true,
+        }
+    }
+}
+
+/// The launch domain a group runs over: its first task that is not scalar work decides
+/// (scalar work joins any launch), else its first task.
+pub fn group_launch<'a>(tasks: impl IntoIterator<Item = &'a IndexTask> + Clone) -> Shape {
+    let first = |scalar_ok: bool| {
+        tasks
+            .clone()
+            .into_iter()
+            .find(|t| scalar_ok || !t.is_scalar())
+            .map(IndexTask::launch_domain)
+    };
+    first(false)
+        .or_else(|| first(true))
+        .unwrap_or_else(|| Shape::splat(0, 1))
+}
+
+/// The decision for `window`, computed from scratch with the default [`PlanOptions`], with
+/// the application's holds as in `held`.
 pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
-    let n = window.len();
+    analyse_with(window, held, PlanOptions::default())
+}
+
+/// The decision for `window`, computed from scratch with `options`.
+///
+/// Scalar work is first offered to every group; where a group's temporaries turn out not to
+/// hold what it writes, that work is planned again as an ordinary task (each round refuses
+/// at least one more, so this ends).
+pub fn analyse_with(window: &[IndexTask], held: &HeldStores, options: PlanOptions) -> Plan {
     let dependences = Dependences::of(window);
+    let mut absorbable: Vec<bool> = window
+        .iter()
+        .map(|t| options.absorb_scalars && t.is_scalar())
+        .collect();
+    loop {
+        let plan = group(window, held, &dependences, &absorbable);
+        let refused = refused_scalars(window, &plan);
+        if refused.is_empty() {
+            return plan;
+        }
+        refused.into_iter().for_each(|t| absorbable[t] = false);
+    }
+}
+
+/// Splits `window` into groups over its dependence graph, scalar work marked in `absorbable`
+/// joining groups of any launch domain.
+fn group(
+    window: &[IndexTask],
+    held: &HeldStores,
+    dependences: &Dependences,
+    absorbable: &[bool],
+) -> Plan {
+    let n = window.len();
     let mut placed = vec![false; n];
     let mut passed = vec![false; n];
     let mut order = Vec::with_capacity(n);
@@ -196,9 +268,14 @@ pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
             if placed[t] {
                 continue;
             }
+            let task = &window[t];
             let ready = dependences.before(t).all(|d| !passed[d]);
             let admitted = ready
-                && match state.admits(&window[t]) {
+                && match if absorbable[t] {
+                    state.admits_scalar(task)
+                } else {
+                    state.admits(task)
+                } {
                     Ok(()) => true,
                     Err(v) => {
                         stopped_by.get_or_insert(v);
@@ -206,7 +283,11 @@ pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
                     }
                 };
             if admitted {
-                state.push(&window[t]);
+                if absorbable[t] {
+                    state.push_scalar(task);
+                } else {
+                    state.push(task);
+                }
                 placed[t] = true;
                 order.push(t);
             } else {
@@ -236,6 +317,36 @@ pub fn analyse(window: &[IndexTask], held: &HeldStores) -> Plan {
         memoized: false,
         shape: None,
     }
+}
+
+/// The scalar work of `plan` that may not run at every point of its group: in a group over
+/// more than one point, work that reads and writes a store (or reduces) or writes a store
+/// that is not one of the group's temporaries. Indices into the window.
+fn refused_scalars(window: &[IndexTask], plan: &Plan) -> Vec<usize> {
+    let index = |p: usize| plan.order.as_ref().map_or(p, |o| o[p]);
+    let mut refused = Vec::new();
+    for g in &plan.groups {
+        let members = || g.tasks.clone().map(|p| &window[index(p)]);
+        let launch = group_launch(members());
+        if launch.volume() <= 1 {
+            continue;
+        }
+        for p in g.tasks.clone() {
+            let task = &window[index(p)];
+            if task.launch_domain() == launch {
+                continue;
+            }
+            let point_local = task.args().iter().all(|a| match a.privilege {
+                Privilege::Read => true,
+                Privilege::Write => g.temporaries.contains(&a.store.id()),
+                Privilege::ReadWrite | Privilege::Reduce(_) => false,
+            });
+            if !point_local {
+                refused.push(index(p));
+            }
+        }
+    }
+    refused
 }
 
 /// A memoized decision applied to the stores of an isomorphic window.

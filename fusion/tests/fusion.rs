@@ -25,5 +25,7 @@ mod memo;
 mod property;
 #[path = "fusion/reorder.rs"]
 mod reorder;
+#[path = "fusion/scalars.rs"]
+mod scalars;
 #[path = "fusion/temporaries.rs"]
 mod temporaries;

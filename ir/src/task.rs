@@ -77,6 +77,30 @@ impl IndexTask {
     pub fn scalars(&self) -> &[Scalar] {
         &self.scalars
     }
+
+    /// True for small scalar work (`alpha = rr / pq`): an element-wise kind over one point
+    /// whose every argument is a 0-d store reached whole (through `Replicate`). Its point
+    /// task sees the same values at any point of any launch domain, so fusion may run it
+    /// again at every point of a larger launch ([`IndexTask::relaunched`]).
+    pub fn is_scalar(&self) -> bool {
+        self.launch_domain.volume() == 1
+            && self.kind.is_elementwise()
+            && self
+                .args
+                .iter()
+                .all(|a| a.store.shape().dims() == 0 && a.partition == Partition::replicate())
+    }
+
+    /// This task over `launch` instead, when it [`is_scalar`](IndexTask::is_scalar) (every
+    /// point of `launch` then computes the same values); the task unchanged as the error
+    /// otherwise. Only fusion uses it, for scalar work whose results stay point-local.
+    pub fn relaunched(mut self, launch: Shape) -> Result<IndexTask, IndexTask> {
+        if !self.is_scalar() {
+            return Err(self);
+        }
+        self.launch_domain = launch;
+        Ok(self)
+    }
 }
 
 macro_rules! scalar_from {

@@ -117,13 +117,23 @@ fn compose_elements(
     prelude: &str,
     target: KernelTarget,
 ) -> Option<(String, usize)> {
+    // A 0-d temporary (scalar work fused into the launch) is one value, computed in every
+    // iteration from loop-invariant operands; the loop nest runs over the first other
+    // parameter written.
+    let scalar_temporary = |p: usize| sig.params[p].temporary && sig.params[p].rank == 0;
+    let written = |step: &diffuse_ir::KernelStep| {
+        step.bindings
+            .iter()
+            .filter(|(_, pr)| *pr != Privilege::Read)
+            .map(|&(p, _)| p)
+            .collect::<Vec<_>>()
+    };
     let space = sig
         .steps
-        .first()?
-        .bindings
         .iter()
-        .find(|(_, pr)| *pr != Privilege::Read)?
-        .0;
+        .flat_map(written)
+        .find(|&p| !scalar_temporary(p))
+        .or_else(|| written(sig.steps.first()?).first().copied())?;
     let rank = sig.params[space].rank;
     let unit = sig.params[space].unit_dims;
     for step in &sig.steps {
@@ -135,7 +145,7 @@ fn compose_elements(
             let fits = match privilege {
                 Privilege::Read => param.rank <= rank,
                 Privilege::Write | Privilege::ReadWrite => {
-                    param.rank == rank && param.unit_dims == unit
+                    (param.rank == rank && param.unit_dims == unit) || scalar_temporary(p)
                 }
                 Privilege::Reduce(_) => false,
             };

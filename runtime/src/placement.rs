@@ -71,6 +71,12 @@ pub trait Placement: Send + Sync + fmt::Debug {
 
     /// Records the decisions for one launch (for a logging mode); the default does nothing.
     fn record(&self, _task: &str, _points: &[Point], _processors: &[Processor]) {}
+
+    /// Whether this placement may put a task on a GPU (the default: no). The runtime then
+    /// keeps scalar work out of larger launches, which the GPU kernel composer cannot run.
+    fn may_use_gpus(&self) -> bool {
+        false
+    }
 }
 
 /// The placement of a launch of `task` with `stores` distinct stores over `launch`, on
@@ -236,6 +242,10 @@ fn point_text(p: &Point) -> String {
 }
 
 impl Placement for MapplePlacement {
+    fn may_use_gpus(&self) -> bool {
+        self.mapper.machine().procs_per_node(ProcKind::Gpu) > 0
+    }
+
     fn processor_kind(&self, task: &str, constituents: &[&str]) -> ProcKind {
         let kind = self
             .mapper

@@ -32,8 +32,10 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use diffuse_backend::{Backend, BackendStats, LaunchPlan};
-use diffuse_fusion::{cheapest_cut, temporaries, HeldStores, Plan, Planner, PlannerStats};
-use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, StoreId, StoreRef};
+use diffuse_fusion::{
+    cheapest_cut, group_launch, temporaries, HeldStores, Plan, PlanOptions, Planner, PlannerStats,
+};
+use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, Shape, StoreId, StoreRef};
 use diffuse_jit::Jit;
 
 use crate::placement::Placement;
@@ -176,6 +178,9 @@ impl Runtime {
     pub fn new(backend: Arc<dyn Backend>, config: RuntimeConfig) -> Self {
         let fusion = config.fusion;
         let capacity = fusion.window.unwrap_or(ADAPTIVE_START).max(1);
+        let planner = Planner::new().with_options(PlanOptions {
+            absorb_scalars: !config.placement.as_ref().is_some_and(|p| p.may_use_gpus()),
+        });
         let launcher = Launcher::new(
             backend.name(),
             backend.machine(),
@@ -190,7 +195,7 @@ impl Runtime {
             window: Mutex::new(Window {
                 tasks: Vec::new(),
                 capacity,
-                planner: Planner::new(),
+                planner,
                 launcher,
                 log: None,
                 analysis: std::time::Duration::ZERO,
@@ -525,9 +530,13 @@ impl Runtime {
         let building = std::time::Instant::now();
         let ticket = window.next_ticket;
         window.next_ticket += 1;
+        let launch = group_launch(&tasks);
+        let issued: Vec<Shape> = tasks.iter().map(IndexTask::launch_domain).collect();
+        let tasks = over(tasks, std::iter::repeat(launch));
         let plan: LaunchPlan = window
             .launcher
-            .plan(key, tasks, temporaries)?
+            .plan(key, tasks, temporaries)
+            .map_err(|(e, tasks)| (e, over(tasks, issued.iter().copied())))?
             .with_ticket(ticket);
         window.analysis += building.elapsed();
         if self.backend.defers_failures() {
@@ -560,8 +569,25 @@ impl Runtime {
                 "launched"
             );
         }
-        done.map_err(|e| (e, plan.into_tasks()))
+        done.map_err(|e| (e, over(plan.into_tasks(), issued.iter().copied())))
     }
+}
+
+/// `tasks`, each over the launch domain `launches` gives it: scalar work fused into a larger
+/// launch runs at each of its points, and runs over its own launch again when its fused
+/// task failed and the tasks run one by one (see [`IndexTask::relaunched`]).
+fn over(tasks: Vec<IndexTask>, launches: impl IntoIterator<Item = Shape>) -> Vec<IndexTask> {
+    tasks
+        .into_iter()
+        .zip(launches)
+        .map(|(t, launch)| {
+            if t.launch_domain() == launch {
+                t
+            } else {
+                t.relaunched(launch).unwrap_or_else(|t| t)
+            }
+        })
+        .collect()
 }
 
 impl Executor for Runtime {

@@ -46,6 +46,13 @@ pub(crate) fn ew_axpy_kind() -> Arc<TaskKind> {
     binary_kind(&K, "fusion.axpy", true, AXPY)
 }
 
+/// Element-wise `out = s * a + b` as scalar work (the operands are 0-d): another name, so
+/// that a stream log shows where scalar work ran.
+pub(crate) fn ew_scalar_axpy_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    binary_kind(&K, "fusion.scalar_axpy", true, AXPY)
+}
+
 /// Element-wise `out = a`.
 pub(crate) fn ew_copy_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();

@@ -7,7 +7,7 @@
 //! (blocked tilings of views, reads of shifted views of one store as in a stencil), with every
 //! privilege: `Write`, `ReadWrite`, `Reduce(Sum)` of a view into a 0-d store through
 //! `Replicate`, into an aligned view, and into a 1-d view through a row tiling that several
-//! points share; launch domains from a small set (so some neighbours cannot fuse); random
+//! points share; scalar work (0-d stores on one point) that later tasks read; launch domains from a small set (so some neighbours cannot fuse); random
 //! window sizes (1..=12, or adaptive) and strip sizes (tiny, to force strips, or the
 //! default); explicit `flush_window()` points, host reads and writes in the middle; loop
 //! bodies repeated with new stores (so memoized plans are replayed, also for windows that
@@ -16,7 +16,7 @@
 //! backend promises (each point folds its own block from the identity, blocks folded into
 //! the store in point order). [`run_property`] runs it on either backend ([`On`]) and fails
 //! if the streams stop exercising fused groups, temporaries, fused reductions, memo replays,
-//! adaptive windows or mid-stream reads.
+//! reordering, fused scalar work, adaptive windows or mid-stream reads.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -57,6 +57,9 @@ pub(crate) enum Op {
     ScaleByStore,
     /// acc += sum(view) through Reduce(Sum) into a 0-d store via Replicate
     SumAll,
+    /// t = s * acc1 + acc2 into a new 0-d store, on one point: scalar work (which fusion may
+    /// run at every point of a larger launch); `ScaleByStore` may read it
+    ScalarAxpy,
     /// out[i] += sum of row i of a 2-d view, through Reduce(Sum) on a 1-d view tiled by rows
     /// with a projection dropping the column dim (several points fold into one tile)
     RowSum,
@@ -65,7 +68,7 @@ pub(crate) enum Op {
 impl Op {
     fn inputs(self) -> usize {
         match self {
-            Op::Add | Op::Mul | Op::Axpy => 2,
+            Op::Add | Op::Mul | Op::Axpy | Op::ScalarAxpy => 2,
             _ => 1,
         }
     }
@@ -78,6 +81,8 @@ impl Op {
             (Op::Mul, false) => mul_kind(),
             (Op::Axpy, true) => ew_axpy_kind(),
             (Op::Axpy, false) => axpy_kind(),
+            (Op::ScalarAxpy, true) => ew_scalar_axpy_kind(),
+            (Op::ScalarAxpy, false) => axpy_kind(),
             (Op::Copy, true) => ew_copy_kind(),
             (Op::Copy, false) => copy_kind(),
             (Op::AddAssign, true) => ew_add_assign_kind(),
@@ -170,6 +175,7 @@ pub(crate) fn raw_case() -> impl Strategy<Value = RawCase> {
         1 => Just(Op::ScaleByStore),
         2 => Just(Op::SumAll),
         1 => Just(Op::RowSum),
+        2 => Just(Op::ScalarAxpy),
     ];
     let flags = (
         op,
@@ -395,6 +401,7 @@ pub(crate) fn plan(raw: &RawCase) -> Plan {
 
     let mut steps = Vec::new();
     let mut latest_fresh: Option<usize> = None;
+    let mut latest_scalar: Option<usize> = None;
     for (index, t) in raw
         .tasks
         .iter()
@@ -464,6 +471,35 @@ pub(crate) fn plan(raw: &RawCase) -> Plan {
             };
         let launch = fit_launch(&launch_set[pick % launch_set.len()], &shape);
         let acc = first_acc + t.acc % accs;
+        if op == Op::ScalarAxpy {
+            let scalar = |k: usize| Operand {
+                store: first_acc + (t.acc + k) % accs,
+                offset: vec![],
+                shape: vec![],
+            };
+            stores.push(StoreSpec {
+                shape: vec![],
+                data: None,
+                keep: t.keep,
+            });
+            let id = stores.len() - 1;
+            steps.push(Step::Task(Task {
+                op,
+                elementwise: t.elementwise,
+                out: Operand {
+                    store: id,
+                    offset: vec![],
+                    shape: vec![],
+                },
+                inputs: vec![scalar(0), scalar(1)],
+                scale: None,
+                launch: vec![],
+                scalar: t.scalar,
+                creates: Some(id),
+            }));
+            latest_scalar = Some(id);
+            continue;
+        }
         let mut creates = None;
         let out = if op == Op::SumAll {
             Operand {
@@ -536,7 +572,10 @@ pub(crate) fn plan(raw: &RawCase) -> Plan {
             elementwise: t.elementwise,
             out,
             inputs,
-            scale: (op == Op::ScaleByStore).then_some(acc),
+            scale: (op == Op::ScaleByStore).then_some(match latest_scalar {
+                Some(s) if t.chain => s,
+                _ => acc,
+            }),
             launch,
             scalar: t.scalar,
             creates,
@@ -661,7 +700,7 @@ pub(crate) fn model_apply(model: &mut [Vec<f64>], stores: &[StoreSpec], t: &Task
             let value = match t.op {
                 Op::Add => a + at(model, &t.inputs[1], i, j),
                 Op::Mul => a * at(model, &t.inputs[1], i, j),
-                Op::Axpy => t.scalar * a + at(model, &t.inputs[1], i, j),
+                Op::Axpy | Op::ScalarAxpy => t.scalar * a + at(model, &t.inputs[1], i, j),
                 Op::Copy => a,
                 Op::AddAssign | Op::AddReduce => at(model, &t.out, i, j) + a,
                 Op::ScaleByStore => s.expect("scale store") * a,
@@ -764,7 +803,13 @@ pub(crate) fn build_task(handles: &[Option<Store>], t: &Task) -> IndexTask {
     let launch = Tuple::shape(&t.launch).unwrap();
     let blocked = |o: &Operand| {
         let v = view_of(handles, o);
-        (v.store().clone(), v.blocked(launch).unwrap())
+        // A 0-d operand is reached whole.
+        let partition = if o.shape.is_empty() {
+            Partition::replicate()
+        } else {
+            v.blocked(launch).unwrap()
+        };
+        (v.store().clone(), partition)
     };
     let mut task = IndexTask::new(&t.op.kind(t.elementwise), launch);
     if t.op == Op::SumAll {
@@ -807,7 +852,7 @@ pub(crate) fn build_task(handles: &[Option<Store>], t: &Task) -> IndexTask {
         let s = handles[scale].as_ref().expect("live scale store");
         task = task.arg(s, Partition::replicate(), Privilege::Read);
     }
-    if t.op == Op::Axpy {
+    if matches!(t.op, Op::Axpy | Op::ScalarAxpy) {
         task = task.scalar(t.scalar);
     }
     task
@@ -905,6 +950,8 @@ pub(crate) struct Coverage {
     pub(crate) replay_cases: Cell<usize>,
     /// Cases in which some flush ran its tasks in another order than issued.
     pub(crate) reordered_cases: Cell<usize>,
+    /// Fused tasks running scalar work together with other tasks.
+    pub(crate) scalar_work_fused: Cell<usize>,
     pub(crate) adaptive_cases: Cell<usize>,
     pub(crate) mid_reads: Cell<usize>,
     /// Tasks the backend ran as fused tasks (a group of one with temporaries included).
@@ -1077,6 +1124,11 @@ pub(crate) fn check_case(
     cov.executed.set(cov.executed.get() + on.executed);
     for (names, temps) in &groups {
         bump(&cov.fused_groups, usize::from(names.len() > 1));
+        let scalar = |n: &String| n.ends_with("scalar_axpy");
+        bump(
+            &cov.scalar_work_fused,
+            usize::from(names.iter().any(scalar) && !names.iter().all(scalar)),
+        );
         bump(&cov.groups_with_temporaries, usize::from(*temps > 0));
         bump(&cov.temporaries, *temps);
         let reduces = names
@@ -1152,7 +1204,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         "fusion property (JIT {}): {n} cases, {} tasks submitted, {} executed with fusion on; \
          {} fused groups, {} with temporaries ({} temporaries), {} fused reductions; strips \
          in {} cases ({} with temporaries); memoized plans replayed in {} cases; tasks \
-         reordered in {} cases; {} \
+         reordered in {} cases; {} fused tasks with scalar work; {} \
          adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
          ({} with temporaries, {} with reductions; {} point tasks) in {} cases",
         if jit.is_some() { "on" } else { "off" },
@@ -1166,6 +1218,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         cov.strip_temporary_cases.get(),
         cov.replay_cases.get(),
         cov.reordered_cases.get(),
+        cov.scalar_work_fused.get(),
         cov.adaptive_cases.get(),
         cov.mid_reads.get(),
         cov.fused_tasks.get(),

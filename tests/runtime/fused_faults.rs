@@ -111,3 +111,80 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
         }
     }
 }
+
+/// Scalar work fused into a larger launch runs over its own launch again when the fused task
+/// fails and its constituents run one by one: `s = 2 a + b` (0-d, one point), `t = s * x`
+/// (4 points), `u = fail_at(t)`; `s` and `t` dropped, so `s` ran at every point.
+#[test]
+fn scalar_work_of_a_failed_fused_task_runs_again_on_its_own_launch() {
+    let r = recording_rig(2, fused(Some(8)), None, None);
+    let c = &r.ctx;
+    let n = 16i64;
+    let launch = Tuple::shape(&[4]).unwrap();
+    let scalar_launch = Tuple::shape(&[]).unwrap();
+    let all = diffuse_ir::Partition::replicate;
+    let x = c.store_from_vec(&[n], random_data(n as usize, 3)).unwrap();
+    let (a, b) = (
+        c.store_from_vec(&[], vec![1.5]).unwrap(),
+        c.store_from_vec(&[], vec![0.25]).unwrap(),
+    );
+    let part = |s: &Store| s.view().blocked(launch).unwrap();
+    let (s, t, u) = (whole(c, &[]), whole(c, &[n]), whole(c, &[n]));
+    c.submit(
+        IndexTask::new(&ew_scalar_axpy_kind(), scalar_launch)
+            .arg(&s, all(), Privilege::Write)
+            .arg(&a, all(), Privilege::Read)
+            .arg(&b, all(), Privilege::Read)
+            .scalar(2.0),
+    )
+    .unwrap();
+    c.submit(
+        IndexTask::new(&ew_scale_by_store_kind(), launch)
+            .arg(&t, part(&t), Privilege::Write)
+            .arg(&x, part(&x), Privilege::Read)
+            .arg(&s, all(), Privilege::Read),
+    )
+    .unwrap();
+    c.submit(
+        IndexTask::new(&fail_at_kind(), launch)
+            .arg(&u, part(&u), Privilege::Write)
+            .arg(&t, part(&t), Privilege::Read)
+            .scalar(1i64 << 2)
+            .scalar(false),
+    )
+    .unwrap();
+    drop((s, t));
+    let err = c
+        .flush_window()
+        .expect_err("the fused task fails at point 2");
+    assert!(
+        matches!(&err, IrError::Kernel(k) if k.point.as_slice() == [2]),
+        "{err:?}"
+    );
+    let executed = r.take_executed();
+    assert_eq!(
+        executed,
+        vec![
+            format!(
+                "{}+{}+{} (temporaries: 2)",
+                ew_scalar_axpy_kind().name(),
+                ew_scale_by_store_kind().name(),
+                fail_at_kind().name()
+            ),
+            ew_scalar_axpy_kind().name().to_string(),
+            ew_scale_by_store_kind().name().to_string(),
+            fail_at_kind().name().to_string(),
+        ],
+        "scalar work not fused, or not run again one by one"
+    );
+    assert!(
+        c.read::<f64>(&u.view()).is_err(),
+        "u depends on the failure"
+    );
+    // The context keeps working: x and the 0-d inputs are intact.
+    assert_eq!(c.read::<f64>(&a.view()).unwrap(), vec![1.5]);
+    assert_eq!(
+        c.read::<f64>(&x.view()).unwrap(),
+        random_data(n as usize, 3)
+    );
+}

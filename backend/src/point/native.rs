@@ -12,7 +12,7 @@ use super::{
     raw_view, run_point_task, ArgPlacement, Contribution, PointDone, PointPath, PointRunner,
 };
 use crate::memory::HostBuffer;
-use crate::plan::{LaunchPlan, Slot};
+use crate::plan::{ArgLayout, LaunchPlan, Slot};
 
 /// Runs point `p` of the runner's plan natively; with `watch`, records the floating-point
 /// exceptions of each constituent under its own name.
@@ -74,7 +74,12 @@ fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) ->
     if (t.constituents() < 2 && t.temporaries() == 0) || !t.is_elementwise() {
         return None;
     }
-    let out = t.args_of(0).find(|&i| t.args()[i].privilege.mutates())?;
+    // The space is the first written sub-store that is not a 0-d temporary (scalar work
+    // fused into the launch, computed again in every strip).
+    let scalar_temporary =
+        |layout: &ArgLayout| matches!(layout.slot, Slot::Temporary(_)) && layout.shape.dims() == 0;
+    let out = (0..t.args().len())
+        .find(|&i| t.args()[i].privilege.mutates() && !scalar_temporary(&t.args()[i]))?;
     let space = places[out].rect.extent();
     if space.dims() == 0 || space[0] <= 1 || space.volume() <= 0 {
         return None;
@@ -85,8 +90,8 @@ fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) ->
     let mut counted: Vec<Slot> = Vec::new();
     for (i, (layout, place)) in t.args().iter().zip(places).enumerate() {
         let e = place.rect.extent();
-        let temporary = matches!(layout.slot, Slot::Temporary(_));
-        let must_span = layout.privilege.mutates() || temporary;
+        let temporary = matches!(layout.slot, Slot::Temporary(_)) && !scalar_temporary(layout);
+        let must_span = layout.privilege.mutates() && !scalar_temporary(layout) || temporary;
         let broadcast = e.dims() < space.dims() || e[0] == 1;
         if layout.privilege.is_reduction()
             || (must_span && e != space)

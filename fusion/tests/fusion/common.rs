@@ -56,6 +56,16 @@ fn kinds() -> &'static Mutex<HashMap<String, Arc<TaskKind>>> {
 /// this target share one process). A name always means one contract. Its native variant is
 /// never run by these tests.
 pub fn kind(name: &str, args: &[Privilege], scalars: &[DType]) -> Arc<TaskKind> {
+    registered(name, args, scalars, false)
+}
+
+/// [`kind`], element-wise when `elementwise` (the kind's contract includes it).
+fn registered(
+    name: &str,
+    args: &[Privilege],
+    scalars: &[DType],
+    elementwise: bool,
+) -> Arc<TaskKind> {
     let mut table = kinds().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(k) = table.get(name) {
         let privileges: Vec<Privilege> = k.args().iter().map(|a| a.privilege).collect();
@@ -68,6 +78,9 @@ pub fn kind(name: &str, args: &[Privilege], scalars: &[DType]) -> Arc<TaskKind> 
     }
     for &s in scalars {
         b = b.scalar(s);
+    }
+    if elementwise {
+        b = b.elementwise();
     }
     let k = b.register(|_| Ok(())).expect("registering a fresh kind");
     table.insert(name.to_string(), Arc::clone(&k));
@@ -84,6 +97,19 @@ pub fn sig(args: &[Privilege]) -> Arc<TaskKind> {
 pub fn task(launch: &[i64], args: &[(&Store, &Partition, Privilege)]) -> IndexTask {
     let privileges: Vec<Privilege> = args.iter().map(|a| a.2).collect();
     let mut t = IndexTask::new(&sig(&privileges), sh(launch));
+    for &(s, p, privilege) in args {
+        t = t.arg(s, p.clone(), privilege);
+    }
+    t
+}
+
+/// A task of an element-wise signature kind (`ew[R,W]`) over `launch`: over 0-d stores
+/// through `Replicate` on one point, scalar work.
+pub fn elementwise_task(launch: &[i64], args: &[(&Store, &Partition, Privilege)]) -> IndexTask {
+    let privileges: Vec<Privilege> = args.iter().map(|a| a.2).collect();
+    let name: Vec<String> = privileges.iter().map(|p| p.to_string()).collect();
+    let kind = registered(&format!("ew[{}]", name.join(",")), &privileges, &[], true);
+    let mut t = IndexTask::new(&kind, sh(launch));
     for &(s, p, privilege) in args {
         t = t.arg(s, p.clone(), privilege);
     }
