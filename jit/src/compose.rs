@@ -187,6 +187,71 @@ fn compose_elements(
     // The loop nest's operands: read parameters in, mutated ones out (temporaries neither).
     let (header, scalar_names) = entry_header(sig);
     let mut body = String::new();
+    // Scalar work (steps over 0-d values only, writing only temporaries) runs once, before
+    // the loop nest, which reads its values as loop invariants.
+    let mut scalar_values: Vec<Option<String>> = vec![None; sig.params.len()];
+    let mut is_prelude = vec![false; sig.steps.len()];
+    let mut prelude_fresh = Fresh::new("%s");
+    for (c, step) in sig.steps.iter().enumerate() {
+        let scalar = step.bindings.iter().all(|&(p, privilege)| {
+            let param = &sig.params[p];
+            param.rank == 0
+                && match privilege {
+                    Privilege::Read => !param.temporary || scalar_values[p].is_some(),
+                    _ => param.temporary,
+                }
+        });
+        if !scalar {
+            continue;
+        }
+        is_prelude[c] = true;
+        let mut operands = Vec::new();
+        let mut types = Vec::new();
+        let mut results = Vec::new();
+        for &(p, privilege) in &step.bindings {
+            let param = &sig.params[p];
+            let ty = element_type(param.dtype);
+            if privilege == Privilege::Read {
+                let value = match &scalar_values[p] {
+                    Some(v) => v.clone(),
+                    None => {
+                        let v = prelude_fresh.name();
+                        let _ = writeln!(
+                            body,
+                            "    {v} = memref.load %m{p}[] : {}",
+                            memref_type(param)
+                        );
+                        scalar_values[p] = Some(v.clone());
+                        v
+                    }
+                };
+                operands.push(value);
+            } else {
+                // A temporary before its first write: any value of its type.
+                let v = prelude_fresh.name();
+                let zero = if ty.starts_with('f') { "0.0" } else { "0" };
+                let _ = writeln!(body, "    {v} = arith.constant {zero} : {ty}");
+                operands.push(v);
+                results.push(p);
+            }
+            types.push(ty);
+        }
+        for (name, &d) in scalar_names[c].iter().zip(step.kind.scalars()) {
+            operands.push(name.clone());
+            types.push(element_type(d));
+        }
+        Call {
+            callee: format!("e{c}"),
+            operands,
+            operand_types: types,
+            result_types: results
+                .iter()
+                .map(|&p| element_type(sig.params[p].dtype))
+                .collect(),
+            written: results,
+        }
+        .emit(&mut body, "    ", &mut prelude_fresh, &mut scalar_values);
+    }
     let (mut ins, mut outs) = (Vec::new(), Vec::new());
     for (p, param) in sig.params.iter().enumerate() {
         if param.temporary {
@@ -272,8 +337,17 @@ fn compose_elements(
         })
         .collect();
     let _ = writeln!(body, "    ^bb0({}):", block.join(", "));
+    // What the scalar work wrote is known before the loop.
+    for (p, param) in sig.params.iter().enumerate() {
+        if param.temporary && scalar_values[p].is_some() {
+            current[p] = scalar_values[p].clone();
+        }
+    }
     let mut fresh = Fresh::new("%u");
     for (c, step) in sig.steps.iter().enumerate() {
+        if is_prelude[c] {
+            continue;
+        }
         let mut operands = Vec::new();
         let mut types = Vec::new();
         let mut results = Vec::new();

@@ -107,7 +107,10 @@ pub fn fits(kernel: &CompiledKernel, rects: &[Rect]) -> bool {
     if let Some(p) = kernel.iteration_space {
         let space = rects[p].extent();
         return sig.params.iter().enumerate().all(|(q, param)| {
-            if param.privilege.mutates() {
+            if param.temporary && param.rank == 0 {
+                // Scalar work's point-local value: one per iteration, in registers.
+                true
+            } else if param.privilege.mutates() {
                 rects[q].extent() == space
             } else {
                 broadcasts(q, space)
