@@ -9,16 +9,16 @@
 # cases by app name (default: all); the other apps' records of the last run are kept, so
 # the report still covers every app. Systems: diffuse (fused with compiled kernels, fused
 # with native kernels, unfused, and compiling in the background for the warm-up figure),
-# diffuse's Python package, NumPy, numexpr, JAX (jit, x64), Dask array, SciPy (solvers) and
-# cuPyNumeric on the CPU, each running the same problem (benches/peers/). A system that
-# cannot run an app (numexpr has no matrix product, cuPyNumeric no erf or sparse solvers)
-# says so and is left out.
+# diffuse's Python package, NumPy, numexpr, JAX (jit, x64), Dask array, SciPy (solvers),
+# PETSc (solvers, on 1 and 2 MPI ranks) and cuPyNumeric on the CPU, each running the same
+# problem (benches/peers/). A system that cannot run an app (numexpr has no matrix product,
+# cuPyNumeric no erf or sparse solvers, the PETSc peer no multigrid) says so and is left out.
 #
 # Writes target/peers/records.jsonl (one JSON record per run, with its "system") and the
 # report: docs/figures/peers-{time,speedup,tasks,warmup,memory}.svg and docs/figures/peers.md
 # (`diffuse-figures peers`). Peers are installed from PyPI into target/peers-venv and
-# target/cupynumeric-venv (scripts/peers-setup.sh), diffuse's Python package into
-# target/python-venv (scripts/python-setup.sh).
+# target/cupynumeric-venv and PETSc from Debian (scripts/peers-setup.sh), diffuse's Python
+# package into target/python-venv (scripts/python-setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps="${1:-3}"
@@ -40,7 +40,8 @@ else
     : >"$records"
 fi
 
-# app  n  iters  kind (array: benches/peers/numpy_apps.py; solver: scipy_solvers.py)
+# app  n  iters  kind (array: benches/peers/numpy_apps.py; solver: scipy_solvers.py and
+# petsc_solvers.py)
 cases=(
     "stencil 4096 10 array"
     "stencil 256 200 array"
@@ -54,7 +55,7 @@ cases=(
     "gmg 1023 60 solver"
 )
 array_peers=(diffuse-python numpy numexpr jax dask cupynumeric)
-solver_peers=(diffuse-python scipy jax)
+solver_peers=(diffuse-python scipy jax petsc-1rank petsc-2ranks)
 diffuse_modes=(
     "diffuse-fused --fusion on --jit sync"
     "diffuse-native --fusion on --jit off"
@@ -89,6 +90,15 @@ run_peer() {
     case "$system" in
     diffuse-python) module=diffuse python=target/python-venv/bin/python ;;
     cupynumeric) python=benches/peers/run-cupynumeric.sh ;;
+    petsc-*)
+        # petsc-1rank, petsc-2ranks: that many MPI ranks on Debian's PETSc, which lives in the
+        # system python3. One timed solve: the repetitions are this script's.
+        local ranks="${system#petsc-}"
+        record "$system" mpirun -q --allow-run-as-root --oversubscribe -np "${ranks%%rank*}" \
+            /usr/bin/python3 benches/peers/petsc_solvers.py --solvers "$app" --n "$n" \
+            --iters "$iters" --reps 1
+        return
+        ;;
     esac
     if [ "$kind" = array ]; then
         record "$system" "$python" benches/peers/numpy_apps.py "$app" --n "$n" --iters "$iters" --module "$module"

@@ -191,7 +191,7 @@ fn compose_elements(
     // the loop nest, which reads its values as loop invariants.
     let mut scalar_values: Vec<Option<String>> = vec![None; sig.params.len()];
     let mut is_prelude = vec![false; sig.steps.len()];
-    let mut prelude_fresh = Fresh::new("%s");
+    let mut prelude_fresh = Fresh::new("%w");
     for (c, step) in sig.steps.iter().enumerate() {
         let scalar = step.bindings.iter().all(|&(p, privilege)| {
             let param = &sig.params[p];

@@ -180,6 +180,8 @@ impl Runtime {
         let capacity = fusion.window.unwrap_or(ADAPTIVE_START).max(1);
         let planner = Planner::new().with_options(PlanOptions {
             absorb_scalars: !config.placement.as_ref().is_some_and(|p| p.may_use_gpus()),
+            keep_uncompilable_apart: config.jit.is_some(),
+            ..PlanOptions::default()
         });
         let launcher = Launcher::new(
             backend.name(),

@@ -287,3 +287,55 @@ fn reductions_by_every_operator_run_compiled() {
         }
     }
 }
+
+/// Scalar work fused into an element-wise launch (`s = 2 a + b` on 0-d stores, then
+/// `t = s * x` and `u = t + x` over 4 points, `s` and `t` dropped) compiles into one loop nest
+/// with the scalar work before it (the scalar arguments of constituents and the scalar
+/// work's values must not share names), every point runs it, and the result is the
+/// unfused one.
+#[test]
+fn scalar_work_compiles_into_the_loop_nest_it_joins() {
+    let n = 32i64;
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
+        let r = rig(2, fusion, None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[4]).unwrap();
+        let all = Partition::replicate;
+        let x = c.store_from_vec(&[n], random_data(n as usize, 9)).unwrap();
+        let a = c.store_from_vec(&[], vec![1.25]).unwrap();
+        let b = c.store_from_vec(&[], vec![-0.5]).unwrap();
+        let part = |s: &Store| s.view().blocked(launch).unwrap();
+        let (s, t, u) = (whole(c, &[]), whole(c, &[n]), whole(c, &[n]));
+        c.submit(
+            IndexTask::new(&ew_scalar_axpy_kind(), Tuple::shape(&[]).unwrap())
+                .arg(&s, all(), Privilege::Write)
+                .arg(&a, all(), Privilege::Read)
+                .arg(&b, all(), Privilege::Read)
+                .scalar(2.0),
+        )
+        .unwrap();
+        c.submit(
+            IndexTask::new(&ew_scale_by_store_kind(), launch)
+                .arg(&t, part(&t), Privilege::Write)
+                .arg(&x, part(&x), Privilege::Read)
+                .arg(&s, all(), Privilege::Read),
+        )
+        .unwrap();
+        submit_blocked(c, &ew_add_kind(), launch, &u, &t, &x).unwrap();
+        drop((s, t));
+        c.flush_window().unwrap();
+        let values = c.read::<f64>(&u.view()).unwrap();
+        (values, r.backend.stats().compiled_points)
+    };
+    let (off, _) = run(FusionConfig::off(), None);
+    let jit = Arc::new(Jit::new());
+    let (on, compiled) = run(fused(Some(8)), Some(jit.clone()));
+    assert_eq!(bits(&on), bits(&off));
+    let stats = jit.stats();
+    assert_eq!(
+        (stats.kernels_compiled, stats.compile_failures),
+        (1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(compiled, 4, "every point runs the compiled kernel");
+}

@@ -42,6 +42,12 @@ fn jit_fused_streams_match_unfused_and_sequential() {
         run_compiled_property(cases_from_env("DIFFUSE_JIT_CASES", JIT_CASES), On::Embedded);
     let stats = jit.stats();
     eprintln!("JIT: {stats:?}");
+    // Every kind of the streams has an MLIR generator: a composed kernel that does not
+    // compile is a composer bug (its points would silently run natively).
+    assert_eq!(
+        stats.compile_failures, 0,
+        "kernels failed to compile: {stats:?}"
+    );
     // Most fused tasks run compiled code (the others have a point whose sub-stores do not
     // fit the compiled kernel, or reduce into a store they also access otherwise).
     cov.share("cases running compiled code", cov.compiled_cases.get(), 0.3);

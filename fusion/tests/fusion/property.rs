@@ -7,7 +7,8 @@
 //!   task across one it depends on (every pair sharing a store one of them changes keeps
 //!   its order), and the groups cover that order contiguously;
 //! - every group satisfies Figure 7's constraints, checked pairwise over `i < j`;
-//! - every group is maximal: no task placed after it could join it (each violates a
+//! - every group is maximal: no task placed after it that its scan reached (the scan stops
+//!   after passing over `PlanOptions::lookahead` tasks) could join it (each violates a
 //!   constraint with it, or depends on a task issued before it and not yet placed), and the
 //!   violation reported is one the brute force finds for the first task that was ready to
 //!   join (launch domains first);
@@ -20,7 +21,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use diffuse_fusion::{Planner, Violation};
+use diffuse_fusion::{PlanOptions, Planner, Violation};
 
 use crate::fused::signature;
 use diffuse_ir::{Context, IndexTask, Partition, Privilege, Projection, Store, StoreId, TaskArg};
@@ -285,6 +286,9 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
         // dependence on a task not placed yet that was issued before it.
         let members: Vec<usize> = order[g.tasks.clone()].to_vec();
         let rest: Vec<usize> = order[g.tasks.end..].to_vec();
+        // The scan stops after passing over `lookahead` tasks: it never reached later ones.
+        let lookahead = PlanOptions::default().lookahead;
+        let scanned = |t: usize| rest.iter().filter(|&&u| u < t).count() < lookahead;
         let blocked = |t: usize| {
             rest.iter()
                 .any(|&u| u < t && depends(&window[u], &window[t]))
@@ -298,7 +302,7 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
             grown.push(window[t].clone());
             violations(&grown)
         };
-        for &t in &rest {
+        for &t in rest.iter().filter(|&&t| scanned(t)) {
             let mut grown = tasks.to_vec();
             grown.push(window[t].clone());
             prop_assert!(
@@ -310,7 +314,11 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
             );
         }
         // Stopped by what the first task ready to join violated.
-        let mut ready: Vec<usize> = rest.iter().copied().filter(|&t| !blocked(t)).collect();
+        let mut ready: Vec<usize> = rest
+            .iter()
+            .copied()
+            .filter(|&t| scanned(t) && !blocked(t))
+            .collect();
         ready.sort_unstable();
         match ready.first() {
             None => prop_assert_eq!(g.stopped_by, None),

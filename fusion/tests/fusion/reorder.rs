@@ -105,3 +105,58 @@ fn apply_order_puts_the_window_in_execution_order() {
     plan.apply_order(&mut names);
     assert_eq!(names, ["first", "third", "second"]);
 }
+
+/// A generator that is never asked for code (the analyses only look at whether one exists).
+struct Unused;
+
+impl diffuse_ir::MlirGenerator for Unused {
+    fn generate(
+        &self,
+        _symbol: &str,
+        _sig: &diffuse_ir::MlirSignature<'_>,
+    ) -> Result<String, diffuse_ir::KernelError> {
+        unreachable!("fusion never generates code")
+    }
+}
+
+/// `a = ...` without a generator, `x = ...` over another launch, then `b = f(a)`, which has
+/// one: taken from beyond `x` into `a`'s group only when kernels do not matter.
+#[test]
+fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
+    use diffuse_fusion::{analyse_with, HeldStores, PlanOptions};
+    use diffuse_ir::{DType, IndexTask, TaskKind};
+    let compiled = TaskKind::builder("fusion-tests::reorder::compiled")
+        .arg("a", DType::F64, R)
+        .arg("b", DType::F64, W)
+        .mlir(std::sync::Arc::new(Unused))
+        .register(|_| Ok(()))
+        .expect("a fresh kind");
+    let c = ctx();
+    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let window = [
+        task(&L, &[(&a, &pa, W)]),
+        task(&[2], &[(&x, &px, W)]),
+        IndexTask::new(&compiled, crate::common::sh(&L))
+            .arg(&a, pa.clone(), R)
+            .arg(&b, pb.clone(), W),
+    ];
+    let held = HeldStores::of(&window);
+    let mixed = analyse_with(&window, &held, PlanOptions::default());
+    assert_eq!(mixed.order, Some(vec![0, 2, 1]));
+    let apart = PlanOptions {
+        keep_uncompilable_apart: true,
+        ..PlanOptions::default()
+    };
+    let plan = analyse_with(&window, &held, apart);
+    assert_eq!(plan.order, None);
+    assert_eq!(plan.groups.len(), 3);
+    // Directly after it, the compilable task still joins (as a strict prefix would).
+    let adjacent = [window[0].clone(), window[2].clone()];
+    assert_eq!(
+        analyse_with(&adjacent, &HeldStores::of(&adjacent), apart)
+            .groups
+            .len(),
+        1
+    );
+}

@@ -100,6 +100,7 @@ fn without_absorption_scalar_work_keeps_its_launch() {
     let held = HeldStores::of(&window);
     let options = PlanOptions {
         absorb_scalars: false,
+        ..PlanOptions::default()
     };
     assert_eq!(analyse_with(&window, &held, options).groups.len(), 2);
     let mut planner = Planner::new().with_options(options);

@@ -43,6 +43,8 @@ mod mlir_kernels;
 mod model;
 #[path = "array/reduce_prop.rs"]
 mod reduce_prop;
+#[path = "array/scalar_work.rs"]
+mod scalar_work;
 #[path = "array/scan_prop.rs"]
 mod scan_prop;
 #[path = "array/select_prop.rs"]
