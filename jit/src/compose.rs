@@ -236,21 +236,12 @@ fn compose_elements(
             }
             types.push(ty);
         }
-        for (name, &d) in scalar_names[c].iter().zip(step.kind.scalars()) {
-            operands.push(name.clone());
-            types.push(element_type(d));
-        }
-        Call {
-            callee: format!("e{c}"),
-            operands,
-            operand_types: types,
-            result_types: results
-                .iter()
-                .map(|&p| element_type(sig.params[p].dtype))
-                .collect(),
-            written: results,
-        }
-        .emit(&mut body, "    ", &mut prelude_fresh, &mut scalar_values);
+        element_call(sig, c, &scalar_names[c], operands, types, results).emit(
+            &mut body,
+            "    ",
+            &mut prelude_fresh,
+            &mut scalar_values,
+        );
     }
     let (mut ins, mut outs) = (Vec::new(), Vec::new());
     for (p, param) in sig.params.iter().enumerate() {
@@ -369,21 +360,12 @@ fn compose_elements(
                 results.push(p);
             }
         }
-        for (name, &d) in scalar_names[c].iter().zip(step.kind.scalars()) {
-            operands.push(name.clone());
-            types.push(element_type(d));
-        }
-        let call = Call {
-            callee: format!("e{c}"),
-            operands,
-            operand_types: types,
-            result_types: results
-                .iter()
-                .map(|&p| element_type(sig.params[p].dtype))
-                .collect(),
-            written: results,
-        };
-        call.emit(&mut body, "      ", &mut fresh, &mut current);
+        element_call(sig, c, &scalar_names[c], operands, types, results).emit(
+            &mut body,
+            "      ",
+            &mut fresh,
+            &mut current,
+        );
     }
     let yielded: Vec<String> = outs
         .iter()
@@ -431,6 +413,32 @@ impl Fresh {
     fn name(&mut self) -> String {
         self.next += 1;
         format!("{}{}", self.prefix, self.next - 1)
+    }
+}
+
+/// The call of constituent `c`'s element function `e{c}`: `operands` (of `types`), one per
+/// store argument, then the constituent's scalars (`scalar_names`); it writes `written`.
+fn element_call<'a>(
+    sig: &KernelSignature,
+    c: usize,
+    scalar_names: &[String],
+    mut operands: Vec<String>,
+    mut types: Vec<&'a str>,
+    written: Vec<usize>,
+) -> Call<&'a str> {
+    for (name, &d) in scalar_names.iter().zip(sig.steps[c].kind.scalars()) {
+        operands.push(name.clone());
+        types.push(element_type(d));
+    }
+    Call {
+        callee: format!("e{c}"),
+        operands,
+        operand_types: types,
+        result_types: written
+            .iter()
+            .map(|&p| element_type(sig.params[p].dtype))
+            .collect(),
+        written,
     }
 }
 

@@ -471,3 +471,33 @@ pub(crate) fn executed_groups(log: &[FlushRecord]) -> Vec<(Vec<String>, usize)> 
 pub(crate) fn whole(ctx: &Context, shape: &[i64]) -> Store {
     ctx.create_store(shape, DType::F64).unwrap()
 }
+
+/// Submits scalar work and the launch that reads it: `s = 2 a + b` (0-d stores, on one
+/// point) and `t = s * x` over the blocked tiling of `x` by `launch`. Returns `(s, t)`.
+pub(crate) fn submit_scaled_by_scalar_work(
+    ctx: &Context,
+    x: &Store,
+    a: &Store,
+    b: &Store,
+    launch: Shape,
+) -> (Store, Store) {
+    let all = diffuse_ir::Partition::replicate;
+    let part = |s: &Store| s.view().blocked(launch).unwrap();
+    let (s, t) = (whole(ctx, &[]), whole(ctx, x.shape().as_slice()));
+    ctx.submit(
+        diffuse_ir::IndexTask::new(&ew_scalar_axpy_kind(), Shape::splat(0, 1))
+            .arg(&s, all(), Privilege::Write)
+            .arg(a, all(), Privilege::Read)
+            .arg(b, all(), Privilege::Read)
+            .scalar(2.0),
+    )
+    .unwrap();
+    ctx.submit(
+        diffuse_ir::IndexTask::new(&ew_scale_by_store_kind(), launch)
+            .arg(&t, part(&t), Privilege::Write)
+            .arg(x, part(x), Privilege::Read)
+            .arg(&s, all(), Privilege::Read),
+    )
+    .unwrap();
+    (s, t)
+}

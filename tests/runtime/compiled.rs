@@ -300,27 +300,11 @@ fn scalar_work_compiles_into_the_loop_nest_it_joins() {
         let r = rig(2, fusion, None, jit);
         let c = &r.ctx;
         let launch = Tuple::shape(&[4]).unwrap();
-        let all = Partition::replicate;
         let x = c.store_from_vec(&[n], random_data(n as usize, 9)).unwrap();
         let a = c.store_from_vec(&[], vec![1.25]).unwrap();
         let b = c.store_from_vec(&[], vec![-0.5]).unwrap();
-        let part = |s: &Store| s.view().blocked(launch).unwrap();
-        let (s, t, u) = (whole(c, &[]), whole(c, &[n]), whole(c, &[n]));
-        c.submit(
-            IndexTask::new(&ew_scalar_axpy_kind(), Tuple::shape(&[]).unwrap())
-                .arg(&s, all(), Privilege::Write)
-                .arg(&a, all(), Privilege::Read)
-                .arg(&b, all(), Privilege::Read)
-                .scalar(2.0),
-        )
-        .unwrap();
-        c.submit(
-            IndexTask::new(&ew_scale_by_store_kind(), launch)
-                .arg(&t, part(&t), Privilege::Write)
-                .arg(&x, part(&x), Privilege::Read)
-                .arg(&s, all(), Privilege::Read),
-        )
-        .unwrap();
+        let (s, t) = submit_scaled_by_scalar_work(c, &x, &a, &b, launch);
+        let u = whole(c, &[n]);
         submit_blocked(c, &ew_add_kind(), launch, &u, &t, &x).unwrap();
         drop((s, t));
         c.flush_window().unwrap();

@@ -121,30 +121,14 @@ fn scalar_work_of_a_failed_fused_task_runs_again_on_its_own_launch() {
     let c = &r.ctx;
     let n = 16i64;
     let launch = Tuple::shape(&[4]).unwrap();
-    let scalar_launch = Tuple::shape(&[]).unwrap();
-    let all = diffuse_ir::Partition::replicate;
     let x = c.store_from_vec(&[n], random_data(n as usize, 3)).unwrap();
     let (a, b) = (
         c.store_from_vec(&[], vec![1.5]).unwrap(),
         c.store_from_vec(&[], vec![0.25]).unwrap(),
     );
     let part = |s: &Store| s.view().blocked(launch).unwrap();
-    let (s, t, u) = (whole(c, &[]), whole(c, &[n]), whole(c, &[n]));
-    c.submit(
-        IndexTask::new(&ew_scalar_axpy_kind(), scalar_launch)
-            .arg(&s, all(), Privilege::Write)
-            .arg(&a, all(), Privilege::Read)
-            .arg(&b, all(), Privilege::Read)
-            .scalar(2.0),
-    )
-    .unwrap();
-    c.submit(
-        IndexTask::new(&ew_scale_by_store_kind(), launch)
-            .arg(&t, part(&t), Privilege::Write)
-            .arg(&x, part(&x), Privilege::Read)
-            .arg(&s, all(), Privilege::Read),
-    )
-    .unwrap();
+    let (s, t) = submit_scaled_by_scalar_work(c, &x, &a, &b, launch);
+    let u = whole(c, &[n]);
     c.submit(
         IndexTask::new(&fail_at_kind(), launch)
             .arg(&u, part(&u), Privilege::Write)

@@ -3,22 +3,29 @@
 //! that depends on one passed over, or that one passed over depends on, keeps its place.
 
 use diffuse_fusion::{Dependences, Planner, Violation};
+use diffuse_ir::{IndexTask, Store};
 
 use crate::common::{analyse, blocked, ctx, group, plan_now, store, task, R, W};
 
 const L: [i64; 1] = [4];
 
-#[test]
-fn an_independent_task_between_two_fusible_ones_runs_after_them() {
-    let c = ctx();
-    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
+/// `a = ...` over `L`, `x = ...` over another launch (so it cannot join), then `b = f(a)`
+/// over `L`; with the stores (held).
+fn write_other_read(c: &diffuse_ir::Context) -> (Vec<IndexTask>, [Store; 3]) {
+    let (a, b, x) = (store(c, &[16]), store(c, &[16]), store(c, &[8]));
     let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
-    // a = ...; x = ... (another launch domain); b = f(a).
-    let window = [
+    let window = vec![
         task(&L, &[(&a, &pa, W)]),
         task(&[2], &[(&x, &px, W)]),
         task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
     ];
+    (window, [a, b, x])
+}
+
+#[test]
+fn an_independent_task_between_two_fusible_ones_runs_after_them() {
+    let c = ctx();
+    let (window, _stores) = write_other_read(&c);
     let plan = analyse(&window);
     assert_eq!(plan.order, Some(vec![0, 2, 1]));
     assert_eq!(
@@ -70,15 +77,7 @@ fn a_write_passed_over_keeps_the_reads_issued_before_it_first() {
 #[test]
 fn a_replayed_decision_keeps_the_order() {
     let c = ctx();
-    let build = || {
-        let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
-        let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
-        vec![
-            task(&L, &[(&a, &pa, W)]),
-            task(&[2], &[(&x, &px, W)]),
-            task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
-        ]
-    };
+    let build = || write_other_read(&c).0;
     let mut planner = Planner::new();
     let first = plan_now(&mut planner, &build());
     let second = plan_now(&mut planner, &build());
@@ -93,13 +92,7 @@ fn a_replayed_decision_keeps_the_order() {
 #[test]
 fn apply_order_puts_the_window_in_execution_order() {
     let c = ctx();
-    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
-    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
-    let window = [
-        task(&L, &[(&a, &pa, W)]),
-        task(&[2], &[(&x, &px, W)]),
-        task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
-    ];
+    let (window, _stores) = write_other_read(&c);
     let plan = analyse(&window);
     let mut names = vec!["first", "second", "third"];
     plan.apply_order(&mut names);
@@ -124,7 +117,7 @@ impl diffuse_ir::MlirGenerator for Unused {
 #[test]
 fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
     use diffuse_fusion::{analyse_with, HeldStores, PlanOptions};
-    use diffuse_ir::{DType, IndexTask, TaskKind};
+    use diffuse_ir::{DType, TaskKind};
     let compiled = TaskKind::builder("fusion-tests::reorder::compiled")
         .arg("a", DType::F64, R)
         .arg("b", DType::F64, W)
@@ -132,15 +125,11 @@ fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
         .register(|_| Ok(()))
         .expect("a fresh kind");
     let c = ctx();
-    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
-    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
-    let window = [
-        task(&L, &[(&a, &pa, W)]),
-        task(&[2], &[(&x, &px, W)]),
-        IndexTask::new(&compiled, crate::common::sh(&L))
-            .arg(&a, pa.clone(), R)
-            .arg(&b, pb.clone(), W),
-    ];
+    let (mut window, [a, b, _x]) = write_other_read(&c);
+    let (pa, pb) = (blocked(&a, &L), blocked(&b, &L));
+    window[2] = IndexTask::new(&compiled, crate::common::sh(&L))
+        .arg(&a, pa, R)
+        .arg(&b, pb, W);
     let held = HeldStores::of(&window);
     let mixed = analyse_with(&window, &held, PlanOptions::default());
     assert_eq!(mixed.order, Some(vec![0, 2, 1]));
