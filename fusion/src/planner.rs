@@ -3,7 +3,8 @@
 //!
 //! Each group starts at the earliest task not yet placed and scans the window in program
 //! order, taking every task that the four constraints admit and that depends on no task the
-//! scan passed over (a task passed over stays after the group, so whatever depends on it
+//! scan passed over (beyond a passed task, only element-wise work into an element-wise
+//! group: in a row loop's kernel it would only leave the loops it fuses with) (a task passed over stays after the group, so whatever depends on it
 //! must too). Tasks a group takes from beyond ones it passed over run earlier than issued:
 //! the plan's execution order keeps every dependence of the window, so the program's
 //! results are unchanged, while an independent task between two fusible ones no longer
@@ -278,15 +279,19 @@ fn group(
         let mut stopped_by = None;
         let mut passed_over = Vec::new();
         let mut kernels = compilable(&window[first]);
+        let mut elementwise = true;
         for t in first..n {
             if placed[t] {
                 continue;
             }
             let task = &window[t];
-            let ready = dependences.before(t).all(|d| !passed[d])
-                && (!options.keep_uncompilable_apart
-                    || passed_over.is_empty()
-                    || compilable(task) == kernels);
+            // Beyond a passed task, only element-wise work joins element-wise groups: pulled
+            // into a row loop (SpMV, say), it would only leave the loops it fuses with.
+            let reachable = passed_over.is_empty()
+                || (elementwise
+                    && task.kind().is_elementwise()
+                    && (!options.keep_uncompilable_apart || compilable(task) == kernels));
+            let ready = reachable && dependences.before(t).all(|d| !passed[d]);
             let admitted = ready
                 && match if absorbable[t] {
                     state.admits_scalar(task)
@@ -301,6 +306,7 @@ fn group(
                 };
             if admitted {
                 kernels &= compilable(task);
+                elementwise &= task.kind().is_elementwise();
                 if absorbable[t] {
                     state.push_scalar(task);
                 } else {

@@ -8,7 +8,8 @@
 //!   its order), and the groups cover that order contiguously;
 //! - every group satisfies Figure 7's constraints, checked pairwise over `i < j`;
 //! - every group is maximal: no task placed after it that its scan reached (the scan stops
-//!   after passing over `PlanOptions::lookahead` tasks) could join it (each violates a
+//!   after passing over `PlanOptions::lookahead` tasks, and beyond a passed task only
+//!   element-wise tasks may join element-wise groups) could join it (each violates a
 //!   constraint with it, or depends on a task issued before it and not yet placed), and the
 //!   violation reported is one the brute force finds for the first task that was ready to
 //!   join (launch domains first);
@@ -28,7 +29,7 @@ use diffuse_ir::{Context, IndexTask, Partition, Privilege, Projection, Store, St
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::common::{analyse, ctx, plan_now, pt, sh, store, task, R, RW, SUM, W};
+use crate::common::{analyse, ctx, elementwise_task, plan_now, pt, sh, store, task, R, RW, SUM, W};
 
 /// Store shapes: the tilings of 4 and of 2 cover `[8]` over 4 points but not `[16]`.
 const SHAPES: [&[i64]; 4] = [&[8], &[8], &[8], &[16]];
@@ -55,6 +56,8 @@ struct ArgSpec {
 #[derive(Clone, Debug)]
 struct TaskSpec {
     launch: usize,
+    /// An element-wise kind (groups reach past passed tasks only for element-wise work).
+    elementwise: bool,
     args: Vec<ArgSpec>,
 }
 
@@ -98,10 +101,12 @@ fn arg_spec() -> impl Strategy<Value = ArgSpec> {
 fn task_spec() -> impl Strategy<Value = TaskSpec> {
     (
         prop::sample::select(vec![0usize, 0, 0, 0, 0, 0, 0, 1]),
+        prop::bool::weighted(0.8),
         prop::collection::vec(arg_spec(), 1..=3),
     )
-        .prop_map(|(launch, args)| TaskSpec {
+        .prop_map(|(launch, elementwise, args)| TaskSpec {
             launch,
+            elementwise,
             args: without_interference(args),
         })
 }
@@ -128,7 +133,11 @@ fn build(c: &Context, spec: &WindowSpec) -> (Vec<IndexTask>, Vec<Store>) {
                 .iter()
                 .map(|a| (&stores[a.store], &parts[a.partition], a.privilege))
                 .collect();
-            task(LAUNCHES[t.launch], &args)
+            if t.elementwise {
+                elementwise_task(LAUNCHES[t.launch], &args)
+            } else {
+                task(LAUNCHES[t.launch], &args)
+            }
         })
         .collect();
     let kept = stores
@@ -288,7 +297,17 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
         let rest: Vec<usize> = order[g.tasks.end..].to_vec();
         // The scan stops after passing over `lookahead` tasks: it never reached later ones.
         let lookahead = PlanOptions::default().lookahead;
-        let scanned = |t: usize| rest.iter().filter(|&&u| u < t).count() < lookahead;
+        let passed_before = |t: usize| rest.iter().filter(|&&u| u < t).count();
+        // Beyond a passed task, only element-wise work joins, and only element-wise groups.
+        let scanned = |t: usize| {
+            passed_before(t) < lookahead
+                && (passed_before(t) == 0
+                    || window[t].kind().is_elementwise()
+                        && members
+                            .iter()
+                            .filter(|&&m| m < t)
+                            .all(|&m| window[m].kind().is_elementwise()))
+        };
         let blocked = |t: usize| {
             rest.iter()
                 .any(|&u| u < t && depends(&window[u], &window[t]))

@@ -5,7 +5,7 @@
 use diffuse_fusion::{Dependences, Planner, Violation};
 use diffuse_ir::{IndexTask, Store};
 
-use crate::common::{analyse, blocked, ctx, group, plan_now, store, task, R, W};
+use crate::common::{analyse, blocked, ctx, elementwise_task, group, plan_now, store, task, R, W};
 
 const L: [i64; 1] = [4];
 
@@ -15,9 +15,9 @@ fn write_other_read(c: &diffuse_ir::Context) -> (Vec<IndexTask>, [Store; 3]) {
     let (a, b, x) = (store(c, &[16]), store(c, &[16]), store(c, &[8]));
     let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
     let window = vec![
-        task(&L, &[(&a, &pa, W)]),
-        task(&[2], &[(&x, &px, W)]),
-        task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
+        elementwise_task(&L, &[(&a, &pa, W)]),
+        elementwise_task(&[2], &[(&x, &px, W)]),
+        elementwise_task(&L, &[(&a, &pa, R), (&b, &pb, W)]),
     ];
     (window, [a, b, x])
 }
@@ -121,6 +121,7 @@ fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
     let compiled = TaskKind::builder("fusion-tests::reorder::compiled")
         .arg("a", DType::F64, R)
         .arg("b", DType::F64, W)
+        .elementwise()
         .mlir(std::sync::Arc::new(Unused))
         .register(|_| Ok(()))
         .expect("a fresh kind");
@@ -148,4 +149,17 @@ fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
             .len(),
         1
     );
+}
+
+/// A group of work that is not element-wise (a row loop such as SpMV) takes nothing from
+/// beyond a passed task: in its kernel the work would only leave the loops it fuses with.
+#[test]
+fn only_element_wise_groups_reach_past_a_passed_task() {
+    let c = ctx();
+    let (mut window, [a, ..]) = write_other_read(&c);
+    window[0] = task(&L, &[(&a, &blocked(&a, &L), W)]);
+    assert!(!window[0].kind().is_elementwise());
+    let plan = analyse(&window);
+    assert_eq!(plan.order, None);
+    assert_eq!(plan.groups.len(), 3);
 }
