@@ -188,20 +188,29 @@ fn compose_elements(
     let (header, scalar_names) = entry_header(sig);
     let mut body = String::new();
     // Scalar work (steps over 0-d values only, writing only temporaries) runs once, before
-    // the loop nest, which reads its values as loop invariants.
+    // the loop nest, which reads its values as loop invariants: unless a step before it
+    // stays in the loop and writes a value it reads or writes (it must see that write), or
+    // reads a value it writes (that step must not see this write).
     let mut scalar_values: Vec<Option<String>> = vec![None; sig.params.len()];
     let mut is_prelude = vec![false; sig.steps.len()];
+    let mut written_in_loop = vec![false; sig.params.len()];
+    let mut read_in_loop = vec![false; sig.params.len()];
     let mut prelude_fresh = Fresh::new("%w");
     for (c, step) in sig.steps.iter().enumerate() {
         let scalar = step.bindings.iter().all(|&(p, privilege)| {
             let param = &sig.params[p];
             param.rank == 0
+                && !written_in_loop[p]
                 && match privilege {
                     Privilege::Read => !param.temporary || scalar_values[p].is_some(),
-                    _ => param.temporary,
+                    _ => param.temporary && !read_in_loop[p],
                 }
         });
         if !scalar {
+            for &(p, privilege) in &step.bindings {
+                written_in_loop[p] |= privilege != Privilege::Read;
+                read_in_loop[p] |= privilege.reads();
+            }
             continue;
         }
         is_prelude[c] = true;

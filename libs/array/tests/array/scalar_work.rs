@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use diffuse_array::{Array, ArrayContext};
+use diffuse_array::{binary, Array, ArrayContext, BinaryOp};
 
 use crate::{iota, R};
 
@@ -56,5 +56,33 @@ fn scalar_work_compiles_with_the_launch_that_consumes_it() -> R {
     let stats = jit.stats();
     assert!(stats.kernels_compiled > 0, "{stats:?}");
     assert_eq!(stats.compile_failures, 0, "{stats:?}");
+    Ok(())
+}
+
+/// Scalar work after a step that stays in the loop and writes what it reads is not hoisted
+/// before the loop: `p0 = -(p0 + min(-0.25, p0))` (the assignment writes `p0` in the loop),
+/// then `p2[0:4] = -(-p0)` must read the new `p0` (regression: it read the old one).
+#[test]
+fn scalar_work_reading_a_value_written_before_it_sees_the_write() -> R {
+    let run = |fused: bool,
+               jit: Option<Arc<diffuse_jit::Jit>>|
+     -> Result<Vec<f64>, diffuse_array::ArrayError> {
+        let c = context(fused, jit);
+        let p0 = Array::from_vec(&c, &[], vec![0.0])?;
+        let p2 = Array::from_vec(&c, &[5], vec![0.0; 5])?;
+        let minimum = binary(BinaryOp::Minimum, -0.25, &p0)?;
+        let sum = (&p0 + &minimum)?;
+        p0.assign(&(-&sum)?)?;
+        let negated = (-&p0)?;
+        p2.slice(&diffuse_array::s![0..4])?.assign(&(-&negated)?)?;
+        p2.to_vec::<f64>()
+    };
+    assert_eq!(run(false, None)?, vec![0.25, 0.25, 0.25, 0.25, 0.0]);
+    let jit = Arc::new(diffuse_jit::Jit::new());
+    assert_eq!(
+        run(true, Some(jit.clone()))?,
+        vec![0.25, 0.25, 0.25, 0.25, 0.0]
+    );
+    assert_eq!(jit.stats().compile_failures, 0);
     Ok(())
 }
