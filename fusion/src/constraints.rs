@@ -213,16 +213,3 @@ impl PrefixState {
         }
     }
 }
-
-/// The length of the longest prefix of `tasks` that can be fused (at least 1 when `tasks` is
-/// non-empty), and the violation that ended it, if one did.
-pub fn longest_fusible_prefix(tasks: &[IndexTask]) -> (usize, Option<Violation>) {
-    let mut state = PrefixState::new();
-    for task in tasks {
-        if let Err(v) = state.admits(task) {
-            return (state.len(), Some(v));
-        }
-        state.push(task);
-    }
-    (state.len(), None)
-}

@@ -23,7 +23,7 @@ mod planner;
 mod temporaries;
 
 pub use canonical::{canonicalize, Canonical, CanonicalKey};
-pub use constraints::{longest_fusible_prefix, PrefixState, Violation};
+pub use constraints::{PrefixState, Violation};
 pub use dependences::Dependences;
 pub use held::HeldStores;
 pub use planner::{

@@ -532,14 +532,25 @@ impl Runtime {
         let building = std::time::Instant::now();
         let ticket = window.next_ticket;
         window.next_ticket += 1;
+        // Scalar work fused into a larger launch: the domains it was issued with, restored
+        // if the launch fails (its tasks then run one by one).
         let launch = group_launch(&tasks);
-        let issued: Vec<Shape> = tasks.iter().map(IndexTask::launch_domain).collect();
-        let tasks = over(tasks, std::iter::repeat(launch));
-        let plan: LaunchPlan = window
-            .launcher
-            .plan(key, tasks, temporaries)
-            .map_err(|(e, tasks)| (e, over(tasks, issued.iter().copied())))?
-            .with_ticket(ticket);
+        let issued: Option<Vec<Shape>> = tasks
+            .iter()
+            .any(|t| t.launch_domain() != launch)
+            .then(|| tasks.iter().map(IndexTask::launch_domain).collect());
+        let tasks = match issued {
+            Some(_) => over(tasks, std::iter::repeat(launch)),
+            None => tasks,
+        };
+        let as_issued = |tasks: Vec<IndexTask>| match &issued {
+            Some(domains) => over(tasks, domains.iter().copied()),
+            None => tasks,
+        };
+        let plan: LaunchPlan = match window.launcher.plan(key, tasks, temporaries) {
+            Ok(plan) => plan.with_ticket(ticket),
+            Err((e, tasks)) => return Err((e, as_issued(tasks))),
+        };
         window.analysis += building.elapsed();
         if self.backend.defers_failures() {
             let mut accesses = Accesses::default();
@@ -571,7 +582,7 @@ impl Runtime {
                 "launched"
             );
         }
-        done.map_err(|e| (e, over(plan.into_tasks(), issued.iter().copied())))
+        done.map_err(|e| (e, as_issued(plan.into_tasks())))
     }
 }
 

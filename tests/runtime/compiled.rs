@@ -289,12 +289,12 @@ fn reductions_by_every_operator_run_compiled() {
 }
 
 /// Scalar work fused into an element-wise launch (`s = 2 a + b` on 0-d stores, then
-/// `t = s * x` and `u = t + x` over 4 points, `s` and `t` dropped) compiles into one loop nest
-/// with the scalar work before it (the scalar arguments of constituents and the scalar
-/// work's values must not share names), every point runs it, and the result is the
-/// unfused one.
+/// `t = s * x` and `u = t + x` over 4 points, `s` and `t` dropped) compiles into one kernel
+/// that every point runs, with the unfused result. (These test kinds have no element
+/// functions; the single loop nest with scalar work before it is tested with the array
+/// library's kinds, `libs/array/tests/array/scalar_work.rs`.)
 #[test]
-fn scalar_work_compiles_into_the_loop_nest_it_joins() {
+fn scalar_work_fused_into_a_launch_compiles_and_runs_at_every_point() {
     let n = 32i64;
     let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
         let r = rig(2, fusion, None, jit);

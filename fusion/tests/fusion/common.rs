@@ -156,3 +156,17 @@ pub fn plan_now(planner: &mut Planner, window: &[IndexTask]) -> diffuse_fusion::
 pub fn canonicalize(window: &[IndexTask]) -> diffuse_fusion::Canonical {
     diffuse_fusion::canonicalize(window, &HeldStores::of(window))
 }
+
+/// The length of the longest prefix of `tasks` that the four constraints let fuse (at least 1
+/// when `tasks` is non-empty), and the violation that ended it: the paper's groups, which
+/// the planner's first group equals when nothing is reordered.
+pub fn longest_fusible_prefix(tasks: &[IndexTask]) -> (usize, Option<Violation>) {
+    let mut state = diffuse_fusion::PrefixState::new();
+    for task in tasks {
+        if let Err(v) = state.admits(task) {
+            return (state.len(), Some(v));
+        }
+        state.push(task);
+    }
+    (state.len(), None)
+}

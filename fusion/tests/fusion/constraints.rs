@@ -3,10 +3,13 @@
 //! plus the cases the constraints deliberately allow (reductions after reductions, reads of
 //! one store through several partitions) and the `PrefixState` interface.
 
-use diffuse_fusion::{longest_fusible_prefix, PrefixState, Violation};
+use diffuse_fusion::{PrefixState, Violation};
 use diffuse_ir::{Partition, Store};
 
-use crate::common::{analyse, blocked, ctx, group, store, task, view_blocked, PROD, R, RW, SUM, W};
+use crate::common::{
+    analyse, blocked, ctx, group, longest_fusible_prefix, store, task, view_blocked, PROD, R, RW,
+    SUM, W,
+};
 
 const L: [i64; 1] = [4];
 

@@ -2,7 +2,7 @@
 //! one window), the distributed temporaries of Figure 8, and the isomorphic and differing
 //! task streams of Figure 10.
 
-use diffuse_fusion::longest_fusible_prefix;
+use crate::common::longest_fusible_prefix;
 
 use crate::fused::signature;
 use diffuse_fusion::{Planner, Violation};
