@@ -30,6 +30,7 @@
 #       in OUT/smoke.jsonl, exit status 1 when one failed.
 #
 # Environment: GPU_CHECK_QUICK=1 runs small timing sizes (for a machine with few cores),
+# GPU_CHECK_ROUNDS the timing rounds (default 3; 0 runs the smoke alone),
 # PYTHON the interpreter for the peers (default python3), GPU_SMOKE_APPS the apps the smoke
 # runs (default all), GPU_STRICT the apps checked for residency (default "stencil
 # black-scholes black-scholes-poly jacobi cfd").
@@ -161,7 +162,7 @@ smoke() {
         read -r app tolerance flags <<<"$case"
         [[ " ${GPU_SMOKE_APPS:-${SMOKE[*]%% *}} " == *" $app "* ]] || continue
         strict=()
-        [[ " ${GPU_STRICT:-stencil black-scholes black-scholes-poly jacobi cfd} " == *" $app "* ]] && strict=(--strict)
+        [[ " ${GPU_STRICT:-stencil stencil-ir black-scholes black-scholes-poly jacobi cfd} " == *" $app "* ]] && strict=(--strict)
         local log="$out/logs/smoke-$app.txt" json="$out/logs/smoke-$app.json"
         status=0
         # shellcheck disable=SC2086 # the flags are several words
@@ -262,7 +263,7 @@ from_bundle() {
         unset DIFFUSE_DEVICE
         systems=(diffuse-cpu)
     fi
-    for round in 1 2 3; do
+    for round in $(seq 1 "${GPU_CHECK_ROUNDS:-3}"); do
         while read -r case; do
             for system in "${systems[@]}"; do
                 # The peers run stencil and Black-Scholes; CuPy also cg.
@@ -282,9 +283,10 @@ from_bundle() {
 
 # summarize GPU WHY MANIFEST: the markdown summary of OUT's records and verdicts.
 summarize() {
-    python3 - "$out" "$1" "$2" "$3" "$procs" "$(left)" <<'PY'
+    python3 - "$out" "$1" "$2" "$3" "$procs" "$(left)" "${GPU_CHECK_ROUNDS:-3}" <<'PY'
 import json, statistics, sys
-out, gpu, why, manifest, procs, left = sys.argv[1:7]
+out, gpu, why, manifest, procs, left, rounds = sys.argv[1:8]
+rounds = int(rounds)
 records = [json.loads(line) for line in open(f"{out}/records.jsonl")]
 verdicts = [json.loads(line) for line in open(f"{out}/smoke.jsonl")]
 print("# GPU check\n")
@@ -323,7 +325,7 @@ def cell(app, n, system):
     timed = [r for r in runs if "seconds_per_iter" in r and r["iters"] > 0]
     if timed:
         median = statistics.median(r["seconds_per_iter"] * 1e3 for r in timed)
-        text = f"{median:.3f}" + (f" ({len(timed)} of 3)" if len(timed) < 3 else "")
+        text = f"{median:.3f}" + (f" ({len(timed)} of {rounds})" if len(timed) < rounds else "")
         if system == "diffuse-gpu" and not all(r["gpu_points"] > 0 for r in timed):
             text += " (no GPU points!)"
         return median, text

@@ -260,11 +260,8 @@ cargo bench --quiet -p diffuse-benches --bench launch -- --test >>target/bench-s
 # there and no warning on stderr that work ran on the CPU (scripts/check-gpu-record.py). The
 # apps of SIM_GPU_STRICT also keep their data on the device: no host-device copies and at
 # most one device sync per timed iteration in steady state.
-# Not yet wholly on the GPU: stencil-ir (no point task runs there), cgs and gmg (fused SpMVs
-# whose result is a temporary in memory have no GPU kernel: "no GPU kernel: cannot compile
-# sparse.spmv.f64.i32+array.subtract.f64.aa+array.dot.f64").
-SIM_GPU_APPS="stencil black-scholes black-scholes-poly jacobi cfd cg bicgstab"
-SIM_GPU_STRICT="stencil black-scholes black-scholes-poly jacobi cfd"
+SIM_GPU_APPS="stencil stencil-ir black-scholes black-scholes-poly jacobi cfd cg bicgstab cgs gmg"
+SIM_GPU_STRICT="stencil stencil-ir black-scholes black-scholes-poly jacobi cfd"
 if ! DIFFUSE_DEVICE=sim GPU_SMOKE_APPS="$SIM_GPU_APPS" GPU_STRICT="$SIM_GPU_STRICT" \
     scripts/gpu-check.sh --smoke target/release/diffuse-examples target/sim-gpu; then
     echo "apps on the simulated GPU failed: verdicts in target/sim-gpu/smoke.jsonl, stderr in target/sim-gpu/logs" >&2

@@ -4,13 +4,18 @@
 //! aliasing n x n views of it. Each iteration issues the task stream of Figure 2(c):
 //! four `ADD`s into fresh temporaries, `MULT` by 0.2, and `COPY` of the result into `center`,
 //! every task launched over a 2-D processor grid with each view blocked over it.
+//!
+//! Each kind has a native kernel and an MLIR body ([`Body`]), as a library targeting the IR
+//! writes them: with the body the JIT fuses the six tasks into one compiled kernel, for the
+//! CPU or for a GPU.
 
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
 use diffuse_array::Partitioner;
 use diffuse_ir::{
-    for_each_row, Context, DType, IndexTask, Privilege, Shape, Store, TaskKind, Tuple, View,
+    element_type, for_each_row, tensor_type, Context, DType, IndexTask, KernelError, MlirGenerator,
+    MlirSignature, Privilege, Shape, Store, TaskKind, Tuple, View,
 };
 
 use crate::common::{extent, AppArgs, RunRecord, Runtime};
@@ -21,6 +26,80 @@ struct Kinds {
     add: Arc<TaskKind>,
     mult: Arc<TaskKind>,
     copy: Arc<TaskKind>,
+}
+
+/// The MLIR body of one of the kinds: one `linalg.generic` over the output's two dimensions
+/// (the kernel ABI of `diffuse_ir::mlir`).
+enum Body {
+    /// `c = a + b`.
+    Add,
+    /// `b = s * a` for the scalar `s`.
+    Mult,
+    /// `b = a`.
+    Copy,
+}
+
+impl MlirGenerator for Body {
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let (inputs, scalars) = match self {
+            Body::Add => (2, 0),
+            Body::Mult => (1, 1),
+            Body::Copy => (1, 0),
+        };
+        let out = sig.args.last().filter(|_| {
+            sig.args.len() == inputs + 1
+                && sig.scalars.len() == scalars
+                && sig
+                    .args
+                    .iter()
+                    .all(|a| a.rank == 2 && a.dtype == DType::F64)
+        });
+        let Some(out) = out else {
+            return Err(KernelError {
+                kind: "stencil_ir".to_string(),
+                point: Tuple::splat(0, 0),
+                reason: format!(
+                    "no MLIR kernel for {} arguments and {} scalars (expected 2-d f64 stores)",
+                    sig.args.len(),
+                    sig.scalars.len()
+                ),
+            });
+        };
+        let (t, f) = (tensor_type(out), element_type(out.dtype));
+        let map = "affine_map<(d0, d1) -> (d0, d1)>";
+        let names: Vec<String> = (0..inputs).map(|i| format!("%a{i}")).collect();
+        let params: Vec<String> = names
+            .iter()
+            .map(|n| format!("{n}: {t}"))
+            .chain(std::iter::once(format!("%out: {t}")))
+            .chain((0..scalars).map(|_| format!("%s: {f}")))
+            .collect();
+        let (value, op) = match self {
+            Body::Add => ("%v", format!("%v = arith.addf %x0, %x1 : {f}")),
+            Body::Mult => ("%v", format!("%v = arith.mulf %s, %x0 : {f}")),
+            Body::Copy => ("%x0", String::new()),
+        };
+        Ok(format!(
+            "func.func private @{symbol}({params}) -> {t} {{
+  %r = linalg.generic {{indexing_maps = [{maps}], iterator_types = [\"parallel\", \"parallel\"]}} \
+ins({names} : {types}) outs(%out : {t}) {{
+  ^bb0({block}, %o: {f}):
+    {op}
+    linalg.yield {value} : {f}
+  }} -> {t}
+  return %r : {t}
+}}
+",
+            params = params.join(", "),
+            maps = vec![map; inputs + 1].join(", "),
+            names = names.join(", "),
+            types = vec![t.as_str(); inputs].join(", "),
+            block = (0..inputs)
+                .map(|i| format!("%x{i}: {f}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ))
+    }
 }
 
 fn kinds() -> anyhow::Result<&'static Kinds> {
@@ -34,6 +113,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .arg("c", DType::F64, Privilege::Write)
         .aligned(&[0, 1, 2])
         .elementwise()
+        .mlir(Arc::new(Body::Add))
         .register(|t| {
             for_each_row::<f64>(t, 2, &[0, 1], |c, ab| {
                 for ((c, &a), &b) in c.iter_mut().zip(ab[0]).zip(ab[1]) {
@@ -47,6 +127,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .scalar(DType::F64)
         .aligned(&[0, 1])
         .elementwise()
+        .mlir(Arc::new(Body::Mult))
         .register(|t| {
             let s = t.scalar::<f64>(0)?;
             for_each_row::<f64>(t, 1, &[0], |b, a| {
@@ -60,6 +141,7 @@ fn kinds() -> anyhow::Result<&'static Kinds> {
         .arg("b", DType::F64, Privilege::Write)
         .aligned(&[0, 1])
         .elementwise()
+        .mlir(Arc::new(Body::Copy))
         .register(|t| for_each_row::<f64>(t, 1, &[0], |b, a| b.copy_from_slice(a[0])))?;
     Ok(KINDS.get_or_init(|| Kinds { add, mult, copy }))
 }

@@ -77,6 +77,15 @@ pub trait Placement: Send + Sync + fmt::Debug {
     fn may_use_gpus(&self) -> bool {
         false
     }
+
+    /// How many processors libraries should split a launch over (what
+    /// [`Executor::processors`](diffuse_ir::Executor::processors) answers): `None`, the
+    /// default, for the machine's CPUs. A placement that runs tasks on GPUs answers the
+    /// number of GPUs, so that each GPU runs one point of a launch, one kernel over its whole
+    /// tile, instead of one small kernel per CPU-sized tile.
+    fn launch_processors(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The placement of a launch of `task` with `stores` distinct stores over `launch`, on
@@ -244,6 +253,14 @@ fn point_text(p: &Point) -> String {
 impl Placement for MapplePlacement {
     fn may_use_gpus(&self) -> bool {
         self.mapper.machine().procs_per_node(ProcKind::Gpu) > 0
+    }
+
+    /// The GPUs of the machine when a task without a rule of its own runs on a GPU.
+    fn launch_processors(&self) -> Option<usize> {
+        let machine = self.mapper.machine();
+        (self.processor_kind("", &[]) == ProcKind::Gpu)
+            .then(|| machine.nodes() * machine.procs_per_node(ProcKind::Gpu))
+            .filter(|&gpus| gpus > 0)
     }
 
     fn processor_kind(&self, task: &str, constituents: &[&str]) -> ProcKind {

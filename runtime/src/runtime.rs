@@ -167,6 +167,9 @@ enum Event {
 /// a `Context` talks to.
 pub struct Runtime {
     backend: Arc<dyn Backend>,
+    /// What [`Executor::processors`] answers: the placement's launch processors, or the
+    /// machine's CPUs.
+    processors: usize,
     config: FusionConfig,
     jit: Option<Arc<Jit>>,
     min_block: usize,
@@ -183,6 +186,11 @@ impl Runtime {
             keep_uncompilable_apart: config.jit.is_some(),
             ..PlanOptions::default()
         });
+        let processors = config
+            .placement
+            .as_ref()
+            .and_then(|p| p.launch_processors())
+            .unwrap_or_else(|| backend.machine().cpus());
         let launcher = Launcher::new(
             backend.name(),
             backend.machine(),
@@ -191,6 +199,7 @@ impl Runtime {
         );
         Runtime {
             backend,
+            processors,
             config: fusion,
             jit: config.jit,
             min_block: config.min_block.max(1),
@@ -609,7 +618,7 @@ impl Executor for Runtime {
     }
 
     fn processors(&self) -> usize {
-        self.backend.machine().cpus()
+        self.processors
     }
 
     fn min_block(&self) -> usize {

@@ -8,10 +8,17 @@
 //! so LLVM may neither contract nor reorder them). That is exactly what the native kernel
 //! computes, so compiled and native products are equal bit for bit.
 //!
-//! On the tensor route the loops are not `linalg` ops, so they stay loops of their own inside
+//! For the host CPU the loops are not `linalg` ops, so they stay loops of their own inside
 //! a fused kernel; one-shot bufferization writes the output in place (the row loop's
 //! `iter_args` is the destination tensor, and every `tensor.insert` goes into it) and reads the
 //! entries and `x` straight from their parameters, with no copy.
+//!
+//! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows), whose
+//! body runs the same inner loop over the row's entries (reading the entries and `x` as
+//! tensors from above). The JIT's element-wise fusion then moves the vector operations that
+//! consume the product into that body, so a product whose result is a temporary (`r = b - A
+//! x`) leaves nothing in memory, and the GPU path maps the rows onto threads as it maps any
+//! `linalg` op. The sums are the same, in the same order.
 //!
 //! The compiled code does not bounds-check. That is sound because a `CsrMatrix`'s stores are
 //! private and built only by `CsrMatrix::from_host` from a [`crate::HostCsr`], whose row
@@ -21,7 +28,8 @@
 //! entries and of `x`.
 
 use diffuse_ir::{
-    element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege, Tuple,
+    element_type, tensor_type, DType, KernelError, KernelTarget, MlirGenerator, MlirSignature,
+    Privilege, Tuple,
 };
 
 use crate::csr::IndexWidth;
@@ -88,6 +96,13 @@ impl MlirGenerator for SpmvGenerator {
         let [y, starts, ends, columns, values, x] =
             [0, 1, 2, 3, 4, 5].map(|i| tensor_type(&sig.args[i]));
         let column = element_type(sig.args[3].dtype);
+        if sig.target == KernelTarget::Device {
+            return Ok(device_kernel(
+                symbol,
+                [&y, &starts, &ends, &columns, &values, &x],
+                column,
+            ));
+        }
         // Row `i` of the tile: `y[i] = sum over k in starts[i]..ends[i] of values[k] *
         // x[columns[k]]`, from +0.0, in stored order (the native kernel's order).
         Ok(format!(
@@ -119,6 +134,40 @@ impl MlirGenerator for SpmvGenerator {
 "
         ))
     }
+}
+
+/// The GPU form of the kernel (module docs): the rows as a parallel `linalg.generic` over
+/// `starts` and `ends` into `y`, each row's sum the host form's inner loop. `types` are the
+/// tensor types of `y, starts, ends, columns, values, x`; `column` the column indices' element
+/// type.
+fn device_kernel(symbol: &str, types: [&String; 6], column: &str) -> String {
+    let [y, starts, ends, columns, values, x] = types;
+    format!(
+        "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
+%columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
+  %zero = arith.constant 0x0000000000000000 : f64
+  %c1 = arith.constant 1 : index
+  %out = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, \
+affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], \
+iterator_types = [\"parallel\"]}} ins(%starts, %ends : {starts}, {ends}) outs(%y : {y}) {{
+  ^bb0(%lo_i64: i64, %hi_i64: i64, %unused: f64):
+    %lo = arith.index_cast %lo_i64 : i64 to index
+    %hi = arith.index_cast %hi_i64 : i64 to index
+    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
+      %col = tensor.extract %columns[%k] : {columns}
+      %j = arith.index_cast %col : {column} to index
+      %v = tensor.extract %values[%k] : {values}
+      %xj = tensor.extract %x[%j] : {x}
+      %prod = arith.mulf %v, %xj : f64
+      %next = arith.addf %acc, %prod : f64
+      scf.yield %next : f64
+    }}
+    linalg.yield %sum : f64
+  }} -> {y}
+  return %out : {y}
+}}
+"
+    )
 }
 
 #[cfg(test)]
@@ -160,35 +209,47 @@ mod tests {
 
     #[test]
     fn the_kernel_has_the_abi_signature_and_sums_in_stored_order() {
+        let targets = [KernelTarget::Host, KernelTarget::Device];
         for (width, column) in [(IndexWidth::I32, DType::I32), (IndexWidth::I64, DType::I64)] {
-            let ty = element_type(column);
-            let text = generate(&generator(width), &args(column)).expect("generates");
-            assert!(
-                text.starts_with(&format!(
-                    "func.func private @k0(%y: tensor<?xf64>, %starts: tensor<?xi64>, \
+            for target in targets {
+                let ty = element_type(column);
+                let args = args(column);
+                let sig = MlirSignature {
+                    args: &args,
+                    scalars: &[],
+                    target,
+                };
+                let text = generator(width).generate("k0", &sig).expect("generates");
+                // The rows: a loop on the host, a parallel `linalg.generic` for a GPU.
+                let device = text.contains("linalg.generic") && text.contains(r#"["parallel"]"#);
+                assert_eq!(device, target == KernelTarget::Device, "{text}");
+                assert!(
+                    text.starts_with(&format!(
+                        "func.func private @k0(%y: tensor<?xf64>, %starts: tensor<?xi64>, \
                      %ends: tensor<?xi64>, %columns: tensor<?x{ty}>, %values: tensor<?xf64>, \
                      %x: tensor<?xf64>) -> (tensor<?xf64>) {{"
-                )),
-                "{text}"
-            );
-            assert!(
-                text.contains(&format!("arith.index_cast %col : {ty} to index")),
-                "{text}"
-            );
-            // Multiply, then add to the running sum: never a fused multiply-add.
-            assert!(text.contains("%prod = arith.mulf %v, %xj : f64"), "{text}");
-            assert!(
-                text.contains("%next = arith.addf %acc, %prod : f64"),
-                "{text}"
-            );
-            assert!(!text.contains("fma"), "{text}");
-            assert!(!text.contains("fastmath"), "{text}");
-            // From +0.0, like the native kernel (not the -0.0 of `Sum` reductions).
-            assert!(
-                text.contains("arith.constant 0x0000000000000000 : f64"),
-                "{text}"
-            );
-            assert!(text.contains("return %out : tensor<?xf64>"), "{text}");
+                    )),
+                    "{text}"
+                );
+                assert!(
+                    text.contains(&format!("arith.index_cast %col : {ty} to index")),
+                    "{text}"
+                );
+                // Multiply, then add to the running sum: never a fused multiply-add.
+                assert!(text.contains("%prod = arith.mulf %v, %xj : f64"), "{text}");
+                assert!(
+                    text.contains("%next = arith.addf %acc, %prod : f64"),
+                    "{text}"
+                );
+                assert!(!text.contains("fma"), "{text}");
+                assert!(!text.contains("fastmath"), "{text}");
+                // From +0.0, like the native kernel (not the -0.0 of `Sum` reductions).
+                assert!(
+                    text.contains("arith.constant 0x0000000000000000 : f64"),
+                    "{text}"
+                );
+                assert!(text.contains("return %out : tensor<?xf64>"), "{text}");
+            }
         }
     }
 
