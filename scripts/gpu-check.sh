@@ -15,11 +15,12 @@
 #           checked by check-gpu-record.py (tolerance, gpu_points > 0, kernels launched,
 #           no CPU-fallback warning; for GPU_STRICT apps no host-device copies and at most
 #           one device sync per timed iteration);
-#       (b) timings, medians of 3 interleaved rounds: diffuse with --gpu --jit sync, diffuse
+#       (b) timings, medians of GPU_CHECK_ROUNDS (default 3) interleaved rounds: diffuse with --gpu --jit sync, diffuse
 #           on the CPU (--procs GPU_CHECK_PROCS, default 16 or the cores there are), CuPy
 #           and JAX (peers/gpu_peers.py);
 #       (c) OUT/records.jsonl (every JSON record, tagged with part, system and round),
-#           OUT/smoke.jsonl (the smoke verdicts), OUT/logs/ (each run's stderr) and
+#           OUT/smoke.jsonl (the smoke verdicts), OUT/logs.tar.gz (each run's stderr and
+#           output, packed so that OUT holds four files: a device machine returns few) and
 #           OUT/summary.md (the smoke table and ms/iter medians per problem and system).
 #       Without a GPU (no nvidia-smi, or it lists none) the smoke runs on the simulated GPU
 #       (DIFFUSE_DEVICE=sim, marked simulated), the CPU timings run, and the summary says
@@ -30,7 +31,7 @@
 #       in OUT/smoke.jsonl, exit status 1 when one failed.
 #
 # Environment: GPU_CHECK_QUICK=1 runs small timing sizes (for a machine with few cores),
-# GPU_CHECK_ROUNDS the timing rounds (default 3; 0 runs the smoke alone),
+# GPU_CHECK_ROUNDS the timing rounds (0 runs the smoke alone),
 # PYTHON the interpreter for the peers (default python3), GPU_SMOKE_APPS the apps the smoke
 # runs (default all), GPU_STRICT the apps checked for residency (default "stencil
 # black-scholes black-scholes-poly jacobi cfd").
@@ -276,6 +277,7 @@ from_bundle() {
         done < <(timing_cases)
     done
     summarize "$gpu" "$why" "$dir/MANIFEST" >"$out/summary.md"
+    tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
     echo "gpu-check: $(left) s of the budget left; summary in $out/summary.md" >&2
     cat "$out/summary.md"
     return "$failed"
@@ -346,7 +348,7 @@ for app, n in problems:
     print(f"| {app} {n} | " + " | ".join(text for _, text in cells.values()) + f" | {ratio} |")
 print("\nCuPy / diffuse GPU above 1: diffuse is faster. Exit statuses: 124 killed by the "
       "per-run or overall time limit, 125 not started (budget spent). Every record: "
-      "records.jsonl; stderr of every run: logs/.")
+      "records.jsonl; stderr of every run: logs.tar.gz.")
 PY
 }
 
