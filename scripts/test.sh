@@ -215,7 +215,7 @@ done
 # Legion configurations it cannot run with are refused before it starts, naming flag, value
 # and limit, and what Legion itself rejects while starting ends the run with its reason: exit
 # status 1 either way, never an abort (134), a crash or a hang.
-for case in "--procs 64|LEGION_MAX_NUM_PROCS" "-ll:cpu 0|-ll:cpu 0" "-ll:gpu 1|-ll:gpu 1" \
+for case in "-ll:cpu 64|LEGION_MAX_NUM_PROCS" "-ll:cpu 0|-ll:cpu 0" "-ll:gpu 1|-ll:gpu 1" \
     "-ll:bgwork 0|-ll:bgwork 0" "-ll:csize 100000000|-ll:csize 100000000" \
     "-ll:util abc|-ll:util \"abc\"" "--procs 4 -ll:cpu 2|-ll:cpu 2 disagree" "--nodes 2|--nodes 2" \
     "-lg:warn|-lg:warn is not supported" "-lg:replay 1|Legion could not start" \

@@ -19,6 +19,9 @@ use crate::LegionConfig;
 /// The Legion backend: launch plans as Legion index launches, stores as logical regions.
 pub struct LegionBackend {
     process: &'static LegionProcess,
+    /// The machine launches are split over: Legion's, with the CPU processors the
+    /// configuration asked for (see [`LegionConfig::cpus`]).
+    machine: MachineShape,
     shared: Arc<Shared>,
     /// The system memory Legion was given (`-ll:csize`), in bytes.
     sysmem_bytes: u64,
@@ -36,8 +39,13 @@ impl LegionBackend {
     /// not running yet.
     pub fn start(config: &LegionConfig) -> Result<Self, IrError> {
         let process = process::process(config).map_err(legion_error)?;
+        let machine = MachineShape {
+            cpus_per_node: config.launch_cpus(process.machine.cpus_per_node),
+            ..process.machine
+        };
         Ok(LegionBackend {
             process,
+            machine,
             sysmem_bytes: crate::config::sysmem_bytes(&process.flags).unwrap_or(u64::MAX),
             shared: Arc::new(Shared::new(config.buffer_cache_bytes, config.strip_bytes)),
             unsettled: AtomicUsize::new(0),
@@ -88,7 +96,7 @@ impl Backend for LegionBackend {
     }
 
     fn machine(&self) -> MachineShape {
-        self.process.machine
+        self.machine
     }
 
     fn capabilities(&self) -> diffuse_backend::Capabilities {

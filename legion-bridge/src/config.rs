@@ -4,7 +4,14 @@
 /// settings decide its flags.
 #[derive(Clone, Debug)]
 pub struct LegionConfig {
-    /// CPU processors (`-ll:cpu`); `None` means one per available core.
+    /// CPU processors launches are split over, per node (`--procs`); `None` means one per
+    /// available core. Realm runs at most one CPU processor per core (`-ll:cpu` defaults to
+    /// the smaller of this and the cores): Legion's runtime threads wait for its locks by
+    /// spinning, and more processor threads than cores left a lock holder descheduled while
+    /// the others spun (16 on 2 cores: 65% of the run in `FastReservation::wrlock_slow`,
+    /// iterations 10-20x slower than with 4). The points of the processors beyond the
+    /// cores run on the Realm processors in turn (processor `i` on Realm processor `i`
+    /// modulo their count). An explicit `-ll:cpu` sets both.
     pub cpus: Option<usize>,
     /// System memory for instances in MiB (`-ll:csize`); `None` means 60% of physical
     /// memory.
@@ -40,6 +47,15 @@ impl Default for LegionConfig {
 }
 
 impl LegionConfig {
+    /// The CPU processors per node launches are split over, given the CPU processors per
+    /// node Realm runs (see [`LegionConfig::cpus`]).
+    pub(crate) fn launch_cpus(&self, realm_cpus: usize) -> usize {
+        match self.cpus {
+            Some(cpus) if !self.flags.iter().any(|f| f == "-ll:cpu") => cpus.max(1),
+            _ => realm_cpus,
+        }
+    }
+
     /// The command line Legion starts with: diffuse's defaults for every flag the user did
     /// not give, then the user's flags.
     pub fn flags(&self) -> Vec<String> {
@@ -51,10 +67,8 @@ impl LegionConfig {
                 out.push(value);
             }
         };
-        let cpus = self
-            .cpus
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        default("-ll:cpu", cpus.to_string());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        default("-ll:cpu", self.cpus.unwrap_or(cores).min(cores).to_string());
         default("-ll:util", "1".into());
         default(
             "-ll:csize",
@@ -519,15 +533,36 @@ mod tests {
 
     #[test]
     fn processors_past_legions_limit_are_refused_naming_the_counts() {
-        let e = refused(Some(64), &[]);
+        let e = refused(None, &["-ll:cpu", "64"]);
         assert!(e.contains("-ll:cpu 64 and -ll:util 1"), "{e}");
         assert!(e.contains("come to 65") && e.contains("at most 64"), "{e}");
         assert!(e.contains("at most 63 CPU processors"), "{e}");
-        let e = refused(Some(8), &["-ll:util", "40", "-ll:io", "20"]);
+        let e = refused(None, &["-ll:cpu", "8", "-ll:util", "40", "-ll:io", "20"]);
         assert!(e.contains("-ll:io 20") && e.contains("come to 68"), "{e}");
         assert!(e.contains("at most 4 CPU processors"), "{e}");
         let e = refused(None, &["-ll:cpu", "18446744073709551615", "-ll:util", "1"]);
         assert!(e.contains("at most 63 CPU processors"), "{e}");
+    }
+
+    #[test]
+    fn realm_runs_at_most_one_cpu_processor_per_core_and_launches_keep_the_count() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let realm_cpus = |c: &LegionConfig| {
+            let flags = c.flags();
+            let at = flags.iter().position(|f| f == "-ll:cpu").expect("-ll:cpu");
+            flags[at + 1].parse::<usize>().expect("a count")
+        };
+        // Far more processors than any machine here has cores (and than Legion's limit).
+        let many = config(Some(200), &[]);
+        assert_eq!(realm_cpus(&many), cores.min(200));
+        assert!(many.checked_flags(&LIMITS).is_ok());
+        assert_eq!(many.launch_cpus(realm_cpus(&many)), 200);
+        // Without a count, one per core; an explicit -ll:cpu sets both.
+        let default = config(None, &[]);
+        assert_eq!(realm_cpus(&default), cores);
+        assert_eq!(default.launch_cpus(cores), cores);
+        let explicit = config(None, &["-ll:cpu", "3"]);
+        assert_eq!(explicit.launch_cpus(3), 3);
     }
 
     #[test]

@@ -51,13 +51,18 @@ unsafe extern "C" fn point_processor(
         let coords = std::slice::from_raw_parts(point, dims.max(0) as usize);
         let index = launch_point_index(coords, &t.launch_domain())?;
         let proc = t.placement().processors.get(index)?;
+        let (kind, index) = match proc.kind {
+            ProcKind::Gpu => (ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU, proc.index),
+            // More CPU processors than Realm runs share them (see `LegionConfig::cpus`).
+            _ => (
+                ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU,
+                proc.index % crate::process::realm_cpus_per_node(),
+            ),
+        };
         Some(ffi::diffuse_proc_choice_t {
-            kind: match proc.kind {
-                ProcKind::Gpu => ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU as i32,
-                _ => ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU as i32,
-            },
+            kind: kind as i32,
             node: proc.node as u32,
-            index: proc.index as u32,
+            index: index as u32,
         })
     });
     match answer {

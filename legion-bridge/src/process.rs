@@ -34,7 +34,7 @@ static PROCESS: OnceLock<Result<LegionProcess, String>> = OnceLock::new();
 /// The process's Legion runtime as backends see it.
 pub(crate) struct LegionProcess {
     commands: Mutex<Sender<Command>>,
-    /// The machine Legion offers.
+    /// The machine Legion offers (its Realm processors).
     pub(crate) machine: MachineShape,
     /// The flags Legion started with.
     pub(crate) flags: Vec<String>,
@@ -64,6 +64,14 @@ impl LegionProcess {
         rx.recv()
             .map_err(|_| "the Legion driver thread stopped before answering".to_string())
     }
+}
+
+/// The CPU processors per node Realm runs (1 before Legion started).
+pub(crate) fn realm_cpus_per_node() -> usize {
+    PROCESS
+        .get()
+        .and_then(|p| p.as_ref().ok())
+        .map_or(1, |p| p.machine.cpus_per_node.max(1))
 }
 
 /// The process's Legion runtime, started with `config` on first use. Later calls get the

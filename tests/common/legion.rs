@@ -1,17 +1,28 @@
 //! The process's Legion runtime: Legion starts once per process (it cannot restart), so every
-//! Legion test of a binary shares one runtime of two CPU processors, started by the first.
+//! Legion test of a binary shares one runtime of two CPU processors, started by the first;
+//! backends over it may split their launches over more (the property runs 2, 8 and 16).
 
 use std::sync::Arc;
 
 use diffuse::legion::PointRecord;
 use diffuse::{Backend, LegionBackend, LegionConfig};
 
+/// Whether this test process is one of several processes of a run.
+fn distributed() -> bool {
+    diffuse::legion::Cluster::from_env().is_ok_and(|c| c.is_distributed())
+}
+
 /// A new Legion backend on the process's runtime (two CPU processors; one per process in a
 /// run of several processes, which share this machine's cores).
 pub fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
-    let distributed = diffuse::legion::Cluster::from_env().is_ok_and(|c| c.is_distributed());
+    legion_with(if distributed() { 1 } else { 2 }, strip_bytes)
+}
+
+/// A new Legion backend on the process's runtime whose launches are split over `cpus` CPU
+/// processors (Realm runs at most one per core: more share them, see `LegionConfig::cpus`).
+pub fn legion_with(cpus: usize, strip_bytes: Option<usize>) -> Arc<LegionBackend> {
     let mut config = LegionConfig {
-        cpus: Some(if distributed { 1 } else { 2 }),
+        cpus: Some(cpus),
         sysmem_mib: Some(2048),
         ..Default::default()
     };
@@ -21,9 +32,14 @@ pub fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
     Arc::new(LegionBackend::start(&config).expect("the Legion backend starts"))
 }
 
-/// A Legion backend for the differential property.
-pub fn backend(strip_bytes: Option<usize>) -> Arc<dyn Backend> {
-    legion(strip_bytes)
+/// A Legion backend for the differential property, over `cpus` CPU processors (one per
+/// process in a run of several processes).
+pub fn backend(cpus: usize, strip_bytes: Option<usize>) -> Arc<dyn Backend> {
+    if distributed() {
+        legion(strip_bytes)
+    } else {
+        legion_with(cpus, strip_bytes)
+    }
 }
 
 /// The point tasks of the kind `short` (see [`super::name`]) that `backend` recorded since

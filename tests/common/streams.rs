@@ -869,7 +869,11 @@ pub(crate) fn run_real(
 ) -> Result<Outcome, String> {
     let r = match on {
         On::Embedded => rig(plan.procs, fusion, strip_bytes, jit),
-        On::Legion => rig_over(crate::common::legion::backend(strip_bytes), fusion, jit),
+        On::Legion => rig_over(
+            crate::common::legion::backend(LEGION_CPUS[(plan.procs - 1) % 3], strip_bytes),
+            fusion,
+            jit,
+        ),
         On::SimGpu => sim_gpu_rig(plan.procs, fusion, strip_bytes, jit, plan_seed(plan)),
     };
     r.runtime.record_streams(true);
@@ -996,12 +1000,17 @@ impl Coverage {
 
 /// Runs `raw` on the sequential model, with fusion off, and with fusion on (fused tasks
 /// through `jit` when given), and checks that all three agree bit for bit.
+/// The CPU processors a case runs on with Legion, by its processor choice (1 to 3): up to
+/// eight times this machine's cores, which Realm's processors share (`LegionConfig::cpus`).
+const LEGION_CPUS: [usize; 3] = [2, 8, 16];
+
 /// Which backend a property runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum On {
     /// The embedded backend with the case's processor count.
     Embedded,
-    /// The process's Legion runtime.
+    /// The process's Legion runtime, its launches split over 2, 8 or 16 CPU processors by
+    /// the case's processor choice.
     Legion,
     /// The embedded backend with the simulated GPU, each task placed on the GPU or the CPUs
     /// at random (seeded by the case).

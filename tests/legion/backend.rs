@@ -257,7 +257,7 @@ fn configurations_past_legions_limits_are_errors_naming_flag_value_and_limit() {
     };
     for (config, want) in [
         // Each of these aborted the process (exit 134) or hung inside Legion.
-        (with(Some(64), &[]), "come to 65 in one process"),
+        (with(None, &["-ll:cpu", "64"]), "come to 65 in one process"),
         (with(Some(0), &[]), "-ll:cpu 0 is too small"),
         (with(None, &["-ll:cpu", "0"]), "-ll:cpu 0 is too small"),
         (with(None, &["-ll:gpu", "1"]), "-ll:gpu 1 is not supported"),
