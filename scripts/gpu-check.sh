@@ -34,7 +34,10 @@
 # GPU_CHECK_ROUNDS the timing rounds (0 runs the smoke alone),
 # PYTHON the interpreter for the peers (default python3), GPU_SMOKE_APPS the apps the smoke
 # runs (default all), GPU_STRICT the apps checked for residency (default "stencil
-# black-scholes black-scholes-poly jacobi cfd").
+# stencil-ir black-scholes black-scholes-poly jacobi cfd"), GPU_CHECK_PROFILE=1 profiles
+# steady-state kernels of stencil, both Black-Scholes forms and cg with Nsight Compute
+# (`ncu`, when the machine has it) after the timings, within the budget: per kernel its
+# grid, duration and share of DRAM and SM peak, in OUT/profile.txt.
 set -euo pipefail
 
 usage() {
@@ -88,6 +91,38 @@ bundle() {
         du -ab "$dir" | sort -n | tail -n 5 >&2
         die "the bundle is $bytes bytes, more than the $MAX_BUNDLE_BYTES (50 MiB) it may take"
     fi
+}
+
+# The profiled runs: app and flags, kernel launches skipped (warm-up) and profiled.
+PROFILED=(
+    "stencil --n 4096 --iters 8|6|2"
+    "black-scholes --n 10000000 --iters 5|2|1"
+    "black-scholes-poly --n 10000000 --iters 5|2|1"
+    "cg --n 1000 --iters 40 --rtol 0|150|14"
+)
+
+# profile: Nsight Compute on the PROFILED runs (--gpu --jit sync), the lines that matter per
+# kernel into OUT/profile.txt, the full reports into the logs.
+profile() {
+    local case run skip count app log
+    if ! command -v ncu >/dev/null; then
+        echo "no ncu on this machine: nothing profiled" >"$out/profile.txt"
+        return
+    fi
+    : >"$out/profile.txt"
+    for case in "${PROFILED[@]}"; do
+        IFS='|' read -r run skip count <<<"$case"
+        app=${run%% *}
+        log="$out/logs/ncu-$app.txt"
+        # shellcheck disable=SC2086 # the run is an app and its flags
+        bounded 60 "$log.err" ncu --launch-skip "$skip" --launch-count "$count" \
+            --section SpeedOfLight --section LaunchStats "${apps[@]}" $run --gpu --jit sync \
+            >"$log" || echo "ncu on $app: exit $?" >>"$out/profile.txt"
+        {
+            echo "## $run (kernels $((skip + 1)) to $((skip + count)))"
+            grep -E '^  [A-Za-z_0-9]+ \(|Duration|DRAM Throughput|Compute \(SM\) Throughput|Grid Size' "$log" || true
+        } >>"$out/profile.txt"
+    done
 }
 
 # --- --from DIR OUT ----------------------------------------------------------------------
@@ -276,6 +311,9 @@ from_bundle() {
             done
         done < <(timing_cases)
     done
+    if [ -n "$gpu" ] && [ "${GPU_CHECK_PROFILE:-0}" = 1 ]; then
+        profile
+    fi
     summarize "$gpu" "$why" "$dir/MANIFEST" >"$out/summary.md"
     tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
     echo "gpu-check: $(left) s of the budget left; summary in $out/summary.md" >&2
