@@ -103,8 +103,8 @@ impl MlirGenerator for SpmvGenerator {
                 column,
             ));
         }
-        // Row `i` of the tile: `y[i] = sum over k in starts[i]..ends[i] of values[k] *
-        // x[columns[k]]`, from +0.0, in stored order (the native kernel's order).
+        // Row `i` of the tile: `y[i]` is its sum.
+        let sum = row_sum(&columns, column, &values, &x);
         Ok(format!(
             "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
 %columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
@@ -115,18 +115,7 @@ impl MlirGenerator for SpmvGenerator {
   %out = scf.for %i = %c0 to %rows step %c1 iter_args(%acc_y = %y) -> ({y}) {{
     %lo_i64 = tensor.extract %starts[%i] : {starts}
     %hi_i64 = tensor.extract %ends[%i] : {ends}
-    %lo = arith.index_cast %lo_i64 : i64 to index
-    %hi = arith.index_cast %hi_i64 : i64 to index
-    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
-      %col = tensor.extract %columns[%k] : {columns}
-      %j = arith.index_cast %col : {column} to index
-      %v = tensor.extract %values[%k] : {values}
-      %xj = tensor.extract %x[%j] : {x}
-      %prod = arith.mulf %v, %xj : f64
-      %next = arith.addf %acc, %prod : f64
-      scf.yield %next : f64
-    }}
-    %row = tensor.insert %sum into %acc_y[%i] : {y}
+{sum}    %row = tensor.insert %sum into %acc_y[%i] : {y}
     scf.yield %row : {y}
   }}
   return %out : {y}
@@ -142,6 +131,7 @@ impl MlirGenerator for SpmvGenerator {
 /// type.
 fn device_kernel(symbol: &str, types: [&String; 6], column: &str) -> String {
     let [y, starts, ends, columns, values, x] = types;
+    let sum = row_sum(columns, column, values, x);
     format!(
         "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
 %columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
@@ -151,7 +141,22 @@ fn device_kernel(symbol: &str, types: [&String; 6], column: &str) -> String {
 affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], \
 iterator_types = [\"parallel\"]}} ins(%starts, %ends : {starts}, {ends}) outs(%y : {y}) {{
   ^bb0(%lo_i64: i64, %hi_i64: i64, %unused: f64):
-    %lo = arith.index_cast %lo_i64 : i64 to index
+{sum}    linalg.yield %sum : f64
+  }} -> {y}
+  return %out : {y}
+}}
+"
+    )
+}
+
+/// The lines computing `%sum`, one row's product `sum over k in lo..hi of values[k] *
+/// x[columns[k]]` from the row's bounds `%lo_i64` and `%hi_i64`, from +0.0, in stored order
+/// (the native kernel's), multiplying then adding (never a fused multiply-add); `%zero` and
+/// `%c1` are defined around them. The arguments are the tensor types of the entries' columns,
+/// values and `x`, and the columns' element type.
+fn row_sum(columns: &str, column: &str, values: &str, x: &str) -> String {
+    format!(
+        "    %lo = arith.index_cast %lo_i64 : i64 to index
     %hi = arith.index_cast %hi_i64 : i64 to index
     %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
       %col = tensor.extract %columns[%k] : {columns}
@@ -162,10 +167,6 @@ iterator_types = [\"parallel\"]}} ins(%starts, %ends : {starts}, {ends}) outs(%y
       %next = arith.addf %acc, %prod : f64
       scf.yield %next : f64
     }}
-    linalg.yield %sum : f64
-  }} -> {y}
-  return %out : {y}
-}}
 "
     )
 }
