@@ -319,3 +319,44 @@ fn mapple_mappers_agree_with_their_rust_equivalents() {
         .unwrap();
     assert_eq!((at.node, at.index), (0, 1));
 }
+
+/// A placement that runs tasks on GPUs makes libraries split launches over the GPUs (one
+/// point, one kernel over the whole store, per GPU), not over the CPUs; one that runs them on
+/// CPUs leaves the CPU count.
+#[test]
+fn launches_are_split_over_the_gpus_a_placement_runs_tasks_on() {
+    let machine = diffuse::MachineShape {
+        nodes: 1,
+        cpus_per_node: 4,
+        gpus_per_node: 2,
+        omps_per_node: 0,
+    };
+    let gpus = MapplePlacement::prefer_gpus(machine).unwrap();
+    assert_eq!(gpus.launch_processors(), Some(2));
+    let cpus = MapplePlacement::new("cpus.mapple", "Task * CPU;\n", machine, false).unwrap();
+    assert_eq!(cpus.launch_processors(), None);
+
+    // A runtime on four CPUs and the simulated GPU: the libraries see one processor with a
+    // GPU placement, four without one.
+    let backend = BackendConfig::Embedded(EmbeddedConfig {
+        procs: Some(4),
+        device: Some(diffuse::device::DeviceChoice::Simulated),
+        ..Default::default()
+    });
+    let shape = diffuse::start_backend(&backend).unwrap().machine();
+    assert_eq!((shape.cpus(), shape.gpus_per_node), (4, 1));
+    let processors = |placement: Option<Arc<dyn Placement>>| {
+        let runtime = diffuse::start(
+            &backend,
+            RuntimeConfig {
+                placement,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        Context::new(runtime).processors()
+    };
+    let on_gpus = Arc::new(MapplePlacement::prefer_gpus(shape).unwrap());
+    assert_eq!(processors(Some(on_gpus)), 1);
+    assert_eq!(processors(None), 4);
+}
