@@ -34,7 +34,7 @@ pub const UNFUSED: &str = "diffuse-unfused";
 pub const BACKGROUND: &str = "diffuse-background";
 
 /// Systems in the order the figures list them; others follow alphabetically.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 13] = [
     FUSED,
     NATIVE,
     UNFUSED,
@@ -46,6 +46,8 @@ const ORDER: [&str; 11] = [
     "dask",
     "scipy",
     "cupynumeric",
+    "petsc-1rank",
+    "petsc-2ranks",
 ];
 
 /// The colour of `system` in every figure.
@@ -62,6 +64,9 @@ fn color_of(system: &str) -> RGBColor {
         "dask" => RGBColor(150, 100, 60),
         "scipy" => RGBColor(120, 120, 120),
         "cupynumeric" => RGBColor(30, 160, 160),
+        // PETSc (MPI), the solvers' baseline: one colour, darker for more ranks.
+        "petsc-1rank" => RGBColor(230, 110, 170),
+        "petsc-2ranks" => RGBColor(170, 40, 110),
         _ => RGBColor(80, 80, 80),
     }
 }
@@ -549,6 +554,15 @@ mod tests {
         // A cheaper warm-up is even at once; a slower steady state never.
         assert_eq!(breakeven(&s(1.0, vec![1.0]), &s(2.0, vec![3.0])), Some(0));
         assert_eq!(breakeven(&s(10.0, vec![3.0]), &s(2.0, vec![1.0])), None);
+    }
+
+    #[test]
+    fn petsc_follows_the_array_peers_in_colours_of_its_own() {
+        assert!(rank_of("cupynumeric") < rank_of("petsc-1rank"));
+        assert!(rank_of("petsc-1rank") < rank_of("petsc-2ranks"));
+        assert!(rank_of("petsc-2ranks") < rank_of("another-peer"));
+        let grey = color_of("another-peer");
+        assert!(color_of("petsc-1rank") != grey && color_of("petsc-2ranks") != grey);
     }
 
     #[test]
