@@ -3,9 +3,11 @@
 //!
 //! Each group starts at the earliest task not yet placed and scans the window in program
 //! order, taking every task that the four constraints admit and that depends on no task the
-//! scan passed over (beyond a passed task, only element-wise work into an element-wise
-//! group: in a row loop's kernel it would only leave the loops it fuses with) (a task passed over stays after the group, so whatever depends on it
-//! must too). Tasks a group takes from beyond ones it passed over run earlier than issued:
+//! scan passed over (a task passed over stays after the group, so whatever depends on it
+//! must too). Beyond a passed task only element-wise work joins, and only an element-wise
+//! group: pulled into a row loop's kernel (SpMV, say) it would only leave the loops it fuses
+//! with. The scan passes over at most `PlanOptions::lookahead` tasks.
+//! Tasks a group takes from beyond ones it passed over run earlier than issued:
 //! the plan's execution order keeps every dependence of the window, so the program's
 //! results are unchanged, while an independent task between two fusible ones no longer
 //! ends a group.
