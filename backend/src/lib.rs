@@ -30,7 +30,8 @@ mod stats;
 pub use kernel::PointKernel;
 pub use placement::{ArgMemory, LaunchPlacement};
 pub use plan::{
-    ArgLayout, CompiledKernel, FusedArg, KernelParamSource, LaunchPlan, LaunchTemplate, Slot,
+    ArgLayout, CompiledKernel, FusedArg, KernelParamSource, LaunchPlan, LaunchTemplate, Segment,
+    Slot,
 };
 pub use stats::BackendStats;
 

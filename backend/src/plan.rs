@@ -6,6 +6,7 @@
 //! [`LaunchPlan`] pairs a template with this run's tasks; making one checks the tasks against
 //! the template in O(arguments), so a template is replayed only where it is right.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use crate::kernel::PointKernel;
@@ -92,6 +93,18 @@ pub struct CompiledKernel {
     pub params: Vec<KernelParamSource>,
 }
 
+/// A run of consecutive constituents of a fused task whose kinds all have MLIR bodies,
+/// compiled on its own because another constituent of the task has none: the task's points
+/// run it between the other constituents' native kernels. Temporaries it shares with
+/// constituents outside the run are passed to it in their point-local buffers.
+#[derive(Clone)]
+pub struct Segment {
+    /// The constituents it runs, in program order.
+    pub constituents: Range<usize>,
+    /// Its kernel; parameter sources index [`LaunchTemplate::args`].
+    pub kernel: Arc<CompiledKernel>,
+}
+
 /// The store-independent decisions for one group of tasks.
 pub struct LaunchTemplate {
     name: Arc<str>,
@@ -107,6 +120,7 @@ pub struct LaunchTemplate {
     elementwise: bool,
     placement: LaunchPlacement,
     kernel: OnceLock<Option<Arc<CompiledKernel>>>,
+    segments: OnceLock<Vec<Segment>>,
 }
 
 /// Numbers store ids by first occurrence, while a template is derived (a launch touches a
@@ -207,6 +221,7 @@ impl LaunchTemplate {
             elementwise: tasks.iter().all(|t| t.kind().is_elementwise()),
             placement,
             kernel: OnceLock::new(),
+            segments: OnceLock::new(),
         })
     }
 
@@ -290,6 +305,25 @@ impl LaunchTemplate {
     pub fn decide_kernel(&self, kernel: Option<Arc<CompiledKernel>>) {
         // An earlier decision stands: every replay after it saw the same kernel.
         let _ = self.kernel.set(kernel);
+    }
+
+    /// The compiled segments of a task without a kernel of its own (in program order, not
+    /// overlapping); empty until decided, and for tasks that run whole kernels or natively.
+    pub fn segments(&self) -> &[Segment] {
+        self.segments.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// Makes the segments final; later calls change nothing.
+    pub fn decide_segments(&self, segments: Vec<Segment>) {
+        let _ = self.segments.set(segments);
+    }
+
+    /// The constituents that touch temporary `k`.
+    pub fn users_of_temporary(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        self.args
+            .iter()
+            .filter(move |a| a.slot == Slot::Temporary(k))
+            .map(|a| a.constituent)
     }
 }
 
@@ -455,7 +489,12 @@ impl LaunchPlan {
 
     /// Every constituent's scalars, constituents in order (a compiled kernel's scalars).
     pub fn scalars(&self) -> Vec<Scalar> {
-        self.tasks
+        self.scalars_of(0..self.tasks.len())
+    }
+
+    /// The scalars of `constituents`, in order (a [`Segment`]'s kernel's scalars).
+    pub fn scalars_of(&self, constituents: Range<usize>) -> Vec<Scalar> {
+        self.tasks[constituents]
             .iter()
             .flat_map(|t| t.scalars().iter().copied())
             .collect()

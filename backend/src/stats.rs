@@ -14,6 +14,9 @@ pub struct BackendStats {
     pub gpu_points: u64,
     /// Point tasks of fused element-wise tasks that ran strip by strip (native kernels).
     pub strip_points: u64,
+    /// Point tasks that ran compiled segments between native constituents (fused tasks with
+    /// a constituent that has no MLIR body).
+    pub segment_points: u64,
     /// Bytes held by stores now.
     pub store_bytes: u64,
     /// The most bytes stores held at once since the last peak reset.

@@ -95,6 +95,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
         let counter = match done.path {
             PointPath::Compiled => Some(&backend.compiled_points),
             PointPath::Strips => Some(&backend.strip_points),
+            PointPath::Segments => Some(&backend.segment_points),
             PointPath::Whole => None,
         };
         if let Some(counter) = counter {

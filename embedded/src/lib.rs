@@ -152,6 +152,7 @@ pub struct EmbeddedBackend {
     /// The process's GPU, when it has one (points placed on GPUs launch there).
     gpu: Option<Gpu>,
     strip_points: AtomicU64,
+    segment_points: AtomicU64,
     compiled_points: AtomicU64,
     gpu_points: AtomicU64,
     tasks_executed: AtomicU64,
@@ -222,6 +223,7 @@ impl EmbeddedBackend {
             inline_bytes: config.inline_bytes,
             gpu: device.map(Gpu::new),
             strip_points: AtomicU64::new(0),
+            segment_points: AtomicU64::new(0),
             compiled_points: AtomicU64::new(0),
             gpu_points: AtomicU64::new(0),
             tasks_executed: AtomicU64::new(0),
@@ -334,6 +336,7 @@ impl Backend for EmbeddedBackend {
             compiled_points: self.compiled_points.load(Ordering::Relaxed),
             gpu_points: self.gpu_points.load(Ordering::Relaxed),
             strip_points: self.strip_points.load(Ordering::Relaxed),
+            segment_points: self.segment_points.load(Ordering::Relaxed),
             store_bytes: self.stats.current_bytes() as u64,
             peak_store_bytes: self.stats.peak_bytes() as u64,
             cached_bytes: self.cache.cached_bytes() as u64,

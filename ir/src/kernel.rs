@@ -80,6 +80,7 @@ struct Layout {
 }
 
 impl Layout {
+    #[inline]
     fn row_len(&self) -> usize {
         match self.shape.dims() {
             0 => 1,
@@ -87,6 +88,7 @@ impl Layout {
         }
     }
 
+    #[inline]
     fn rows(&self) -> usize {
         match self.shape.dims() {
             0 => 1,
@@ -101,6 +103,7 @@ impl Layout {
     }
 
     /// Element offset of the start of row `r` (rows in row-major order).
+    #[inline]
     fn row_offset(&self, mut r: usize) -> isize {
         let d = self.shape.dims();
         let mut off = 0isize;
@@ -113,6 +116,7 @@ impl Layout {
     }
 
     /// Element offset of a point, or `None` if it lies outside the view.
+    #[inline]
     fn offset_of(&self, idx: &[i64]) -> Option<isize> {
         if idx.len() != self.shape.dims() {
             return None;
@@ -147,6 +151,7 @@ impl<T: Element> ReadView<'_, T> {
     }
 
     /// Row `r` as a contiguous slice.
+    #[inline]
     pub fn row(&self, r: usize) -> &[T] {
         assert!(r < self.rows(), "row {r} out of {} rows", self.rows());
         // SAFETY: the row lies inside the view (checked above); RawView's contract makes it
@@ -160,6 +165,7 @@ impl<T: Element> ReadView<'_, T> {
     }
 
     /// The element at `idx` (sub-store-relative), or `None` outside the view.
+    #[inline]
     pub fn get(&self, idx: &[i64]) -> Option<T> {
         let off = self.layout.offset_of(idx)?;
         // SAFETY: `offset_of` bounds-checked the index against the view.
@@ -186,6 +192,7 @@ impl<T: Element> WriteView<'_, T> {
     }
 
     /// Row `r` as a mutable slice.
+    #[inline]
     pub fn row_mut(&mut self, r: usize) -> &mut [T] {
         assert!(r < self.rows(), "row {r} out of {} rows", self.rows());
         // SAFETY: in bounds (checked); RawView's contract gives this point task exclusive
@@ -199,6 +206,7 @@ impl<T: Element> WriteView<'_, T> {
     }
 
     /// The element at `idx`, or `None` outside the view.
+    #[inline]
     pub fn get(&self, idx: &[i64]) -> Option<T> {
         let off = self.layout.offset_of(idx)?;
         // SAFETY: bounds-checked; exclusive access as for `row_mut`.
@@ -206,6 +214,7 @@ impl<T: Element> WriteView<'_, T> {
     }
 
     /// Stores `value` at `idx`; returns false (and stores nothing) outside the view.
+    #[inline]
     pub fn set(&mut self, idx: &[i64], value: T) -> bool {
         match self.layout.offset_of(idx) {
             Some(off) => {

@@ -73,16 +73,19 @@ impl Tuple {
     }
 
     /// Number of dimensions.
+    #[inline]
     pub fn dims(&self) -> usize {
         self.len as usize
     }
 
     /// The coordinates as a slice.
+    #[inline]
     pub fn as_slice(&self) -> &[i64] {
         &self.coords[..self.len as usize]
     }
 
     /// Mutable access to the coordinates.
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [i64] {
         &mut self.coords[..self.len as usize]
     }
@@ -142,6 +145,7 @@ impl Tuple {
 
 impl std::ops::Index<usize> for Tuple {
     type Output = i64;
+    #[inline]
     fn index(&self, d: usize) -> &i64 {
         &self.as_slice()[d]
     }

@@ -47,6 +47,7 @@ pub(crate) struct Counters {
     compiled: AtomicU64,
     gpu: AtomicU64,
     strips: AtomicU64,
+    segments: AtomicU64,
     store_bytes: AtomicU64,
     peak_bytes: AtomicU64,
     held_back: AtomicU64,
@@ -73,6 +74,9 @@ impl Counters {
             }
             PointPath::Strips => {
                 self.strips.fetch_add(1, Ordering::Relaxed);
+            }
+            PointPath::Segments => {
+                self.segments.fetch_add(1, Ordering::Relaxed);
             }
             PointPath::Whole => {}
         }
@@ -210,6 +214,7 @@ impl Shared {
             compiled_points: c.compiled.load(Ordering::Relaxed),
             gpu_points: c.gpu.load(Ordering::Relaxed),
             strip_points: c.strips.load(Ordering::Relaxed),
+            segment_points: c.segments.load(Ordering::Relaxed),
             store_bytes: c.store_bytes.load(Ordering::Relaxed),
             peak_store_bytes: c.peak_bytes.load(Ordering::Relaxed),
             cached_bytes: self.scratch.cached_bytes() as u64,

@@ -10,15 +10,16 @@
 //! asked for again on replays until its choice is final; after that nothing about the kernel
 //! is looked up or hashed.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use diffuse_backend::{
     CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, MachineShape, PointKernel,
-    ProcKind, Slot,
+    ProcKind, Segment, Slot,
 };
 use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
 use diffuse_jit::{
-    GpuJit, GpuRuntime, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
+    CpuKernel, GpuJit, GpuRuntime, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
 };
 use hashbrown::HashMap;
 
@@ -47,18 +48,35 @@ pub(crate) enum TemplateKey {
     },
 }
 
-/// A cached template and, while its kernel is compiling, what to ask the JIT for.
+/// A cached template and, while its kernels are compiling, what to ask the JIT for.
 struct Cached {
     template: Arc<LaunchTemplate>,
     pending: Option<Pending>,
 }
 
-/// A kernel requested from a background JIT and not ready yet.
-struct Pending {
+/// Kernels requested from a background JIT and not all final yet.
+enum Pending {
+    /// The fused task's own kernel.
+    Kernel {
+        signature: KernelSignature,
+        params: Vec<KernelParamSource>,
+        gpu: bool,
+    },
+    /// Kernels for its segments (see [`Segment`]): the task has a constituent without an
+    /// MLIR body, so it has no kernel of its own.
+    Segments(Vec<SegmentRequest>),
+}
+
+/// The kernel asked for one segment.
+struct SegmentRequest {
+    constituents: Range<usize>,
     signature: KernelSignature,
     params: Vec<KernelParamSource>,
-    gpu: bool,
 }
+
+/// The fewest constituents a segment runs: one element-wise operation alone runs about as
+/// fast natively, and every segment is one more kernel to compile.
+const MIN_SEGMENT: usize = 2;
 
 /// Templates kept per key: a key sees a few shapes at most (e.g. a kind at two sizes).
 const TEMPLATES_PER_KEY: usize = 4;
@@ -191,11 +209,32 @@ impl Launcher {
             .processors
             .iter()
             .any(|p| p.kind == ProcKind::Gpu);
+        let compilable = |t: &IndexTask| t.kind().mlir_generator().is_some();
         // A task placed on a GPU needs a kernel even alone: only compiled kernels run there.
         let pending = match &self.jit {
+            Some(_) if fused && !gpu && !tasks.iter().all(compilable) => {
+                template.decide_kernel(None);
+                let requests: Vec<SegmentRequest> = runs(tasks, compilable)
+                    .filter(|run| run.len() >= MIN_SEGMENT)
+                    .map(|constituents| {
+                        let (signature, params) = signature(&template, tasks, constituents.clone());
+                        SegmentRequest {
+                            constituents,
+                            signature,
+                            params,
+                        }
+                    })
+                    .collect();
+                if requests.is_empty() {
+                    template.decide_segments(Vec::new());
+                    None
+                } else {
+                    Some(Pending::Segments(requests))
+                }
+            }
             Some(_) if fused || gpu => {
-                let (signature, params) = signature(&template, tasks);
-                Some(Pending {
+                let (signature, params) = signature(&template, tasks, 0..tasks.len());
+                Some(Pending::Kernel {
                     signature,
                     params,
                     gpu,
@@ -210,8 +249,30 @@ impl Launcher {
     }
 }
 
-/// Asks the JIT for a pending kernel; makes the template's choice final once it is ready or
-/// has failed.
+/// The maximal runs of consecutive tasks that satisfy `keep`, as index ranges.
+fn runs<'a>(
+    tasks: &'a [IndexTask],
+    keep: impl Fn(&IndexTask) -> bool + 'a,
+) -> impl Iterator<Item = Range<usize>> + 'a {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        while start < tasks.len() && !keep(&tasks[start]) {
+            start += 1;
+        }
+        if start == tasks.len() {
+            return None;
+        }
+        let end = (start..tasks.len())
+            .find(|&i| !keep(&tasks[i]))
+            .unwrap_or(tasks.len());
+        let run = start..end;
+        start = end;
+        Some(run)
+    })
+}
+
+/// Asks the JIT for pending kernels; makes the template's choice final once they are ready
+/// or have failed.
 fn resolve(
     jit: Option<&Arc<Jit>>,
     gpu_jit: &OnceLock<Arc<GpuJit>>,
@@ -221,10 +282,24 @@ fn resolve(
     let (Some(jit), Some(pending)) = (jit, entry.pending.as_ref()) else {
         return;
     };
-    let kernel = match jit.kernel_in(&pending.signature) {
+    let (signature, params, gpu) = match pending {
+        Pending::Kernel {
+            signature,
+            params,
+            gpu,
+        } => (signature, params, *gpu),
+        Pending::Segments(requests) => {
+            if let Some(segments) = resolve_segments(jit, requests) {
+                entry.template.decide_segments(segments);
+                entry.pending = None;
+            }
+            return;
+        }
+    };
+    let kernel = match jit.kernel_in(signature) {
         Lookup::Compiling => return,
         Lookup::Failed(e) => {
-            if pending.gpu {
+            if gpu {
                 let name = entry.template.name().to_string();
                 report
                     .declined
@@ -235,10 +310,10 @@ fn resolve(
         Lookup::Ready(cpu) => {
             // A kernel that cannot be built for the GPU was logged by the GPU JIT; its points
             // run the CPU kernel.
-            let gpu = pending.gpu.then(|| {
+            let gpu = gpu.then(|| {
                 let built = gpu_jit
                     .get_or_init(|| Arc::new(gpu_jit_for_this_machine()))
-                    .kernel(&pending.signature);
+                    .kernel(signature);
                 let name = entry.template.name().to_string();
                 match &built {
                     Ok(_) => {
@@ -251,21 +326,46 @@ fn resolve(
                 built
             });
             let gpu = gpu.and_then(Result::ok);
-            Some(Arc::new(CompiledKernel {
-                signature: Arc::new(cpu.signature().clone()),
-                iteration_space: cpu.iteration_space(),
-                cpu: Arc::new(HostKernel(cpu)),
-                gpu_workspace: gpu
-                    .as_ref()
-                    .map(|g| g.workspace_bytes().to_vec())
-                    .unwrap_or_default(),
-                gpu: gpu.map(|g| Arc::new(DeviceKernel(g)) as Arc<dyn PointKernel>),
-                params: pending.params.clone(),
-            }))
+            let mut kernel = host_kernel(cpu, params);
+            kernel.gpu_workspace = gpu
+                .as_ref()
+                .map(|g| g.workspace_bytes().to_vec())
+                .unwrap_or_default();
+            kernel.gpu = gpu.map(|g| Arc::new(DeviceKernel(g)) as Arc<dyn PointKernel>);
+            Some(Arc::new(kernel))
         }
     };
     entry.template.decide_kernel(kernel);
     entry.pending = None;
+}
+
+/// The segments whose kernels compiled, once every request is final (a segment that failed
+/// to compile runs natively); `None` while any is still compiling.
+fn resolve_segments(jit: &Arc<Jit>, requests: &[SegmentRequest]) -> Option<Vec<Segment>> {
+    let mut segments = Vec::with_capacity(requests.len());
+    for request in requests {
+        match jit.kernel_in(&request.signature) {
+            Lookup::Compiling => return None,
+            Lookup::Failed(_) => {}
+            Lookup::Ready(cpu) => segments.push(Segment {
+                constituents: request.constituents.clone(),
+                kernel: Arc::new(host_kernel(cpu, &request.params)),
+            }),
+        }
+    }
+    Some(segments)
+}
+
+/// A compiled host kernel with its parameter sources, and no GPU version.
+fn host_kernel(cpu: Arc<CpuKernel>, params: &[KernelParamSource]) -> CompiledKernel {
+    CompiledKernel {
+        signature: Arc::new(cpu.signature().clone()),
+        iteration_space: cpu.iteration_space(),
+        cpu: Arc::new(HostKernel(cpu)),
+        gpu_workspace: Vec::new(),
+        gpu: None,
+        params: params.to_vec(),
+    }
 }
 
 /// A GPU JIT for this machine's GPU (`sm_90`, an H100's, where there is none: kernels for the
@@ -279,21 +379,34 @@ fn gpu_jit_for_this_machine() -> GpuJit {
     )
 }
 
-/// The kernel signature of a fused launch and where each parameter gets its data: one
-/// parameter per argument of the template's fused signature, one per temporary, and one per
-/// reducing argument (a point-private accumulator of its own, folded constituent by
-/// constituent as the native path does, so two reductions into one store round exactly as
-/// unfused).
+/// The kernel signature of `constituents` of a fused launch (all of them, or a [`Segment`])
+/// and where each parameter gets its data: one parameter per argument of the template's
+/// fused signature, one per temporary, and one per reducing argument (a point-private
+/// accumulator of its own, folded constituent by constituent as the native path does, so
+/// two reductions into one store round exactly as unfused). A temporary that constituents
+/// outside `constituents` also touch is a parameter in memory (its point-local buffer).
 fn signature(
     template: &LaunchTemplate,
     tasks: &[IndexTask],
+    constituents: Range<usize>,
 ) -> (KernelSignature, Vec<KernelParamSource>) {
     let mut index: HashMap<(Slot, Option<usize>, Option<usize>), usize> = HashMap::new();
     let mut renamed: Vec<Slot> = Vec::new();
     let mut params: Vec<KernelParam> = Vec::new();
     let mut sources: Vec<KernelParamSource> = Vec::new();
-    let mut steps = Vec::with_capacity(tasks.len());
-    for (c, task) in tasks.iter().enumerate() {
+    let mut steps = Vec::with_capacity(constituents.len());
+    let inside = |slot: Slot| match slot {
+        Slot::Temporary(k) => template
+            .users_of_temporary(k)
+            .all(|c| constituents.contains(&c)),
+        Slot::Store(_) => false,
+    };
+    for (c, task) in tasks
+        .iter()
+        .enumerate()
+        .take(constituents.end)
+        .skip(constituents.start)
+    {
         let mut bindings = Vec::with_capacity(task.args().len());
         for (i, (arg, layout)) in task
             .args()
@@ -302,7 +415,7 @@ fn signature(
             .enumerate()
         {
             let flat = template.args_of(c).start + i;
-            let temporary = matches!(layout.slot, Slot::Temporary(_));
+            let temporary = inside(layout.slot);
             // A temporary is reached through one partition (the true-dependence constraint).
             let key = (
                 layout.slot,
@@ -345,8 +458,12 @@ fn signature(
             bindings,
         });
     }
+    let names: Vec<&str> = tasks[constituents]
+        .iter()
+        .map(|t| t.kind().name())
+        .collect();
     let signature = KernelSignature {
-        name: template.name().to_string(),
+        name: names.join("+"),
         steps,
         params,
     };

@@ -59,6 +59,27 @@ pub(crate) fn ew_copy_kind() -> Arc<TaskKind> {
     unary_kind(&K, "fusion.copy", Privilege::Write, true, COPY)
 }
 
+/// Element-wise `out = a` without an MLIR body (as a library kind whose work only has a
+/// native kernel): a fused task containing it has no kernel of its own.
+pub(crate) fn opaque_copy_kind() -> Arc<TaskKind> {
+    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
+    kind_once(
+        &K,
+        || {
+            TaskKind::builder(name("fusion.opaque_copy"))
+                .arg("out", DType::F64, Privilege::Write)
+                .arg("a", DType::F64, Privilege::Read)
+                .aligned(&[0, 1])
+                .elementwise()
+        },
+        |t| {
+            for_each_row::<f64>(t, 0, &[1], |out, ins| {
+                out.copy_from_slice(ins[0]);
+            })
+        },
+    )
+}
+
 /// Element-wise `out = s * a` (the stencil's MULT).
 pub(crate) fn ew_scale_kind() -> Arc<TaskKind> {
     static K: OnceLock<Arc<TaskKind>> = OnceLock::new();

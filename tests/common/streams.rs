@@ -49,6 +49,9 @@ pub(crate) enum Op {
     Axpy,
     /// c = a
     Copy,
+    /// c = a through a kind without an MLIR body: a fused task containing it has no kernel
+    /// of its own and runs its compilable runs of constituents as compiled segments
+    OpaqueCopy,
     /// c += a (ReadWrite)
     AddAssign,
     /// c += a through Reduce(Sum) on a view
@@ -85,6 +88,7 @@ impl Op {
             (Op::ScalarAxpy, false) => axpy_kind(),
             (Op::Copy, true) => ew_copy_kind(),
             (Op::Copy, false) => copy_kind(),
+            (Op::OpaqueCopy, _) => opaque_copy_kind(),
             (Op::AddAssign, true) => ew_add_assign_kind(),
             (Op::AddAssign, false) => add_assign_kind(),
             (Op::AddReduce, _) => add_reduce_kind(),
@@ -170,6 +174,7 @@ pub(crate) fn raw_case() -> impl Strategy<Value = RawCase> {
         2 => Just(Op::Mul),
         2 => Just(Op::Axpy),
         2 => Just(Op::Copy),
+        2 => Just(Op::OpaqueCopy),
         2 => Just(Op::AddAssign),
         1 => Just(Op::AddReduce),
         1 => Just(Op::ScaleByStore),
@@ -701,7 +706,7 @@ pub(crate) fn model_apply(model: &mut [Vec<f64>], stores: &[StoreSpec], t: &Task
                 Op::Add => a + at(model, &t.inputs[1], i, j),
                 Op::Mul => a * at(model, &t.inputs[1], i, j),
                 Op::Axpy | Op::ScalarAxpy => t.scalar * a + at(model, &t.inputs[1], i, j),
-                Op::Copy => a,
+                Op::Copy | Op::OpaqueCopy => a,
                 Op::AddAssign | Op::AddReduce => at(model, &t.out, i, j) + a,
                 Op::ScaleByStore => s.expect("scale store") * a,
                 Op::SumAll | Op::RowSum => unreachable!(),
@@ -749,6 +754,8 @@ pub(crate) struct Outcome {
     pub(crate) submitted: u64,
     pub(crate) executed: u64,
     pub(crate) strip_points: u64,
+    /// Point tasks that ran compiled segments between native constituents.
+    pub(crate) segment_points: u64,
     /// Point tasks that ran on a GPU.
     pub(crate) gpu_points: u64,
     /// Windows whose plan was replayed from the planner's memo.
@@ -925,6 +932,7 @@ pub(crate) fn run_real(
     out.submitted = c.tasks_submitted();
     out.executed = r.backend.stats().tasks_executed;
     out.strip_points = r.backend.stats().strip_points;
+    out.segment_points = r.backend.stats().segment_points;
     out.gpu_points = r.backend.stats().gpu_points;
     out.replayed = r.runtime.planner_stats().replayed;
     out.log = r.runtime.take_stream_log();
@@ -968,6 +976,8 @@ pub(crate) struct Coverage {
     pub(crate) compiled_points: Cell<u64>,
     /// Cases in which some point ran compiled code.
     pub(crate) compiled_cases: Cell<usize>,
+    /// Cases in which some point ran compiled segments between native constituents.
+    pub(crate) segment_cases: Cell<usize>,
     /// Point tasks that ran on a GPU (fused run), and cases in which some did.
     pub(crate) gpu_points: Cell<u64>,
     pub(crate) gpu_cases: Cell<usize>,
@@ -1169,6 +1179,7 @@ pub(crate) fn check_case(
     cov.compiled_points
         .set(cov.compiled_points.get() + compiled);
     bump(&cov.compiled_cases, usize::from(compiled > 0));
+    bump(&cov.segment_cases, usize::from(on.segment_points > 0));
     cov.gpu_points.set(cov.gpu_points.get() + on.gpu_points);
     bump(&cov.gpu_cases, usize::from(on.gpu_points > 0));
     Ok(())
@@ -1215,7 +1226,8 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
          in {} cases ({} with temporaries); memoized plans replayed in {} cases; tasks \
          reordered in {} cases; {} fused tasks with scalar work; {} \
          adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
-         ({} with temporaries, {} with reductions; {} point tasks) in {} cases",
+         ({} with temporaries, {} with reductions; {} point tasks) in {} cases; compiled \
+         segments in {} cases",
         if jit.is_some() { "on" } else { "off" },
         cov.submitted.get(),
         cov.executed.get(),
@@ -1236,6 +1248,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         cov.compiled_reductions.get(),
         cov.compiled_points.get(),
         cov.compiled_cases.get(),
+        cov.segment_cases.get(),
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
@@ -1280,5 +1293,14 @@ pub(crate) fn run_compiled_property(cases: u32, on: On) -> (Coverage, Arc<Jit>) 
         cov.compiled_tasks() > 0,
         "no fused task ran compiled code on {on:?}"
     );
+    if on == On::Embedded {
+        // About one case in six runs segments here; the other backends' properties run too
+        // few cases to require them (a task that may run on a GPU never asks for segments).
+        cov.share(
+            "cases running compiled segments",
+            cov.segment_cases.get(),
+            0.02,
+        );
+    }
     (cov, jit)
 }

@@ -323,3 +323,72 @@ fn scalar_work_fused_into_a_launch_compiles_and_runs_at_every_point() {
     );
     assert_eq!(compiled, 4, "every point runs the compiled kernel");
 }
+
+/// `t1 = a + b`, `t2 = opaque(t1)` (a kind without an MLIR body), `t3 = t2 * a`,
+/// `d = t3 + b`, `acc += sum(d)` in one fused task: it has no kernel of its own, so its last
+/// three constituents run as one compiled segment between the native ones (`t2` passed in
+/// its point-local buffer, `t3` kept in registers, the sum into the point's accumulator),
+/// with the bits of the unfused tasks.
+#[test]
+fn a_fused_task_with_a_constituent_without_mlir_runs_its_compilable_run_compiled() {
+    let n = 16usize;
+    let (x, y) = (random_data(n, 31), random_data(n, 32));
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>| {
+        let r = rig(2, fusion, None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2]).unwrap();
+        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
+        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
+        let (t1, t2, t3) = (
+            whole(c, &[n as i64]),
+            whole(c, &[n as i64]),
+            whole(c, &[n as i64]),
+        );
+        let d = whole(c, &[n as i64]);
+        let acc = c.store_from_vec(&[], vec![0.5f64]).unwrap();
+        submit_blocked(c, &ew_add_kind(), launch, &t1, &a, &b).unwrap();
+        c.submit(
+            IndexTask::new(&opaque_copy_kind(), launch)
+                .arg(&t2, t2.view().blocked(launch).unwrap(), Privilege::Write)
+                .arg(&t1, t1.view().blocked(launch).unwrap(), Privilege::Read),
+        )
+        .unwrap();
+        submit_blocked(c, &ew_mul_kind(), launch, &t3, &t2, &a).unwrap();
+        submit_blocked(c, &ew_add_kind(), launch, &d, &t3, &b).unwrap();
+        submit_sum_all(c, &d, &acc, launch).unwrap();
+        drop((t1, t2, t3));
+        c.flush_window().unwrap();
+        let stats = r.backend.stats();
+        let runs = r.observed.take_fused();
+        (
+            bits(&c.read::<f64>(&d.view()).unwrap()),
+            c.read_scalar::<f64>(&acc.view()).unwrap().to_bits(),
+            stats.tasks_executed,
+            stats.segment_points,
+            runs.first().map(|f| f.temporaries),
+        )
+    };
+    let (d, acc, executed, segments, _) = run(FusionConfig::off(), None);
+    assert_eq!((executed, segments), (5, 0), "fusion off");
+    let want: Vec<u64> = (0..n)
+        .map(|i| ((x[i] + y[i]) * x[i] + y[i]).to_bits())
+        .collect();
+    assert_eq!(d, want, "fusion off");
+    for (what, jit) in native_and_jit() {
+        let compiles = jit.clone();
+        let got = run(fused(Some(8)), jit);
+        assert_eq!((&got.0, got.1), (&d, acc), "{what}");
+        assert_eq!(got.2, 1, "{what}: not one fused task");
+        assert_eq!(got.4, Some(3), "{what}: temporaries");
+        let segment_points = if compiles.is_some() { 2 } else { 0 };
+        assert_eq!(got.3, segment_points, "{what}: points that ran the segment");
+        if let Some(jit) = compiles {
+            let stats = jit.stats();
+            assert_eq!(
+                (stats.kernels_compiled, stats.compile_failures),
+                (1, 0),
+                "{what}: one kernel, the segment's: {stats:?}"
+            );
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! accumulator for a reduction), one call. A point whose sub-stores do not have the shapes the
 //! kernel was compiled for runs natively instead.
 
-use diffuse_ir::{MemRef, Point, Rect, Shape, Tuple};
+use diffuse_ir::{MemRef, Point, Rect, Scalar, Shape, Tuple};
 
 use super::{accumulator, ArgPlacement, Contribution, PointRunner};
 use crate::plan::{CompiledKernel, Slot};
@@ -42,13 +42,10 @@ pub(super) fn run_point(
     if !fits(kernel, &rects) {
         return None;
     }
-    let mut sizes: Vec<Shape> = Vec::with_capacity(places.len());
-    let mut strides: Vec<Tuple> = Vec::with_capacity(places.len());
-    let mut ptrs: Vec<*mut u8> = Vec::with_capacity(places.len());
+    let mut located: Vec<Located> = Vec::with_capacity(places.len());
     for (source, place) in kernel.params.iter().zip(&places) {
         let extent = place.rect.extent();
-        sizes.push(extent);
-        let (ptr, s) = match (&place.accumulator, t.args()[source.arg].slot) {
+        let (ptr, strides) = match (&place.accumulator, t.args()[source.arg].slot) {
             (Some(acc), _) => (acc.as_ptr(), extent.row_major_strides()),
             (None, Slot::Store(_)) => match runner.locate(source.arg, &place.rect, p) {
                 Ok(located) => located,
@@ -56,19 +53,8 @@ pub(super) fn run_point(
             },
             (None, Slot::Temporary(_)) => (std::ptr::null_mut(), extent.row_major_strides()),
         };
-        ptrs.push(ptr);
-        strides.push(s);
+        located.push((ptr, extent, strides));
     }
-    let memrefs: Vec<MemRef<'_>> = ptrs
-        .iter()
-        .zip(&sizes)
-        .zip(&strides)
-        .map(|((&ptr, sizes), strides)| MemRef {
-            ptr,
-            sizes: sizes.as_slice(),
-            strides: strides.as_slice(),
-        })
-        .collect();
     let contributions = |places: Vec<ArgPlacement>| -> Vec<Contribution> {
         kernel
             .params
@@ -84,8 +70,34 @@ pub(super) fn run_point(
     // proved that no two point tasks write the same element and that a written store is
     // reached through one parameter; temporaries are null and never dereferenced (the kernel
     // keeps them in registers or allocates them itself).
-    let outcome = unsafe { kernel.cpu.call(&memrefs, runner.scalars) };
+    let outcome = unsafe { call(kernel, &located, runner.scalars) };
     Some(outcome.map(|()| contributions(places)))
+}
+
+/// One kernel parameter's memory at a point: the address of its first element (null for a
+/// temporary the kernel keeps to itself), its extent and its element strides.
+pub(super) type Located = (*mut u8, Shape, Tuple);
+
+/// Calls `kernel`'s host version once, parameter `q` at `located[q]`, with `scalars`.
+///
+/// # Safety
+/// Every non-null address must be valid, with its extent and strides, for the kernel's
+/// accesses to that parameter, and nothing else may touch written memory during the call.
+pub(super) unsafe fn call(
+    kernel: &CompiledKernel,
+    located: &[Located],
+    scalars: &[Scalar],
+) -> Result<(), String> {
+    let memrefs: Vec<MemRef<'_>> = located
+        .iter()
+        .map(|(ptr, sizes, strides)| MemRef {
+            ptr: *ptr,
+            sizes: sizes.as_slice(),
+            strides: strides.as_slice(),
+        })
+        .collect();
+    // SAFETY: the caller's promise.
+    unsafe { kernel.cpu.call(&memrefs, scalars) }
 }
 
 /// True when sub-stores `rects` (one per kernel parameter, in store coordinates) have the

@@ -70,6 +70,9 @@ pub enum PointPath {
     Strips,
     /// Natively, constituent by constituent over whole sub-stores.
     Whole,
+    /// Like `Whole`, with compiled segments of constituents in between (see
+    /// [`crate::Segment`]).
+    Segments,
 }
 
 /// What one point task left behind.

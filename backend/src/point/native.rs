@@ -6,13 +6,14 @@
 //! one-strip temporaries, stay in cache. Without a compiler that is most of what kernel
 //! fusion buys; results are identical either way (the same operations on the same values).
 
-use diffuse_ir::{KernelError, Point, PointTask, RawView, Shape};
+use diffuse_ir::{KernelError, Point, PointTask, RawView, Rect, Shape};
 
+use super::compiled::{self, Located};
 use super::{
     raw_view, run_point_task, ArgPlacement, Contribution, PointDone, PointPath, PointRunner,
 };
 use crate::memory::HostBuffer;
-use crate::plan::{ArgLayout, LaunchPlan, Slot};
+use crate::plan::{ArgLayout, LaunchPlan, Segment, Slot};
 
 /// Runs point `p` of the runner's plan natively; with `watch`, records the floating-point
 /// exceptions of each constituent under its own name.
@@ -41,10 +42,16 @@ pub(super) fn run_point(
             contributions: Vec::new(),
             path: PointPath::Strips,
         }),
-        None => point.run_whole(places).map(|contributions| PointDone {
-            contributions,
-            path: PointPath::Whole,
-        }),
+        None => point
+            .run_whole(places)
+            .map(|(contributions, segments)| PointDone {
+                contributions,
+                path: if segments {
+                    PointPath::Segments
+                } else {
+                    PointPath::Whole
+                },
+            }),
     }
 }
 
@@ -121,20 +128,91 @@ struct PointRun<'a> {
 }
 
 impl PointRun<'_> {
-    /// Runs the constituents over the whole sub-stores; returns the reduction contributions.
-    fn run_whole(&self, places: Vec<ArgPlacement>) -> Result<Vec<Contribution>, KernelError> {
+    /// Runs the constituents over the whole sub-stores, the template's compiled segments
+    /// through their kernels where the point fits them (not when watched: exceptions are
+    /// then told apart by constituent); returns the reduction contributions and whether a
+    /// segment ran compiled.
+    fn run_whole(
+        &self,
+        places: Vec<ArgPlacement>,
+    ) -> Result<(Vec<Contribution>, bool), KernelError> {
         let t = self.runner.plan.template();
         let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
         scratch.resize_with(t.temporaries(), || None);
-        for c in 0..t.constituents() {
+        let segments = if self.watch { &[] } else { t.segments() };
+        let mut compiled = false;
+        let mut c = 0;
+        while c < t.constituents() {
+            if let Some(segment) = segments.iter().find(|s| s.constituents.start == c) {
+                if self.run_segment(segment, &places, &mut scratch)? {
+                    compiled = true;
+                    c = segment.constituents.end;
+                    continue;
+                }
+            }
             let views = self.views(c, &places, &mut scratch, |e| e.volume().max(0) as usize)?;
             self.run(c, &views)?;
+            c += 1;
         }
-        Ok(places
+        let contributions = places
             .into_iter()
             .enumerate()
             .filter(|(_, place)| place.accumulator.is_some())
-            .collect())
+            .collect();
+        Ok((contributions, compiled))
+    }
+
+    /// Runs `segment`'s kernel at this point; false, running nothing, when the point's
+    /// sub-stores do not fit it (its constituents then run natively). Temporaries shared with
+    /// constituents outside the segment are passed in their point-local buffers; reductions
+    /// go to the point's accumulators.
+    fn run_segment(
+        &self,
+        segment: &Segment,
+        places: &[ArgPlacement],
+        scratch: &mut [Option<HostBuffer>],
+    ) -> Result<bool, KernelError> {
+        let plan = self.runner.plan;
+        let t = plan.template();
+        let kernel = &segment.kernel;
+        let rects: Vec<Rect> = kernel.params.iter().map(|s| places[s.arg].rect).collect();
+        if !compiled::fits(kernel, &rects) {
+            return Ok(false);
+        }
+        let mut located: Vec<Located> = Vec::with_capacity(rects.len());
+        for (source, rect) in kernel.params.iter().zip(&rects) {
+            let extent = rect.extent();
+            let place = &places[source.arg];
+            let (ptr, strides) = match (
+                source.temporary,
+                &place.accumulator,
+                t.args()[source.arg].slot,
+            ) {
+                (true, _, _) => (std::ptr::null_mut(), extent.row_major_strides()),
+                (false, Some(acc), _) => (acc.as_ptr(), extent.row_major_strides()),
+                (false, None, Slot::Store(_)) => {
+                    self.runner.locate(source.arg, rect, &self.point)?
+                }
+                (false, None, Slot::Temporary(k)) => {
+                    let len = extent.volume().max(0) as usize;
+                    let buf = self.scratch_buffer((source.arg, k), (len, len), scratch)?;
+                    (buf.as_ptr(), extent.row_major_strides())
+                }
+            };
+            located.push((ptr, extent, strides));
+        }
+        let scalars = plan.scalars_of(segment.constituents.clone());
+        // SAFETY: store parameters are sub-stores the backend located inside their stores'
+        // memory, accumulators and point-local buffers belong to this point alone and hold
+        // at least their extent (checked by `scratch_buffer`); validation proved that no two
+        // point tasks write the same element; the segment's own temporaries are null and
+        // never dereferenced.
+        unsafe { compiled::call(kernel, &located, &scalars) }.map_err(|reason| KernelError {
+            kind: t.name().to_string(),
+            point: self.point,
+            reason,
+        })?;
+        Ok(true)
     }
 
     /// Runs the constituents strip by strip: every spanning sub-store cut to the strip's
@@ -201,45 +279,63 @@ impl PointRun<'_> {
                         ))
                     }
                     Slot::Temporary(k) => {
-                        let buf: &HostBuffer = match &mut scratch[k] {
-                            Some(buf) => buf,
-                            empty => empty.insert(
-                                HostBuffer::scratch(
-                                    arg.store.dtype(),
-                                    scratch_len(place.rect.extent()),
-                                    self.runner.memory,
-                                    self.runner.scratch,
-                                )
-                                .map_err(|e| KernelError {
-                                    kind: plan.tasks()[c].kind().name().to_string(),
-                                    point: self.point,
-                                    reason: format!(
-                                        "temporary store {} has no point-local buffer: {e}",
-                                        arg.store.id()
-                                    ),
-                                })?,
-                            ),
-                        };
+                        let len = scratch_len(place.rect.extent());
                         let needed = place.rect.extent().volume().max(0) as usize;
-                        if needed > buf.len() {
-                            // Every access to a temporary goes through one partition, so its
-                            // extent never grows within a point; this guards that invariant.
-                            return Err(KernelError {
-                                kind: plan.tasks()[c].kind().name().to_string(),
-                                point: self.point,
-                                reason: format!(
-                                    "temporary store {} needs {needed} elements here but its \
-                                     point-local buffer has {}",
-                                    arg.store.id(),
-                                    buf.len()
-                                ),
-                            });
-                        }
+                        let buf = self.scratch_buffer((i, k), (len, needed), scratch)?;
                         Ok(local_view(buf, place, arg))
                     }
                 }
             })
             .collect()
+    }
+
+    /// The point-local buffer of temporary `k`, reached through argument `i`: allocated with
+    /// `len` elements on first use, and checked to hold the `needed` elements argument `i`
+    /// addresses.
+    fn scratch_buffer<'s>(
+        &self,
+        (i, k): (usize, usize),
+        (len, needed): (usize, usize),
+        scratch: &'s mut [Option<HostBuffer>],
+    ) -> Result<&'s HostBuffer, KernelError> {
+        let plan = self.runner.plan;
+        let arg = plan.arg(i);
+        let error = |reason: String| KernelError {
+            kind: plan.tasks()[plan.template().args()[i].constituent]
+                .kind()
+                .name()
+                .to_string(),
+            point: self.point,
+            reason,
+        };
+        let buf: &HostBuffer = match &mut scratch[k] {
+            Some(buf) => buf,
+            empty => empty.insert(
+                HostBuffer::scratch(
+                    arg.store.dtype(),
+                    len,
+                    self.runner.memory,
+                    self.runner.scratch,
+                )
+                .map_err(|e| {
+                    error(format!(
+                        "temporary store {} has no point-local buffer: {e}",
+                        arg.store.id()
+                    ))
+                })?,
+            ),
+        };
+        if needed > buf.len() {
+            // Every access to a temporary goes through one partition, so its extent never
+            // grows within a point; this guards that invariant.
+            return Err(error(format!(
+                "temporary store {} needs {needed} elements here but its point-local buffer \
+                 has {}",
+                arg.store.id(),
+                buf.len()
+            )));
+        }
+        Ok(buf)
     }
 
     /// Runs constituent `c` over `views` (recording the floating-point exceptions it raises

@@ -45,6 +45,7 @@ impl Window {
 
     /// The store position of the element at window index `index` (negative counts from the
     /// end), or NumPy's message for an index out of range.
+    #[inline]
     fn locate(&self, index: &[i64; MAX_DIMS], at: &mut [i64]) -> Result<(), String> {
         for d in 0..self.dims {
             let (i, n) = (index[d], self.extent[d]);

@@ -134,7 +134,19 @@ fn nonzero_kernel(
         let mut outs = (0..dims)
             .map(|d| task.write::<i64>(1 + d))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut columns: Vec<Vec<i64>> = vec![Vec::new(); dims];
+        let room = outs
+            .first()
+            .map_or(0, |o| o.shape().volume().max(0) as usize);
+        let row_len = if dims == 0 {
+            1
+        } else {
+            shape[dims - 1].max(0) as usize
+        };
+        // Each column has a row of slack past the run's room, so that a row is written
+        // without a branch per element: every element is stored, and the cursor moves past
+        // it only where the mask holds (masks mix at random, and a branch mispredicts).
+        let mut columns: Vec<Vec<i64>> = vec![vec![0; room + row_len]; dims];
+        let mut found = 0usize;
         let mut lead = vec![0i64; dims.saturating_sub(1)];
         let first_row = task.point()[0] * task.scalar::<i64>(0)?;
         // A 1-d block is one row: its indices start at the block's first element.
@@ -143,17 +155,24 @@ fn nonzero_kernel(
             *row = first_row;
         }
         for r in 0..mask.rows() {
-            for (i, &keep) in mask.row(r).iter().enumerate() {
-                if keep {
-                    for (d, column) in columns.iter_mut().enumerate() {
-                        column.push(if d + 1 == dims {
-                            first_column + i as i64
-                        } else {
-                            lead[d]
-                        });
-                    }
+            let row = mask.row(r);
+            if found > room {
+                break; // More than the run holds: reported below.
+            }
+            let mut next = found;
+            for (d, column) in columns.iter_mut().enumerate() {
+                let column = &mut column[found..found + row.len()];
+                next = found;
+                for (i, &keep) in row.iter().enumerate() {
+                    column[next - found] = if d + 1 == dims {
+                        first_column + i as i64
+                    } else {
+                        lead[d]
+                    };
+                    next += usize::from(keep);
                 }
             }
+            found = next;
             for d in (0..lead.len()).rev() {
                 lead[d] += 1;
                 // The block's first dimension runs on past its own extent (its rows are
@@ -164,15 +183,18 @@ fn nonzero_kernel(
                 lead[d] = 0;
             }
         }
+        if found != room {
+            let holds = if found > room {
+                "more than that".to_string()
+            } else {
+                found.to_string()
+            };
+            return Err(task.error(format!(
+                "the block holds {holds} elements, its run has room for {room}"
+            )));
+        }
         for (out, column) in outs.iter_mut().zip(&columns) {
-            if column.len() as i64 != out.shape().volume() {
-                return Err(task.error(format!(
-                    "the block holds {} elements, its run has room for {}",
-                    column.len(),
-                    out.shape().volume()
-                )));
-            }
-            write_all(out, column);
+            write_all(out, &column[..found]);
         }
         Ok(())
     }
