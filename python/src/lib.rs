@@ -843,8 +843,8 @@ fn tasks_submitted() -> PyResult<u64> {
 }
 
 /// What the runtime has done so far, as a dict: tasks submitted and executed, their points
-/// (how many of those ran a compiled kernel, and how many a fused task's native kernels strip
-/// by strip), windows
+/// (how many of those ran a compiled kernel, how many a fused task's native kernels strip by
+/// strip, and how many compiled segments between native constituents), windows
 /// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
 /// the JIT's kernels compiled, compile failures and compile seconds. Empty before start.
 #[pyfunction]
