@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 # Incremental state would add ~2 GB that one build never reuses.
 export CARGO_INCREMENTAL=0
 mkdir -p target
+# Compiled kernels are kept in a cache of this run's own (a user's ~/.cache would make runs
+# depend on what ran before): the apps and Python programs after the first load them.
+export DIFFUSE_KERNEL_CACHE="$PWD/target/test-kernel-cache"
+rm -rf "$DIFFUSE_KERNEL_CACHE"
 free_gb=$(df --output=avail -BG target | tail -n 1 | tr -dc '0-9')
 if [ "${free_gb:-0}" -lt 12 ]; then
     echo "warning: only ${free_gb} GB free under target/; the build needs about 10 GB" >&2

@@ -40,8 +40,13 @@ pub enum JitMode {
 impl JitMode {
     fn jit(self) -> Option<Arc<Jit>> {
         match self {
-            JitMode::On => Some(Arc::new(Jit::with_mode(CompileMode::Background))),
-            JitMode::Sync => Some(Arc::new(Jit::with_mode(CompileMode::Blocking))),
+            // Runs after the first load their kernels from the on-disk cache.
+            JitMode::On => Some(Arc::new(
+                Jit::with_mode(CompileMode::Background).with_env_kernel_cache(),
+            )),
+            JitMode::Sync => Some(Arc::new(
+                Jit::with_mode(CompileMode::Blocking).with_env_kernel_cache(),
+            )),
             JitMode::Off => None,
         }
     }
@@ -421,6 +426,7 @@ impl Runtime {
             compile_seconds: self.jit_stats().compile_seconds - self.jit_at_start.compile_seconds,
             kernels_compiled: self.jit_stats().kernels_compiled
                 - self.jit_at_start.kernels_compiled,
+            kernels_loaded: self.jit_stats().kernels_loaded - self.jit_at_start.kernels_loaded,
             compiled_points: self.runtime.stats().compiled_points,
             gpu_points: self.runtime.stats().gpu_points,
             memo_hits: after.replayed - before.replayed,
@@ -655,6 +661,8 @@ pub struct RunRecord {
     pub compile_seconds: f64,
     /// Kernels this run compiled (kernels already in the process-wide cache are reused).
     pub kernels_compiled: u64,
+    /// Kernels this run loaded from the on-disk kernel cache instead of compiling them.
+    pub kernels_loaded: u64,
     /// Point tasks that ran a compiled kernel, warm-up included.
     pub compiled_points: u64,
     /// Of those, the ones that ran on the GPU.
@@ -761,7 +769,8 @@ fn summary(record: &RunRecord) -> String {
     let mut text = format!(
         "{}: n={} iters={} procs={} backend={:?} fusion={:?} jit={:?}\n  {timing} (warm-up {:.3} ms), \
          {} tasks issued / {} executed per iter, peak store memory {:.1} MiB\n  \
-         compiled {} kernels in {:.3} s; {} point tasks ran compiled code\n  \
+         compiled {} kernels (loaded {} from the kernel cache) in {:.3} s; {} point tasks ran \
+         compiled code\n  \
          check ({}): {:e}\n",
         record.app,
         record.n,
@@ -775,6 +784,7 @@ fn summary(record: &RunRecord) -> String {
         record.tasks_executed_per_iter,
         mib(record.peak_store_bytes as f64),
         record.kernels_compiled,
+        record.kernels_loaded,
         record.compile_seconds,
         record.compiled_points,
         if record.iterations.is_some() {

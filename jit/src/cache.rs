@@ -11,6 +11,7 @@ use hashbrown::HashMap;
 
 use crate::compiler::{MlirFailure, MlirSession, FUSE_PIPELINE, LOWER_PIPELINE};
 use crate::compose::{compose, ENTRY};
+use crate::disk::KernelCache;
 use crate::error::JitError;
 use crate::kernel::CpuKernel;
 use crate::math;
@@ -21,11 +22,13 @@ use diffuse_ir::{KernelSignature, KernelTarget};
 pub struct JitStats {
     /// Kernels compiled successfully.
     pub kernels_compiled: u64,
+    /// Kernels loaded from the on-disk cache instead (see [`KernelCache`]).
+    pub kernels_loaded: u64,
     /// Signatures that could not be compiled (each falls back to native code).
     pub compile_failures: u64,
     /// Requests answered from the cache (including "still compiling").
     pub cache_hits: u64,
-    /// Wall-clock seconds spent composing and compiling, failures included.
+    /// Wall-clock seconds spent composing and compiling (or loading), failures included.
     pub compile_seconds: f64,
 }
 
@@ -68,7 +71,9 @@ pub struct Jit {
     /// Signaled whenever a background compilation finishes.
     finished: Condvar,
     queue: OnceLock<Mutex<Sender<KernelSignature>>>,
+    disk: Option<KernelCache>,
     compiled: AtomicU64,
+    loaded: AtomicU64,
     failures: AtomicU64,
     hits: AtomicU64,
     compile_nanos: AtomicU64,
@@ -103,11 +108,34 @@ impl Jit {
             kernels: Mutex::new(HashMap::new()),
             finished: Condvar::new(),
             queue: OnceLock::new(),
+            disk: None,
             compiled: AtomicU64::new(0),
+            loaded: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
         }
+    }
+
+    /// This JIT, loading kernels from `cache` that earlier processes compiled and keeping
+    /// there the ones it compiles.
+    pub fn with_kernel_cache(mut self, cache: KernelCache) -> Self {
+        self.disk = Some(cache);
+        self
+    }
+
+    /// This JIT with the on-disk cache the environment names ([`KernelCache::from_env`]:
+    /// `DIFFUSE_KERNEL_CACHE`, by default `~/.cache/diffuse/kernels`), if it names one.
+    pub fn with_env_kernel_cache(self) -> Self {
+        match KernelCache::from_env() {
+            Some(cache) => self.with_kernel_cache(cache),
+            None => self,
+        }
+    }
+
+    /// The on-disk cache it uses, if any.
+    pub fn kernel_cache(&self) -> Option<&KernelCache> {
+        self.disk.as_ref()
     }
 
     /// The process-wide JIT (blocking): one cache shared by every runtime in the process.
@@ -194,6 +222,7 @@ impl Jit {
     pub fn stats(&self) -> JitStats {
         JitStats {
             kernels_compiled: self.compiled.load(Ordering::Relaxed),
+            kernels_loaded: self.loaded.load(Ordering::Relaxed),
             compile_failures: self.failures.load(Ordering::Relaxed),
             cache_hits: self.hits.load(Ordering::Relaxed),
             compile_seconds: self.compile_nanos.load(Ordering::Relaxed) as f64 * 1e-9,
@@ -238,18 +267,24 @@ impl Jit {
     /// Compiles `signature`, accounts for it, caches the outcome and wakes waiters.
     fn compile_and_record(&self, signature: &KernelSignature) -> Result<Arc<CpuKernel>, JitError> {
         let started = Instant::now();
-        let outcome = self.compile(signature, started).map(Arc::new);
+        let outcome = self
+            .compile(signature, started)
+            .map(|(kernel, loaded)| (Arc::new(kernel), loaded));
         self.compile_nanos
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let outcome = outcome.map(|(kernel, loaded)| {
+            let counter = if loaded { &self.loaded } else { &self.compiled };
+            counter.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                kernel = %signature.name,
+                seconds = kernel.compile_seconds(),
+                loaded,
+                "compiled"
+            );
+            kernel
+        });
         match &outcome {
-            Ok(k) => {
-                self.compiled.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(
-                    kernel = %signature.name,
-                    seconds = k.compile_seconds(),
-                    "compiled"
-                );
-            }
+            Ok(_) => {}
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 if matches!(e, JitError::Unsupported { .. }) {
@@ -266,14 +301,26 @@ impl Jit {
         outcome
     }
 
+    /// The kernel for `signature`, and whether it came from the on-disk cache.
     fn compile(
         &self,
         signature: &KernelSignature,
         started: Instant,
-    ) -> Result<CpuKernel, JitError> {
+    ) -> Result<(CpuKernel, bool), JitError> {
         let composed = compose(signature, math::prelude(), KernelTarget::Host)?;
         let text = composed.text;
         tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");
+        let kernel = |code| {
+            CpuKernel::new(
+                signature.clone(),
+                code,
+                composed.space,
+                started.elapsed().as_secs_f64(),
+            )
+        };
+        if let Some(code) = self.disk.as_ref().and_then(|d| d.load(&text, ENTRY)) {
+            return Ok((kernel(code), true));
+        }
         let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
         let session = session.get_or_insert_with(MlirSession::new);
         let mlir_error = |f: MlirFailure| JitError::Mlir {
@@ -286,7 +333,15 @@ impl Jit {
             .lower(&text, &[FUSE_PIPELINE, LOWER_PIPELINE])
             .map_err(mlir_error)?;
         let lowered_at = started.elapsed();
-        let code = session.jit(&module, ENTRY).map_err(mlir_error)?;
+        let object = self.disk.as_ref().map(KernelCache::object_path);
+        let code = session
+            .jit(&module, ENTRY, object.as_deref())
+            .map_err(mlir_error)?;
+        if let (Some(disk), Some(object)) = (&self.disk, &object) {
+            if let Err(e) = disk.keep(&text, ENTRY, object) {
+                tracing::debug!(kernel = %signature.name, "not kept on disk: {e}");
+            }
+        }
         // Where compile time goes, for tuning the pipelines (`RUST_LOG=diffuse_jit=debug`).
         tracing::debug!(
             kernel = %signature.name,
@@ -296,11 +351,6 @@ impl Jit {
             mlir_bytes = text.len(),
             "compile stages"
         );
-        Ok(CpuKernel::new(
-            signature.clone(),
-            code,
-            composed.space,
-            started.elapsed().as_secs_f64(),
-        ))
+        Ok((kernel(code), false))
     }
 }

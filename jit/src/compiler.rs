@@ -3,6 +3,7 @@
 //! machine code for this host.
 
 use std::ffi::c_void;
+use std::path::Path;
 use std::sync::{Arc, Mutex, Once};
 
 use diffuse_ir::Scalar;
@@ -31,6 +32,9 @@ buffer-deallocation-pipeline,convert-bufferization-to-memref,symbol-dce)";
 pub(crate) const LOWER_PIPELINE: &str = "builtin.module(convert-scf-to-cf,\
 expand-strided-metadata,finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,\
 convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)";
+
+/// The LLVM optimization level of every kernel (the on-disk cache's keys name it).
+pub(crate) const OPT_LEVEL: i32 = 3;
 
 /// A failed MLIR step, with MLIR's diagnostics.
 #[derive(Debug)]
@@ -110,9 +114,15 @@ impl MlirSession {
     }
 
     /// JIT-compiles a module in the LLVM dialect (optimization level 3, host CPU) and looks
-    /// up `symbol`'s packed entry point.
-    pub(crate) fn jit(&self, module: &Module<'_>, symbol: &str) -> Result<NativeCode, MlirFailure> {
-        self.jit_with_symbols(module, symbol, &[])
+    /// up `symbol`'s packed entry point; with `object`, also writes the machine code there
+    /// as a position-independent relocatable object (what the on-disk cache links).
+    pub(crate) fn jit(
+        &self,
+        module: &Module<'_>,
+        symbol: &str,
+        object: Option<&Path>,
+    ) -> Result<NativeCode, MlirFailure> {
+        self.jit_with_symbols(module, symbol, &[], object)
     }
 
     /// Like [`MlirSession::jit`], registering `extra` symbols (name, address) with the engine
@@ -122,20 +132,26 @@ impl MlirSession {
         module: &Module<'_>,
         symbol: &str,
         extra: &[(&str, *mut c_void)],
+        object: Option<&Path>,
     ) -> Result<NativeCode, MlirFailure> {
         self.take_diagnostics();
         // `DIFFUSE_JIT_OBJECT=<path>` writes the machine code of each compiled kernel there
         // (the last one wins), for inspecting what LLVM made of it (`objdump -d`).
-        let object = std::env::var("DIFFUSE_JIT_OBJECT").ok();
+        let inspect = std::env::var("DIFFUSE_JIT_OBJECT").ok();
+        let dumps: Vec<String> = object
+            .map(|p| p.to_string_lossy().into_owned())
+            .into_iter()
+            .chain(inspect)
+            .collect();
         // SAFETY: the module is valid; no shared libraries are passed.
         let raw = unsafe {
             mlirExecutionEngineCreate(
                 module.to_raw(),
-                3,
+                OPT_LEVEL,
                 0,
                 std::ptr::null::<MlirStringRef>(),
+                !dumps.is_empty(),
                 object.is_some(),
-                false,
             )
         };
         if raw.ptr.is_null() {
@@ -150,7 +166,7 @@ impl MlirSession {
             unsafe { mlirExecutionEngineRegisterSymbol(raw, string_ref(name), address) };
         }
         let mut code = NativeCode {
-            raw,
+            owner: Owner::Engine(raw),
             entry: std::ptr::null_mut(),
         };
         let packed = format!("_mlir__mlir_ciface_{symbol}");
@@ -160,19 +176,28 @@ impl MlirSession {
             return Err(self.failure("symbol lookup", format!("no symbol {packed}")));
         }
         code.entry = entry;
-        if let Some(path) = object {
+        for path in &dumps {
             // SAFETY: `raw` is live; the path outlives the call.
-            unsafe { mlirExecutionEngineDumpToObjectFile(raw, string_ref(&path)) };
+            unsafe { mlirExecutionEngineDumpToObjectFile(raw, string_ref(path)) };
         }
         Ok(code)
     }
 }
 
-/// Compiled machine code: the JIT that owns it and the packed entry point
+/// Compiled machine code: what owns it and the packed entry point
 /// (`void entry(void **args)`, one pointer per argument).
 pub(crate) struct NativeCode {
-    raw: MlirExecutionEngine,
+    owner: Owner,
     entry: *mut c_void,
+}
+
+/// What keeps a kernel's machine code mapped.
+enum Owner {
+    /// The ORC JIT that compiled it in this process.
+    Engine(MlirExecutionEngine),
+    /// The shared library of a kernel an earlier process compiled (see [`crate::disk`]),
+    /// kept open while the code may run.
+    Library { _open: libloading::Library },
 }
 
 // SAFETY: the engine is immutable after creation; its code may run on any thread and many
@@ -181,11 +206,22 @@ unsafe impl Send for NativeCode {}
 unsafe impl Sync for NativeCode {}
 
 impl NativeCode {
+    /// The code at `entry` inside `library`, which stays loaded as long as the code lives.
+    pub(crate) fn from_library(library: libloading::Library, entry: *mut c_void) -> Self {
+        NativeCode {
+            owner: Owner::Library { _open: library },
+            entry,
+        }
+    }
+
     /// Runs the module's global constructors (the GPU path's module loads), once per engine.
     /// Not thread-safe: callers serialize it.
     pub(crate) fn initialize(&self) {
-        // SAFETY: `raw` is a live engine; every symbol it needs was registered at creation.
-        unsafe { mlirExecutionEngineInitialize(self.raw) }
+        if let Owner::Engine(raw) = self.owner {
+            // SAFETY: `raw` is a live engine; every symbol it needs was registered at
+            // creation.
+            unsafe { mlirExecutionEngineInitialize(raw) }
+        }
     }
 
     /// Calls the entry point with one memref descriptor per memref parameter (words
@@ -240,8 +276,11 @@ fn scalar_bits(s: &Scalar) -> u64 {
 
 impl Drop for NativeCode {
     fn drop(&mut self) {
-        // SAFETY: the engine was created by `mlirExecutionEngineCreate` and is dropped once.
-        unsafe { mlirExecutionEngineDestroy(self.raw) }
+        if let Owner::Engine(raw) = self.owner {
+            // SAFETY: the engine was created by `mlirExecutionEngineCreate` and is dropped
+            // once.
+            unsafe { mlirExecutionEngineDestroy(raw) }
+        }
     }
 }
 

@@ -34,6 +34,12 @@
 //! [`Jit::wait_idle`] before it exits (MLIR's static destructors and a compile thread still
 //! inside MLIR abort the process).
 //!
+//! A [`Jit`] given a [`KernelCache`] (the apps and the Python package use the one
+//! `DIFFUSE_KERNEL_CACHE` names, by default `~/.cache/diffuse/kernels`; `off` turns it off)
+//! keeps every CPU kernel it compiles as a shared library there and loads it in later
+//! processes instead of compiling it again (`disk.rs`: keyed by everything the machine code
+//! depends on, checked in full before loading).
+//!
 //! [`GpuJit`] compiles the same composed module for NVIDIA GPUs (PTX through MLIR's NVVM
 //! pipeline) with host code that enqueues it through MLIR's GPU runtime functions, which the
 //! caller supplies ([`GpuRuntime`]; the device layer owns the driver): see the `gpu` module's
@@ -57,9 +63,10 @@
 //!   and the small code model would.
 //! - LLVM's codegen dominates compile time (13 ms for a tiny kernel, up to 0.9 s for a
 //!   50-constituent one; the optimization level hardly matters), hence background
-//!   compilation.
+//!   compilation and the on-disk cache.
 //!
-//! Depends only on `diffuse-ir` (and MLIR through `melior`).
+//! Depends only on `diffuse-ir` (and MLIR through `melior`; `cc` links kernels for the
+//! on-disk cache).
 
 #![warn(missing_docs)]
 // Errors carry the kernel's name and MLIR's diagnostics; they are rare and cold (as in the
@@ -69,6 +76,7 @@
 mod cache;
 mod compiler;
 mod compose;
+mod disk;
 mod error;
 mod gpu;
 mod kernel;
@@ -77,6 +85,7 @@ mod support;
 
 pub use cache::{CompileMode, Jit, JitStats, Lookup};
 pub use diffuse_ir::{KernelParam, KernelSignature, KernelStep, MemRef};
+pub use disk::{KernelCache, CACHE_VARIABLE};
 pub use error::JitError;
 pub use gpu::{GpuError, GpuJit, GpuKernel, GpuRuntime, GpuTarget, PtxModule};
 pub use kernel::CpuKernel;

@@ -7,7 +7,7 @@ use diffuse_ir::{
     element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege,
     ReductionOp, Scalar, TaskKind,
 };
-use diffuse_jit::{Jit, JitError, KernelParam, KernelSignature, KernelStep, MemRef};
+use diffuse_jit::{Jit, JitError, KernelCache, KernelParam, KernelSignature, KernelStep, MemRef};
 
 #[path = "jit/gpu.rs"]
 mod gpu;
@@ -457,4 +457,115 @@ fn failures_are_typed_and_cached() {
     // The failure is cached: asking again fails without a second attempt.
     assert!(jit.kernel(&sig).is_err());
     assert_eq!(jit.stats().compile_failures, 1);
+}
+
+/// `add_then_scale` of fixed inputs (5 x 7, `b` a broadcast row, `s` = 3) through `jit`.
+fn add_then_scale_through(jit: &Jit) -> Vec<f64> {
+    let kernel = jit.kernel(&add_then_scale()).expect("compiles");
+    let (rows, cols) = (5usize, 7usize);
+    let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.25 - 3.0).collect();
+    let mut b: Vec<f64> = (0..cols).map(|j| 0.5 + j as f64).collect();
+    let mut out = vec![0.0; rows * cols];
+    let full = [rows as i64, cols as i64];
+    let strides = [cols as i64, 1];
+    // SAFETY: every memref addresses a buffer of its sizes; the temporary is null.
+    unsafe {
+        kernel
+            .call(
+                &[
+                    memref(&mut a, &full, &strides),
+                    memref(&mut b, &[1, cols as i64], &strides),
+                    MemRef {
+                        ptr: std::ptr::null_mut(),
+                        sizes: &full,
+                        strides: &strides,
+                    },
+                    memref(&mut out, &full, &strides),
+                ],
+                &[Scalar::F64(3.0)],
+            )
+            .expect("calls");
+    }
+    out
+}
+
+/// A kernel compiled with an on-disk cache is kept there (a shared library and its key); a
+/// fresh JIT on the same directory, as another process would be, loads it instead of
+/// compiling, and it computes the same bits. A key that does not match the kernel's material
+/// in full (another version, a hash collision) is never loaded: the kernel is compiled again
+/// and kept anew.
+#[test]
+fn kernels_kept_on_disk_load_in_a_fresh_jit() {
+    let dir =
+        std::env::temp_dir().join(format!("diffuse-kernel-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let jit = || Jit::new().with_kernel_cache(KernelCache::new(&dir));
+    let counts = |jit: &Jit| (jit.stats().kernels_compiled, jit.stats().kernels_loaded);
+    let files = |ext: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .expect("the cache directory exists")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect()
+    };
+
+    let first = jit();
+    let want = add_then_scale_through(&first);
+    assert_eq!(counts(&first), (1, 0), "compiled");
+    let (libraries, keys) = (files("so"), files("key"));
+    assert_eq!(
+        (libraries.len(), keys.len()),
+        (1, 1),
+        "{libraries:?} {keys:?}"
+    );
+    let expected: Vec<f64> = (0..35)
+        .map(|k| {
+            let x = k as f64 * 0.25 - 3.0;
+            (x + (0.5 + (k % 7) as f64)) * x * 3.0
+        })
+        .collect();
+    assert_eq!(want, expected);
+
+    let second = jit();
+    let got = add_then_scale_through(&second);
+    assert_eq!(counts(&second), (0, 1), "loaded, not compiled");
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want));
+
+    std::fs::write(&keys[0], b"another kernel's material").expect("writes");
+    let third = jit();
+    assert_eq!(bits(&add_then_scale_through(&third)), bits(&want));
+    assert_eq!(counts(&third), (1, 0), "a mismatched key is not loaded");
+    let fourth = jit();
+    add_then_scale_through(&fourth);
+    assert_eq!(counts(&fourth), (0, 1), "kept again with its own key");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The cache the environment names: `DIFFUSE_KERNEL_CACHE` (a directory, or `off`), else
+/// under `XDG_CACHE_HOME`, else under `HOME`'s `.cache`; none without any of them.
+#[test]
+fn the_kernel_cache_follows_the_environment() {
+    let path = |s: &'static str| Some(std::path::Path::new(s));
+    let dir = |cache: Option<KernelCache>| cache.map(|c| c.dir().to_path_buf());
+    assert_eq!(
+        dir(KernelCache::from_vars(
+            path("/tmp/k"),
+            path("/x"),
+            path("/h")
+        )),
+        Some("/tmp/k".into())
+    );
+    for off in ["off", "0", ""] {
+        assert!(KernelCache::from_vars(path(off), path("/x"), path("/h")).is_none());
+    }
+    assert_eq!(
+        dir(KernelCache::from_vars(None, path("/x"), path("/h"))),
+        Some("/x/diffuse/kernels".into())
+    );
+    assert_eq!(
+        dir(KernelCache::from_vars(None, None, path("/h"))),
+        Some("/h/.cache/diffuse/kernels".into())
+    );
+    assert!(KernelCache::from_vars(None, None, None).is_none());
 }

@@ -3,7 +3,8 @@
 ``import diffuse.numpy as np`` gives NumPy's interface over diffuse arrays;
 ``diffuse.special.erf`` is SciPy's ``erf``. The runtime starts on first use, configured by
 ``DIFFUSE_BACKEND`` (``embedded`` or ``legion``), ``DIFFUSE_PROCS``, ``DIFFUSE_FUSION`` and
-``DIFFUSE_JIT`` (``background``, ``sync`` or ``off``).
+``DIFFUSE_JIT`` (``background``, ``sync`` or ``off``); compiled kernels are kept in
+``DIFFUSE_KERNEL_CACHE`` (default ``~/.cache/diffuse/kernels``, ``off`` for none).
 """
 
 import atexit

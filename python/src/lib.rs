@@ -11,7 +11,9 @@
 //! default: fused kernels compile on a background thread and run natively until ready;
 //! `sync`: the first use waits for the compile; `off`) and `DIFFUSE_GPU` (`1` or `on`:
 //! every task prefers a GPU, as the apps' `--gpu`, with a warning on stderr where the machine
-//! has none; `0`, `off` or unset: the CPUs) and `DIFFUSE_MIN_BLOCK` (the fewest elements an
+//! has none; `0`, `off` or unset: the CPUs), `DIFFUSE_KERNEL_CACHE` (where compiled kernels
+//! are kept between processes; default `~/.cache/diffuse/kernels`, `off`: nowhere) and
+//! `DIFFUSE_MIN_BLOCK` (the fewest elements an
 //! operation gives each processor before it uses fewer of them, default
 //! [`diffuse::DEFAULT_MIN_BLOCK`]; `1`: every processor whenever it can).
 
@@ -108,8 +110,12 @@ fn start() -> Result<ArrayContext, String> {
         None
     };
     let jit = match env("DIFFUSE_JIT").as_deref() {
-        None | Some("background") => Some(Arc::new(Jit::with_mode(CompileMode::Background))),
-        Some("sync") => Some(Jit::shared()),
+        None | Some("background") => Some(Arc::new(
+            Jit::with_mode(CompileMode::Background).with_env_kernel_cache(),
+        )),
+        Some("sync") => Some(Arc::new(
+            Jit::with_mode(CompileMode::Blocking).with_env_kernel_cache(),
+        )),
         Some("off") => None,
         Some(other) => {
             return Err(format!(
@@ -846,7 +852,8 @@ fn tasks_submitted() -> PyResult<u64> {
 /// (how many of those ran a compiled kernel, how many a fused task's native kernels strip by
 /// strip, and how many compiled segments between native constituents), windows
 /// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
-/// the JIT's kernels compiled, compile failures and compile seconds. Empty before start.
+/// the JIT's kernels compiled, kernels loaded from the on-disk cache, compile failures and
+/// compile seconds. Empty before start.
 #[pyfunction]
 fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let stats = PyDict::new(py);
@@ -868,6 +875,7 @@ fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     if let Some(jit) = runtime.jit() {
         let jit = jit.stats();
         stats.set_item("kernels_compiled", jit.kernels_compiled)?;
+        stats.set_item("kernels_loaded", jit.kernels_loaded)?;
         stats.set_item("compile_failures", jit.compile_failures)?;
         stats.set_item("compile_seconds", jit.compile_seconds)?;
     }

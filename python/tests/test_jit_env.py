@@ -1,7 +1,8 @@
 """DIFFUSE_JIT picks when fused kernels compile (``background``, the default: the program
 never waits for LLVM; ``sync``: the first use waits; ``off``: native kernels only), each
 giving the same values, and ``diffuse._native.runtime_stats`` reports what happened; an
-unknown value is refused by name."""
+unknown value is refused by name. DIFFUSE_KERNEL_CACHE keeps compiled kernels for the next
+process, which loads them instead of compiling."""
 
 import os
 import sys
@@ -26,8 +27,9 @@ else:
 """
 
 
-def run_with_jit(value):
-    return run_isolated(CODE, env={"DIFFUSE_BACKEND": "embedded", "DIFFUSE_JIT": value})
+def run_with_jit(value, cache="off"):
+    return run_isolated(CODE, env={"DIFFUSE_BACKEND": "embedded", "DIFFUSE_JIT": value,
+                                   "DIFFUSE_KERNEL_CACHE": cache})
 
 
 def test_every_mode_gives_the_same_values_and_reports_its_work():
@@ -52,3 +54,15 @@ def test_an_unknown_mode_is_refused_by_name():
     out = proc.stdout.strip()
     assert out.startswith("RuntimeError: DIFFUSE_JIT=eager: expected `background`, `sync` "
                           "or `off`"), out
+
+
+def test_a_second_process_loads_the_kernels_the_first_kept(tmp_path):
+    import json
+
+    cache = str(tmp_path / "kernels")
+    first, second = (json.loads(run_with_jit("sync", cache).stdout) for _ in range(2))
+    assert first["kernels_compiled"] >= 1 and first["kernels_loaded"] == 0, first
+    assert second["kernels_compiled"] == 0, second
+    assert second["kernels_loaded"] == first["kernels_compiled"], (first, second)
+    assert second["total"] == first["total"]
+    assert any(name.endswith(".so") for name in os.listdir(cache))

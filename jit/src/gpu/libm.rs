@@ -874,7 +874,7 @@ mod tests {
                 .unwrap_or_else(|f| panic!("{}: {}", f.stage, f.diagnostics));
             let code = self
                 .session
-                .jit(&lowered, &format!("probe_{name}"))
+                .jit(&lowered, &format!("probe_{name}"), None)
                 .unwrap_or_else(|f| panic!("{}: {}", f.stage, f.diagnostics));
             let n = inputs[0].len();
             let mut out = vec![0.0f64; n];

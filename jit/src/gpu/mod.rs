@@ -246,7 +246,7 @@ impl GpuJit {
         let ptx = pipeline::ptx_modules(&lowered);
         pipeline::check_ptx(&ptx).map_err(unsupported)?;
         let code = session
-            .jit_with_symbols(&lowered, ENTRY, &self.runtime.addresses())
+            .jit_with_symbols(&lowered, ENTRY, &self.runtime.addresses(), None)
             .map_err(mlir_error)?;
         Ok(GpuKernel {
             signature: signature.clone(),
