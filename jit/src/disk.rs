@@ -9,8 +9,9 @@
 //! and a kernel is loaded only when its `.key` equals the material in full, so neither a
 //! hash collision nor a cache written by another version or CPU can bring in wrong code.
 //! Files are written under temporary names and renamed into place, so processes sharing
-//! the directory never see half a file. A kernel that needs a function only the JIT
-//! provides (such as `memrefCopy`) does not load on its own and is not kept.
+//! the directory never see half a file. Kernels may call the functions the JIT provides
+//! (`support.rs`: `memrefCopy`): each library carries a forwarder to them, pointed at this
+//! process's functions when it is loaded.
 //!
 //! The libraries hold machine code only (no initializers); they are opened from a
 //! directory the user owns, like any build cache.
@@ -31,6 +32,17 @@ const MLIR_VERSION: &str = "22";
 
 /// The environment variable naming the cache directory (`off` turns the cache off).
 pub const CACHE_VARIABLE: &str = "DIFFUSE_KERNEL_CACHE";
+
+/// Linked into every kept kernel: each function the JIT provides its kernels (`support.rs`),
+/// forwarding through a pointer the loader sets.
+const FORWARDERS: &str = "\
+typedef void (*diffuse_memref_copy_fn)(long, void *, void *);
+diffuse_memref_copy_fn diffuse_memref_copy_hook;
+void memrefCopy(long size, void *src, void *dst) { diffuse_memref_copy_hook(size, src, dst); }
+";
+
+/// The symbol of the pointer the forwarder of `memrefCopy` calls through.
+const MEMREF_COPY_HOOK: &[u8] = b"diffuse_memref_copy_hook\0";
 
 /// A directory of compiled kernels shared by every process of this user.
 #[derive(Debug, Clone)]
@@ -117,6 +129,12 @@ impl KernelCache {
         }
         let library = open(&base.with_extension("so")).ok()?;
         let entry = entry_point(&library, symbol).ok()?;
+        // SAFETY: the hook is the forwarder's function pointer (see `FORWARDERS`), written
+        // before any kernel of the library runs; `memref_copy` has the signature it calls.
+        unsafe {
+            let hook: *mut usize = *library.get::<*mut usize>(MEMREF_COPY_HOOK).ok()?;
+            *hook = crate::support::memref_copy as *const () as usize;
+        }
         Some(NativeCode::from_library(library, entry))
     }
 
@@ -149,14 +167,19 @@ impl KernelCache {
             let _ = std::fs::remove_file(&new_library);
             let _ = std::fs::remove_file(&new_key);
         };
+        let forwarders = self.dir.join(format!("forwarders{stem}.c"));
+        std::fs::write(&forwarders, FORWARDERS)
+            .map_err(|e| format!("cannot write into {}: {e}", self.dir.display()))?;
         let linker = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
         let linked = Command::new(&linker)
-            .arg("-shared")
-            .arg("-o")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
             .arg(&new_library)
             .arg(object)
+            .arg(&forwarders)
             .output()
-            .map_err(|e| format!("cannot run {linker}: {e}"))?;
+            .map_err(|e| format!("cannot run {linker}: {e}"));
+        let _ = std::fs::remove_file(&forwarders);
+        let linked = linked?;
         if !linked.status.success() {
             cleanup();
             return Err(format!(
@@ -164,7 +187,6 @@ impl KernelCache {
                 String::from_utf8_lossy(&linked.stderr).trim()
             ));
         }
-        // A kernel that calls a function only the JIT provides does not load on its own.
         let loadable = open(&new_library)
             .and_then(|l| entry_point(&l, symbol).map(|_| ()))
             .map_err(|e| format!("the linked kernel does not load: {e}"));

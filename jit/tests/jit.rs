@@ -542,6 +542,85 @@ fn kernels_kept_on_disk_load_in_a_fresh_jit() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `out = x` written as the tensor `x` itself: bufferization copies it into `out`, which the
+/// lowering makes a call of the JIT's `memrefCopy` (the memrefs are strided).
+struct First;
+
+impl MlirGenerator for First {
+    fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let t = tensor_type(&sig.args[2]);
+        Ok(format!(
+            "func.func private @{symbol}(%x: {t}, %z: {t}, %out: {t}) -> {t} {{\n  return %x : {t}\n}}"
+        ))
+    }
+}
+
+/// A kept kernel that calls a function the JIT provides (`memrefCopy`) loads in a fresh JIT
+/// and copies as the compiled one did, into a strided sub-block.
+#[test]
+fn a_kept_kernel_calling_the_jits_functions_loads_and_runs() {
+    let dir = std::env::temp_dir().join(format!("diffuse-kernel-copy-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let first = kind("jit_test.first", Arc::new(First), false);
+    let (read, write) = (Privilege::Read, Privilege::Write);
+    let signature = KernelSignature {
+        name: "first".into(),
+        steps: vec![step(first, &[(0, read), (1, read), (2, write)])],
+        params: vec![
+            param(0, read, false, 0),
+            param(1, read, false, 0),
+            param(2, write, false, 0),
+        ],
+    };
+    let copy_through = |jit: &Jit| -> Vec<f64> {
+        let kernel = jit.kernel(&signature).expect("compiles");
+        let (rows, cols) = (4usize, 6usize);
+        let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 - 7.5).collect();
+        let mut b = vec![0.0; rows * cols];
+        let mut out = vec![-1.0; rows * 9];
+        let full = [rows as i64, cols as i64];
+        // SAFETY: every memref addresses a buffer of its sizes and strides.
+        unsafe {
+            kernel
+                .call(
+                    &[
+                        memref(&mut a, &full, &[cols as i64, 1]),
+                        memref(&mut b, &full, &[cols as i64, 1]),
+                        memref(&mut out, &full, &[9, 1]),
+                    ],
+                    &[],
+                )
+                .expect("calls");
+        }
+        out
+    };
+    let jit = || Jit::new().with_kernel_cache(KernelCache::new(&dir));
+    let compiled = jit();
+    let want = copy_through(&compiled);
+    let expected: Vec<f64> = (0..36)
+        .map(|k| {
+            if k % 9 < 6 {
+                (k / 9 * 6 + k % 9) as f64 - 7.5
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    assert_eq!(want, expected);
+    assert_eq!(compiled.stats().kernels_compiled, 1);
+    let loaded = jit();
+    assert_eq!(copy_through(&loaded), want);
+    assert_eq!(
+        (
+            loaded.stats().kernels_compiled,
+            loaded.stats().kernels_loaded
+        ),
+        (0, 1),
+        "kept and loaded"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The cache the environment names: `DIFFUSE_KERNEL_CACHE` (a directory, or `off`), else
 /// under `XDG_CACHE_HOME`, else under `HOME`'s `.cache`; none without any of them.
 #[test]
