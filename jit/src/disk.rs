@@ -13,8 +13,10 @@
 //! (`support.rs`: `memrefCopy`): each library carries a forwarder to them, pointed at this
 //! process's functions when it is loaded.
 //!
-//! The libraries hold machine code only (no initializers); they are opened from a
-//! directory the user owns, like any build cache.
+//! The cache holds at most [`MAX_KERNELS`] kernels: past that, keeping one first removes
+//! the quarter of them least recently used (loading a kernel marks it used). The libraries
+//! hold machine code only (no initializers); they are opened from a directory the user
+//! owns, like any build cache, and removing the directory is always safe.
 
 use std::ffi::c_void;
 use std::hash::Hasher;
@@ -40,6 +42,9 @@ typedef void (*diffuse_memref_copy_fn)(long, void *, void *);
 diffuse_memref_copy_fn diffuse_memref_copy_hook;
 void memrefCopy(long size, void *src, void *dst) { diffuse_memref_copy_hook(size, src, dst); }
 ";
+
+/// The most kernels a cache directory holds (a kernel takes about 100 KB with its key).
+pub const MAX_KERNELS: usize = 4096;
 
 /// The symbol of the pointer the forwarder of `memrefCopy` calls through.
 const MEMREF_COPY_HOOK: &[u8] = b"diffuse_memref_copy_hook\0";
@@ -123,10 +128,16 @@ impl KernelCache {
     pub(crate) fn load(&self, text: &str, symbol: &str) -> Option<NativeCode> {
         let material = self.material(text);
         let base = self.dir.join(Self::name(&material));
-        let key = std::fs::read(base.with_extension("key")).ok()?;
+        let key_path = base.with_extension("key");
+        let key = std::fs::read(&key_path).ok()?;
         if key != material.as_bytes() {
             return None;
         }
+        // Marks it used, for pruning (a cache that cannot record this still serves).
+        let _ = std::fs::File::options()
+            .append(true)
+            .open(&key_path)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
         let library = open(&base.with_extension("so")).ok()?;
         let entry = entry_point(&library, symbol).ok()?;
         // SAFETY: the hook is the forwarder's function pointer (see `FORWARDERS`), written
@@ -157,6 +168,7 @@ impl KernelCache {
         let base = self.dir.join(Self::name(&material));
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        self.prune(MAX_KERNELS);
         let stem = format!(".{}", unique());
         let (library, key) = (base.with_extension("so"), base.with_extension("key"));
         let (new_library, new_key) = (
@@ -200,6 +212,31 @@ impl KernelCache {
             cleanup();
         }
         written
+    }
+}
+
+impl KernelCache {
+    /// Removes the least recently used quarter of the kernels when more than `limit` are
+    /// kept (by their keys' modification times; a kernel whose key is gone no longer loads,
+    /// so a key goes first).
+    pub fn prune(&self, limit: usize) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut keys: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "key"))
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .collect();
+        if keys.len() <= limit {
+            return;
+        }
+        keys.sort();
+        for (_, key) in keys.iter().take(keys.len() - limit * 3 / 4) {
+            let _ = std::fs::remove_file(key);
+            let _ = std::fs::remove_file(key.with_extension("so"));
+        }
     }
 }
 

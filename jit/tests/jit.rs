@@ -648,3 +648,41 @@ fn the_kernel_cache_follows_the_environment() {
     );
     assert!(KernelCache::from_vars(None, None, None).is_none());
 }
+
+/// Past its limit, a cache keeps the most recently used three quarters of it (by the keys'
+/// modification times, which loading renews), each kernel's library going with its key.
+#[test]
+fn pruning_removes_the_least_recently_used_kernels() {
+    let dir = std::env::temp_dir().join(format!("diffuse-kernel-prune-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creates");
+    for i in 0..8u64 {
+        for ext in ["so", "key"] {
+            let path = dir.join(format!("k{i}.{ext}"));
+            std::fs::write(&path, b"x").expect("writes");
+            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 + i);
+            std::fs::File::options()
+                .append(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(when))
+                .expect("sets the time");
+        }
+    }
+    let left = || {
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("lists")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let cache = KernelCache::new(&dir);
+    cache.prune(8);
+    assert_eq!(left().len(), 16, "within the limit");
+    cache.prune(4);
+    assert_eq!(
+        left(),
+        ["k5.key", "k5.so", "k6.key", "k6.so", "k7.key", "k7.so"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
