@@ -20,6 +20,7 @@
 
 use std::ffi::c_void;
 use std::hash::Hasher;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +54,8 @@ const MEMREF_COPY_HOOK: &[u8] = b"diffuse_memref_copy_hook\0";
 #[derive(Debug, Clone)]
 pub struct KernelCache {
     dir: PathBuf,
+    /// The C compiler that links kept kernels (`$CC`, else `cc`).
+    linker: PathBuf,
     /// The host CPU's model and feature flags: code compiled for one CPU may not run on
     /// another.
     host: String,
@@ -63,8 +66,15 @@ impl KernelCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         KernelCache {
             dir: dir.into(),
+            linker: std::env::var_os("CC").map_or_else(|| "cc".into(), PathBuf::from),
             host: host_cpu(),
         }
+    }
+
+    /// This cache, linking kernels with `linker` (a C compiler driver taking `cc`'s flags).
+    pub fn with_linker(mut self, linker: impl Into<PathBuf>) -> Self {
+        self.linker = linker.into();
+        self
     }
 
     /// The cache the environment asks for: the directory `DIFFUSE_KERNEL_CACHE` names
@@ -182,12 +192,17 @@ impl KernelCache {
         let forwarders = self.dir.join(format!("forwarders{stem}.c"));
         std::fs::write(&forwarders, FORWARDERS)
             .map_err(|e| format!("cannot write into {}: {e}", self.dir.display()))?;
-        let linker = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-        let linked = Command::new(&linker)
+        let linker = self.linker.display();
+        let mut command = Command::new(&self.linker);
+        command
             .args(["-shared", "-fPIC", "-O2", "-o"])
             .arg(&new_library)
             .arg(object)
-            .arg(&forwarders)
+            .arg(&forwarders);
+        // SAFETY: the closure makes system calls only, as the child of a multi-threaded
+        // process must before exec.
+        unsafe { command.pre_exec(close_inherited_descriptors) };
+        let linked = command
             .output()
             .map_err(|e| format!("cannot run {linker}: {e}"));
         let _ = std::fs::remove_file(&forwarders);
@@ -238,6 +253,23 @@ impl KernelCache {
             let _ = std::fs::remove_file(key.with_extension("so"));
         }
     }
+}
+
+/// In the linker's process, before exec: closes every descriptor but the standard ones. A
+/// library that opens files without close-on-exec would otherwise leave them open in the
+/// linker, and with them the locks on those files: HDF5 locks the files it opens, and a
+/// program (TorchSWE) reopening its output while a kernel was being linked failed to.
+fn close_inherited_descriptors() -> std::io::Result<()> {
+    // SAFETY: close_range takes no pointers; on kernels without it (before Linux 5.9) each
+    // descriptor is closed on its own.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            for fd in 3..4096 {
+                libc::close(fd);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `path` opened with every symbol resolved now (so that a missing one fails here, not when

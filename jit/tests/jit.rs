@@ -686,3 +686,54 @@ fn pruning_removes_the_least_recently_used_kernels() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The linker runs with the standard descriptors only: a descriptor the program holds
+/// without close-on-exec (as C libraries open files; HDF5 also locks them) is not open in
+/// it, so the program can reopen and lock its files while a kernel is being linked.
+#[test]
+fn the_linker_inherits_no_descriptors_but_the_standard_ones() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = std::env::temp_dir().join(format!("diffuse-kernel-fds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creates");
+    let held = std::fs::File::create(dir.join("held")).expect("creates");
+    const HELD: i32 = 987;
+    // SAFETY: plain descriptor calls on a file this test owns; 987 is free in a test process.
+    unsafe {
+        assert_eq!(libc::dup2(held.as_raw_fd(), HELD), HELD);
+        assert_eq!(
+            libc::fcntl(HELD, libc::F_SETFD, 0),
+            0,
+            "clears close-on-exec"
+        );
+    }
+    let linker = dir.join("linker.sh");
+    let listing = dir.join("descriptors");
+    std::fs::write(
+        &linker,
+        format!(
+            "#!/bin/sh\nls /proc/$$/fd > '{}'\nexec cc \"$@\"\n",
+            listing.display()
+        ),
+    )
+    .expect("writes");
+    std::fs::set_permissions(&linker, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let jit =
+        Jit::new().with_kernel_cache(KernelCache::new(dir.join("kernels")).with_linker(&linker));
+    add_then_scale_through(&jit);
+    // SAFETY: closes the duplicate made above.
+    unsafe { libc::close(HELD) };
+    let open: Vec<String> = std::fs::read_to_string(&listing)
+        .expect("the linker ran")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert!(!open.is_empty());
+    assert!(
+        !open.contains(&HELD.to_string()),
+        "open in the linker: {open:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
