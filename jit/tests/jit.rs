@@ -1,5 +1,5 @@
 //! The JIT end to end on hand-written kinds: composition, temporaries, broadcasting,
-//! scalars, reductions, caching and failures.
+//! scalars, reductions, caching (in memory and on disk) and failures.
 
 use std::sync::Arc;
 
@@ -7,7 +7,9 @@ use diffuse_ir::{
     element_type, tensor_type, DType, KernelError, MlirGenerator, MlirSignature, Privilege,
     ReductionOp, Scalar, TaskKind,
 };
-use diffuse_jit::{Jit, JitError, KernelCache, KernelParam, KernelSignature, KernelStep, MemRef};
+use diffuse_jit::{
+    CpuKernel, Jit, JitError, KernelCache, KernelParam, KernelSignature, KernelStep, MemRef,
+};
 
 #[path = "jit/gpu.rs"]
 mod gpu;
@@ -347,28 +349,9 @@ fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
         "the temporary's extent is the space"
     );
     let (rows, cols) = (3usize, 4usize);
-    let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 - 4.5).collect();
-    let mut b: Vec<f64> = (0..cols).map(|j| 0.25 * j as f64).collect();
-    let mut out = vec![0.0; rows * cols];
-    let full = [rows as i64, cols as i64];
-    let strides = [cols as i64, 1];
-    unsafe {
-        kernel
-            .call(
-                &[
-                    memref(&mut a, &full, &strides),
-                    memref(&mut b, &[1, cols as i64], &strides),
-                    MemRef {
-                        ptr: std::ptr::null_mut(),
-                        sizes: &full,
-                        strides: &strides,
-                    },
-                    memref(&mut out, &full, &strides),
-                ],
-                &[Scalar::F64(-2.0)],
-            )
-            .expect("calls");
-    }
+    let a: Vec<f64> = (0..rows * cols).map(|i| i as f64 - 4.5).collect();
+    let b: Vec<f64> = (0..cols).map(|j| 0.25 * j as f64).collect();
+    let out = call_with_a_row(&kernel, (rows, cols), &a, &b, -2.0);
     for i in 0..rows {
         for j in 0..cols {
             let t = a[i * cols + j] + b[j];
@@ -463,8 +446,21 @@ fn failures_are_typed_and_cached() {
 fn add_then_scale_through(jit: &Jit) -> Vec<f64> {
     let kernel = jit.kernel(&add_then_scale()).expect("compiles");
     let (rows, cols) = (5usize, 7usize);
-    let mut a: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.25 - 3.0).collect();
-    let mut b: Vec<f64> = (0..cols).map(|j| 0.5 + j as f64).collect();
+    let a: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.25 - 3.0).collect();
+    let b: Vec<f64> = (0..cols).map(|j| 0.5 + j as f64).collect();
+    call_with_a_row(&kernel, (rows, cols), &a, &b, 3.0)
+}
+
+/// Calls a kernel of `add_then_scale`'s parameters (a `rows x cols` array, a broadcast row,
+/// a temporary, the output) and scalar `s`; returns the output.
+fn call_with_a_row(
+    kernel: &CpuKernel,
+    (rows, cols): (usize, usize),
+    a: &[f64],
+    b: &[f64],
+    s: f64,
+) -> Vec<f64> {
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
     let mut out = vec![0.0; rows * cols];
     let full = [rows as i64, cols as i64];
     let strides = [cols as i64, 1];
@@ -482,7 +478,7 @@ fn add_then_scale_through(jit: &Jit) -> Vec<f64> {
                     },
                     memref(&mut out, &full, &strides),
                 ],
-                &[Scalar::F64(3.0)],
+                &[Scalar::F64(s)],
             )
             .expect("calls");
     }
