@@ -77,7 +77,8 @@ pub struct AppArgs {
     pub fusion: Switch,
     /// JIT-compile fused tasks' kernels (with `--fusion on`): `on` compiles in the
     /// background while native kernels run, `sync` compiles before running, `off` runs
-    /// native kernels only.
+    /// native kernels only. Compiled kernels are kept for later runs in the directory
+    /// `DIFFUSE_KERNEL_CACHE` names (default `~/.cache/diffuse/kernels`; `off`: none).
     #[arg(long, value_enum, default_value_t = JitMode::On)]
     pub jit: JitMode,
     /// Prefer GPUs for every task (a shorthand for the mapper `Task * GPU,CPU;`; compiled
