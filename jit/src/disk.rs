@@ -19,10 +19,10 @@
 //! owns, like any build cache, and removing the directory is always safe.
 
 use std::ffi::c_void;
+use std::ffi::{CString, OsStr};
 use std::hash::Hasher;
-use std::os::unix::process::CommandExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
@@ -189,30 +189,17 @@ impl KernelCache {
             let _ = std::fs::remove_file(&new_library);
             let _ = std::fs::remove_file(&new_key);
         };
-        let forwarders = self.dir.join(format!("forwarders{stem}.c"));
-        std::fs::write(&forwarders, FORWARDERS)
-            .map_err(|e| format!("cannot write into {}: {e}", self.dir.display()))?;
-        let linker = self.linker.display();
-        let mut command = Command::new(&self.linker);
-        command
-            .args(["-shared", "-fPIC", "-O2", "-o"])
-            .arg(&new_library)
-            .arg(object)
-            .arg(&forwarders);
-        // SAFETY: the closure makes system calls only, as the child of a multi-threaded
-        // process must before exec.
-        unsafe { command.pre_exec(close_inherited_descriptors) };
-        let linked = command
-            .output()
-            .map_err(|e| format!("cannot run {linker}: {e}"));
-        let _ = std::fs::remove_file(&forwarders);
-        let linked = linked?;
-        if !linked.status.success() {
+        let forwarders = self.forwarders()?;
+        let linked = self.run(&[
+            OsStr::new("-shared"),
+            OsStr::new("-o"),
+            new_library.as_os_str(),
+            object.as_os_str(),
+            forwarders.as_os_str(),
+        ]);
+        if let Err(e) = linked {
             cleanup();
-            return Err(format!(
-                "{linker} -shared failed: {}",
-                String::from_utf8_lossy(&linked.stderr).trim()
-            ));
+            return Err(e);
         }
         let loadable = open(&new_library)
             .and_then(|l| entry_point(&l, symbol).map(|_| ()))
@@ -231,6 +218,54 @@ impl KernelCache {
 }
 
 impl KernelCache {
+    /// The object of the forwarders every kept kernel is linked with, compiled into the
+    /// cache once (named by a hash of its source).
+    fn forwarders(&self) -> Result<PathBuf, String> {
+        let object = self
+            .dir
+            .join(format!("forwarders-{}.o", Self::name(FORWARDERS)));
+        if object.exists() {
+            return Ok(object);
+        }
+        let stem = unique();
+        let (source, new_object) = (
+            self.dir.join(format!("forwarders.{stem}.c")),
+            self.dir.join(format!("forwarders.{stem}.o")),
+        );
+        std::fs::write(&source, FORWARDERS)
+            .map_err(|e| format!("cannot write into {}: {e}", self.dir.display()))?;
+        let compiled = self
+            .run(&[
+                OsStr::new("-c"),
+                OsStr::new("-fPIC"),
+                OsStr::new("-O2"),
+                OsStr::new("-o"),
+                new_object.as_os_str(),
+                source.as_os_str(),
+            ])
+            .and_then(|()| {
+                std::fs::rename(&new_object, &object)
+                    .map_err(|e| format!("cannot write into {}: {e}", self.dir.display()))
+            });
+        let _ = std::fs::remove_file(&source);
+        let _ = std::fs::remove_file(&new_object);
+        compiled.map(|()| object)
+    }
+
+    /// Runs the C compiler with `args`, with the standard descriptors only (see
+    /// [`spawn_closed`]); the reason when it cannot be run or fails.
+    fn run(&self, args: &[&OsStr]) -> Result<(), String> {
+        let errors = self.dir.join(format!(".cc-errors.{}", unique()));
+        let outcome = spawn_closed(&self.linker, args, &errors);
+        let said = std::fs::read_to_string(&errors).unwrap_or_default();
+        let _ = std::fs::remove_file(&errors);
+        outcome.map_err(|e| {
+            let said = said.trim();
+            let colon = if said.is_empty() { "" } else { ": " };
+            format!("{} {e}{colon}{said}", self.linker.display())
+        })
+    }
+
     /// Removes the least recently used quarter of the kernels when more than `limit` are
     /// kept (by their keys' modification times; a kernel whose key is gone no longer loads,
     /// so a key goes first).
@@ -255,21 +290,88 @@ impl KernelCache {
     }
 }
 
-/// In the linker's process, before exec: closes every descriptor but the standard ones. A
+/// Runs `program` with `args` (found on `PATH`) and waits for it: its standard input and
+/// output on `/dev/null`, its standard error into `errors`, and no other descriptor open. A
 /// library that opens files without close-on-exec would otherwise leave them open in the
-/// linker, and with them the locks on those files: HDF5 locks the files it opens, and a
+/// child, and with them the locks on those files: HDF5 locks the files it opens, and a
 /// program (TorchSWE) reopening its output while a kernel was being linked failed to.
-fn close_inherited_descriptors() -> std::io::Result<()> {
-    // SAFETY: close_range takes no pointers; on kernels without it (before Linux 5.9) each
-    // descriptor is closed on its own.
+/// `posix_spawn` rather than `std::process::Command`, which forks (copying the page tables
+/// of a process that may hold gigabytes: ~40 ms per kernel) as soon as the child must run
+/// code of its own before exec, as closing descriptors would need.
+fn spawn_closed(program: &Path, args: &[&OsStr], errors: &Path) -> Result<(), String> {
+    let c_string = |s: &OsStr| {
+        CString::new(s.as_bytes()).map_err(|_| format!("argument {s:?} holds a NUL byte"))
+    };
+    let mut owned = vec![c_string(program.as_os_str())?];
+    for arg in args {
+        owned.push(c_string(arg)?);
+    }
+    let environment: Vec<CString> = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let mut pair = k.into_vec();
+            pair.push(b'=');
+            pair.extend(v.into_vec());
+            CString::new(pair).ok()
+        })
+        .collect();
+    let pointers = |strings: &[CString]| -> Vec<*mut libc::c_char> {
+        strings
+            .iter()
+            .map(|c| c.as_ptr().cast_mut())
+            .chain(std::iter::once(std::ptr::null_mut()))
+            .collect()
+    };
+    let (argv, envp) = (pointers(&owned), pointers(&environment));
+    let null = c_string(OsStr::new("/dev/null"))?;
+    let errors = c_string(errors.as_os_str())?;
+    // SAFETY: the file actions are initialized before use and destroyed once; every pointer
+    // passed is a NUL-terminated string, or a NULL-terminated array of them, that outlives
+    // the calls; `pid` and `status` are written by the calls.
     unsafe {
-        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
-            for fd in 3..4096 {
-                libc::close(fd);
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        if libc::posix_spawn_file_actions_init(&mut actions) != 0 {
+            return Err("cannot be started (file actions)".into());
+        }
+        let redirect =
+            |actions: &mut libc::posix_spawn_file_actions_t, fd, path: &CString, flags| {
+                libc::posix_spawn_file_actions_addopen(actions, fd, path.as_ptr(), flags, 0o600)
+                    == 0
+            };
+        let prepared = redirect(&mut actions, 0, &null, libc::O_RDONLY)
+            && redirect(&mut actions, 1, &null, libc::O_WRONLY)
+            && redirect(
+                &mut actions,
+                2,
+                &errors,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            )
+            && libc::posix_spawn_file_actions_addclosefrom_np(&mut actions, 3) == 0;
+        let mut pid: libc::pid_t = 0;
+        let spawned = prepared
+            && libc::posix_spawnp(
+                &mut pid,
+                owned[0].as_ptr(),
+                &actions,
+                std::ptr::null(),
+                argv.as_ptr(),
+                envp.as_ptr(),
+            ) == 0;
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        if !spawned {
+            return Err("cannot be started".into());
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return Err("could not be waited for".into());
             }
         }
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Ok(())
+        } else {
+            Err(format!("failed (wait status {status})"))
+        }
     }
-    Ok(())
 }
 
 /// `path` opened with every symbol resolved now (so that a missing one fails here, not when
