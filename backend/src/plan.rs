@@ -96,7 +96,9 @@ pub struct CompiledKernel {
 /// A run of consecutive constituents of a fused task whose kinds all have MLIR bodies,
 /// compiled on its own because another constituent of the task has none: the task's points
 /// run it between the other constituents' native kernels. Temporaries it shares with
-/// constituents outside the run are passed to it in their point-local buffers.
+/// constituents outside the run are passed to it in their point-local buffers. (A point run
+/// strip by strip, or watched for floating-point exceptions, runs every constituent
+/// natively.)
 #[derive(Clone)]
 pub struct Segment {
     /// The constituents it runs, in program order.

@@ -5,25 +5,27 @@
 //! Each kernel is a shared library `<name>.so` linked (by `cc -shared`) from the
 //! position-independent object the JIT made of it, and `<name>.key` beside it holds what the
 //! machine code depends on: this crate's version, the MLIR release and optimization level,
-//! the host CPU (model and feature flags), both pass pipelines and the composed MLIR. The name is a 128-bit hash of that material,
-//! and a kernel is loaded only when its `.key` equals the material in full, so neither a
-//! hash collision nor a cache written by another version or CPU can bring in wrong code.
+//! the host CPU (model and feature flags), the forwarders below, both pass pipelines and the
+//! composed MLIR. The name is a 128-bit hash of that material, and a kernel is loaded only
+//! when its `.key` equals the material in full, so neither a hash collision nor a cache
+//! written by another version or CPU can bring in wrong code.
 //! Files are written under temporary names and renamed into place, so processes sharing
 //! the directory never see half a file. Kernels may call the functions the JIT provides
 //! (`support.rs`: `memrefCopy`): each library carries a forwarder to them, pointed at this
 //! process's functions when it is loaded.
 //!
-//! The cache holds at most [`MAX_KERNELS`] kernels: past that, keeping one first removes
-//! the quarter of them least recently used (loading a kernel marks it used). The libraries
+//! The cache holds about [`MAX_KERNELS`] kernels: the first kernel a process keeps prunes it
+//! to three quarters of that when it holds more, least recently used first (loading a
+//! kernel marks it used). The libraries
 //! hold machine code only (no initializers); they are opened from a directory the user
 //! owns, like any build cache, and removing the directory is always safe.
 
-use std::ffi::c_void;
-use std::ffi::{CString, OsStr};
+use std::ffi::{c_void, CString, OsStr};
 use std::hash::Hasher;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
 
 use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
 use siphasher::sip128::{Hasher128, SipHasher13};
@@ -44,7 +46,8 @@ diffuse_memref_copy_fn diffuse_memref_copy_hook;
 void memrefCopy(long size, void *src, void *dst) { diffuse_memref_copy_hook(size, src, dst); }
 ";
 
-/// The most kernels a cache directory holds (a kernel takes about 100 KB with its key).
+/// Past this many kernels, the first kernel a process keeps prunes the cache to three
+/// quarters of it (a kernel takes about 100 KB with its key).
 pub const MAX_KERNELS: usize = 4096;
 
 /// The symbol of the pointer the forwarder of `memrefCopy` calls through.
@@ -59,6 +62,8 @@ pub struct KernelCache {
     /// The host CPU's model and feature flags: code compiled for one CPU may not run on
     /// another.
     host: String,
+    /// Pruned (once per cache, when it first keeps a kernel).
+    pruned: Arc<Once>,
 }
 
 impl KernelCache {
@@ -68,6 +73,7 @@ impl KernelCache {
             dir: dir.into(),
             linker: std::env::var_os("CC").map_or_else(|| "cc".into(), PathBuf::from),
             host: host_cpu(),
+            pruned: Arc::new(Once::new()),
         }
     }
 
@@ -119,7 +125,7 @@ impl KernelCache {
     fn material(&self, text: &str) -> String {
         format!(
             "diffuse-jit {} (MLIR {}), -O{OPT_LEVEL}, position-independent\n{}\n\
-             {FUSE_PIPELINE}\n{LOWER_PIPELINE}\n{text}",
+             {FORWARDERS}{FUSE_PIPELINE}\n{LOWER_PIPELINE}\n{text}",
             env!("CARGO_PKG_VERSION"),
             MLIR_VERSION,
             self.host
@@ -178,7 +184,7 @@ impl KernelCache {
         let base = self.dir.join(Self::name(&material));
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
-        self.prune(MAX_KERNELS);
+        self.pruned.call_once(|| self.prune(MAX_KERNELS));
         let stem = format!(".{}", unique());
         let (library, key) = (base.with_extension("so"), base.with_extension("key"));
         let (new_library, new_key) = (
@@ -215,9 +221,7 @@ impl KernelCache {
         }
         written
     }
-}
 
-impl KernelCache {
     /// The object of the forwarders every kept kernel is linked with, compiled into the
     /// cache once (named by a hash of its source).
     fn forwarders(&self) -> Result<PathBuf, String> {

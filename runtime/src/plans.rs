@@ -74,8 +74,8 @@ struct SegmentRequest {
     params: Vec<KernelParamSource>,
 }
 
-/// The fewest constituents a segment runs: one element-wise operation alone runs about as
-/// fast natively, and every segment is one more kernel to compile.
+/// The fewest constituents a segment runs: every segment is one more kernel to compile (tens
+/// of milliseconds), worth it for fused work, not for one operation alone.
 const MIN_SEGMENT: usize = 2;
 
 /// Templates kept per key: a key sees a few shapes at most (e.g. a kind at two sizes).
@@ -214,8 +214,14 @@ impl Launcher {
         let pending = match &self.jit {
             Some(_) if fused && !gpu && !tasks.iter().all(compilable) => {
                 template.decide_kernel(None);
-                let requests: Vec<SegmentRequest> = runs(tasks, compilable)
-                    .filter(|run| run.len() >= MIN_SEGMENT)
+                let mut end = 0;
+                let requests: Vec<SegmentRequest> = tasks
+                    .chunk_by(|a, b| compilable(a) == compilable(b))
+                    .filter_map(|run| {
+                        let constituents = end..end + run.len();
+                        end = constituents.end;
+                        (compilable(&run[0]) && run.len() >= MIN_SEGMENT).then_some(constituents)
+                    })
                     .map(|constituents| {
                         let (signature, params) = signature(&template, tasks, constituents.clone());
                         SegmentRequest {
@@ -247,28 +253,6 @@ impl Launcher {
         };
         Ok(Cached { template, pending })
     }
-}
-
-/// The maximal runs of consecutive tasks that satisfy `keep`, as index ranges.
-fn runs<'a>(
-    tasks: &'a [IndexTask],
-    keep: impl Fn(&IndexTask) -> bool + 'a,
-) -> impl Iterator<Item = Range<usize>> + 'a {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        while start < tasks.len() && !keep(&tasks[start]) {
-            start += 1;
-        }
-        if start == tasks.len() {
-            return None;
-        }
-        let end = (start..tasks.len())
-            .find(|&i| !keep(&tasks[i]))
-            .unwrap_or(tasks.len());
-        let run = start..end;
-        start = end;
-        Some(run)
-    })
 }
 
 /// Asks the JIT for pending kernels; makes the template's choice final once they are ready
