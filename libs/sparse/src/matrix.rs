@@ -1,15 +1,18 @@
 //! Distributed CSR matrices and SpMV as index tasks.
 //!
-//! A [`CsrMatrix`] keeps four stores: each row's start and end in the entry arrays (two
-//! `i64` vectors of the row count, tiled like the rows), and the entries' column indices
-//! (`i32` or `i64`) and values (`f64`). `y = A x` is one index task over row tiles, one per
+//! A [`CsrMatrix`] keeps three stores: where each row ends in the entry arrays (a vector of
+//! the row count, tiled like the rows; a row starts where the one before it in its tile ends,
+//! the tile's first row at 0), and the entries' column indices and values (`f64`). The
+//! indices (row ends and columns) are `i32` when every tile's entry count and the column
+//! count fit, as PETSc's are, else `i64`: SpMV moves every index once per product, so this
+//! is a third of its traffic at 5 entries per row. `y = A x` is one index task over row tiles, one per
 //! processor: `y`, the starts and the ends through the same blocked tiling; the entries and
 //! `x` through image partitions computed once from the sparsity pattern when the matrix is
 //! built, as distributed solvers partition them: row tile `c` reads the entries of its rows
 //! (one contiguous range) and the elements of `x` between the smallest and the largest
 //! column those entries name (its own part of `x` plus the halo it shares with its
 //! neighbours). The stored indices are local to the tile, as in a distributed solver's local
-//! matrix: starts and ends count from the tile's first entry, columns from the first column
+//! matrix: row ends count from the tile's first entry, columns from the first column
 //! of its `x` box, so a point indexes its sub-stores directly. Partitions still compare in
 //! O(1) (images are hash-consed when built), and a distributed backend moves only the halos
 //! of `x` per product instead of all of it.
@@ -34,7 +37,6 @@ pub struct CsrMatrix {
     rows: i64,
     cols: i64,
     width: IndexWidth,
-    starts: Store,
     ends: Store,
     columns: Store,
     values: Store,
@@ -108,43 +110,25 @@ impl CsrMatrix {
             entries: Partition::image(launch, entry_boxes.clone())?,
             x: Partition::image(launch, x_boxes.clone())?,
         };
+        // Row ends and columns local to their tile (module documentation), in the narrowest
+        // width that holds the column count and every tile's entry count.
+        let width = index_width(
+            host.columns().width(),
+            entry_boxes.iter().map(|b| b.hi[0] - b.lo[0]),
+        );
         let first_entry = |row: i64| entry_boxes[tile_of(row) as usize].lo[0];
         let rows_len = offsets.len().saturating_sub(1);
-        let starts = alloc::collect(
-            (0..rows_len).map(|r| offsets[r] - first_entry(r as i64)),
-            "the row starts",
-        )?;
-        let ends = alloc::collect(
-            (0..rows_len).map(|r| offsets[r + 1] - first_entry(r as i64)),
-            "the row ends",
-        )?;
+        let ends = (0..rows_len).map(|r| offsets[r + 1] - first_entry(r as i64));
+        let ends = indices(ir, rows, width, ends, "the row ends")?;
         // The tile of every entry, for its local column.
         let mut first_column = alloc::filled(host.nnz(), 0i64, "the entries' first columns")?;
         for c in 0..tiles as usize {
             let (e0, e1) = (entry_boxes[c].lo[0] as usize, entry_boxes[c].hi[0] as usize);
             first_column[e0..e1].fill(x_boxes[c].lo[0]);
         }
-        let starts = ir.store_from_vec(&[rows], starts)?;
-        let ends = ir.store_from_vec(&[rows], ends)?;
         let nnz = host.nnz() as i64;
-        let columns = match host.columns() {
-            ColumnIndices::I32(c) => ir.store_from_vec(
-                &[nnz],
-                alloc::collect(
-                    c.iter()
-                        .zip(&first_column)
-                        .map(|(&col, &lo)| (i64::from(col) - lo) as i32),
-                    "the local column indices",
-                )?,
-            )?,
-            ColumnIndices::I64(c) => ir.store_from_vec(
-                &[nnz],
-                alloc::collect(
-                    c.iter().zip(&first_column).map(|(&col, &lo)| col - lo),
-                    "the local column indices",
-                )?,
-            )?,
-        };
+        let local = (0..host.nnz()).map(|k| columns_of(k) - first_column[k]);
+        let columns = indices(ir, nnz, width, local, "the local column indices")?;
         let values = ir.store_from_vec(
             &[nnz],
             alloc::collect(host.values().iter().copied(), "the values")?,
@@ -153,8 +137,7 @@ impl CsrMatrix {
             cx: cx.clone(),
             rows,
             cols: host.cols(),
-            width: host.columns().width(),
-            starts,
+            width,
             ends,
             columns,
             values,
@@ -198,7 +181,6 @@ impl CsrMatrix {
             let by_rows = |s: &Store| s.view().blocked(launch).map_err(SparseError::from);
             let task = IndexTask::new(&spmv_kind(self.width)?, launch)
                 .arg(&y, by_rows(&y)?, Privilege::Write)
-                .arg(&self.starts, by_rows(&self.starts)?, Privilege::Read)
                 .arg(&self.ends, by_rows(&self.ends)?, Privilege::Read)
                 .arg(&self.columns, self.tiles.entries.clone(), Privilege::Read)
                 .arg(&self.values, self.tiles.entries.clone(), Privilege::Read)
@@ -209,6 +191,32 @@ impl CsrMatrix {
     }
 }
 
+/// The width of a distributed matrix's indices: the host matrix's column width, unless a
+/// tile holds more entries than `i32` counts (`tile_entries`), which needs `i64` row ends.
+fn index_width(columns: IndexWidth, tile_entries: impl IntoIterator<Item = i64>) -> IndexWidth {
+    let fits = |entries: i64| entries <= i64::from(i32::MAX);
+    match columns {
+        IndexWidth::I32 if tile_entries.into_iter().all(fits) => IndexWidth::I32,
+        _ => IndexWidth::I64,
+    }
+}
+
+/// A 1-d store of `len` indices in `width` (each fits: the caller chose `width` for them).
+fn indices(
+    ir: &diffuse_ir::Context,
+    len: i64,
+    width: IndexWidth,
+    values: impl ExactSizeIterator<Item = i64>,
+    what: &str,
+) -> Result<Store, SparseError> {
+    Ok(match width {
+        IndexWidth::I32 => {
+            ir.store_from_vec(&[len], alloc::collect(values.map(|v| v as i32), what)?)?
+        }
+        IndexWidth::I64 => ir.store_from_vec(&[len], alloc::collect(values, what)?)?,
+    })
+}
+
 /// The 1-d box `[lo, hi)`.
 fn span(lo: i64, hi: i64) -> Rect {
     Rect {
@@ -217,7 +225,8 @@ fn span(lo: i64, hi: i64) -> Rect {
     }
 }
 
-/// The SpMV task kind for column indices of `width` (registered once per width).
+/// The SpMV task kind for row ends and column indices of `width` (registered once per
+/// width).
 // The declaration returns the IR's registration error, large by design (see diffuse-ir).
 #[allow(clippy::result_large_err)]
 fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
@@ -232,12 +241,11 @@ fn spmv_kind(width: IndexWidth) -> Result<Arc<TaskKind>, SparseError> {
     let kind = TaskKind::lookup_or_register(name, |builder| {
         let builder = builder
             .arg("y", DType::F64, Privilege::Write)
-            .arg("starts", DType::I64, Privilege::Read)
-            .arg("ends", DType::I64, Privilege::Read)
+            .arg("ends", dtype, Privilege::Read)
             .arg("columns", dtype, Privilege::Read)
             .arg("values", DType::F64, Privilege::Read)
             .arg("x", DType::F64, Privilege::Read)
-            .aligned(&[0, 1, 2])
+            .aligned(&[0, 1])
             // Lets the JIT compile the product into fused kernels (see `crate::mlir`).
             .mlir(Arc::new(SpmvGenerator { name, width }));
         match width {
@@ -258,30 +266,34 @@ fn elements<'a, T: diffuse_ir::Element>(v: &'a ReadView<'_, T>) -> &'a [T] {
 }
 
 /// The native SpMV of one row tile: each row's entries in stored order, summed
-/// sequentially (the order [`HostCsr::matvec`] uses).
-fn spmv_native<C>(t: &PointTask<'_>) -> Result<(), KernelError>
+/// sequentially (the order [`HostCsr::matvec`] uses); a row starts where the previous one
+/// ended, the tile's first at 0.
+fn spmv_native<I>(t: &PointTask<'_>) -> Result<(), KernelError>
 where
-    C: diffuse_ir::Element + Copy + TryInto<usize>,
+    I: diffuse_ir::Element + Copy + TryInto<usize>,
 {
-    let starts = t.read::<i64>(1)?;
-    let ends = t.read::<i64>(2)?;
-    let columns = t.read::<C>(3)?;
-    let values = t.read::<f64>(4)?;
-    let x = t.read::<f64>(5)?;
+    let ends = t.read::<I>(1)?;
+    let columns = t.read::<I>(2)?;
+    let values = t.read::<f64>(3)?;
+    let x = t.read::<f64>(4)?;
     let mut y = t.write::<f64>(0)?;
     if y.rows() == 0 {
         // An empty tile (the last ones, when the rows do not divide evenly).
         return Ok(());
     }
     let (columns, values, x) = (elements(&columns), elements(&values), elements(&x));
-    for ((out, &lo), &hi) in y.row_mut(0).iter_mut().zip(starts.row(0)).zip(ends.row(0)) {
-        let (lo, hi) = (lo.max(0) as usize, hi.max(0) as usize);
-        if lo > hi || hi > values.len() || hi > columns.len() {
-            return Err(t.error(format!(
-                "row entries {lo}..{hi} outside the {} stored",
-                values.len()
-            )));
-        }
+    let mut lo = 0;
+    for (out, &hi) in y.row_mut(0).iter_mut().zip(ends.row(0)) {
+        let hi: usize = hi
+            .try_into()
+            .ok()
+            .filter(|&hi| lo <= hi && hi <= values.len() && hi <= columns.len())
+            .ok_or_else(|| {
+                t.error(format!(
+                    "a row ending outside {lo}..={} of the entries stored",
+                    values.len()
+                ))
+            })?;
         let mut sum = 0.0;
         for (&c, &v) in columns[lo..hi].iter().zip(&values[lo..hi]) {
             let c: usize = c
@@ -292,6 +304,21 @@ where
             sum += v * x[c];
         }
         *out = sum;
+        lo = hi;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_are_32_bit_while_columns_and_every_tile_fit() {
+        let max = i64::from(i32::MAX);
+        assert_eq!(index_width(IndexWidth::I32, [5, max]), IndexWidth::I32);
+        assert_eq!(index_width(IndexWidth::I32, [5, max + 1]), IndexWidth::I64);
+        assert_eq!(index_width(IndexWidth::I64, [5]), IndexWidth::I64);
+        assert_eq!(index_width(IndexWidth::I32, []), IndexWidth::I32);
+    }
 }

@@ -2,8 +2,9 @@
 //! product fuses, through the JIT, with the vector operations around it.
 //!
 //! One point task computes its tile of rows: an `scf.for` over the rows carries the output
-//! tensor and inserts each row's value; an inner `scf.for` over the row's entries
-//! `starts[i]..ends[i]` carries the running sum, from `+0.0`, adding `value * x[column]` in
+//! tensor and where the row starts (the previous row's end; 0 for the tile's first), and
+//! inserts each row's value; an inner `scf.for` over the row's entries `start..ends[i]`
+//! carries the running sum, from `+0.0`, adding `value * x[column]` in
 //! stored order with a separate `arith.mulf` and `arith.addf` (no `fma`, no fast-math flags,
 //! so LLVM may neither contract nor reorder them). That is exactly what the native kernel
 //! computes, so compiled and native products are equal bit for bit.
@@ -13,8 +14,8 @@
 //! `iter_args` is the destination tensor, and every `tensor.insert` goes into it) and reads the
 //! entries and `x` straight from their parameters, with no copy.
 //!
-//! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows), whose
-//! body runs the same inner loop over the row's entries (reading the entries and `x` as
+//! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows) over
+//! `ends`, each row reading its start from the row before, whose body runs the same inner loop over the row's entries (reading the entries and `x` as
 //! tensors from above). The JIT's element-wise fusion then moves the vector operations that
 //! consume the product into that body, so a product whose result is a temporary (`r = b - A
 //! x`) leaves nothing in memory, and the GPU path maps the rows onto threads as it maps any
@@ -22,7 +23,8 @@
 //!
 //! The compiled code does not bounds-check. That is sound because a `CsrMatrix`'s stores are
 //! private and built only by `CsrMatrix::from_host` from a [`crate::HostCsr`], whose row
-//! offsets are non-decreasing from 0 to the entry count and whose column indices were checked
+//! offsets are non-decreasing from 0 to the entry count (so are each tile's row ends, from
+//! its first entry) and whose column indices were checked
 //! against the column count when its `Triplets` were built (`Triplets::push`); `spmv` checks
 //! that `x` has one element per column, and `Replicate` hands every point the whole of the
 //! entries and of `x`.
@@ -35,12 +37,12 @@ use diffuse_ir::{
 use crate::csr::IndexWidth;
 
 /// Generates the kernel of `sparse.spmv.f64.<width>`:
-/// `(y: Write, starts: Read, ends: Read, columns: Read, values: Read, x: Read) -> y`,
-/// all 1-d, no scalars.
+/// `(y: Write, ends: Read, columns: Read, values: Read, x: Read) -> y`, all 1-d, no scalars,
+/// the row ends and columns of the index width.
 pub(crate) struct SpmvGenerator {
     /// The kind's name (for errors).
     pub(crate) name: &'static str,
-    /// The width of the column indices (argument 3's element type).
+    /// The width of the row ends and column indices (arguments 1 and 2).
     pub(crate) width: IndexWidth,
 }
 
@@ -54,18 +56,17 @@ impl SpmvGenerator {
         }
     }
 
-    /// Checks `sig` against the kind's declaration: six 1-d store arguments of the declared
+    /// Checks `sig` against the kind's declaration: five 1-d store arguments of the declared
     /// element types and privileges, no scalars.
     fn check(&self, sig: &MlirSignature<'_>) -> Result<(), KernelError> {
-        let column = match self.width {
+        let index = match self.width {
             IndexWidth::I32 => DType::I32,
             IndexWidth::I64 => DType::I64,
         };
         let expected = [
             (DType::F64, Privilege::Write),
-            (DType::I64, Privilege::Read),
-            (DType::I64, Privilege::Read),
-            (column, Privilege::Read),
+            (index, Privilege::Read),
+            (index, Privilege::Read),
             (DType::F64, Privilege::Read),
             (DType::F64, Privilege::Read),
         ];
@@ -93,30 +94,27 @@ impl SpmvGenerator {
 impl MlirGenerator for SpmvGenerator {
     fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
         self.check(sig)?;
-        let [y, starts, ends, columns, values, x] =
-            [0, 1, 2, 3, 4, 5].map(|i| tensor_type(&sig.args[i]));
-        let column = element_type(sig.args[3].dtype);
+        let [y, ends, columns, values, x] = [0, 1, 2, 3, 4].map(|i| tensor_type(&sig.args[i]));
+        let index = element_type(sig.args[1].dtype);
+        let types = [&y, &ends, &columns, &values, &x];
         if sig.target == KernelTarget::Device {
-            return Ok(device_kernel(
-                symbol,
-                [&y, &starts, &ends, &columns, &values, &x],
-                column,
-            ));
+            return Ok(device_kernel(symbol, types, index));
         }
-        // Row `i` of the tile: `y[i]` is its sum.
-        let sum = row_sum(&columns, column, &values, &x);
+        // Row `i` of the tile: `y[i]` is its sum; the next row starts where it ends.
+        let sum = row_sum(&columns, index, &values, &x);
         Ok(format!(
-            "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
-%columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
+            "func.func private @{symbol}(%y: {y}, %ends: {ends}, %columns: {columns}, \
+%values: {values}, %x: {x}) -> ({y}) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0x0000000000000000 : f64
   %rows = tensor.dim %y, %c0 : {y}
-  %out = scf.for %i = %c0 to %rows step %c1 iter_args(%acc_y = %y) -> ({y}) {{
-    %lo_i64 = tensor.extract %starts[%i] : {starts}
-    %hi_i64 = tensor.extract %ends[%i] : {ends}
+  %out, %last = scf.for %i = %c0 to %rows step %c1 iter_args(%acc_y = %y, %lo = %c0) \
+-> ({y}, index) {{
+    %hi_raw = tensor.extract %ends[%i] : {ends}
+    %hi = arith.index_cast %hi_raw : {index} to index
 {sum}    %row = tensor.insert %sum into %acc_y[%i] : {y}
-    scf.yield %row : {y}
+    scf.yield %row, %hi : {y}, index
   }}
   return %out : {y}
 }}
@@ -126,21 +124,29 @@ impl MlirGenerator for SpmvGenerator {
 }
 
 /// The GPU form of the kernel (module docs): the rows as a parallel `linalg.generic` over
-/// `starts` and `ends` into `y`, each row's sum the host form's inner loop. `types` are the
-/// tensor types of `y, starts, ends, columns, values, x`; `column` the column indices' element
-/// type.
-fn device_kernel(symbol: &str, types: [&String; 6], column: &str) -> String {
-    let [y, starts, ends, columns, values, x] = types;
-    let sum = row_sum(columns, column, values, x);
+/// `ends` into `y`, row `i` starting at `ends[i - 1]` (0 for the first), each row's sum the
+/// host form's inner loop. `types` are the tensor types of `y, ends, columns, values, x`;
+/// `index` the indices' element type.
+fn device_kernel(symbol: &str, types: [&String; 5], index: &str) -> String {
+    let [y, ends, columns, values, x] = types;
+    let sum = row_sum(columns, index, values, x);
     format!(
-        "func.func private @{symbol}(%y: {y}, %starts: {starts}, %ends: {ends}, \
-%columns: {columns}, %values: {values}, %x: {x}) -> ({y}) {{
+        "func.func private @{symbol}(%y: {y}, %ends: {ends}, %columns: {columns}, \
+%values: {values}, %x: {x}) -> ({y}) {{
   %zero = arith.constant 0x0000000000000000 : f64
+  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %out = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, \
-affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], \
-iterator_types = [\"parallel\"]}} ins(%starts, %ends : {starts}, {ends}) outs(%y : {y}) {{
-  ^bb0(%lo_i64: i64, %hi_i64: i64, %unused: f64):
+  %out = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], \
+iterator_types = [\"parallel\"]}} ins(%ends : {ends}) outs(%y : {y}) {{
+  ^bb0(%hi_raw: {index}, %unused: f64):
+    %i = linalg.index 0 : index
+    %first = arith.cmpi eq, %i, %c0 : index
+    %above = arith.maxui %i, %c1 : index
+    %before = arith.subi %above, %c1 : index
+    %lo_raw = tensor.extract %ends[%before] : {ends}
+    %lo_end = arith.index_cast %lo_raw : {index} to index
+    %lo = arith.select %first, %c0, %lo_end : index
+    %hi = arith.index_cast %hi_raw : {index} to index
 {sum}    linalg.yield %sum : f64
   }} -> {y}
   return %out : {y}
@@ -150,15 +156,13 @@ iterator_types = [\"parallel\"]}} ins(%starts, %ends : {starts}, {ends}) outs(%y
 }
 
 /// The lines computing `%sum`, one row's product `sum over k in lo..hi of values[k] *
-/// x[columns[k]]` from the row's bounds `%lo_i64` and `%hi_i64`, from +0.0, in stored order
+/// x[columns[k]]` from the row's bounds `%lo` and `%hi` (`index` values), from +0.0, in stored order
 /// (the native kernel's), multiplying then adding (never a fused multiply-add); `%zero` and
 /// `%c1` are defined around them. The arguments are the tensor types of the entries' columns,
 /// values and `x`, and the columns' element type.
 fn row_sum(columns: &str, column: &str, values: &str, x: &str) -> String {
     format!(
-        "    %lo = arith.index_cast %lo_i64 : i64 to index
-    %hi = arith.index_cast %hi_i64 : i64 to index
-    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
+        "    %sum = scf.for %k = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {{
       %col = tensor.extract %columns[%k] : {columns}
       %j = arith.index_cast %col : {column} to index
       %v = tensor.extract %values[%k] : {values}
@@ -186,12 +190,11 @@ mod tests {
         }
     }
 
-    fn args(column: DType) -> [MlirArg; 6] {
+    fn args(index: DType) -> [MlirArg; 5] {
         [
             arg(DType::F64, Privilege::Write),
-            arg(DType::I64, Privilege::Read),
-            arg(DType::I64, Privilege::Read),
-            arg(column, Privilege::Read),
+            arg(index, Privilege::Read),
+            arg(index, Privilege::Read),
             arg(DType::F64, Privilege::Read),
             arg(DType::F64, Privilege::Read),
         ]
@@ -211,10 +214,10 @@ mod tests {
     #[test]
     fn the_kernel_has_the_abi_signature_and_sums_in_stored_order() {
         let targets = [KernelTarget::Host, KernelTarget::Device];
-        for (width, column) in [(IndexWidth::I32, DType::I32), (IndexWidth::I64, DType::I64)] {
+        for (width, index) in [(IndexWidth::I32, DType::I32), (IndexWidth::I64, DType::I64)] {
             for target in targets {
-                let ty = element_type(column);
-                let args = args(column);
+                let ty = element_type(index);
+                let args = args(index);
                 let sig = MlirSignature {
                     args: &args,
                     scalars: &[],
@@ -226,14 +229,19 @@ mod tests {
                 assert_eq!(device, target == KernelTarget::Device, "{text}");
                 assert!(
                     text.starts_with(&format!(
-                        "func.func private @k0(%y: tensor<?xf64>, %starts: tensor<?xi64>, \
-                     %ends: tensor<?xi64>, %columns: tensor<?x{ty}>, %values: tensor<?xf64>, \
-                     %x: tensor<?xf64>) -> (tensor<?xf64>) {{"
+                        "func.func private @k0(%y: tensor<?xf64>, %ends: tensor<?x{ty}>, \
+                     %columns: tensor<?x{ty}>, %values: tensor<?xf64>, %x: tensor<?xf64>) -> \
+                     (tensor<?xf64>) {{"
                     )),
                     "{text}"
                 );
                 assert!(
                     text.contains(&format!("arith.index_cast %col : {ty} to index")),
+                    "{text}"
+                );
+                // A row starts where the one before it ends.
+                assert!(
+                    text.contains(&format!("arith.index_cast %hi_raw : {ty} to index")),
                     "{text}"
                 );
                 // Multiply, then add to the running sum: never a fused multiply-add.
@@ -257,16 +265,19 @@ mod tests {
     #[test]
     fn other_signatures_are_refused() {
         let g = generator(IndexWidth::I32);
-        // 64-bit columns for the 32-bit kind.
+        // 64-bit indices for the 32-bit kind, or row ends of another width than the columns.
         assert!(generate(&g, &args(DType::I64)).is_err());
+        let mut mixed = args(DType::I32);
+        mixed[1].dtype = DType::I64;
+        assert!(generate(&g, &mixed).is_err());
         let mut wrong = args(DType::I32);
         wrong[0].privilege = Privilege::Reduce(ReductionOp::Sum);
         let err = generate(&g, &wrong).unwrap_err();
         assert!(err.reason.contains("argument 0"), "{}", err.reason);
         let mut wrong = args(DType::I32);
-        wrong[5].rank = 2;
+        wrong[4].rank = 2;
         assert!(generate(&g, &wrong).is_err());
-        assert!(generate(&g, &args(DType::I32)[..5]).is_err());
+        assert!(generate(&g, &args(DType::I32)[..4]).is_err());
         let with_scalar = args(DType::I32);
         let sig = MlirSignature::host(&with_scalar, &[DType::F64]);
         assert!(g.generate("k0", &sig).is_err());

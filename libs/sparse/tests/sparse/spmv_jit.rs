@@ -230,7 +230,8 @@ fn memref<'a, T>(data: &mut [T], len: &'a [i64]) -> MemRef<'a> {
 }
 
 /// The kind's generated MLIR compiles on its own for both widths, and the kernel computes
-/// a tile of rows from the middle of a matrix (absolute entry positions, the whole of `x`).
+/// a tile of rows from the middle of a matrix (its entries, row ends counted from its first
+/// entry, the whole of `x`).
 #[test]
 fn the_generated_kernel_compiles_and_runs_for_both_widths() {
     let jit = Jit::new();
@@ -238,7 +239,7 @@ fn the_generated_kernel_compiles_and_runs_for_both_widths() {
     let x: Vec<f64> = wavy(25, 0.8);
     for w in [IndexWidth::I32, IndexWidth::I64] {
         let kind = spmv_kind(w);
-        let column = match w {
+        let index = match w {
             IndexWidth::I32 => DType::I32,
             IndexWidth::I64 => DType::I64,
         };
@@ -246,7 +247,7 @@ fn the_generated_kernel_compiles_and_runs_for_both_widths() {
             name: kind.name().to_string(),
             steps: vec![KernelStep {
                 kind,
-                bindings: (0..6)
+                bindings: (0..5)
                     .map(|i| {
                         (
                             i,
@@ -261,35 +262,41 @@ fn the_generated_kernel_compiles_and_runs_for_both_widths() {
             }],
             params: vec![
                 param(DType::F64, Privilege::Write, 0),
-                param(DType::I64, Privilege::Read, 1),
-                param(DType::I64, Privilege::Read, 2),
-                param(column, Privilege::Read, 3),
+                param(index, Privilege::Read, 1),
+                param(index, Privilege::Read, 2),
+                param(DType::F64, Privilege::Read, 3),
                 param(DType::F64, Privilege::Read, 4),
-                param(DType::F64, Privilege::Read, 5),
             ],
         };
         let kernel = jit.kernel(&sig).expect("the SpMV kernel compiles");
         let host = HostCsr::from_triplets(&t, w).unwrap();
         let want = host.matvec(&x).unwrap();
-        // Rows 7..19: their starts and ends, every entry, all of x.
+        // Rows 7..19: their ends from their first entry, their entries, all of x.
         let (lo, hi) = (7usize, 19usize);
         let offsets = host.row_offsets();
-        let mut starts = offsets[lo..hi].to_vec();
-        let mut ends = offsets[lo + 1..hi + 1].to_vec();
-        let mut values = host.values().to_vec();
+        let (e0, e1) = (offsets[lo] as usize, offsets[hi] as usize);
+        let ends = offsets[lo + 1..hi + 1].iter().map(|&e| e - offsets[lo]);
+        let mut values = host.values()[e0..e1].to_vec();
         let mut x = x.clone();
         let mut y = vec![f64::NAN; hi - lo];
         let tile = [(hi - lo) as i64];
         let nnz = [values.len() as i64];
-        let mut columns = host.columns().clone();
-        let columns = match &mut columns {
-            ColumnIndices::I32(c) => memref(c, &nnz),
-            ColumnIndices::I64(c) => memref(c, &nnz),
+        let (mut ends32, mut ends64, mut columns32, mut columns64);
+        let (ends, columns) = match host.columns() {
+            ColumnIndices::I32(c) => {
+                ends32 = ends.map(|e| e as i32).collect::<Vec<_>>();
+                columns32 = c[e0..e1].to_vec();
+                (memref(&mut ends32, &tile), memref(&mut columns32, &nnz))
+            }
+            ColumnIndices::I64(c) => {
+                ends64 = ends.collect::<Vec<_>>();
+                columns64 = c[e0..e1].to_vec();
+                (memref(&mut ends64, &tile), memref(&mut columns64, &nnz))
+            }
         };
         let memrefs = [
             memref(&mut y, &tile),
-            memref(&mut starts, &tile),
-            memref(&mut ends, &tile),
+            ends,
             columns,
             memref(&mut values, &nnz),
             memref(&mut x, &[25]),
