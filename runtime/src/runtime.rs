@@ -33,7 +33,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use diffuse_backend::{Backend, BackendStats, LaunchPlan};
 use diffuse_fusion::{
-    cheapest_cut, group_launch, temporaries, HeldStores, Plan, PlanOptions, Planner, PlannerStats,
+    cheapest_cut, group_launch, temporaries, Group, HeldStores, Plan, PlanOptions, Planner,
+    PlannerStats,
 };
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, Shape, StoreId, StoreRef};
 use diffuse_jit::Jit;
@@ -298,12 +299,14 @@ impl Runtime {
         // What runs now: (number of tasks, temporaries, template key) per group, in order.
         let key = |group: usize| plan.shape.map(|shape| TemplateKey::Group { shape, group });
         let runs: Vec<(usize, Vec<StoreId>, Option<TemplateKey>)> = match plan.groups.as_slice() {
-            [.., _last] if keep_tail && plan.groups.len() > 1 => plan.groups
-                [..plan.groups.len() - 1]
-                .iter()
-                .enumerate()
-                .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
-                .collect(),
+            [.., _last] if keep_tail && plan.groups.len() > 1 => {
+                let kept = kept_scalar_work(&plan, &window.tasks);
+                plan.groups[..plan.groups.len() - 1 - kept]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
+                    .collect()
+            }
             [_single] if keep_tail => {
                 if self.config.window.is_none() && window.capacity < ADAPTIVE_MAX {
                     // The whole full window fuses: the window, not the program, would end the
@@ -684,6 +687,27 @@ impl Drop for Runtime {
             tracing::warn!(error = %e, "tasks pending at shutdown failed");
         }
     }
+}
+
+/// How many groups of lone scalar work stand right before the last group of `plan` (for
+/// `tasks`, the window as issued), leaving at least one group before them: a full window
+/// keeps them buffered with its last group. Scalar work is alone when its result was still
+/// held at planning (`alpha` of a solver's iteration, computed before the window filled and
+/// read by the tasks after it); buffered, it joins the group that consumes it once the
+/// handle is gone (computed at every point of that launch) instead of running as a launch of
+/// its own.
+fn kept_scalar_work(plan: &Plan, tasks: &[IndexTask]) -> usize {
+    let issued = |position: usize| match &plan.order {
+        Some(order) => order[position],
+        None => position,
+    };
+    let lone_scalar = |g: &Group| g.tasks.len() == 1 && tasks[issued(g.tasks.start)].is_scalar();
+    let before_last = &plan.groups[1..plan.groups.len() - 1];
+    before_last
+        .iter()
+        .rev()
+        .take_while(|g| lone_scalar(g))
+        .count()
 }
 
 /// The name of a group of tasks as one launch: the kinds joined by `+`.

@@ -1,7 +1,8 @@
-//! The fusion window: with fusion off every task executes as submitted, and the adaptive
-//! window grows on a long fusible chain.
+//! The fusion window: with fusion off every task executes as submitted, the adaptive
+//! window grows on a long fusible chain, and a full window keeps held scalar work buffered.
 
 use crate::common::fusion::*;
+use crate::common::submit_blocked;
 use crate::stencil::*;
 use diffuse::FusionConfig;
 use diffuse_ir::{IndexTask, Privilege, Store, Tuple};
@@ -90,4 +91,51 @@ fn adaptive_window_grows_on_a_long_fusible_chain() {
         .map(|y| (0..640).fold(0.5, |x, _| x + y))
         .collect();
     assert_eq!(bits(&c.read::<f64>(&x.view()).unwrap()), bits(&want));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar work at the end of a full window.
+// ---------------------------------------------------------------------------------------------
+
+/// A full window keeps lone scalar work that stands before its last group buffered with
+/// that group: `v = x + y`, then `s = 2 a + b` (scalar work, its handle still held) and
+/// `t = s * x` fill a window of 3; only `v` runs. Once the application drops `s`, the next
+/// flush fuses `s` into `t`'s launch (computed at every point) instead of running it as a
+/// one-point launch of its own. Results as unfused.
+#[test]
+fn a_full_window_keeps_held_scalar_work_before_its_last_group() {
+    let n = 16i64;
+    let run = |fusion: FusionConfig| {
+        let r = recording_rig(2, fusion, None, None);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2]).unwrap();
+        let x = c.store_from_vec(&[n], random_data(n as usize, 4)).unwrap();
+        let y = c.store_from_vec(&[n], random_data(n as usize, 5)).unwrap();
+        let a = c.store_from_vec(&[], vec![0.75]).unwrap();
+        let b = c.store_from_vec(&[], vec![-2.0]).unwrap();
+        let v = whole(c, &[n]);
+        submit_blocked(c, &ew_add_kind(), launch, &v, &x, &y).unwrap();
+        let (s, t) = submit_scaled_by_scalar_work(c, &x, &a, &b, launch);
+        let executed_while_held = executed_groups(&r.runtime.take_stream_log());
+        drop(s);
+        c.flush_window().unwrap();
+        let executed_at_flush = executed_groups(&r.runtime.take_stream_log());
+        let values = (
+            c.read::<f64>(&v.view()).unwrap(),
+            c.read::<f64>(&t.view()).unwrap(),
+        );
+        (values, executed_while_held, executed_at_flush)
+    };
+    let (want, _, _) = run(FusionConfig::off());
+    let ((v, t), while_held, at_flush) = run(fused(Some(3)));
+    assert_eq!((bits(&v), bits(&t)), (bits(&want.0), bits(&want.1)));
+    let names = |groups: &[(Vec<String>, usize)]| {
+        groups.iter().map(|(g, _)| g.join("+")).collect::<Vec<_>>()
+    };
+    assert_eq!(names(&while_held), ["embedded_test.fusion.add"]);
+    assert_eq!(
+        names(&at_flush),
+        ["embedded_test.fusion.scalar_axpy+embedded_test.fusion.scale_by_store"]
+    );
+    assert_eq!(at_flush[0].1, 1, "s is a temporary of the launch");
 }
