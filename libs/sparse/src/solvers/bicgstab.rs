@@ -4,20 +4,41 @@
 //! would be blocking reads, so here a breakdown shows as a non-finite residual at the next
 //! check, from which the driver runs the iterations since the last check again, checking
 //! each.
+//!
+//! `alpha = rho / (rtilde . v)` and `omega = (t . s) / (t . t)` are not kept: each use divides
+//! the dot products again (the same operands, so the same value). A ratio held from one
+//! iteration to the next would be a one-point launch of its own, since its result outlives
+//! any group; recomputed where it is used, it is a temporary of the launch that reads it and
+//! joins that launch (computed at every point).
 
 use diffuse_array::Array;
 
 use super::{is_converged, norm, precondition, Iterate, Krylov, SharedPreconditioner, Step};
 use crate::{CsrMatrix, SparseError};
 
-/// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha`, `omega`.
+/// What an iteration hands to the next one: `p`, `v`, `rho`, and the dot products of
+/// `alpha` and `omega`.
 #[derive(Clone)]
 struct Carried {
     p: Array,
     v: Array,
     rho: Array,
-    alpha: Array,
-    omega: Array,
+    alpha: Ratio,
+    omega: Ratio,
+}
+
+/// A scalar kept as the two 0-d arrays it is the quotient of (module documentation).
+#[derive(Clone)]
+struct Ratio {
+    numerator: Array,
+    denominator: Array,
+}
+
+impl Ratio {
+    /// The quotient, as a new 0-d array.
+    fn value(&self) -> Result<Array, SparseError> {
+        Ok((&self.numerator / &self.denominator)?)
+    }
 }
 
 /// The BiCGSTAB state.
@@ -58,26 +79,32 @@ impl Krylov for BiCgStab {
         let rho = self.rtilde.dot(&self.it.r)?;
         let p = match &self.previous {
             Some(c) => {
-                let beta = ((&rho / &c.rho)? * (&c.alpha / &c.omega)?)?;
-                (((&c.p - (&c.v * &c.omega)?)? * &beta)? + &self.it.r)?
+                let beta = ((&rho / &c.rho)? * (&c.alpha.value()? / &c.omega.value()?)?)?;
+                (((&c.p - (&c.v * &c.omega.value()?)?)? * &beta)? + &self.it.r)?
             }
             None => self.it.r.copy()?,
         };
         let phat = precondition(&self.m, &p)?;
         let v = a.spmv(&phat)?;
-        let alpha = (&rho / self.rtilde.dot(&v)?)?;
-        let s = (&self.it.r - (&v * &alpha)?)?;
+        let alpha = Ratio {
+            numerator: rho.clone(),
+            denominator: self.rtilde.dot(&v)?,
+        };
+        let s = (&self.it.r - (&v * &alpha.value()?)?)?;
         if check && is_converged(norm(&s)?, atol) {
             // Solved half-way: SciPy's early exit (only where the driver reads anyway).
-            self.it.x = (&self.it.x + (&phat * &alpha)?)?;
+            self.it.x = (&self.it.x + (&phat * &alpha.value()?)?)?;
             self.it.r = s;
             return Ok(Step::Converged);
         }
         let shat = precondition(&self.m, &s)?;
         let t = a.spmv(&shat)?;
-        let omega = (t.dot(&s)? / t.dot(&t)?)?;
-        self.it.x = ((&self.it.x + (&phat * &alpha)?)? + (&shat * &omega)?)?;
-        self.it.r = (&s - (&t * &omega)?)?;
+        let omega = Ratio {
+            numerator: t.dot(&s)?,
+            denominator: t.dot(&t)?,
+        };
+        self.it.x = ((&self.it.x + (&phat * &alpha.value()?)?)? + (&shat * &omega.value()?)?)?;
+        self.it.r = (&s - (&t * &omega.value()?)?)?;
         self.previous = Some(Carried {
             p,
             v,
