@@ -5,9 +5,12 @@
 #   scripts/gpu-check.sh --bundle DIR     (the build machine) builds the apps (release) and
 #       packs what the check needs into DIR, at most 50 MiB: diffuse-examples.tar.xz (the
 #       stripped binary and the shared libraries it was linked with, glibc's loader
-#       included, used only where the machine's own do not do), peers/ (benches/peers/*.py),
-#       this script, check-gpu-record.py and MANIFEST. Nothing else is needed where it runs:
-#       no toolchain, no LLVM (linked into the binary), no network.
+#       included, used only where the machine's own do not do), legion.tar.xz (the Legion
+#       libraries the Legion backend opens, in the layout of scripts/legion-setup.sh's
+#       installation, and the shim the binary was built with; ~16 MB; left out, with a
+#       notice, when the binary has no Legion), peers/ (benches/peers/*.py), this script,
+#       check-gpu-record.py and MANIFEST. Nothing else is needed where it runs: no
+#       toolchain, no LLVM (linked into the binary), no network.
 #   DIR/gpu-check.sh --from DIR OUT       (the GPU machine: NVIDIA driver, python3 with
 #       NumPy, CuPy and JAX) unpacks the bundle into a temporary directory and, bounded to
 #       GPU_CHECK_BUDGET seconds (default 480) in all with `timeout` on every run:
@@ -17,15 +20,18 @@
 #           one device sync per timed iteration);
 #       (b) timings, medians of GPU_CHECK_ROUNDS (default 3) interleaved rounds: diffuse with --gpu --jit sync, diffuse
 #           on the CPU (--procs GPU_CHECK_PROCS, default 16 or the cores there are), CuPy
-#           and JAX (peers/gpu_peers.py);
+#           and JAX (peers/gpu_peers.py); with the bundle's Legion (DIFFUSE_LEGION_DIR set
+#           to its unpacked copy) stencil, Black-Scholes and cg also on the Legion backend,
+#           on the CPUs and with --gpu -ll:gpu 1 (reported as skipped, with the backend's
+#           reason, while the Legion point task has no GPU variant);
 #       (c) OUT/records.jsonl (every JSON record, tagged with part, system and round),
 #           OUT/smoke.jsonl (the smoke verdicts), OUT/logs.tar.gz (each run's stderr and
 #           output, packed so that OUT holds four files: a device machine returns few) and
 #           OUT/summary.md (the smoke table and ms/iter medians per problem and system).
 #       Without a GPU (no nvidia-smi, or it lists none) the smoke runs on the simulated GPU
 #       (DIFFUSE_DEVICE=sim, marked simulated), the CPU timings run, and the summary says
-#       that the GPU part was skipped and why. Exit status 1 when a smoke check or a run
-#       failed.
+#       that the GPU part was skipped and why (the Legion CPU timings still run). Exit
+#       status 1 when a smoke check or a run failed.
 #   scripts/gpu-check.sh --smoke BIN OUT  part (a) alone with the apps' binary BIN, on the
 #       GPU DIFFUSE_DEVICE names (scripts/test.sh runs it on the simulated one); verdicts
 #       in OUT/smoke.jsonl, exit status 1 when one failed.
@@ -73,6 +79,7 @@ bundle() {
     ldd "$stage/bin/diffuse-examples" | awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' |
         while read -r lib; do cp -L "$lib" "$stage/lib/"; done
     tar -C "$stage" -cf - bin lib | xz -6 -T0 >"$dir/diffuse-examples.tar.xz"
+    legion_bundle "$root" "$dir" "$stage/legion" "${CARGO_TARGET_DIR:-$root/target}/release/diffuse-examples"
     rm -rf "$dir/peers"
     mkdir -p "$dir/peers"
     cp "$root"/benches/peers/*.py "$dir/peers/"
@@ -84,6 +91,11 @@ bundle() {
         echo "binary $(stat -c %s "$stage/bin/diffuse-examples") bytes stripped, needs $(
             objdump -T "$stage/bin/diffuse-examples" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
         echo "libraries $(cd "$stage/lib" && echo *)"
+        if [ -f "$dir/legion.tar.xz" ]; then
+            echo "legion $(stat -c %s "$dir/legion.tar.xz") bytes: $(cd "$stage/legion" && find . -name '*.so*' | sort | tr '\n' ' ')"
+        else
+            echo "legion none"
+        fi
     } >"$dir/MANIFEST"
     bytes=$(du -sb "$dir" | cut -f1)
     echo "bundle $dir: $bytes bytes ($((bytes / 1024 / 1024)) MiB) in $((SECONDS - started)) s" >&2
@@ -91,6 +103,40 @@ bundle() {
         du -ab "$dir" | sort -n | tail -n 5 >&2
         die "the bundle is $bytes bytes, more than the $MAX_BUNDLE_BYTES (50 MiB) it may take"
     fi
+}
+
+# What the Legion backend opens (legion-bridge/src/library.rs), relative to the installation
+# scripts/legion-setup.sh unpacks from the wheels: Legion, Realm (which links UCC), UCX and
+# the libcuda stub, taken where the machine has no NVIDIA driver.
+LEGION_FILES=(
+    site/legate/lib64/liblegion-legate.so
+    site/legate/lib64/librealm-legate.so.25
+    site/libucx/lib/libucp.so.0
+    site/libucx/lib/libucs.so.0
+    site/libucx/lib/libuct.so.0
+    site/libucx/lib/libucm.so.0
+    site/nvidia/libcal/cu12/lib/libucc.so.1
+    stub/libcuda.so.1
+)
+
+# legion_bundle ROOT DIR STAGE BIN: packs the Legion installation BIN was built against
+# (DIFFUSE_LEGION_DIR's, else scripts/legion-setup.sh's) into DIR/legion.tar.xz: the
+# LEGION_FILES and, as diffuse/libdiffuse_legion_shim.so, the shim BIN names, so that the
+# unpacked copy is a complete installation wherever it lies. Nothing (and a notice) when
+# Legion is not installed or BIN was built without it.
+legion_bundle() {
+    local root="$1" dir="$2" stage="$3" bin="$4" install shim
+    install=${DIFFUSE_LEGION_DIR:-$HOME/.cache/diffuse/legion-26.1.0}
+    rm -f "$dir/legion.tar.xz"
+    shim=$(strings "$bin" | grep -o "${CARGO_TARGET_DIR:-$root/target}/release/build/diffuse-legion-[0-9a-f]*/out/libdiffuse_legion_shim\.so" | head -n 1 || true)
+    if [ ! -f "$install/ready" ] || [ -z "$shim" ] || [ ! -f "$shim" ]; then
+        echo "gpu-check: the bundle has no Legion (none installed at $install, or the binary was built without it)" >&2
+        return
+    fi
+    mkdir -p "$stage/diffuse"
+    (cd "$install" && cp --parents -L "${LEGION_FILES[@]}" "$stage/")
+    cp "$shim" "$stage/diffuse/libdiffuse_legion_shim.so"
+    tar -C "$stage" -cf - . | xz -6 -T0 >"$dir/legion.tar.xz"
 }
 
 # The profiled runs: app and flags, kernel launches skipped (warm-up) and profiled.
@@ -230,7 +276,9 @@ timing_cases() {
 }
 
 # time_run SYSTEM ROUND CASE: one timed run of CASE on SYSTEM (diffuse-gpu, diffuse-cpu,
-# cupy or jax), its record tagged into records.jsonl.
+# legion-cpu, legion-gpu, cupy or jax), its record tagged into records.jsonl. A Legion GPU
+# run the backend refuses before it starts (no GPU variant of its point task) is skipped,
+# with the backend's reason.
 time_run() {
     local system="$1" round="$2" app n iters extra status=0 log command
     read -r app n iters extra <<<"$3"
@@ -239,11 +287,15 @@ time_run() {
     case "$system" in
     diffuse-gpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --gpu --jit sync --json) ;;
     diffuse-cpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --procs "$procs" --jit sync --json) ;;
+    legion-cpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --procs "$procs" --jit sync --json --backend legion) ;;
+    legion-gpu) command=("${apps[@]}" "$app" --n "$n" --iters "$iters" $extra --gpu --jit sync --json --backend legion -ll:gpu 1 -ll:fsize 4096 -ll:zsize 512) ;;
     *) command=("${PYTHON:-python3}" "$here/peers/gpu_peers.py" "$app" --n "$n" --iters "$iters" --module "$system") ;;
     esac
     bounded 150 "$log" "${command[@]}" >"$log.json" || status=$?
     if [ "$status" = 3 ] || [ "$status" = 125 ]; then
         no_record "$system" "$round" "$app" "$n" skipped "$(tail -n 1 "$log")"
+    elif [ "$system" = legion-gpu ] && [ "$status" != 0 ] && grep -q "is not supported" "$log"; then
+        no_record "$system" "$round" "$app" "$n" skipped "refused: $(grep -m 1 -o "the Legion flag.*" "$log")"
     elif [ "$status" != 0 ] || ! tag timing "$system" "$round" <"$log.json"; then
         failed=1
         no_record "$system" "$round" "$app" "$n" failed "$status"
@@ -280,6 +332,19 @@ from_bundle() {
         python3 -m tarfile -e "$dir/diffuse-examples.tar.xz" "$work"
     fi
     choose_runner "$work"
+    legion=()
+    if [ -f "$dir/legion.tar.xz" ]; then
+        mkdir -p "$work/legion"
+        if command -v xz >/dev/null; then
+            tar -C "$work/legion" -xJf "$dir/legion.tar.xz"
+        else
+            python3 -m tarfile -e "$dir/legion.tar.xz" "$work/legion"
+        fi
+        export DIFFUSE_LEGION_DIR="$work/legion"
+        legion=(legion-cpu)
+    else
+        echo "gpu-check: the bundle has no Legion: no Legion runs" >&2
+    fi
     procs=${GPU_CHECK_PROCS:-$(($(nproc) < 16 ? $(nproc) : 16))}
 
     if ! command -v nvidia-smi >/dev/null; then
@@ -291,20 +356,25 @@ from_bundle() {
     if [ -n "$gpu" ]; then
         echo "gpu-check: GPU $gpu" >&2
         smoke gpu
-        systems=(diffuse-gpu diffuse-cpu cupy jax)
+        # Legion last: the peers come first where the budget runs short.
+        systems=(diffuse-gpu diffuse-cpu cupy jax "${legion[@]}")
+        if [ ${#legion[@]} -gt 0 ]; then
+            systems+=(legion-gpu)
+        fi
     else
         echo "gpu-check: the GPU part is SKIPPED: $why; smoke on the simulated GPU, CPU timings only" >&2
         export DIFFUSE_DEVICE=sim
         smoke simulated
         unset DIFFUSE_DEVICE
-        systems=(diffuse-cpu)
+        systems=(diffuse-cpu "${legion[@]}")
     fi
     for round in $(seq 1 "${GPU_CHECK_ROUNDS:-3}"); do
         while read -r case; do
             for system in "${systems[@]}"; do
                 # The peers run stencil and Black-Scholes; CuPy also cg.
                 case "$system:${case%% *}" in
-                diffuse-*:* | cupy:stencil | cupy:black-scholes* | cupy:cg | jax:stencil | jax:black-scholes*)
+                diffuse-*:* | cupy:stencil | cupy:black-scholes* | cupy:cg | jax:stencil | jax:black-scholes* | \
+                    legion-*:stencil | legion-*:black-scholes | legion-*:cg)
                     time_run "$system" "$round" "$case"
                     ;;
                 esac
@@ -348,13 +418,15 @@ for v in verdicts:
           + f" | {verdict} |")
 print("\n## Timings (ms per iteration, median of the rounds that ran)\n")
 systems = [("diffuse-gpu", "diffuse GPU"), ("diffuse-cpu", f"diffuse CPU ({procs} procs)"),
-           ("cupy", "CuPy"), ("jax", "JAX")]
+           ("cupy", "CuPy"), ("jax", "JAX"), ("legion-cpu", f"Legion CPU ({procs} procs)"),
+           ("legion-gpu", "Legion GPU")]
 problems = []
 for r in records:
     if r["part"] == "timing" and (r["app"], r["n"]) not in problems:
         problems.append((r["app"], r["n"]))
-print("| problem | " + " | ".join(title for _, title in systems) + " | CuPy / diffuse GPU |")
-print("|---|" + "---|" * (len(systems) + 1))
+print("| problem | " + " | ".join(title for _, title in systems)
+      + " | CuPy / diffuse GPU | Legion CPU / diffuse CPU |")
+print("|---|" + "---|" * (len(systems) + 2))
 
 
 def cell(app, n, system):
@@ -371,7 +443,7 @@ def cell(app, n, system):
         return median, text
     if any("skipped" in r for r in runs):
         return None, next(r["skipped"] for r in runs if "skipped" in r)
-    if not gpu and system != "diffuse-cpu":
+    if not gpu and system not in ("diffuse-cpu", "legion-cpu"):
         return None, "skipped (no GPU)"
     failures = [r["failed"] for r in runs if "failed" in r]
     if failures:
@@ -382,8 +454,11 @@ def cell(app, n, system):
 for app, n in problems:
     cells = {system: cell(app, n, system) for system, _ in systems}
     (ours, _), (cupy, _) = cells["diffuse-gpu"], cells["cupy"]
+    (cpu, _), (legion_cpu, _) = cells["diffuse-cpu"], cells["legion-cpu"]
     ratio = f"{cupy / ours:.2f}x" if ours and cupy else "-"
-    print(f"| {app} {n} | " + " | ".join(text for _, text in cells.values()) + f" | {ratio} |")
+    legion_ratio = f"{legion_cpu / cpu:.2f}x" if cpu and legion_cpu else "-"
+    print(f"| {app} {n} | " + " | ".join(text for _, text in cells.values())
+          + f" | {ratio} | {legion_ratio} |")
 print("\nCuPy / diffuse GPU above 1: diffuse is faster. Exit statuses: 124 killed by the "
       "per-run or overall time limit, 125 not started (budget spent). Every record: "
       "records.jsonl; stderr of every run: logs.tar.gz.")
