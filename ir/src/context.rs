@@ -32,6 +32,15 @@ pub trait Executor: Send + Sync {
         1
     }
 
+    /// Whether scalar work ([`IndexTask::is_scalar`]) whose result nothing holds after the
+    /// launch that reads it runs inside that launch (each point computing it) rather than
+    /// as a launch of its own. Where it does, a library may divide two 0-d results again
+    /// wherever it needs their quotient instead of keeping the quotient, which would be a
+    /// launch of its own; where it does not, keeping it is cheaper. The default: no.
+    fn fuses_scalar_work(&self) -> bool {
+        false
+    }
+
     /// Accepts a validated task. It may run now or later, but before any later `read` or
     /// `write` of a store it touches completes, and in submission order with respect to other
     /// tasks' effects.
@@ -138,6 +147,12 @@ impl Context {
     /// [`Executor::min_block`]; at least 1).
     pub fn min_block(&self) -> usize {
         self.executor.min_block().max(1)
+    }
+
+    /// Whether the runtime behind this context runs scalar work inside the launch that
+    /// consumes it (see [`Executor::fuses_scalar_work`]).
+    pub fn fuses_scalar_work(&self) -> bool {
+        self.executor.fuses_scalar_work()
     }
 
     /// Creates a store of `shape` and `dtype`, initially all zero (false).

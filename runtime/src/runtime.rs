@@ -174,6 +174,9 @@ pub struct Runtime {
     config: FusionConfig,
     jit: Option<Arc<Jit>>,
     min_block: usize,
+    /// What [`Executor::fuses_scalar_work`] answers: fusion on, and the planner lets scalar
+    /// work join larger launches.
+    fuses_scalar_work: bool,
     window: Mutex<Window>,
 }
 
@@ -182,11 +185,12 @@ impl Runtime {
     pub fn new(backend: Arc<dyn Backend>, config: RuntimeConfig) -> Self {
         let fusion = config.fusion;
         let capacity = fusion.window.unwrap_or(ADAPTIVE_START).max(1);
-        let planner = Planner::new().with_options(PlanOptions {
+        let options = PlanOptions {
             absorb_scalars: !config.placement.as_ref().is_some_and(|p| p.may_use_gpus()),
             keep_uncompilable_apart: config.jit.is_some(),
             ..PlanOptions::default()
-        });
+        };
+        let planner = Planner::new().with_options(options);
         let processors = config
             .placement
             .as_ref()
@@ -204,6 +208,7 @@ impl Runtime {
             config: fusion,
             jit: config.jit,
             min_block: config.min_block.max(1),
+            fuses_scalar_work: fusion.enabled && options.absorb_scalars,
             window: Mutex::new(Window {
                 tasks: Vec::new(),
                 capacity,
@@ -626,6 +631,10 @@ impl Executor for Runtime {
 
     fn min_block(&self) -> usize {
         self.min_block
+    }
+
+    fn fuses_scalar_work(&self) -> bool {
+        self.fuses_scalar_work
     }
 
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {

@@ -360,3 +360,38 @@ fn launches_are_split_over_the_gpus_a_placement_runs_tasks_on() {
     assert_eq!(processors(Some(on_gpus)), 1);
     assert_eq!(processors(None), 4);
 }
+
+/// A runtime fuses scalar work into the launches that consume it (and says so to the
+/// libraries, `Context::fuses_scalar_work`) when fusion is on and its placement cannot put
+/// tasks on GPUs; not with fusion off, nor with a placement over a machine with GPUs.
+#[test]
+fn scalar_work_is_fused_with_fusion_on_and_without_gpus() {
+    let backend = BackendConfig::Embedded(EmbeddedConfig {
+        procs: Some(2),
+        device: Some(diffuse::device::DeviceChoice::Simulated),
+        ..Default::default()
+    });
+    let shape = diffuse::start_backend(&backend).unwrap().machine();
+    let fuses = |fusion: FusionConfig, placement: Option<Arc<dyn Placement>>| {
+        let runtime = diffuse::start(
+            &backend,
+            RuntimeConfig {
+                fusion,
+                placement,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        Context::new(runtime).fuses_scalar_work()
+    };
+    let without_gpus = diffuse::MachineShape {
+        gpus_per_node: 0,
+        ..shape
+    };
+    let cpus = MapplePlacement::new("cpus.mapple", "Task * CPU;\n", without_gpus, false).unwrap();
+    let gpus = MapplePlacement::prefer_gpus(shape).unwrap();
+    assert!(fuses(FusionConfig::default(), None));
+    assert!(fuses(FusionConfig::default(), Some(Arc::new(cpus))));
+    assert!(!fuses(FusionConfig::off(), None));
+    assert!(!fuses(FusionConfig::default(), Some(Arc::new(gpus))));
+}

@@ -5,11 +5,13 @@
 //! check, from which the driver runs the iterations since the last check again, checking
 //! each.
 //!
-//! `alpha = rho / (rtilde . v)` and `omega = (t . s) / (t . t)` are not kept: each use divides
-//! the dot products again (the same operands, so the same value). A ratio held from one
-//! iteration to the next would be a one-point launch of its own, since its result outlives
-//! any group; recomputed where it is used, it is a temporary of the launch that reads it and
-//! joins that launch (computed at every point).
+//! Where the runtime fuses scalar work into the launches that consume it
+//! (`Context::fuses_scalar_work`), `alpha = rho / (rtilde . v)` and `omega = (t . s) / (t . t)`
+//! are not kept: each use divides the dot products again (the same operands, so the same
+//! value). A ratio held from one iteration to the next would be a one-point launch of its
+//! own, since its result outlives any group; recomputed where it is used, it is a temporary
+//! of the launch that reads it and joins that launch (computed at every point). Elsewhere
+//! (fusion off, or placements that may use GPUs) each ratio is computed once and kept.
 
 use diffuse_array::Array;
 
@@ -27,17 +29,41 @@ struct Carried {
     omega: Ratio,
 }
 
-/// A scalar kept as the two 0-d arrays it is the quotient of (module documentation).
+/// A quotient of two 0-d arrays: computed once, or kept as its operands and divided where
+/// it is used (module documentation).
 #[derive(Clone)]
-struct Ratio {
-    numerator: Array,
-    denominator: Array,
+enum Ratio {
+    /// The quotient.
+    Value(Array),
+    /// Its operands.
+    Operands {
+        numerator: Array,
+        denominator: Array,
+    },
 }
 
 impl Ratio {
-    /// The quotient, as a new 0-d array.
+    /// `numerator / denominator`, kept as operands where the runtime fuses scalar work.
+    fn new(numerator: Array, denominator: Array) -> Result<Self, SparseError> {
+        Ok(if numerator.context().ir().fuses_scalar_work() {
+            Ratio::Operands {
+                numerator,
+                denominator,
+            }
+        } else {
+            Ratio::Value((&numerator / &denominator)?)
+        })
+    }
+
+    /// The quotient (a new 0-d array when kept as operands).
     fn value(&self) -> Result<Array, SparseError> {
-        Ok((&self.numerator / &self.denominator)?)
+        Ok(match self {
+            Ratio::Value(value) => value.clone(),
+            Ratio::Operands {
+                numerator,
+                denominator,
+            } => (numerator / denominator)?,
+        })
     }
 }
 
@@ -86,10 +112,7 @@ impl Krylov for BiCgStab {
         };
         let phat = precondition(&self.m, &p)?;
         let v = a.spmv(&phat)?;
-        let alpha = Ratio {
-            numerator: rho.clone(),
-            denominator: self.rtilde.dot(&v)?,
-        };
+        let alpha = Ratio::new(rho.clone(), self.rtilde.dot(&v)?)?;
         let s = (&self.it.r - (&v * &alpha.value()?)?)?;
         if check && is_converged(norm(&s)?, atol) {
             // Solved half-way: SciPy's early exit (only where the driver reads anyway).
@@ -99,10 +122,7 @@ impl Krylov for BiCgStab {
         }
         let shat = precondition(&self.m, &s)?;
         let t = a.spmv(&shat)?;
-        let omega = Ratio {
-            numerator: t.dot(&s)?,
-            denominator: t.dot(&t)?,
-        };
+        let omega = Ratio::new(t.dot(&s)?, t.dot(&t)?)?;
         self.it.x = ((&self.it.x + (&phat * &alpha.value()?)?)? + (&shat * &omega.value()?)?)?;
         self.it.r = (&s - (&t * &omega.value()?)?)?;
         self.previous = Some(Carried {
