@@ -4,9 +4,9 @@
 //! the row count, tiled like the rows; a row starts where the one before it in its tile ends,
 //! the tile's first row at 0), and the entries' column indices and values (`f64`). The
 //! indices (row ends and columns) are `i32` when every tile's entry count and the column
-//! count fit, as PETSc's are, else `i64`: SpMV moves every index once per product, so this
-//! is a third of its traffic at 5 entries per row. `y = A x` is one index task over row tiles, one per
-//! processor: `y`, the starts and the ends through the same blocked tiling; the entries and
+//! count fit, as PETSc's are, else `i64`: SpMV reads every index once per product, so this
+//! halves their traffic. `y = A x` is one index task over row tiles, one per processor: `y`
+//! and the row ends through the same blocked tiling; the entries and
 //! `x` through image partitions computed once from the sparsity pattern when the matrix is
 //! built, as distributed solvers partition them: row tile `c` reads the entries of its rows
 //! (one contiguous range) and the elements of `x` between the smallest and the largest

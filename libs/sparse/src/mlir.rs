@@ -1,33 +1,32 @@
-//! The MLIR generator of the SpMV kinds (the kernel ABI is `diffuse_ir::mlir`'s), so that a
-//! product fuses, through the JIT, with the vector operations around it.
+//! The MLIR generator of the SpMV kinds (the kernel ABI is `diffuse_ir::mlir`'s), so that a product
+//! fuses, through the JIT, with the vector operations around it.
 //!
-//! One point task computes its tile of rows: an `scf.for` over the rows carries the output
-//! tensor and where the row starts (the previous row's end; 0 for the tile's first), and
-//! inserts each row's value; an inner `scf.for` over the row's entries `start..ends[i]`
-//! carries the running sum, from `+0.0`, adding `value * x[column]` in
-//! stored order with a separate `arith.mulf` and `arith.addf` (no `fma`, no fast-math flags,
-//! so LLVM may neither contract nor reorder them). That is exactly what the native kernel
-//! computes, so compiled and native products are equal bit for bit.
+//! One point task computes its tile of rows: an `scf.for` over the rows carries the output tensor
+//! and where the row starts (the previous row's end; 0 for the tile's first), and inserts each
+//! row's value; an inner `scf.for` over the row's entries `start..ends[i]` carries the running sum,
+//! from `+0.0`, adding `value * x[column]` in stored order with a separate `arith.mulf` and
+//! `arith.addf` (no `fma`, no fast-math flags, so LLVM may neither contract nor reorder them). That
+//! is exactly what the native kernel computes, so compiled and native products are equal bit for
+//! bit.
 //!
-//! For the host CPU the loops are not `linalg` ops, so they stay loops of their own inside
-//! a fused kernel; one-shot bufferization writes the output in place (the row loop's
-//! `iter_args` is the destination tensor, and every `tensor.insert` goes into it) and reads the
-//! entries and `x` straight from their parameters, with no copy.
+//! For the host CPU the loops are not `linalg` ops, so they stay loops of their own inside a fused
+//! kernel; one-shot bufferization writes the output in place (the row loop's `iter_args` is the
+//! destination tensor, and every `tensor.insert` goes into it) and reads the entries and `x`
+//! straight from their parameters, with no copy.
 //!
-//! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows) over
-//! `ends`, each row reading its start from the row before, whose body runs the same inner loop over the row's entries (reading the entries and `x` as
-//! tensors from above). The JIT's element-wise fusion then moves the vector operations that
-//! consume the product into that body, so a product whose result is a temporary (`r = b - A
-//! x`) leaves nothing in memory, and the GPU path maps the rows onto threads as it maps any
-//! `linalg` op. The sums are the same, in the same order.
+//! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows) over `ends`,
+//! each row reading its start from the row before; its body runs the same inner loop over the row's
+//! entries (reading the entries and `x` as tensors from above). The JIT's element-wise fusion then
+//! moves the vector operations that consume the product into that body, so a product whose result
+//! is a temporary (`r = b - A x`) leaves nothing in memory, and the GPU path maps the rows onto
+//! threads as it maps any `linalg` op. The sums are the same, in the same order.
 //!
 //! The compiled code does not bounds-check. That is sound because a `CsrMatrix`'s stores are
-//! private and built only by `CsrMatrix::from_host` from a [`crate::HostCsr`], whose row
-//! offsets are non-decreasing from 0 to the entry count (so are each tile's row ends, from
-//! its first entry) and whose column indices were checked
-//! against the column count when its `Triplets` were built (`Triplets::push`); `spmv` checks
-//! that `x` has one element per column, and `Replicate` hands every point the whole of the
-//! entries and of `x`.
+//! private and built only by `CsrMatrix::from_host` from a [`crate::HostCsr`], whose row offsets
+//! are non-decreasing from 0 to the entry count (so are each tile's row ends, from its first entry)
+//! and whose column indices were checked against the column count when its `Triplets` were built
+//! (`Triplets::push`); `spmv` checks that `x` has one element per column, and `Replicate` hands
+//! every point the whole of the entries and of `x`.
 
 use diffuse_ir::{
     element_type, tensor_type, DType, KernelError, KernelTarget, MlirGenerator, MlirSignature,
@@ -156,9 +155,9 @@ iterator_types = [\"parallel\"]}} ins(%ends : {ends}) outs(%y : {y}) {{
 }
 
 /// The lines computing `%sum`, one row's product `sum over k in lo..hi of values[k] *
-/// x[columns[k]]` from the row's bounds `%lo` and `%hi` (`index` values), from +0.0, in stored order
-/// (the native kernel's), multiplying then adding (never a fused multiply-add); `%zero` and
-/// `%c1` are defined around them. The arguments are the tensor types of the entries' columns,
+/// x[columns[k]]` from the row's bounds `%lo` and `%hi` (`index` values), from +0.0, in
+/// stored order (the native kernel's), multiplying then adding (never a fused multiply-add);
+/// `%zero` and `%c1` are defined around them. The arguments are the tensor types of the entries' columns,
 /// values and `x`, and the columns' element type.
 fn row_sum(columns: &str, column: &str, values: &str, x: &str) -> String {
     format!(

@@ -18,8 +18,8 @@ use diffuse_array::Array;
 use super::{is_converged, norm, precondition, Iterate, Krylov, SharedPreconditioner, Step};
 use crate::{CsrMatrix, SparseError};
 
-/// What an iteration hands to the next one: `p`, `v`, `rho`, and the dot products of
-/// `alpha` and `omega`.
+/// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha` and `omega` (as
+/// [`Ratio`]s).
 #[derive(Clone)]
 struct Carried {
     p: Array,
@@ -37,7 +37,9 @@ enum Ratio {
     Value(Array),
     /// Its operands.
     Operands {
+        /// The dividend.
         numerator: Array,
+        /// The divisor.
         denominator: Array,
     },
 }
