@@ -25,27 +25,48 @@ pub struct Canonical {
     pub stores: Vec<StoreId>,
 }
 
-/// Numbers values by first occurrence.
+/// Numbers values by first occurrence: by a linear scan while there are few of them (a
+/// window's stores, partitions and launch domains are usually a handful, compared in a
+/// word or two), through a hash map once there are more.
 struct Numbering<K> {
-    ids: HashMap<K, u64>,
+    seen: Vec<K>,
+    index: Option<HashMap<K, u64>>,
 }
 
-impl<K: std::hash::Hash + Eq> Numbering<K> {
+/// Values a [`Numbering`] scans before it builds its hash map.
+const SCANNED: usize = 16;
+
+impl<K: std::hash::Hash + Eq + Clone> Numbering<K> {
     fn new() -> Self {
         Numbering {
-            ids: HashMap::new(),
+            seen: Vec::new(),
+            index: None,
         }
     }
 
     /// The number of `k`, and whether this is its first occurrence.
     fn number(&mut self, k: K) -> (u64, bool) {
-        let next = self.ids.len() as u64;
-        let mut fresh = false;
-        let id = *self.ids.entry(k).or_insert_with(|| {
-            fresh = true;
-            next
-        });
-        (id, fresh)
+        let next = self.seen.len() as u64;
+        if let Some(index) = &mut self.index {
+            let mut fresh = false;
+            let id = *index.entry(k.clone()).or_insert_with(|| {
+                fresh = true;
+                next
+            });
+            if fresh {
+                self.seen.push(k);
+            }
+            return (id, fresh);
+        }
+        if let Some(i) = self.seen.iter().position(|seen| *seen == k) {
+            return (i as u64, false);
+        }
+        self.seen.push(k);
+        if self.seen.len() > SCANNED {
+            let index = self.seen.iter().cloned().zip(0u64..).collect();
+            self.index = Some(index);
+        }
+        (next, true)
     }
 }
 
@@ -87,4 +108,25 @@ pub fn canonicalize(window: &[IndexTask], held: &HeldStores) -> Canonical {
         }
     }
     Canonical { key, stores: order }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbering_is_by_first_occurrence_before_and_after_it_builds_its_map() {
+        let mut numbering = Numbering::<u32>::new();
+        // Values 100, 101, ... first seen in order, each seen again right away and then all
+        // again at the end, past the point where the scan gives way to the map.
+        let values: Vec<u32> = (100..100 + 3 * SCANNED as u32).collect();
+        for (i, &v) in values.iter().enumerate() {
+            assert_eq!(numbering.number(v), (i as u64, true));
+            assert_eq!(numbering.number(v), (i as u64, false));
+        }
+        for (i, &v) in values.iter().enumerate().rev() {
+            assert_eq!(numbering.number(v), (i as u64, false));
+        }
+        assert_eq!(numbering.number(7), (values.len() as u64, true));
+    }
 }

@@ -225,42 +225,63 @@ impl NativeCode {
     }
 
     /// Calls the entry point with one memref descriptor per memref parameter (words
-    /// `{allocated, aligned, offset, sizes[rank], strides[rank]}`), then the scalars, then
-    /// the `trailing` descriptors (parameters a lowering appended after the scalars).
+    /// `{allocated, aligned, offset, sizes[rank], strides[rank]}`, the rest of the array
+    /// unused), then the scalars, then the `trailing` descriptors (parameters a lowering
+    /// appended after the scalars).
     ///
     /// # Safety
     /// The descriptors and scalars must match the compiled function's parameters, and the
     /// memory the descriptors point at must be valid for whatever the code does with it.
     pub(crate) unsafe fn call(
         &self,
-        descriptors: &mut [Vec<i64>],
+        descriptors: &mut [Descriptor],
         scalars: &[Scalar],
-        trailing: &mut [Vec<i64>],
+        trailing: &mut [Descriptor],
     ) {
-        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
-            .iter_mut()
-            .map(|d| d.as_mut_ptr().cast())
-            .collect();
-        let mut trailing_ptrs: Vec<*mut c_void> =
-            trailing.iter_mut().map(|d| d.as_mut_ptr().cast()).collect();
         let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
         // The packed calling convention: one pointer per parameter, to its value (for a
-        // memref, the pointer to its descriptor).
-        let mut args: Vec<*mut c_void> = descriptor_ptrs
+        // memref, the pointer to a pointer to its descriptor).
+        let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
+            .iter_mut()
+            .chain(trailing.iter_mut())
+            .map(|d| d.as_mut_ptr().cast())
+            .collect();
+        let (leading, after) = descriptor_ptrs.split_at_mut(descriptors.len());
+        let mut args: Vec<*mut c_void> = leading
             .iter_mut()
             .map(|p| (p as *mut *mut c_void).cast())
             .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
-            .chain(
-                trailing_ptrs
-                    .iter_mut()
-                    .map(|p| (p as *mut *mut c_void).cast()),
-            )
+            .chain(after.iter_mut().map(|p| (p as *mut *mut c_void).cast()))
             .collect();
         // SAFETY: `entry` is the packed wrapper, of this type; the caller vouches for the
         // arguments.
         let f: unsafe extern "C" fn(*mut *mut c_void) = unsafe { std::mem::transmute(self.entry) };
         unsafe { f(args.as_mut_ptr()) }
     }
+}
+
+/// Words in a memref descriptor of the highest rank the IR allows: allocated and aligned
+/// pointers, offset, then a size and a stride per dimension.
+pub(crate) const DESCRIPTOR_WORDS: usize = 3 + 2 * diffuse_ir::MAX_DIMS;
+
+/// A memref descriptor, inline: a rank-`r` memref uses its first `3 + 2r` words.
+pub(crate) type Descriptor = [i64; DESCRIPTOR_WORDS];
+
+/// The descriptor of a memref at `address` with `sizes` and `strides`.
+pub(crate) fn descriptor(
+    address: i64,
+    sizes: &[i64],
+    strides: impl Iterator<Item = i64>,
+) -> Descriptor {
+    let mut d = [0; DESCRIPTOR_WORDS];
+    d[0] = address;
+    d[1] = address;
+    let rank = sizes.len();
+    d[3..3 + rank].copy_from_slice(sizes);
+    for (slot, s) in d[3 + rank..].iter_mut().zip(strides.take(rank)) {
+        *slot = s;
+    }
+    d
 }
 
 /// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.

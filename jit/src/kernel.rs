@@ -3,7 +3,7 @@
 
 use diffuse_ir::{KernelSignature, MemRef, Scalar};
 
-use crate::compiler::NativeCode;
+use crate::compiler::{descriptor, Descriptor, NativeCode};
 
 /// A fused kernel compiled for this CPU.
 pub struct CpuKernel {
@@ -80,8 +80,12 @@ pub(crate) fn check_arguments(
             params.len()
         ));
     }
-    let types: Vec<_> = signature.scalar_types().collect();
-    if scalars.len() != types.len() || scalars.iter().zip(&types).any(|(s, &t)| s.dtype() != t) {
+    if !scalars
+        .iter()
+        .map(|s| s.dtype())
+        .eq(signature.scalar_types())
+    {
+        let types: Vec<_> = signature.scalar_types().collect();
         return Err(format!(
             "scalars {scalars:?} do not match the kernel's scalar types {types:?}"
         ));
@@ -113,8 +117,8 @@ pub(crate) fn check_arguments(
 pub(crate) fn descriptors(
     signature: &KernelSignature,
     memrefs: &[MemRef<'_>],
-) -> Result<Vec<Vec<i64>>, String> {
-    let mut out: Vec<Vec<i64>> = Vec::with_capacity(memrefs.len());
+) -> Result<Vec<Descriptor>, String> {
+    let mut out: Vec<Descriptor> = Vec::with_capacity(memrefs.len());
     for (i, (m, p)) in memrefs.iter().zip(&signature.params).enumerate() {
         if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
             if s != 1 && e > 1 {
@@ -124,16 +128,12 @@ pub(crate) fn descriptors(
             }
         }
         let address = if p.temporary { 0 } else { m.ptr as i64 };
-        let mut d = Vec::with_capacity(3 + 2 * p.rank);
-        d.extend([address, address, 0]);
-        d.extend_from_slice(m.sizes);
-        d.extend(
-            m.strides
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| if k + 1 == p.rank { 1 } else { s }),
-        );
-        out.push(d);
+        let strides = m
+            .strides
+            .iter()
+            .enumerate()
+            .map(|(k, &s)| if k + 1 == p.rank { 1 } else { s });
+        out.push(descriptor(address, m.sizes, strides));
     }
     Ok(out)
 }

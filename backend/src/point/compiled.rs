@@ -19,35 +19,37 @@ pub(super) fn run_point(
 ) -> Option<Result<Vec<Contribution>, String>> {
     let plan = runner.plan;
     let t = plan.template();
-    let places: Result<Vec<ArgPlacement>, String> = kernel
+    let rects: Vec<Rect> = kernel
         .params
         .iter()
         .map(|source| {
             let arg = plan.arg(source.arg);
-            let rect = arg.partition.sub_store(arg.store.shape(), p);
-            Ok(ArgPlacement {
-                accumulator: source
-                    .reduction
-                    .map(|op| accumulator(arg.store.dtype(), &rect, op))
-                    .transpose()?,
-                rect,
-            })
+            arg.partition.sub_store(arg.store.shape(), p)
         })
         .collect();
-    let places = match places {
-        Ok(places) => places,
-        Err(reason) => return Some(Err(reason)),
-    };
-    let rects: Vec<Rect> = places.iter().map(|place| place.rect).collect();
     if !fits(kernel, &rects) {
         return None;
     }
-    let mut located: Vec<Located> = Vec::with_capacity(places.len());
-    for (source, place) in kernel.params.iter().zip(&places) {
-        let extent = place.rect.extent();
-        let (ptr, strides) = match (&place.accumulator, t.args()[source.arg].slot) {
-            (Some(acc), _) => (acc.as_ptr(), extent.row_major_strides()),
-            (None, Slot::Store(_)) => match runner.locate(source.arg, &place.rect, p) {
+    let mut contributions: Vec<Contribution> = Vec::new();
+    let mut located: Vec<Located> = Vec::with_capacity(rects.len());
+    for (source, rect) in kernel.params.iter().zip(&rects) {
+        let extent = rect.extent();
+        let (ptr, strides) = match (source.reduction, t.args()[source.arg].slot) {
+            (Some(op), _) => {
+                let dtype = plan.arg(source.arg).store.dtype();
+                let acc = match accumulator(dtype, rect, op) {
+                    Ok(acc) => acc,
+                    Err(reason) => return Some(Err(reason)),
+                };
+                let ptr = acc.as_ptr();
+                let place = ArgPlacement {
+                    rect: *rect,
+                    accumulator: Some(acc),
+                };
+                contributions.push((source.arg, place));
+                (ptr, extent.row_major_strides())
+            }
+            (None, Slot::Store(_)) => match runner.locate(source.arg, rect, p) {
                 Ok(located) => located,
                 Err(e) => return Some(Err(e.reason)),
             },
@@ -55,23 +57,14 @@ pub(super) fn run_point(
         };
         located.push((ptr, extent, strides));
     }
-    let contributions = |places: Vec<ArgPlacement>| -> Vec<Contribution> {
-        kernel
-            .params
-            .iter()
-            .zip(places)
-            .filter(|(_, place)| place.accumulator.is_some())
-            .map(|(source, place)| (source.arg, place))
-            .collect()
-    };
     // SAFETY: every pointer addresses a sub-store inside its store's memory (located by the
     // backend; sub-stores are clipped to the store) or a point-private accumulator of exactly
-    // its extent; validation
-    // proved that no two point tasks write the same element and that a written store is
-    // reached through one parameter; temporaries are null and never dereferenced (the kernel
-    // keeps them in registers or allocates them itself).
+    // its extent (owned by `contributions`, whose buffers do not move); validation proved
+    // that no two point tasks write the same element and that a written store is reached
+    // through one parameter; temporaries are null and never dereferenced (the kernel keeps
+    // them in registers or allocates them itself).
     let outcome = unsafe { call(kernel, &located, runner.scalars) };
-    Some(outcome.map(|()| contributions(places)))
+    Some(outcome.map(|()| contributions))
 }
 
 /// One kernel parameter's memory at a point: the address of its first element (null for a

@@ -798,7 +798,7 @@ fn fmod() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiler::{MlirSession, LOWER_PIPELINE};
+    use crate::compiler::{descriptor, Descriptor, MlirSession, LOWER_PIPELINE};
 
     /// The functions compiled for the host, with the CPU prelude's `exp` and `log` and
     /// glibc's `sqrt`, `floor`, `roundeven` and `copysign`: `@probe_<name>` applies `name`
@@ -878,10 +878,10 @@ mod tests {
                 .unwrap_or_else(|f| panic!("{}: {}", f.stage, f.diagnostics));
             let n = inputs[0].len();
             let mut out = vec![0.0f64; n];
-            let descriptor = |p: *const f64| vec![p as i64, p as i64, 0, n as i64, 1];
-            let mut descriptors: Vec<Vec<i64>> =
-                inputs.iter().map(|x| descriptor(x.as_ptr())).collect();
-            descriptors.push(descriptor(out.as_mut_ptr()));
+            let rank1 = |p: *const f64| descriptor(p as i64, &[n as i64], [1].into_iter());
+            let mut descriptors: Vec<Descriptor> =
+                inputs.iter().map(|x| rank1(x.as_ptr())).collect();
+            descriptors.push(rank1(out.as_mut_ptr()));
             // SAFETY: one rank-1 descriptor per argument, each of `n` elements.
             unsafe { code.call(&mut descriptors, &[], &mut []) };
             out

@@ -43,7 +43,7 @@ use diffuse_ir::{KernelTarget, Scalar};
 use hashbrown::HashMap;
 use thiserror::Error;
 
-use crate::compiler::{MlirFailure, MlirSession, NativeCode};
+use crate::compiler::{descriptor, Descriptor, MlirFailure, MlirSession, NativeCode};
 use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
 use crate::kernel::{check_arguments, descriptors};
@@ -341,12 +341,9 @@ impl GpuKernel {
         let (memrefs, workspaces) = memrefs.split_at(params);
         check_arguments(&self.signature, memrefs, scalars).map_err(arguments)?;
         let mut descriptors = descriptors(&self.signature, memrefs).map_err(arguments)?;
-        let mut workspace_descriptors: Vec<Vec<i64>> = workspaces
+        let mut workspace_descriptors: Vec<Descriptor> = workspaces
             .iter()
-            .map(|w| {
-                let address = w.ptr as i64;
-                vec![address, address, 0, launches::BLOCKS as i64, 1]
-            })
+            .map(|w| descriptor(w.ptr as i64, &[launches::BLOCKS as i64], [1].into_iter()))
             .collect();
         self.loaded.call_once(|| self.code.initialize());
         // SAFETY: one descriptor per parameter and the declared scalars (checked above); the

@@ -7,7 +7,7 @@
 //! tile: the description stays scale-free and identical operands get identical (interned)
 //! partitions, which is what the fusion constraints compare.
 
-use diffuse_ir::{Partition, ProjComponent, Projection, Shape, Tuple, View};
+use diffuse_ir::{Partition, ProjComponent, Projection, Shape, Tuple, View, MAX_DIMS};
 
 use crate::error::ArrayError;
 
@@ -69,6 +69,56 @@ pub(crate) fn operand_partition(
     out: Shape,
     launch: Shape,
 ) -> Result<Partition, ArrayError> {
+    let key = OperandKey {
+        offset: view.offset(),
+        shape: view.shape(),
+        whole: view.is_whole_store(),
+        out,
+        launch,
+    };
+    if let Some(known) = MEMO.with(|memo| memo.borrow().get(&key).cloned()) {
+        return Ok(known);
+    }
+    let partition = build_operand_partition(view, out, launch)?;
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(key, partition.clone());
+    });
+    Ok(partition)
+}
+
+/// Everything an operand's partition depends on: the view's box, whether it is its whole
+/// store (a whole store's tiles need no clip), the output's shape and the launch's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct OperandKey {
+    offset: Tuple,
+    shape: Shape,
+    whole: bool,
+    out: Shape,
+    launch: Shape,
+}
+
+/// Entries a thread keeps before it starts over (programs use a few per array view and
+/// launch shape; the bound only keeps a program that makes ever new shapes from growing it).
+const MEMO_CAPACITY: usize = 4096;
+
+thread_local! {
+    /// Operand partitions built on this thread. Partitions are interned process-wide, so an
+    /// entry is the same partition whichever context asks; every element-wise operation
+    /// looks its operands up here instead of rebuilding and re-interning them.
+    static MEMO: std::cell::RefCell<hashbrown::HashMap<OperandKey, Partition>> =
+        std::cell::RefCell::new(hashbrown::HashMap::new());
+}
+
+/// [`operand_partition`], built.
+fn build_operand_partition(
+    view: &View,
+    out: Shape,
+    launch: Shape,
+) -> Result<Partition, ArrayError> {
     let shape = view.shape();
     let (k, d) = (shape.dims(), out.dims());
     if k == 0 {
@@ -79,16 +129,15 @@ pub(crate) fn operand_partition(
         lhs: Box::new(shape),
         rhs: Box::new(out),
     })?;
-    let mut tile = vec![0i64; k];
-    let mut comps = Vec::with_capacity(k);
+    let mut tile = [0i64; MAX_DIMS];
+    let mut comps = [ProjComponent::Const(0); MAX_DIMS];
     for j in 0..k {
         let od = j + shift;
         if shape[j] == out[od] {
             tile[j] = block(out[od], launch[od]);
-            comps.push(ProjComponent::Dim(od));
+            comps[j] = ProjComponent::Dim(od);
         } else if shape[j] == 1 {
             tile[j] = 1;
-            comps.push(ProjComponent::Const(0));
         } else {
             return Err(ArrayError::ShapeMismatch {
                 op: "broadcast",
@@ -97,6 +146,47 @@ pub(crate) fn operand_partition(
             });
         }
     }
-    let projection = Projection::new(d, &comps)?;
-    Ok(view.tiling_with(Tuple::shape(&tile)?, projection)?)
+    let projection = Projection::new(d, &comps[..k])?;
+    Ok(view.tiling_with(Tuple::shape(&tile[..k])?, projection)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use diffuse_ir::{Context, DType, Detached};
+
+    use super::*;
+
+    fn shape(extents: &[i64]) -> Shape {
+        Tuple::shape(extents).expect("a small shape")
+    }
+
+    #[test]
+    fn remembered_partitions_are_the_ones_built_and_tell_a_whole_store_from_a_view() {
+        let cx = Context::new(Arc::new(Detached));
+        let small = cx.create_store(&[4, 6], DType::F64).expect("a store");
+        let large = cx.create_store(&[5, 6], DType::F64).expect("a store");
+        let whole = small.view();
+        // The same box as `whole`, in a larger store: its tiles must be clipped to the view.
+        let part = View::new(&large, shape(&[0, 0]), shape(&[4, 6])).expect("a view");
+        let (out, launch) = (shape(&[4, 6]), shape(&[2, 1]));
+        for view in [&whole, &part, &whole, &part] {
+            let remembered = operand_partition(view, out, launch).expect("broadcasts");
+            let built = build_operand_partition(view, out, launch).expect("broadcasts");
+            assert_eq!(remembered, built);
+        }
+        let of_whole = operand_partition(&whole, out, launch).expect("broadcasts");
+        let of_part = operand_partition(&part, out, launch).expect("broadcasts");
+        assert_ne!(of_whole, of_part);
+        assert!(of_part.as_tiling().is_some_and(|t| t.clip.is_some()));
+        // A row broadcast down the columns of `out`.
+        let row = View::new(&large, shape(&[4, 0]), shape(&[1, 6])).expect("a view");
+        let broadcast = operand_partition(&row, out, launch).expect("broadcasts");
+        assert_eq!(
+            broadcast,
+            build_operand_partition(&row, out, launch).expect("broadcasts")
+        );
+        assert!(operand_partition(&row, shape(&[4, 5]), launch).is_err());
+    }
 }

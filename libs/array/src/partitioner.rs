@@ -92,9 +92,13 @@ impl Partitioner {
         if dims == 0 || shape.volume() == 0 {
             return Tuple::splat(dims, 1);
         }
+        let procs = self.points_for(shape.volume());
+        if procs == 1 {
+            // The only grid of one point.
+            return Tuple::splat(dims, 1);
+        }
         let mut best: Option<(Cost, Tuple)> = None;
         let mut grid = Tuple::splat(dims, 1);
-        let procs = self.points_for(shape.volume());
         search(procs, shape, &mut grid, 0, 1, &mut best);
         best.map_or(Tuple::splat(dims, 1), |(_, g)| g)
     }
@@ -130,16 +134,14 @@ fn search(
 
 /// The cost of `grid` (`points` points of the `procs` available) for an array of `shape`.
 fn cost(procs: usize, shape: Shape, grid: &Tuple, points: usize) -> Cost {
-    let block: Vec<i64> = (0..shape.dims())
-        .map(|d| ceil_div(shape[d], grid[d]))
-        .collect();
+    let block = shape.zip_with(grid, ceil_div);
     let mut inner_splits = [0; MAX_DIMS];
     for (slot, &l) in inner_splits.iter_mut().zip(grid.as_slice().iter().rev()) {
         *slot = l;
     }
     Cost {
-        largest_block: block.iter().product(),
-        block_perimeter: block.iter().sum(),
+        largest_block: block.as_slice().iter().product(),
+        block_perimeter: block.as_slice().iter().sum(),
         unused_points: procs - points,
         inner_splits,
     }

@@ -546,6 +546,21 @@ fn unary_kernel<T: Element, U: Element>(
     }
 }
 
+/// The native copy: whole rows at once (`memcpy`), a repeated value by filling.
+fn copy_kernel<T: Element>(
+    slots: Vec<Slot>,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    move |task| {
+        let mut out = task.write::<T>(output_arg(&slots))?;
+        let ins = sources::<T>(task, &slots, 0, out.shape())?;
+        for_each_out_row(&mut out, |o, lead| match ins[0].row(lead) {
+            Row::Slice(a) => o.copy_from_slice(a),
+            Row::Splat(x) => o.fill(x),
+        });
+        Ok(())
+    }
+}
+
 /// A native kernel applying `f` element by element to two operands.
 fn binary_kernel<T: Element, U: Element>(
     slots: Vec<Slot>,
@@ -618,7 +633,7 @@ fn unary_kind(
         }
         match op {
             UnaryOp::Copy => {
-                with_any!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x| x)))
+                with_any!(dtype, T => b.register(copy_kernel::<T>(slots)))
             }
             UnaryOp::Neg => numeric_fn!(Num::neg),
             UnaryOp::Abs => numeric_fn!(Num::abs),
