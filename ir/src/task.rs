@@ -37,8 +37,9 @@ impl IndexTask {
         IndexTask {
             kind: Arc::clone(kind),
             launch_domain,
-            args: Vec::new(),
-            scalars: Vec::new(),
+            // Sized for what the kind declares: building a task allocates once per list.
+            args: Vec::with_capacity(kind.args().len()),
+            scalars: Vec::with_capacity(kind.scalars().len()),
         }
     }
 

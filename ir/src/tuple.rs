@@ -15,7 +15,7 @@ pub const MAX_DIMS: usize = 6;
 ///
 /// The same type serves as a point (a position) and as a shape (an extent per dimension);
 /// the aliases [`Point`] and [`Shape`] say which is meant.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Eq)]
 pub struct Tuple {
     len: u8,
     coords: [i64; MAX_DIMS],
@@ -140,6 +140,28 @@ impl Tuple {
             out.coords[d] = f(self.coords[d], other.coords[d]);
         }
         out
+    }
+}
+
+/// Entries past `len` are always zero, so comparing all of them compares the tuples; done
+/// word by word without branches (tuples are compared on every task and launch, and a
+/// `memcmp` call costs more than the comparison).
+impl PartialEq for Tuple {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self
+                .coords
+                .iter()
+                .zip(&other.coords)
+                .fold(true, |same, (a, b)| same & (a == b))
+    }
+}
+
+/// Consistent with `eq`: the length and every entry.
+impl std::hash::Hash for Tuple {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.len.hash(state);
+        self.coords.hash(state);
     }
 }
 

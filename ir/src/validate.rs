@@ -35,12 +35,16 @@ pub fn validate(task: &IndexTask) -> Result<(), IrError> {
             found: task.args().len(),
         });
     }
-    let found: Vec<_> = task.scalars().iter().map(|s| s.dtype()).collect();
-    if found != kind.scalars() {
+    if !task
+        .scalars()
+        .iter()
+        .map(|s| s.dtype())
+        .eq(kind.scalars().iter().copied())
+    {
         return Err(IrError::ScalarMismatch {
             kind: name.to_string(),
             expected: kind.scalars().to_vec(),
-            found,
+            found: task.scalars().iter().map(|s| s.dtype()).collect(),
         });
     }
     for (i, (arg, decl)) in task.args().iter().zip(kind.args()).enumerate() {
@@ -139,6 +143,15 @@ fn check_partition(kind: &str, i: usize, arg: &TaskArg, launch: Shape) -> Result
             }
         }
         PartitionKind::Tiling(t) => {
+            let checked = (
+                arg.partition.clone(),
+                store_shape,
+                launch,
+                arg.privilege.writes(),
+            );
+            if TILINGS_CHECKED.with(|set| set.borrow().contains(&checked)) {
+                return Ok(());
+            }
             if t.tile.dims() != store_shape.dims() {
                 return Err(dim_err(format!(
                     "tile {} has {} dims but the store has {}",
@@ -194,9 +207,30 @@ fn check_partition(kind: &str, i: usize, arg: &TaskArg, launch: Shape) -> Result
                     projection: format!("{:?}", t.projection),
                 });
             }
+            TILINGS_CHECKED.with(|set| {
+                let mut set = set.borrow_mut();
+                if set.len() >= TILINGS_REMEMBERED {
+                    set.clear();
+                }
+                set.insert(checked);
+            });
         }
     }
     Ok(())
+}
+
+/// A tiling that passed [`check_partition`]: the partition, the store's shape, the launch
+/// domain and whether the argument writes, which is all the check reads.
+type CheckedTiling = (Partition, Shape, Shape, bool);
+
+/// Checked tilings a thread keeps before it starts over.
+const TILINGS_REMEMBERED: usize = 4096;
+
+thread_local! {
+    /// Tilings that passed on this thread (partitions are interned process-wide, so an entry
+    /// means the same wherever it came from): a task stream repeats a few of them.
+    static TILINGS_CHECKED: std::cell::RefCell<hashbrown::HashSet<CheckedTiling>> =
+        std::cell::RefCell::new(hashbrown::HashSet::new());
 }
 
 /// A store that one argument changes may not be named by any other argument, except by
