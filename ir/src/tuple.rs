@@ -112,6 +112,7 @@ impl Tuple {
     }
 
     /// Row-major element strides of a shape (innermost stride 1).
+    #[inline]
     pub fn row_major_strides(&self) -> Tuple {
         let mut strides = Tuple::splat(self.dims(), 1);
         for d in (0..self.dims().saturating_sub(1)).rev() {
@@ -147,6 +148,7 @@ impl Tuple {
 /// word by word without branches (tuples are compared on every task and launch, and a
 /// `memcmp` call costs more than the comparison).
 impl PartialEq for Tuple {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len
             && self
