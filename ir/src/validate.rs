@@ -5,7 +5,8 @@
 //! one point).
 
 use crate::error::IrError;
-use crate::partition::{Partition, PartitionKind};
+use crate::memo::Memo;
+use crate::partition::{Partition, PartitionKind, Tiling};
 use crate::privilege::Privilege;
 use crate::projection::ProjComponent;
 use crate::task::{IndexTask, TaskArg};
@@ -143,94 +144,96 @@ fn check_partition(kind: &str, i: usize, arg: &TaskArg, launch: Shape) -> Result
             }
         }
         PartitionKind::Tiling(t) => {
-            let checked = (
+            let key = (
                 arg.partition.clone(),
                 store_shape,
                 launch,
                 arg.privilege.writes(),
             );
-            if TILINGS_CHECKED.with(|set| set.borrow().contains(&checked)) {
-                return Ok(());
-            }
-            if t.tile.dims() != store_shape.dims() {
-                return Err(dim_err(format!(
-                    "tile {} has {} dims but the store has {}",
-                    t.tile,
-                    t.tile.dims(),
-                    store_shape.dims()
-                )));
-            }
-            if t.projection.in_dims() != launch.dims() {
-                return Err(dim_err(format!(
-                    "projection {:?} takes {}-d points but the launch domain has {} dims",
-                    t.projection,
-                    t.projection.in_dims(),
-                    launch.dims()
-                )));
-            }
-            // The last color the launch reaches must still start inside the tiled region.
-            let mut color = Tuple::splat(store_shape.dims(), 0);
-            for (c, comp) in color
-                .as_mut_slice()
-                .iter_mut()
-                .zip(t.projection.components())
-            {
-                *c = match *comp {
-                    ProjComponent::Dim(d) => launch[d] - 1,
-                    ProjComponent::Const(v) => v,
-                };
-            }
-            let region = arg.partition.reachable_bounds(store_shape);
-            let tile = t.tile_rect(&color);
-            let outside =
-                region.is_empty() || (0..store_shape.dims()).any(|d| tile.lo[d] >= region.hi[d]);
-            if outside {
-                return Err(IrError::TilingOutOfBounds {
-                    kind: kind.to_string(),
-                    arg: i,
-                    store: arg.store.id(),
-                    store_shape,
-                    launch,
-                    color,
-                    tile_origin: tile.lo,
-                    region_lo: region.lo,
-                    region_hi: region.hi,
-                });
-            }
-            if arg.privilege.writes() && !t.projection.is_injective_on(&launch) {
-                return Err(IrError::AliasedWrite {
-                    kind: kind.to_string(),
-                    arg: i,
-                    store: arg.store.id(),
-                    launch,
-                    privilege: arg.privilege,
-                    projection: format!("{:?}", t.projection),
-                });
-            }
-            TILINGS_CHECKED.with(|set| {
-                let mut set = set.borrow_mut();
-                if set.len() >= TILINGS_REMEMBERED {
-                    set.clear();
-                }
-                set.insert(checked);
-            });
+            TILINGS_CHECKED.with(|checked| {
+                checked.get_or_try(key, || check_tiling(t, kind, i, arg, launch, dim_err))
+            })?;
         }
     }
     Ok(())
 }
 
-/// A tiling that passed [`check_partition`]: the partition, the store's shape, the launch
+/// The bounds and write-safety of tiling `t`, one argument's partition (see
+/// [`check_partition`]); `dim_err` names a dimension mismatch.
+fn check_tiling(
+    t: &Tiling,
+    kind: &str,
+    i: usize,
+    arg: &TaskArg,
+    launch: Shape,
+    dim_err: impl Fn(String) -> IrError,
+) -> Result<(), IrError> {
+    let store_shape = arg.store.shape();
+    if t.tile.dims() != store_shape.dims() {
+        return Err(dim_err(format!(
+            "tile {} has {} dims but the store has {}",
+            t.tile,
+            t.tile.dims(),
+            store_shape.dims()
+        )));
+    }
+    if t.projection.in_dims() != launch.dims() {
+        return Err(dim_err(format!(
+            "projection {:?} takes {}-d points but the launch domain has {} dims",
+            t.projection,
+            t.projection.in_dims(),
+            launch.dims()
+        )));
+    }
+    // The last color the launch reaches must still start inside the tiled region.
+    let mut color = Tuple::splat(store_shape.dims(), 0);
+    for (c, comp) in color
+        .as_mut_slice()
+        .iter_mut()
+        .zip(t.projection.components())
+    {
+        *c = match *comp {
+            ProjComponent::Dim(d) => launch[d] - 1,
+            ProjComponent::Const(v) => v,
+        };
+    }
+    let region = arg.partition.reachable_bounds(store_shape);
+    let tile = t.tile_rect(&color);
+    let outside = region.is_empty() || (0..store_shape.dims()).any(|d| tile.lo[d] >= region.hi[d]);
+    if outside {
+        return Err(IrError::TilingOutOfBounds {
+            kind: kind.to_string(),
+            arg: i,
+            store: arg.store.id(),
+            store_shape,
+            launch,
+            color,
+            tile_origin: tile.lo,
+            region_lo: region.lo,
+            region_hi: region.hi,
+        });
+    }
+    if arg.privilege.writes() && !t.projection.is_injective_on(&launch) {
+        return Err(IrError::AliasedWrite {
+            kind: kind.to_string(),
+            arg: i,
+            store: arg.store.id(),
+            launch,
+            privilege: arg.privilege,
+            projection: format!("{:?}", t.projection),
+        });
+    }
+    Ok(())
+}
+
+/// A tiling that passed [`check_tiling`]: the partition, the store's shape, the launch
 /// domain and whether the argument writes, which is all the check reads.
 type CheckedTiling = (Partition, Shape, Shape, bool);
 
-/// Checked tilings a thread keeps before it starts over.
-const TILINGS_REMEMBERED: usize = 4096;
-
 thread_local! {
-    /// Tilings that passed on this thread (partitions are interned process-wide, so an entry
-    /// means the same wherever it came from): a task stream repeats a few of them.
-    static TILINGS_CHECKED: std::cell::RefCell<hashbrown::HashSet<CheckedTiling>> =
-        std::cell::RefCell::new(hashbrown::HashSet::new());
+    /// Tilings that passed on this thread, by everything [`check_tiling`] reads: a task
+    /// stream repeats a few of them.
+    static TILINGS_CHECKED: Memo<CheckedTiling, ()> = Memo::new(4096);
 }
 
 /// A store that one argument changes may not be named by any other argument, except by

@@ -120,6 +120,14 @@ pub(crate) fn descriptors(
 ) -> Result<Vec<Descriptor>, String> {
     let mut out: Vec<Descriptor> = Vec::with_capacity(memrefs.len());
     for (i, (m, p)) in memrefs.iter().zip(&signature.params).enumerate() {
+        if m.sizes.len() > diffuse_ir::MAX_DIMS || m.strides.len() != m.sizes.len() {
+            return Err(format!(
+                "memref {i} has {} sizes and {} strides; at most {} dimensions, one stride each",
+                m.sizes.len(),
+                m.strides.len(),
+                diffuse_ir::MAX_DIMS
+            ));
+        }
         if let (Some(&s), Some(&e)) = (m.strides.last(), m.sizes.last()) {
             if s != 1 && e > 1 {
                 return Err(format!(

@@ -7,7 +7,7 @@
 //! tile: the description stays scale-free and identical operands get identical (interned)
 //! partitions, which is what the fusion constraints compare.
 
-use diffuse_ir::{Partition, ProjComponent, Projection, Shape, Tuple, View, MAX_DIMS};
+use diffuse_ir::{Memo, Partition, ProjComponent, Projection, Shape, Tuple, View, MAX_DIMS};
 
 use crate::error::ArrayError;
 
@@ -76,18 +76,7 @@ pub(crate) fn operand_partition(
         out,
         launch,
     };
-    if let Some(known) = MEMO.with(|memo| memo.borrow().get(&key).cloned()) {
-        return Ok(known);
-    }
-    let partition = build_operand_partition(view, out, launch)?;
-    MEMO.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        if memo.len() >= MEMO_CAPACITY {
-            memo.clear();
-        }
-        memo.insert(key, partition.clone());
-    });
-    Ok(partition)
+    MEMO.with(|memo| memo.get_or_try(key, || build_operand_partition(view, out, launch)))
 }
 
 /// Everything an operand's partition depends on: the view's box, whether it is its whole
@@ -101,16 +90,10 @@ struct OperandKey {
     launch: Shape,
 }
 
-/// Entries a thread keeps before it starts over (programs use a few per array view and
-/// launch shape; the bound only keeps a program that makes ever new shapes from growing it).
-const MEMO_CAPACITY: usize = 4096;
-
 thread_local! {
-    /// Operand partitions built on this thread. Partitions are interned process-wide, so an
-    /// entry is the same partition whichever context asks; every element-wise operation
-    /// looks its operands up here instead of rebuilding and re-interning them.
-    static MEMO: std::cell::RefCell<hashbrown::HashMap<OperandKey, Partition>> =
-        std::cell::RefCell::new(hashbrown::HashMap::new());
+    /// Operand partitions built on this thread: every element-wise operation looks its
+    /// operands up here instead of rebuilding and re-interning them.
+    static MEMO: Memo<OperandKey, Partition> = Memo::new(4096);
 }
 
 /// [`operand_partition`], built.

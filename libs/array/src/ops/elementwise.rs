@@ -535,27 +535,37 @@ fn unary_kernel<T: Element, U: Element>(
     slots: Vec<Slot>,
     f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
-    move |task| {
-        let mut out = task.write::<U>(output_arg(&slots))?;
-        let ins = sources::<T>(task, &slots, 0, out.shape())?;
-        for_each_out_row(&mut out, |o, lead| match ins[0].row(lead) {
-            Row::Slice(a) => o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x)),
-            Row::Splat(x) => o.fill(f(x)),
-        });
-        Ok(())
-    }
+    row_kernel(
+        slots,
+        move |o: &mut [U], a: &[T]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x)),
+        move |o: &mut [U], x: T| o.fill(f(x)),
+    )
 }
 
 /// The native copy: whole rows at once (`memcpy`), a repeated value by filling.
 fn copy_kernel<T: Element>(
     slots: Vec<Slot>,
 ) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+    row_kernel(
+        slots,
+        |o: &mut [T], a: &[T]| o.copy_from_slice(a),
+        |o: &mut [T], x: T| o.fill(x),
+    )
+}
+
+/// A native kernel over one operand, row by row of the output: `row` for an operand row,
+/// `splat` for an operand repeated along the row (broadcast, or a scalar).
+fn row_kernel<T: Element, U: Element>(
+    slots: Vec<Slot>,
+    row: impl Fn(&mut [U], &[T]) + Send + Sync + 'static,
+    splat: impl Fn(&mut [U], T) + Send + Sync + 'static,
+) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
     move |task| {
-        let mut out = task.write::<T>(output_arg(&slots))?;
+        let mut out = task.write::<U>(output_arg(&slots))?;
         let ins = sources::<T>(task, &slots, 0, out.shape())?;
         for_each_out_row(&mut out, |o, lead| match ins[0].row(lead) {
-            Row::Slice(a) => o.copy_from_slice(a),
-            Row::Splat(x) => o.fill(x),
+            Row::Slice(a) => row(o, a),
+            Row::Splat(x) => splat(o, x),
         });
         Ok(())
     }
