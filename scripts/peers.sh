@@ -54,7 +54,7 @@ cases=(
     "cgs 1000 100 solver"
     "gmg 1023 60 solver"
 )
-array_peers=(diffuse-python numpy numexpr jax dask cupynumeric)
+array_peers=(diffuse-python diffuse-python-traced numpy numexpr jax dask cupynumeric)
 solver_peers=(diffuse-python scipy jax petsc-1rank petsc-2ranks)
 diffuse_modes=(
     "diffuse-fused --fusion on --jit sync"
@@ -89,6 +89,7 @@ run_peer() {
     local system="$1" app="$2" n="$3" iters="$4" kind="$5" module="$1" python=target/peers-venv/bin/python
     case "$system" in
     diffuse-python) module=diffuse python=target/python-venv/bin/python ;;
+    diffuse-python-traced) module=diffuse-traced python=target/python-venv/bin/python ;;
     cupynumeric) python=benches/peers/run-cupynumeric.sh ;;
     petsc-*)
         # petsc-1rank, petsc-2ranks: that many MPI ranks on Debian's PETSc, which lives in the

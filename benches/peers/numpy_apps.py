@@ -19,7 +19,10 @@ is one of
                benches/peers/run-cupynumeric.sh, which sets up Legate on the CPU);
 - cupy:        the NumPy program on CuPy, on the GPU (``cupyx.scipy.special.erf``);
                benches/peers/gpu_peers.py runs it after checking that there is a GPU;
-- diffuse:     the NumPy program on diffuse's Python package (``import diffuse.numpy``).
+- diffuse:     the NumPy program on diffuse's Python package (``import diffuse.numpy``);
+- diffuse-traced: the same, each iteration one ``diffuse.trace``d function (as JAX's
+               ``jax.jit``): recorded on the warm-up, its tasks replayed without running
+               the Python code again.
 
 Each app mirrors the Rust version in examples/src (same problem, same initial values, same
 sizes; random inputs come from NumPy's ``default_rng`` on the host, handed to the system
@@ -42,7 +45,8 @@ from collections import namedtuple
 
 import numpy
 
-SYSTEMS = ("numpy", "numexpr", "jax", "dask", "cupynumeric", "cupy", "diffuse")
+SYSTEMS = ("numpy", "numexpr", "jax", "dask", "cupynumeric", "cupy", "diffuse",
+           "diffuse-traced")
 
 # (app, system) pairs that cannot run, and why.
 CANNOT = {
@@ -184,6 +188,15 @@ class Diffuse(System):
         return arrays
 
 
+class DiffuseTraced(Diffuse):
+    """diffuse's Python package with each iteration a traced function (``diffuse.trace``)."""
+
+    def compile(self, fn, donate=()):
+        import diffuse
+
+        return diffuse.trace(fn)
+
+
 def load_system(name):
     """Imports the system `name`, sets `np` and `erf`, and returns its System."""
     global np, erf, ne
@@ -216,12 +229,12 @@ def load_system(name):
 
         np, erf = cupy, cupyx.scipy.special.erf
         return Cupy(name)
-    if name == "diffuse":
+    if name in ("diffuse", "diffuse-traced"):
         import diffuse.numpy
         import diffuse.special
 
         np, erf = diffuse.numpy, diffuse.special.erf
-        return Diffuse(name)
+        return Diffuse(name) if name == "diffuse" else DiffuseTraced(name)
     import scipy.special
 
     np, erf = numpy, scipy.special.erf

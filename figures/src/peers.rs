@@ -34,12 +34,13 @@ pub const UNFUSED: &str = "diffuse-unfused";
 pub const BACKGROUND: &str = "diffuse-background";
 
 /// Systems in the order the figures list them; others follow alphabetically.
-const ORDER: [&str; 13] = [
+const ORDER: [&str; 14] = [
     FUSED,
     NATIVE,
     UNFUSED,
     BACKGROUND,
     "diffuse-python",
+    "diffuse-python-traced",
     "numpy",
     "numexpr",
     "jax",
@@ -58,6 +59,7 @@ fn color_of(system: &str) -> RGBColor {
         UNFUSED => RGBColor(200, 50, 50),
         BACKGROUND => RGBColor(60, 140, 210),
         "diffuse-python" => RGBColor(20, 50, 120),
+        "diffuse-python-traced" => RGBColor(70, 100, 170),
         "numpy" => RGBColor(240, 150, 40),
         "numexpr" => RGBColor(60, 160, 60),
         "jax" => RGBColor(140, 80, 170),

@@ -1,12 +1,13 @@
 //! The `Context`: the one object libraries talk to. It creates stores, checks and forwards
 //! index tasks to the runtime behind it, and moves data between the application and stores.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dtype::{DType, Element};
 use crate::error::IrError;
 use crate::host::HostData;
+use crate::recording::{Recorder, Recording, ReplayStores};
 use crate::store::{Store, StoreRef, View};
 use crate::task::IndexTask;
 use crate::tuple::{Rect, Shape, Tuple};
@@ -111,6 +112,10 @@ impl Executor for Detached {
 pub struct Context {
     executor: Arc<dyn Executor>,
     submitted: Arc<AtomicU64>,
+    /// Whether `recorder` holds an open recording (read on every submission, without the
+    /// lock).
+    recording: Arc<AtomicBool>,
+    recorder: Arc<Mutex<Option<Recorder>>>,
 }
 
 impl Context {
@@ -119,6 +124,8 @@ impl Context {
         Context {
             executor,
             submitted: Arc::new(AtomicU64::new(0)),
+            recording: Arc::new(AtomicBool::new(false)),
+            recorder: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -167,7 +174,9 @@ impl Context {
                 what: format!("a {dtype} store of shape {shape}"),
             });
         }
-        Ok(Store::new(shape, dtype))
+        let store = Store::new(shape, dtype);
+        self.while_recording(|r| r.created(&store));
+        Ok(store)
     }
 
     /// Creates a store holding `data` (row-major, `shape.volume()` values).
@@ -176,6 +185,7 @@ impl Context {
         shape: &[i64],
         data: Vec<T>,
     ) -> Result<Store, IrError> {
+        self.refuse_replay(|| "an array was made from host data".into());
         let store = self.create_store(shape, T::DTYPE)?;
         check_count(&store, data.len(), store.shape())?;
         self.executor
@@ -186,8 +196,81 @@ impl Context {
     /// Checks `task` against its kind and the IR's rules, then hands it to the runtime.
     pub fn submit(&self, task: IndexTask) -> Result<(), IrError> {
         validate(&task)?;
+        self.forward(task)
+    }
+
+    /// Hands a checked task to the runtime (and to an open recording).
+    fn forward(&self, task: IndexTask) -> Result<(), IrError> {
+        self.while_recording(|r| r.submitted(&task));
         self.submitted.fetch_add(1, Ordering::Relaxed);
         self.executor.execute(task)
+    }
+
+    fn recorder(&self) -> MutexGuard<'_, Option<Recorder>> {
+        // A recorder is only ever replaced whole: one left by a panicking thread is usable.
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the open recording, if there is one.
+    fn while_recording(&self, f: impl FnOnce(&mut Recorder)) {
+        if self.recording.load(Ordering::Acquire) {
+            if let Some(recorder) = self.recorder().as_mut() {
+                f(recorder);
+            }
+        }
+    }
+
+    /// Starts recording the tasks submitted through this context (and its clones) until
+    /// [`Context::finish_recording`], for [`Context::replay`] with other stores in place of
+    /// `inputs`. The tasks still run as usual. Fails if a recording is already open.
+    pub fn start_recording(&self, inputs: &[View]) -> Result<(), IrError> {
+        let mut recorder = self.recorder();
+        if recorder.is_some() {
+            return Err(IrError::NotReplayable {
+                reason: "another recording is open on this context".into(),
+            });
+        }
+        *recorder = Some(Recorder::new(inputs));
+        self.recording.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a recording is open.
+    pub fn is_recording(&self) -> bool {
+        self.recording.load(Ordering::Acquire)
+    }
+
+    /// Closes the open recording; `outputs` are the views the recorded code produced, rebuilt
+    /// over each replay's stores. Fails with [`IrError::NotReplayable`] (saying why) when the
+    /// recorded tasks depend on more than their inputs' shapes, or when no recording is open.
+    pub fn finish_recording(&self, outputs: &[View]) -> Result<Recording, IrError> {
+        let recorder = self.recorder().take();
+        self.recording.store(false, Ordering::Release);
+        match recorder {
+            Some(recorder) => recorder.finish(outputs),
+            None => Err(IrError::NotReplayable {
+                reason: "no recording is open".into(),
+            }),
+        }
+    }
+
+    /// Marks the open recording, if any, unreplayable: for a library whose tasks depend on
+    /// state of its own (a counter, a random stream) that a replay would not advance.
+    pub fn refuse_replay(&self, reason: impl FnOnce() -> String) {
+        self.while_recording(|r| r.refuse(reason));
+    }
+
+    /// Submits `recording`'s tasks again with `inputs` in place of the recorded inputs and
+    /// fresh stores in place of those it created, and returns its outputs over them. The
+    /// inputs must be views like the recorded ones (same boxes of stores of the same shapes
+    /// and dtypes, sharing stores where they did); the tasks then pass validation exactly as
+    /// the recorded ones did, so they are not checked again.
+    pub fn replay(&self, recording: &Recording, inputs: &[View]) -> Result<Vec<View>, IrError> {
+        let mut stores = ReplayStores::new(recording, inputs, |shape, dtype| {
+            self.create_store(shape.as_slice(), dtype)
+        })?;
+        stores.submit_all(|task| self.forward(task))?;
+        stores.outputs()
     }
 
     /// Runs every task submitted so far.
@@ -197,6 +280,7 @@ impl Context {
 
     /// Reads a view back to the host (row-major), waiting for pending work.
     pub fn read<T: Element>(&self, view: &View) -> Result<Vec<T>, IrError> {
+        self.refuse_replay(|| "a value was read back".into());
         let store = view.store();
         check_dtype::<T>(store)?;
         let data = self.executor.read(&store.task_ref(), view.bounds())?;
@@ -224,6 +308,7 @@ impl Context {
 
     /// Overwrites a view with row-major `data`, ordered after pending work.
     pub fn write<T: Element>(&self, view: &View, data: Vec<T>) -> Result<(), IrError> {
+        self.refuse_replay(|| "host data was written into an array".into());
         let store = view.store();
         check_dtype::<T>(store)?;
         check_count(store, data.len(), view.shape())?;

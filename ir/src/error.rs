@@ -255,6 +255,20 @@ pub enum IrError {
         /// The store.
         store: StoreId,
     },
+    /// Recorded tasks cannot be replayed (see `Context::finish_recording`).
+    #[error("the recorded tasks cannot be replayed: {reason}")]
+    NotReplayable {
+        /// What the recorded code did that a replay would not repeat.
+        reason: String,
+    },
+
+    /// A replay's inputs do not match its recording's.
+    #[error("cannot replay the recording: {reason}")]
+    ReplayMismatch {
+        /// Which input differs, and how.
+        reason: String,
+    },
+
     /// Host data that does not match the store or view it is read from or written to.
     #[error("store {store}: {what}")]
     HostData {

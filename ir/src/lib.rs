@@ -29,6 +29,7 @@ mod mlir;
 mod partition;
 mod privilege;
 mod projection;
+mod recording;
 mod store;
 mod task;
 mod tuple;
@@ -47,6 +48,7 @@ pub use mlir::{element_type, tensor_type, KernelTarget, MlirArg, MlirGenerator, 
 pub use partition::{Image, Partition, PartitionKind, Tiling};
 pub use privilege::{Privilege, ReductionOp};
 pub use projection::{ProjComponent, Projection};
+pub use recording::Recording;
 pub use store::{Store, StoreCore, StoreId, StoreRef, View};
 pub use task::{IndexTask, TaskArg};
 pub use tuple::{Point, Rect, RectPoints, Shape, Tuple, MAX_DIMS};

@@ -160,6 +160,15 @@ impl Store {
         StoreRef::from_core(Arc::clone(&self.core))
     }
 
+    /// An application handle to the store `task_ref` names (for what must keep a store the
+    /// application can observe, such as a recording's held stores).
+    pub(crate) fn from_task_ref(task_ref: &StoreRef) -> Store {
+        task_ref.core.app_handles.fetch_add(1, Ordering::AcqRel);
+        Store {
+            core: Arc::clone(&task_ref.core),
+        }
+    }
+
     /// A view of the whole store.
     pub fn view(&self) -> View {
         View {

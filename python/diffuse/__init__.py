@@ -11,12 +11,21 @@ import atexit
 
 from . import _native
 
-__all__ = ["flush"]
+__all__ = ["flush", "trace"]
 
 
 def flush():
     """Runs everything submitted so far (as reading a value would)."""
     _native.flush()
+
+
+def trace(fn):
+    """``fn``, a function of diffuse arrays, recorded on its first call and replayed on later
+    calls with arguments like the first ones, without running its Python code again (see
+    ``diffuse._trace``)."""
+    from ._trace import trace as _trace
+
+    return _trace(fn)
 
 
 # Work still buffered in the window runs (and reports its errors), and kernels still compiling

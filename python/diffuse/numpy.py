@@ -15,6 +15,7 @@ import math
 import numbers
 import operator
 import os
+import sys
 import warnings
 import weakref
 
@@ -102,7 +103,10 @@ def _dtype_name(dtype):
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
-    __slots__ = ("_a",)
+    # `_a`: the native array; `_h`: an eager array's NumPy elements (declared here, not in
+    # `_Eager`, so that both have one layout and an eager array can become deferred in place:
+    # `_defer_in_place`).
+    __slots__ = ("_a", "_h")
     # NumPy defers binary operators with a NumPy array on the left to us.
     __array_priority__ = 1000
 
@@ -705,6 +709,8 @@ class _StridedView(ndarray):
         if self._seen != self._version.count:
             self._values = self._gather()
             self._seen = self._version.count
+        elif _recording:
+            _native.refuse_replay("it reads a strided view gathered before the call")
         return self._values
 
     def _holds_its_elements(self):
@@ -809,7 +815,7 @@ class _Eager(ndarray):
     reads a copy of its current elements (``_a``); results of deferred operations stay
     deferred."""
 
-    __slots__ = ("_h",)
+    __slots__ = ()
 
     def __init__(self, host):
         self._h = host
@@ -840,6 +846,8 @@ class _Eager(ndarray):
         return len(self._h)
 
     def __array__(self, dtype=None, copy=None):
+        if _recording:
+            _native.refuse_replay("it reads a small array NumPy holds")
         if dtype is None and not copy:
             return self._h
         return _np.array(self._h, dtype=dtype, copy=copy)
@@ -861,6 +869,8 @@ class _Eager(ndarray):
         return _eager_wrap(r)
 
     def __setitem__(self, key, value):
+        if _recording:
+            _native.refuse_replay("it writes a small array NumPy holds")
         self._h[_host_key(key)] = value._h if type(value) is _Eager else _to_numpy(value)
 
     def __iter__(self):
@@ -901,6 +911,38 @@ class _Eager(ndarray):
 
     def _holds_its_elements(self):
         return True
+
+
+def _defer_in_place(x):
+    """Turns the eager array ``x`` into a deferred one holding its elements (the same object,
+    so every reference to it sees the change), and says whether it could: not where other
+    NumPy arrays may share its elements (eager views of it, or of the array it is a view of),
+    since writes to the deferred array would no longer reach them. (What NumPy array an
+    eager array came from, ``asarray`` of which shares memory, is not among them: deferred
+    arrays never share a NumPy array's memory, so no program can count on it.)"""
+    h = x._h
+    owner = h.base
+    # References to `h`: `x`'s slot, this frame's `h` and getrefcount's argument, and to the
+    # NumPy array `h` is a view of: `h.base`, `owner`, the argument. Any other reference is
+    # another array's `base` (a view) or a holder outside.
+    if owner is None:
+        shared = sys.getrefcount(h) > 3
+    else:
+        shared = (type(owner) is not _np.ndarray or owner.base is not None
+                  or sys.getrefcount(h) > 3 or sys.getrefcount(owner) > 3)
+    if shared or _dtype_name(h.dtype) is None:
+        return False
+    native = x._a
+    ndarray._h.__delete__(x)
+    x.__class__ = ndarray
+    ndarray._a.__set__(x, native)
+    return True
+
+
+#: True while ``diffuse.trace`` records a function (``_trace``): what the function does that
+#: a replay would not repeat (computing or writing with NumPy on small arrays NumPy holds,
+#: reading a strided view's gathered copy) marks the recording unreplayable.
+_recording = False
 
 
 def _host_key(key):
@@ -959,6 +1001,8 @@ def _eager_operator(name, numpy_op):
 def _eager_inplace(name, numpy_op):
     """``_Eager``'s in-place operator ``name``: NumPy's, on its elements."""
     def method(self, other):
+        if _recording:
+            _native.refuse_replay("it writes a small array NumPy holds")
         numpy_op(self._h, _to_numpy(other))
         return self
     method.__name__ = name
@@ -1000,6 +1044,8 @@ def _eager_wrap(x):
     diffuse holds as an eager array when small (sharing NumPy's memory: views stay views),
     else as a deferred copy; other arrays and scalars as NumPy gave them; tuples and lists
     element by element."""
+    if _recording:
+        _native.refuse_replay("it computes on a small array NumPy holds")
     t = type(x)
     if t is _np.ndarray:
         if x.dtype in _EAGER_DTYPES and x.size <= _eager_limit:

@@ -842,6 +842,124 @@ fn report_fp_categories(bits: u8) {
     }
 }
 
+/// The views of `arrays`, for recording and replaying.
+fn views_of(arrays: &[PyRef<'_, NativeArray>]) -> Vec<View> {
+    arrays.iter().map(|a| a.inner.view().clone()).collect()
+}
+
+/// Starts recording the tasks submitted from now on, for replay with other arrays in place
+/// of `inputs` (see `diffuse.trace`). Fails if a recording is open.
+#[pyfunction]
+fn start_recording(inputs: Vec<PyRef<'_, NativeArray>>) -> PyResult<()> {
+    context()?
+        .ir()
+        .start_recording(&views_of(&inputs))
+        .map_err(|e| py_err(e.into()))
+}
+
+/// Closes the open recording: `(recording, None)`, or `(None, why it cannot be replayed)`.
+/// `outputs` are the arrays the recorded code produced, rebuilt by each replay.
+#[pyfunction]
+fn finish_recording(
+    outputs: Vec<PyRef<'_, NativeArray>>,
+) -> PyResult<(Option<NativeRecording>, Option<String>)> {
+    match context()?.ir().finish_recording(&views_of(&outputs)) {
+        Ok(recording) => Ok((Some(NativeRecording { recording }), None)),
+        Err(IrError::NotReplayable { reason }) => Ok((None, Some(reason))),
+        Err(e) => Err(py_err(e.into())),
+    }
+}
+
+/// Recorded tasks (`finish_recording`), replayable over other arrays.
+#[pyclass(module = "diffuse._native", frozen)]
+pub struct NativeRecording {
+    recording: diffuse_ir::Recording,
+}
+
+#[pymethods]
+impl NativeRecording {
+    /// Submits the recorded tasks again with `inputs` in place of the recorded inputs, and
+    /// returns the recorded outputs over this replay's arrays. Raises `ValueError` when the
+    /// inputs are not like the recorded ones.
+    fn replay(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<PyRef<'_, NativeArray>>,
+    ) -> PyResult<Vec<NativeArray>> {
+        let cx = context()?;
+        let views = views_of(&inputs);
+        let outputs = py
+            .detach(|| {
+                cx.ir()
+                    .replay(&self.recording, &views)
+                    .map_err(ArrayError::from)
+            })
+            .map_err(py_err)?;
+        report_fp_errors(py)?;
+        Ok(outputs
+            .into_iter()
+            .map(|view| wrap(Array::from_view(cx, view)))
+            .collect())
+    }
+
+    /// How many tasks a replay submits.
+    #[getter]
+    fn tasks(&self) -> usize {
+        self.recording.tasks()
+    }
+
+    /// The positions of the inputs a replay writes.
+    #[getter]
+    fn changed_inputs(&self) -> Vec<usize> {
+        self.recording.changed_inputs()
+    }
+
+    /// The ids of the other stores (not inputs, not made by the replay) a replay writes.
+    #[getter]
+    fn changed_held(&self) -> Vec<u64> {
+        self.recording
+            .changed_held()
+            .into_iter()
+            .map(|id| id.0)
+            .collect()
+    }
+}
+
+/// What a recording must match in `arrays` (its inputs), as a string to key recordings by:
+/// per array its dtype, store shape, offset in the store, shape, and which array first has
+/// its store.
+#[pyfunction]
+fn replay_signature(arrays: Vec<PyRef<'_, NativeArray>>) -> String {
+    use std::fmt::Write as _;
+    let mut signature = String::new();
+    for (i, a) in arrays.iter().enumerate() {
+        let view = a.inner.view();
+        let id = view.store().id();
+        let first = arrays[..i]
+            .iter()
+            .position(|b| b.inner.store().id() == id)
+            .unwrap_or(i);
+        // (Writing to a String cannot fail.)
+        let _ = write!(
+            signature,
+            "{} {} {} {} {first};",
+            dtype_name(view.store().dtype()),
+            view.store().shape(),
+            view.offset(),
+            view.shape()
+        );
+    }
+    signature
+}
+
+/// Marks the open recording, if any, unreplayable because of `reason` (what the recorded
+/// code did that a replay would not repeat).
+#[pyfunction]
+fn refuse_replay(reason: &str) -> PyResult<()> {
+    context()?.ir().refuse_replay(|| reason.to_string());
+    Ok(())
+}
+
 /// Index tasks submitted so far in this process.
 #[pyfunction]
 fn tasks_submitted() -> PyResult<u64> {
@@ -1088,6 +1206,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .try_init();
     m.add_class::<NativeArray>()?;
     m.add_class::<NativeCsr>()?;
+    m.add_class::<NativeRecording>()?;
+    m.add_function(wrap_pyfunction!(start_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(finish_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_signature, m)?)?;
+    m.add_function(wrap_pyfunction!(refuse_replay, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(report_fp_categories, m)?)?;
     m.add_function(wrap_pyfunction!(zeros_, m)?)?;

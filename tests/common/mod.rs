@@ -11,6 +11,7 @@ pub mod fp;
 pub mod fusion;
 pub mod generators;
 pub mod legion;
+pub mod replay;
 pub mod streams;
 
 use std::sync::{Arc, OnceLock};

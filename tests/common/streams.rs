@@ -335,7 +335,7 @@ fn plan_seed(plan: &Plan) -> u64 {
 
 impl Plan {
     /// True when some task reduces (its result depends on the order contributions fold in).
-    fn reduces(&self) -> bool {
+    pub(crate) fn reduces(&self) -> bool {
         self.steps.iter().any(|step| {
             matches!(step, Step::Task(t) if matches!(t.op, Op::AddReduce | Op::SumAll | Op::RowSum))
         })
@@ -865,6 +865,25 @@ pub(crate) fn build_task(handles: &[Option<Store>], t: &Task) -> IndexTask {
     task
 }
 
+/// A runtime over `on` for `plan` (its processor count, and on the simulated GPU its seed).
+pub(crate) fn rig_on(
+    plan: &Plan,
+    fusion: FusionConfig,
+    strip_bytes: Option<usize>,
+    jit: Option<Arc<Jit>>,
+    on: On,
+) -> Rig {
+    match on {
+        On::Embedded => rig(plan.procs, fusion, strip_bytes, jit),
+        On::Legion => rig_over(
+            crate::common::legion::backend(LEGION_CPUS[(plan.procs - 1) % 3], strip_bytes),
+            fusion,
+            jit,
+        ),
+        On::SimGpu => sim_gpu_rig(plan.procs, fusion, strip_bytes, jit, plan_seed(plan)),
+    }
+}
+
 /// Runs `plan` on a fresh embedded runtime with `fusion` (and `strip_bytes` and `jit` when
 /// fused).
 pub(crate) fn run_real(
@@ -874,15 +893,7 @@ pub(crate) fn run_real(
     jit: Option<Arc<Jit>>,
     on: On,
 ) -> Result<Outcome, String> {
-    let r = match on {
-        On::Embedded => rig(plan.procs, fusion, strip_bytes, jit),
-        On::Legion => rig_over(
-            crate::common::legion::backend(LEGION_CPUS[(plan.procs - 1) % 3], strip_bytes),
-            fusion,
-            jit,
-        ),
-        On::SimGpu => sim_gpu_rig(plan.procs, fusion, strip_bytes, jit, plan_seed(plan)),
-    };
+    let r = rig_on(plan, fusion, strip_bytes, jit, on);
     r.runtime.record_streams(true);
     let c = &r.ctx;
     let mut handles: Vec<Option<Store>> = plan

@@ -32,6 +32,14 @@ fn fused_streams_match_unfused_and_sequential_on_legion() {
 }
 
 #[test]
+fn replayed_streams_match_the_sequential_model_on_legion() {
+    crate::common::replay::run_replay_property(
+        cases_from_env("DIFFUSE_LEGION_REPLAY_CASES", 100),
+        On::Legion,
+    );
+}
+
+#[test]
 fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
     run_compiled_property(cases_from_env("DIFFUSE_LEGION_JIT_CASES", 40), On::Legion);
 }

@@ -21,6 +21,7 @@ mod fusion_property;
 mod memory;
 mod placement;
 mod reductions;
+mod replay_property;
 mod scalars;
 mod stencil;
 mod temporaries;

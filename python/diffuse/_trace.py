@@ -1,0 +1,203 @@
+"""``diffuse.trace``: a function of arrays whose tasks are recorded on its first call and
+replayed on later calls with arguments like the first ones, without running its Python
+code again.
+
+A loop body written with ``diffuse.numpy`` spends most of its time at small sizes in Python:
+each operation is a Python call that checks types, promotes dtypes and builds a task. The
+tasks it builds depend only on the arguments' shapes, dtypes and layouts (and on the Python
+values it is given), so ``trace`` records them once per such signature and submits the
+recording directly afterwards: the runtime sees the same tasks, fuses and runs them as
+before, and the results are the same to the bit.
+
+What a replay does not repeat is the function's Python code: side effects (appending to a
+list, printing), and Python values it reads other than its arguments (a global array rebound
+to another array, a global number) are as they were when it was recorded, as with
+``jax.jit``. Functions whose tasks depend on data are never replayed: reading a value
+(``float(x)``, ``if x.sum() > 0``), data from NumPy or the host, or computing on small
+arrays NumPy holds make the recording unreplayable, and the function then runs as a plain
+function (a warning says why, once).
+"""
+
+import functools
+
+from . import _layout, _native, _warnings
+from . import numpy as _dnp
+
+__all__ = ["trace"]
+
+#: Signatures a traced function records before it stops recording new ones (a function
+#: called with ever new Python values, say a time step, would otherwise record every call).
+MAX_RECORDINGS = 16
+
+# Python values a signature may hold, by type (their type is part of the key: 1 and 1.0
+# differ to tasks, and floats are keyed by their bits, so -0.0 and nan are themselves).
+_VALUE_TYPES = (int, bool, str, type(None))
+
+
+def trace(fn):
+    """``fn`` (a function of diffuse arrays and Python values returning arrays, tuples or
+    lists of them) recorded on its first call and replayed on later calls whose arguments
+    have the same shapes, dtypes, layouts and aliasing as the recorded ones, and equal Python
+    values. Small arrays NumPy holds that it is given become diffuse's own (deferred) arrays,
+    so that their work can be recorded. Usable as a decorator."""
+    return _Traced(fn)
+
+
+class _Recorded:
+    """One recording of a traced function and how to rebuild its result from a replay."""
+
+    __slots__ = ("native", "result", "changed_inputs")
+
+    def __init__(self, native, result):
+        self.native = native
+        # The result's shape: ("one", part), or (tuple or list, [parts]); a part is
+        # ("arg", position), ("out", index into the replay's outputs) or ("value", v).
+        self.result = result
+        self.changed_inputs = native.changed_inputs
+
+
+class _Traced:
+    """A traced function (see ``trace``)."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        # Recordings by signature; a string where the function cannot be replayed.
+        self._recorded = {}
+        self._full = False
+        self._warned = set()
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if _dnp._recording:
+            return self._fn(*args, **kwargs)  # inside another recording: part of it
+        signature = _signature(args, kwargs)
+        if type(signature) is str:
+            self._warn(signature)
+            return self._fn(*args, **kwargs)
+        key, inputs = signature
+        recorded = self._recorded.get(key)
+        if type(recorded) is _Recorded:
+            return self._replay(recorded, args, inputs)
+        if recorded is not None or self._full:
+            return self._fn(*args, **kwargs)
+        if len(self._recorded) >= MAX_RECORDINGS:
+            self._full = True
+            self._warn(f"it was called with {MAX_RECORDINGS} different signatures (shapes, "
+                       "dtypes or Python values); new ones run untraced")
+            return self._fn(*args, **kwargs)
+        return self._record(key, args, kwargs, inputs)
+
+    def _warn(self, why):
+        """Warns that a call runs untraced because of ``why`` (once per reason)."""
+        if why in self._warned:
+            return
+        self._warned.add(why)
+        name = getattr(self._fn, "__qualname__", repr(self._fn))
+        _warnings.warn_at_caller(f"diffuse.trace: {name} runs untraced: {why}")
+
+    def _record(self, key, args, kwargs, inputs):
+        try:
+            _native.start_recording([a._a for a in inputs])
+        except ValueError:  # another thread is recording on the runtime
+            return self._fn(*args, **kwargs)
+        limit = _dnp._eager_limit
+        # Arrays the function makes are diffuse's own while it is recorded.
+        _dnp._recording, _dnp._eager_limit = True, 0
+        try:
+            result = self._fn(*args, **kwargs)
+        except BaseException:
+            _native.finish_recording([])
+            raise
+        finally:
+            _dnp._recording, _dnp._eager_limit = False, limit
+        template, outputs, why = _result_template(result, args)
+        native, reason = _native.finish_recording([o._a for o in outputs])
+        why = why or reason
+        if why is None:
+            self._recorded[key] = _Recorded(native, template)
+        else:
+            self._recorded[key] = why
+            self._warn(why)
+        return result
+
+    def _replay(self, recorded, args, inputs):
+        outputs = [_dnp.ndarray(o) for o in recorded.native.replay([a._a for a in inputs])]
+        if _layout._watched:
+            # Strided views of what the replay wrote gather their elements again.
+            for i in recorded.changed_inputs:
+                _layout.written(inputs[i]._a.store_id)
+            for store_id in recorded.native.changed_held:
+                _layout.written(store_id)
+        kind, parts = recorded.result
+        if kind == "one":
+            return _rebuild(parts, args, outputs)
+        return kind(_rebuild(p, args, outputs) for p in parts)
+
+
+def _signature(args, kwargs):
+    """``(key, arrays)`` for a call: the arrays among the arguments (eager ones made
+    deferred) and a key of everything recorded tasks may depend on; or, as a string, why the
+    call cannot be recorded or replayed."""
+    arrays = []
+    values = []
+    for i, a in enumerate((*args, *kwargs.values())):
+        t = type(a)
+        if t is _dnp._Eager and not _dnp._defer_in_place(a):
+            return f"argument {i} is a small array NumPy holds whose elements other NumPy " \
+                   "arrays share (views of it)"
+        if t is _dnp.ndarray or t is _dnp._Eager:
+            arrays.append(a)
+            values.append(None)
+        elif t is float:
+            values.append((float, a.hex()))
+        elif t in _VALUE_TYPES:
+            values.append((t, a))
+        elif isinstance(a, _dnp.ndarray):
+            return f"argument {i} is a {t.__name__.lstrip('_')} array"
+        else:
+            return f"argument {i} is a {t.__name__}"
+    key = (tuple(values), tuple(kwargs), _native.replay_signature([a._a for a in arrays]))
+    return key, arrays
+
+
+def _result_template(result, args):
+    """``(template, arrays, why)``: how to rebuild ``result`` from a replay, the arrays in it
+    that the replay makes, and why it cannot be replayed (None when it can)."""
+    outputs = []
+
+    def part(x):
+        if type(x) is _dnp.ndarray:
+            for i, a in enumerate(args):
+                if a is x:
+                    return ("arg", i), None
+            for k, o in enumerate(outputs):
+                if o is x:  # (returned twice: one array twice on replay too)
+                    return ("out", k), None
+            outputs.append(x)
+            return ("out", len(outputs) - 1), None
+        if isinstance(x, _dnp.ndarray):
+            return None, f"it returns a {type(x).__name__.lstrip('_')} array"
+        if type(x) is float or type(x) in _VALUE_TYPES:
+            return ("value", x), None
+        return None, f"it returns a {type(x).__name__}"
+
+    t = type(result)
+    if t is tuple or t is list:
+        parts = []
+        for x in result:
+            p, why = part(x)
+            if why is not None:
+                return None, [], why
+            parts.append(p)
+        return (t, parts), outputs, None
+    p, why = part(result)
+    return ("one", p), outputs, why
+
+
+def _rebuild(part, args, outputs):
+    kind, value = part
+    if kind == "arg":
+        return args[value]
+    if kind == "out":
+        return outputs[value]
+    return value

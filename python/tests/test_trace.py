@@ -1,0 +1,253 @@
+"""``diffuse.trace``: a traced function gives, call after call, what the plain function gives
+(bitwise) and what NumPy gives, for random programs over random arguments (views, aliasing,
+scalars, in-place writes, returned arguments); and it runs untraced, with a warning, whatever
+a replay would not repeat."""
+
+import warnings
+
+import numpy
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import diffuse
+import diffuse.numpy as dnp
+from diffuse import _trace
+
+from _expressions import close
+
+SHAPE = (6, 7)
+BINARY = ["add", "subtract", "multiply", "maximum"]
+UNARY = ["exp", "negative", "absolute", "tanh"]
+
+
+@st.composite
+def program(draw):
+    """Statements over the variables a, b (array arguments) and s (a float argument), ending
+    in the names of the variables returned."""
+    names = ["a", "b"]
+    statements = []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["binary", "scalar", "unary", "shift", "where", "copy",
+                                     "column_sums"]))
+        x, y = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        # A new variable, or (shift: always) an existing one written in place.
+        if kind == "shift" or draw(st.integers(0, 3)) == 0:
+            dst = draw(st.sampled_from(names))
+        else:
+            dst = f"t{len(statements)}"
+        if kind == "binary":
+            statements.append(("binary", draw(st.sampled_from(BINARY)), dst, x, y))
+        elif kind == "scalar":
+            k = draw(st.sampled_from(["s", 0.5, -2.0, 3]))
+            statements.append(("scalar", draw(st.sampled_from(BINARY)), dst, x, k))
+        elif kind == "unary":
+            statements.append(("unary", draw(st.sampled_from(UNARY)), dst, x))
+        elif kind == "shift":
+            statements.append(("shift", dst, x, draw(st.integers(-1, 1)),
+                               draw(st.integers(-1, 1))))
+        elif kind == "where":
+            statements.append(("where", dst, x, y, draw(st.sampled_from(names))))
+        else:
+            statements.append((kind, dst, x))
+        if dst not in names:
+            names.append(dst)
+    returned = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
+    return statements, returned
+
+
+def run(xp, statements, returned, a, b, s):
+    """The program on the namespace ``xp`` (numpy or diffuse.numpy)."""
+    v = {"a": a, "b": b}
+    n, m = SHAPE
+    for st_ in statements:
+        kind = st_[0]
+        if kind == "binary":
+            _, op, dst, x, y = st_
+            v[dst] = getattr(xp, op)(v[x], v[y])
+        elif kind == "scalar":
+            _, op, dst, x, k = st_
+            v[dst] = getattr(xp, op)(v[x], s if k == "s" else k)
+        elif kind == "unary":
+            _, op, dst, x = st_
+            v[dst] = getattr(xp, op)(xp.minimum(v[x], 3.0) if op == "exp" else v[x])
+        elif kind == "shift":
+            _, dst, x, dr, dc = st_
+            v[dst][1:-1, 1:-1] = 0.5 * v[x][1 + dr:n - 1 + dr, 1 + dc:m - 1 + dc]
+        elif kind == "where":
+            _, dst, c, x, y = st_
+            v[dst] = xp.where(v[c] > 0, v[x], v[y])
+        elif kind == "copy":
+            _, dst, x = st_
+            v[dst] = v[x].copy()
+        else:  # column sums, broadcast back over the rows
+            _, dst, x = st_
+            v[dst] = v[x] - v[x].sum(axis=0)
+    return tuple(v[name] for name in returned)
+
+
+def arguments(seed, aliased, padded):
+    """NumPy arguments (a, b) for one call: `b` is `a` when aliased; `a` is a view into a
+    larger array when padded."""
+    rng = numpy.random.default_rng(seed)
+    big = rng.uniform(-2, 2, (SHAPE[0] + 2, SHAPE[1] + 2))
+    a = big[1:-1, 1:-1] if padded else big[:SHAPE[0], :SHAPE[1]].copy()
+    b = a if aliased else rng.uniform(-2, 2, SHAPE)
+    return (big if padded else None), a, b
+
+
+def as_diffuse(big, a, b):
+    """The same arguments as diffuse arrays (the same aliasing and layout)."""
+    if big is not None:
+        a_d = dnp.array(big)[1:-1, 1:-1]
+    else:
+        a_d = dnp.array(a)
+    b_d = a_d if b is a else dnp.array(b)
+    return a_d, b_d
+
+
+@settings(max_examples=60, deadline=None)
+@given(program(), st.booleans(), st.booleans(), st.floats(-1, 1))
+def test_traced_programs_match_plain_and_numpy_call_after_call(prog, aliased, padded, s):
+    statements, returned = prog
+    traced = diffuse.trace(lambda a, b, s: run(dnp, statements, returned, a, b, s))
+    for call in range(3):
+        big, a, b = arguments(call, aliased, padded)
+        a_p, b_p = as_diffuse(big, a, b)
+        a_t, b_t = as_diffuse(big, a, b)
+        want = run(numpy, statements, returned, a, b, s)
+        plain = run(dnp, statements, returned, a_p, b_p, s)
+        got = traced(a_t, b_t, s)
+        assert len(got) == len(want)
+        for g, p, w in zip(got, plain, want):
+            assert numpy.asarray(g).tobytes() == numpy.asarray(p).tobytes()
+            close(g, w)
+        # What the program wrote into its arguments is there too.
+        close(a_t, a)
+        close(b_t, b)
+    # Every call after the first replayed the one recording (nothing here refuses one).
+    recorded = list(traced._recorded.values())
+    assert len(recorded) == 1 and type(recorded[0]) is _trace._Recorded
+
+
+def stencil(grid):
+    grid[1:-1, 1:-1] = 0.2 * (grid[1:-1, 1:-1] + grid[:-2, 1:-1] + grid[1:-1, 2:]
+                              + grid[1:-1, :-2] + grid[2:, 1:-1])
+    return grid
+
+
+def test_a_replay_returns_its_arguments_and_writes_them_in_place():
+    host = numpy.random.default_rng(3).uniform(0, 1, (10, 10))
+    grid = dnp.array(host)
+    traced = diffuse.trace(stencil)
+    for _ in range(4):
+        assert traced(grid) is grid
+        stencil(host)
+    assert numpy.asarray(grid).tobytes() == host.tobytes()
+    # A transpose of the grid taken before (a strided view) sees what replays write.
+    view = grid.T
+    traced(grid)
+    stencil(host)
+    assert numpy.asarray(view).tobytes() == host.T.tobytes()
+
+
+def test_new_shapes_record_again_and_too_many_stop_recording():
+    traced = diffuse.trace(lambda x: x * 2.0 + 1.0)
+    for n in (3, 4, 3, 5):
+        x = numpy.arange(n, dtype=numpy.float64)
+        assert numpy.asarray(traced(dnp.array(x))).tolist() == (x * 2.0 + 1.0).tolist()
+    assert len(traced._recorded) == 3
+    with pytest.warns(RuntimeWarning, match="different signatures"):
+        for n in range(6, 6 + _trace.MAX_RECORDINGS):
+            traced(dnp.zeros(n))
+    x = numpy.arange(40.0)
+    assert numpy.asarray(traced(dnp.array(x))).tolist() == (x * 2.0 + 1.0).tolist()
+
+
+def test_python_values_are_part_of_the_signature():
+    traced = diffuse.trace(lambda x, k: x * k)
+    x = dnp.array(numpy.ones(4))
+    for k in (2.0, 3.0, -0.0, 0.0, 2, float("nan")):
+        got = numpy.asarray(traced(x, k))
+        assert got.tobytes() == (numpy.ones(4) * k).tobytes(), k
+
+
+def test_reading_a_value_runs_untraced_with_a_warning():
+    def clipped(x):
+        # A branch on a value: a replay could not know which way it goes.
+        return x * 2.0 if float(x.sum()) > 0 else x * -1.0
+
+    traced = diffuse.trace(clipped)
+    with pytest.warns(RuntimeWarning, match="runs untraced: .*read back"):
+        traced(dnp.array(numpy.ones(5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once
+        got = traced(dnp.array(-numpy.ones(5)))
+    assert numpy.asarray(got).tolist() == [1.0] * 5
+
+
+def test_small_arrays_numpy_holds_become_diffuse_arrays_unless_numpy_shares_them(monkeypatch):
+    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    # One made by asarray of a view of a NumPy array NumPy no longer holds elsewhere.
+    made = dnp.asarray(numpy.arange(16.0).reshape(4, 4))
+    assert type(made) is dnp._Eager
+    diffuse.trace(stencil)(made)
+    assert type(made) is dnp.ndarray
+    traced = diffuse.trace(stencil)
+    host = numpy.random.default_rng(5).uniform(0, 1, (8, 8))
+    grid = dnp.array(host)
+    assert type(grid) is dnp._Eager
+    view = grid[1:3]  # a NumPy view of its elements: it stays NumPy's
+    with pytest.warns(RuntimeWarning, match="argument 0 is a small array .* share"):
+        assert traced(grid) is grid and type(grid) is dnp._Eager
+    stencil(host)
+    assert numpy.asarray(view).tobytes() == host[1:3].tobytes()
+    del view
+    assert traced(grid) is grid and type(grid) is dnp.ndarray
+    stencil(host)
+    assert numpy.asarray(grid).tobytes() == host.tobytes()
+    for _ in range(3):
+        traced(grid)
+        stencil(host)
+    assert numpy.asarray(grid).tobytes() == host.tobytes()
+
+
+def test_writing_a_small_array_numpy_holds_runs_untraced(monkeypatch):
+    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    counter = dnp.array(numpy.zeros(3))  # held by NumPy; the function writes it
+
+    def step(x):
+        counter[0] += 1.0
+        return x + 1.0
+
+    traced = diffuse.trace(step)
+    x = dnp.array(numpy.zeros(20000))
+    with pytest.warns(RuntimeWarning, match="runs untraced: .*small array"):
+        traced(x)
+    for _ in range(3):
+        traced(x)
+    assert numpy.asarray(counter).tolist() == [4.0, 0.0, 0.0]
+
+
+def test_arguments_a_signature_cannot_hold_run_untraced():
+    traced = diffuse.trace(lambda x, xs: x + sum(xs))
+    x = dnp.array(numpy.ones(3))
+    with pytest.warns(RuntimeWarning, match="runs untraced: argument 1 is a list"):
+        for k in range(3):
+            got = traced(x, [float(k), 1.0])
+            assert numpy.asarray(got).tolist() == [2.0 + k] * 3
+    assert traced._recorded == {}
+
+
+def test_an_exception_while_recording_leaves_no_recording_open():
+    def fails(x):
+        x + 1.0
+        raise KeyError("inside")
+
+    with pytest.raises(KeyError):
+        diffuse.trace(fails)(dnp.array(numpy.ones(3)))
+    traced = diffuse.trace(lambda x: x + 1.0)
+    x = dnp.array(numpy.ones(3))
+    traced(x)
+    assert numpy.asarray(traced(x)).tolist() == [2.0] * 3
+    assert len(traced._recorded) == 1
