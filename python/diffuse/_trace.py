@@ -15,7 +15,8 @@ to another array, a global number) are as they were when it was recorded, as wit
 ``jax.jit``. Functions whose tasks depend on data are never replayed: reading a value
 (``float(x)``, ``if x.sum() > 0``), data from NumPy or the host, or computing on small
 arrays NumPy holds make the recording unreplayable, and the function then runs as a plain
-function (a warning says why, once).
+function (a warning says why, once). A recording takes every task the runtime is given while
+it runs: record on one thread at a time.
 """
 
 import functools
@@ -77,7 +78,12 @@ class _Traced:
         key, inputs = signature
         recorded = self._recorded.get(key)
         if type(recorded) is _Recorded:
-            return self._replay(recorded, args, inputs)
+            outputs = recorded.native.replay([a._a for a in inputs])
+            if outputs is not None:
+                return self._result(recorded, inputs, outputs, args)
+            # An argument is an array the recording holds on its own (one the function
+            # reached other than through its arguments): only the function knows what then.
+            return self._fn(*args, **kwargs)
         if recorded is not None or self._full:
             return self._fn(*args, **kwargs)
         if len(self._recorded) >= MAX_RECORDINGS:
@@ -120,8 +126,9 @@ class _Traced:
             self._warn(why)
         return result
 
-    def _replay(self, recorded, args, inputs):
-        outputs = [_dnp.ndarray(o) for o in recorded.native.replay([a._a for a in inputs])]
+    def _result(self, recorded, inputs, outputs, args):
+        """The result of a replay that gave the native arrays ``outputs``."""
+        outputs = [_dnp.ndarray(o) for o in outputs]
         if _layout._watched:
             # Strided views of what the replay wrote gather their elements again.
             for i in recorded.changed_inputs:
@@ -130,8 +137,8 @@ class _Traced:
                 _layout.written(store_id)
         kind, parts = recorded.result
         if kind == "one":
-            return _rebuild(parts, args, outputs)
-        return kind(_rebuild(p, args, outputs) for p in parts)
+            return _part(parts, args, outputs)
+        return kind(_part(p, args, outputs) for p in parts)
 
 
 def _signature(args, kwargs):
@@ -194,7 +201,8 @@ def _result_template(result, args):
     return ("one", p), outputs, why
 
 
-def _rebuild(part, args, outputs):
+def _part(part, args, outputs):
+    """One part of a replay's result (see ``_Recorded``)."""
     kind, value = part
     if kind == "arg":
         return args[value]

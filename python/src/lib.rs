@@ -879,27 +879,31 @@ pub struct NativeRecording {
 #[pymethods]
 impl NativeRecording {
     /// Submits the recorded tasks again with `inputs` in place of the recorded inputs, and
-    /// returns the recorded outputs over this replay's arrays. Raises `ValueError` when the
-    /// inputs are not like the recorded ones.
+    /// returns the recorded outputs over this replay's arrays; None (and nothing submitted)
+    /// when the inputs are not like the recorded ones.
     fn replay(
         &self,
         py: Python<'_>,
         inputs: Vec<PyRef<'_, NativeArray>>,
-    ) -> PyResult<Vec<NativeArray>> {
+    ) -> PyResult<Option<Vec<NativeArray>>> {
         let cx = context()?;
         let views = views_of(&inputs);
-        let outputs = py
-            .detach(|| {
-                cx.ir()
-                    .replay(&self.recording, &views)
-                    .map_err(ArrayError::from)
-            })
-            .map_err(py_err)?;
+        // (A mismatch is a value, not an error: the caller then runs the recorded code.)
+        let replayed = py.detach(|| match cx.ir().replay(&self.recording, &views) {
+            Ok(outputs) => Ok(Some(outputs)),
+            Err(IrError::ReplayMismatch { .. }) => Ok(None),
+            Err(e) => Err(ArrayError::from(e)),
+        });
+        let Some(outputs) = replayed.map_err(py_err)? else {
+            return Ok(None);
+        };
         report_fp_errors(py)?;
-        Ok(outputs
-            .into_iter()
-            .map(|view| wrap(Array::from_view(cx, view)))
-            .collect())
+        Ok(Some(
+            outputs
+                .into_iter()
+                .map(|view| wrap(Array::from_view(cx, view)))
+                .collect(),
+        ))
     }
 
     /// How many tasks a replay submits.

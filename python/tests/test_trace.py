@@ -3,6 +3,8 @@
 scalars, in-place writes, returned arguments); and it runs untraced, with a warning, whatever
 a replay would not repeat."""
 
+import os
+import sys
 import warnings
 
 import numpy
@@ -14,7 +16,8 @@ import diffuse
 import diffuse.numpy as dnp
 from diffuse import _trace
 
-from _expressions import close
+sys.path.insert(0, os.path.dirname(__file__))
+from _expressions import close  # noqa: E402
 
 SHAPE = (6, 7)
 BINARY = ["add", "subtract", "multiply", "maximum"]
@@ -251,3 +254,13 @@ def test_an_exception_while_recording_leaves_no_recording_open():
     traced(x)
     assert numpy.asarray(traced(x)).tolist() == [2.0] * 3
     assert len(traced._recorded) == 1
+
+
+def test_an_array_the_recording_holds_given_as_an_argument_runs_the_function():
+    g = dnp.array(numpy.arange(4.0))
+    traced = diffuse.trace(lambda x: x + g)  # `g` is the same array on every replay
+    x = dnp.array(numpy.ones(4))
+    assert numpy.asarray(traced(x)).tolist() == [1.0, 2.0, 3.0, 4.0]
+    # The same signature, but the argument is `g` itself: the function decides.
+    assert numpy.asarray(traced(g)).tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert numpy.asarray(traced(x)).tolist() == [1.0, 2.0, 3.0, 4.0]
