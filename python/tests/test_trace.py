@@ -264,3 +264,33 @@ def test_an_array_the_recording_holds_given_as_an_argument_runs_the_function():
     # The same signature, but the argument is `g` itself: the function decides.
     assert numpy.asarray(traced(g)).tolist() == [0.0, 2.0, 4.0, 6.0]
     assert numpy.asarray(traced(x)).tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+APP_SIZES = {"stencil": 30, "black-scholes": 5000, "black-scholes-poly": 5000, "jacobi": 40,
+             "cfd": 41}
+
+
+@pytest.mark.parametrize("app", sorted(APP_SIZES))
+def test_the_peer_apps_traced_give_the_plain_programs_results(app):
+    """benches/peers/numpy_apps.py's programs, each iteration a traced function
+    (``--module diffuse-traced``): the untraced program's output, with every iteration after
+    the first replayed (no warning: nothing in them refuses a recording). Bitwise, except
+    where exp and log are involved: the background JIT may have compiled a kernel for one
+    run and not yet for the other, and compiled transcendentals may differ from the native
+    ones in the last bits."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benches", "peers"))
+    import numpy_apps
+
+    outputs = {}
+    for module in ("diffuse", "diffuse-traced"):
+        system = numpy_apps.load_system(module)
+        step, output = numpy_apps.APPS[app](system, APP_SIZES[app])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            for _ in range(4):
+                step()
+        outputs[module] = numpy.asarray(output())
+    if app.startswith("black-scholes"):
+        close(outputs["diffuse-traced"], outputs["diffuse"])
+    else:
+        assert outputs["diffuse-traced"].tobytes() == outputs["diffuse"].tobytes()
