@@ -22,6 +22,11 @@ from _expressions import close  # noqa: E402
 SHAPE = (6, 7)
 BINARY = ["add", "subtract", "multiply", "maximum"]
 UNARY = ["exp", "negative", "absolute", "tanh"]
+# What a statement does (see `run`); those of IN_PLACE write an existing variable.
+KINDS = ["binary", "scalar", "unary", "shift", "where", "copy", "column_sums", "masked",
+         "inplace", "out", "reverse", "total", "cumsum", "roll", "astype", "concatenate",
+         "clip"]
+IN_PLACE = {"shift", "masked", "inplace", "out"}
 
 
 @st.composite
@@ -31,11 +36,10 @@ def program(draw):
     names = ["a", "b"]
     statements = []
     for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["binary", "scalar", "unary", "shift", "where", "copy",
-                                     "column_sums"]))
+        kind = draw(st.sampled_from(KINDS))
         x, y = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-        # A new variable, or (shift: always) an existing one written in place.
-        if kind == "shift" or draw(st.integers(0, 3)) == 0:
+        # A new variable, or (writes in place: always) an existing one written in place.
+        if kind in IN_PLACE or draw(st.integers(0, 3)) == 0:
             dst = draw(st.sampled_from(names))
         else:
             dst = f"t{len(statements)}"
@@ -51,6 +55,8 @@ def program(draw):
                                draw(st.integers(-1, 1))))
         elif kind == "where":
             statements.append(("where", dst, x, y, draw(st.sampled_from(names))))
+        elif kind in ("inplace", "out", "total", "concatenate"):
+            statements.append((kind, draw(st.sampled_from(BINARY)), dst, x, y))
         else:
             statements.append((kind, dst, x))
         if dst not in names:
@@ -83,9 +89,44 @@ def run(xp, statements, returned, a, b, s):
         elif kind == "copy":
             _, dst, x = st_
             v[dst] = v[x].copy()
-        else:  # column sums, broadcast back over the rows
+        elif kind == "column_sums":  # broadcast back over the rows
             _, dst, x = st_
             v[dst] = v[x] - v[x].sum(axis=0)
+        elif kind == "masked":
+            _, dst, x = st_
+            v[dst][v[x] > 0.5] = 0.25
+        elif kind == "inplace":
+            _, op, dst, x, _y = st_
+            if op == "add":
+                v[dst] += v[x]
+            elif op == "subtract":
+                v[dst] -= v[x]
+            else:
+                v[dst] *= 0.5
+        elif kind == "out":
+            _, op, dst, x, y = st_
+            getattr(xp, op)(v[x], v[y], out=v[dst])
+        elif kind == "reverse":  # a strided view (a step of -1), gathered
+            _, dst, x = st_
+            v[dst] = xp.concatenate([v[x][::-1, ::2], v[x][::-1, 1::2]], axis=1)
+        elif kind == "total":  # a 0-d result, lazy, used as a scalar
+            _, op, dst, x, y = st_
+            v[dst] = getattr(xp, op)(v[x], v[y].sum() / 64.0)
+        elif kind == "cumsum":
+            _, dst, x = st_
+            v[dst] = xp.cumsum(v[x], axis=1)
+        elif kind == "roll":
+            _, dst, x = st_
+            v[dst] = xp.roll(v[x], 2, axis=0)
+        elif kind == "astype":
+            _, dst, x = st_
+            v[dst] = (v[x] > 0).astype(xp.float64) - (v[x] < -1).astype(xp.int64)
+        elif kind == "concatenate":
+            _, op, dst, x, y = st_
+            v[dst] = xp.concatenate([v[x][:2], v[y][2:]], axis=0)
+        else:
+            _, dst, x = st_
+            v[dst] = xp.clip(v[x], -1.0, 1.0)
     return tuple(v[name] for name in returned)
 
 
@@ -109,7 +150,8 @@ def as_diffuse(big, a, b):
     return a_d, b_d
 
 
-@settings(max_examples=60, deadline=None)
+# DIFFUSE_TRACE_EXAMPLES sets another count (with HYPOTHESIS_PROFILE=explore, new programs).
+@settings(max_examples=int(os.environ.get("DIFFUSE_TRACE_EXAMPLES", "60")), deadline=None)
 @given(program(), st.booleans(), st.booleans(), st.floats(-1, 1))
 def test_traced_programs_match_plain_and_numpy_call_after_call(prog, aliased, padded, s):
     statements, returned = prog
