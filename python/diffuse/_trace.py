@@ -77,21 +77,24 @@ class _Traced:
             return self._fn(*args, **kwargs)
         key, inputs = signature
         recorded = self._recorded.get(key)
-        if type(recorded) is _Recorded:
-            outputs = recorded.native.replay([a._a for a in inputs])
-            if outputs is not None:
-                return self._result(recorded, inputs, outputs, args)
-            # An argument is an array the recording holds on its own (one the function
-            # reached other than through its arguments): only the function knows what then.
-            return self._fn(*args, **kwargs)
-        if recorded is not None or self._full:
-            return self._fn(*args, **kwargs)
-        if len(self._recorded) >= MAX_RECORDINGS:
+        if recorded is None and not self._full and len(self._recorded) >= MAX_RECORDINGS:
             self._full = True
             self._warn(f"it was called with {MAX_RECORDINGS} different signatures (shapes, "
                        "dtypes or Python values); new ones run untraced")
+        if type(recorded) is str or recorded is None and self._full:
             return self._fn(*args, **kwargs)
-        return self._record(key, args, kwargs, inputs)
+        natives = _deferred(inputs)
+        if type(natives) is str:
+            self._warn(natives)
+            return self._fn(*args, **kwargs)
+        if recorded is None:
+            return self._record(key, args, kwargs, natives)
+        outputs = recorded.native.replay(natives)
+        if outputs is not None:
+            return self._result(recorded, inputs, outputs, args)
+        # An argument is an array the recording holds on its own (one the function reached
+        # other than through its arguments): only the function knows what then.
+        return self._fn(*args, **kwargs)
 
     def _warn(self, why):
         """Warns that a call runs untraced because of ``why`` (once per reason)."""
@@ -101,9 +104,9 @@ class _Traced:
         name = getattr(self._fn, "__qualname__", repr(self._fn))
         _warnings.warn_at_caller(f"diffuse.trace: {name} runs untraced: {why}")
 
-    def _record(self, key, args, kwargs, inputs):
+    def _record(self, key, args, kwargs, natives):
         try:
-            _native.start_recording([a._a for a in inputs])
+            _native.start_recording(natives)
         except ValueError:  # another thread is recording on the runtime
             return self._fn(*args, **kwargs)
         limit = _dnp._eager_limit
@@ -142,19 +145,23 @@ class _Traced:
 
 
 def _signature(args, kwargs):
-    """``(key, arrays)`` for a call: the arrays among the arguments (eager ones made
-    deferred) and a key of everything recorded tasks may depend on; or, as a string, why the
-    call cannot be recorded or replayed."""
-    arrays = []
+    """``(key, arrays)`` for a call: the arrays among the arguments and a key of everything
+    recorded tasks may depend on; or, as a string, why the call cannot be recorded or
+    replayed. A small array NumPy holds is keyed by its dtype, shape and which arguments are
+    it (it becomes a deferred array, a whole store of its own, only if the call records or
+    replays: ``_deferred``)."""
+    deferred = []
+    eager = []
     values = []
     for i, a in enumerate((*args, *kwargs.values())):
         t = type(a)
-        if t is _dnp._Eager and not _dnp._defer_in_place(a):
-            return f"argument {i} is a small array NumPy holds whose elements other NumPy " \
-                   "arrays share (views of it)"
-        if t is _dnp.ndarray or t is _dnp._Eager:
-            arrays.append(a)
+        if t is _dnp.ndarray:
+            deferred.append(a)
             values.append(None)
+        elif t is _dnp._Eager:
+            first = next((k for k, e in enumerate(eager) if e is a), len(eager))
+            eager.append(a)
+            values.append((_dnp._Eager, a._h.dtype.str, a._h.shape, first))
         elif t is float:
             values.append((float, a.hex()))
         elif t in _VALUE_TYPES:
@@ -163,8 +170,18 @@ def _signature(args, kwargs):
             return f"argument {i} is a {t.__name__.lstrip('_')} array"
         else:
             return f"argument {i} is a {t.__name__}"
-    key = (tuple(values), tuple(kwargs), _native.replay_signature([a._a for a in arrays]))
-    return key, arrays
+    key = (tuple(values), tuple(kwargs), _native.replay_signature([a._a for a in deferred]))
+    return key, [a for a in (*args, *kwargs.values()) if isinstance(a, _dnp.ndarray)]
+
+
+def _deferred(arrays):
+    """The native arrays of ``arrays`` (a call's array arguments), the small ones NumPy holds
+    made deferred in place; or, as a string, why one cannot be."""
+    for i, a in enumerate(arrays):
+        if type(a) is _dnp._Eager and not _dnp._defer_in_place(a):
+            return f"array argument {i} is a small array NumPy holds whose elements other " \
+                   "NumPy arrays share (views of it)"
+    return [a._a for a in arrays]
 
 
 def _result_template(result, args):

@@ -336,3 +336,15 @@ def test_the_peer_apps_traced_give_the_plain_programs_results(app):
         close(outputs["diffuse-traced"], outputs["diffuse"])
     else:
         assert outputs["diffuse-traced"].tobytes() == outputs["diffuse"].tobytes()
+
+
+def test_small_arrays_stay_numpys_once_their_signature_cannot_be_replayed(monkeypatch):
+    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    traced = diffuse.trace(lambda x: x * float(x.sum()))
+    first = dnp.array(numpy.ones(4))
+    with pytest.warns(RuntimeWarning, match="read back"):
+        assert numpy.asarray(traced(first)).tolist() == [4.0] * 4
+    # The first call made its argument deferred to record it; later ones are left to NumPy.
+    second = dnp.array(numpy.ones(4))
+    assert numpy.asarray(traced(second)).tolist() == [4.0] * 4
+    assert type(second) is dnp._Eager
