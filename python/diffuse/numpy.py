@@ -807,6 +807,12 @@ def _eager_shape(shape):
     return _eager_limit > 0 and math.prod(shape) <= _eager_limit
 
 
+# Looked up once, for the eager hot paths (`_Eager(r)` without a call of `__init__` is
+# `_new_object(_Eager)` with `_h` set).
+_new_object = object.__new__
+_host_array = _np.ndarray
+
+
 class _Eager(ndarray):
     """A small array held by NumPy (at most ``_eager_limit`` elements): its operations run on
     NumPy as they are issued, because deferring them would cost more than running them
@@ -864,8 +870,11 @@ class _Eager(ndarray):
 
     def __getitem__(self, key):
         r = self._h[_host_key(key)]
-        if type(r) is _np.ndarray and r.size <= _eager_limit:
-            return _Eager(r)  # (a view of a held array: a dtype diffuse holds)
+        if type(r) is _host_array and r.size <= _eager_limit:
+            # (a view of a held array: a dtype diffuse holds)
+            e = _new_object(_Eager)
+            e._h = r
+            return e
         return _eager_wrap(r)
 
     def __setitem__(self, key, value):
@@ -991,8 +1000,10 @@ def _eager_operator(name, numpy_op):
             return _eager_wrap(numpy_op(self._h, other))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
         r = numpy_op(self._h, other)
-        if type(r) is _np.ndarray and r.size <= _eager_limit:
-            return _Eager(r)
+        if type(r) is _host_array and r.size <= _eager_limit:
+            e = _new_object(_Eager)
+            e._h = r
+            return e
         return _eager_wrap(r)
     method.__name__ = name
     return method
