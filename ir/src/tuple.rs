@@ -159,11 +159,16 @@ impl PartialEq for Tuple {
     }
 }
 
-/// Consistent with `eq`: the length and every entry.
+/// Consistent with `eq` (entries past `len` are zero): the length and the entries in use,
+/// each as one word (the memos hash several tuples per task; hashing six words as bytes
+/// costs more).
 impl std::hash::Hash for Tuple {
+    #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.len.hash(state);
-        self.coords.hash(state);
+        state.write_usize(self.dims());
+        for &c in self.as_slice() {
+            state.write_i64(c);
+        }
     }
 }
 
