@@ -23,6 +23,7 @@ import functools
 
 from . import _layout, _native, _warnings
 from . import numpy as _dnp
+from .numpy import _Eager, ndarray as _ndarray
 
 __all__ = ["trace"]
 
@@ -75,7 +76,7 @@ class _Traced:
         if type(signature) is str:
             self._warn(signature)
             return self._fn(*args, **kwargs)
-        key, inputs = signature
+        key, inputs, natives = signature
         recorded = self._recorded.get(key)
         if recorded is None and not self._full and len(self._recorded) >= MAX_RECORDINGS:
             self._full = True
@@ -83,10 +84,11 @@ class _Traced:
                        "dtypes or Python values); new ones run untraced")
         if type(recorded) is str or recorded is None and self._full:
             return self._fn(*args, **kwargs)
-        natives = _deferred(inputs)
-        if type(natives) is str:
-            self._warn(natives)
-            return self._fn(*args, **kwargs)
+        if natives is None:
+            natives = _deferred(inputs)
+            if type(natives) is str:
+                self._warn(natives)
+                return self._fn(*args, **kwargs)
         if recorded is None:
             return self._record(key, args, kwargs, natives)
         outputs = recorded.native.replay(natives)
@@ -131,7 +133,7 @@ class _Traced:
 
     def _result(self, recorded, inputs, outputs, args):
         """The result of a replay that gave the native arrays ``outputs``."""
-        outputs = [_dnp.ndarray(o) for o in outputs]
+        outputs = [_ndarray(o) for o in outputs]
         if _layout._watched:
             # Strided views of what the replay wrote gather their elements again.
             for i in recorded.changed_inputs:
@@ -145,40 +147,46 @@ class _Traced:
 
 
 def _signature(args, kwargs):
-    """``(key, arrays)`` for a call: the arrays among the arguments and a key of everything
-    recorded tasks may depend on; or, as a string, why the call cannot be recorded or
-    replayed. A small array NumPy holds is keyed by its dtype, shape and which arguments are
-    it (it becomes a deferred array, a whole store of its own, only if the call records or
-    replays: ``_deferred``)."""
-    deferred = []
-    eager = []
+    """``(key, arrays, natives)`` for a call: a key of everything recorded tasks may depend on,
+    the arrays among the arguments, and their native arrays (None when some are small arrays
+    NumPy holds: ``_deferred`` makes them deferred, which only a call that records or
+    replays does); or, as a string, why the call cannot be recorded or replayed. A small array
+    NumPy holds is keyed by its dtype, shape and which arguments are it."""
+    items = (*args, *kwargs.values()) if kwargs else args
+    arrays = []
+    natives = []
     values = []
-    for i, a in enumerate((*args, *kwargs.values())):
+    eager = None
+    for i, a in enumerate(items):
         t = type(a)
-        if t is _dnp.ndarray:
-            deferred.append(a)
+        if t is _ndarray:
+            arrays.append(a)
+            natives.append(a._a)
             values.append(None)
-        elif t is _dnp._Eager:
+        elif t is _Eager:
+            if eager is None:
+                eager = []
             first = next((k for k, e in enumerate(eager) if e is a), len(eager))
             eager.append(a)
-            values.append((_dnp._Eager, a._h.dtype.str, a._h.shape, first))
+            arrays.append(a)
+            values.append((_Eager, a._h.dtype.str, a._h.shape, first))
         elif t is float:
             values.append((float, a.hex()))
         elif t in _VALUE_TYPES:
             values.append((t, a))
-        elif isinstance(a, _dnp.ndarray):
+        elif isinstance(a, _ndarray):
             return f"argument {i} is a {t.__name__.lstrip('_')} array"
         else:
             return f"argument {i} is a {t.__name__}"
-    key = (tuple(values), tuple(kwargs), _native.replay_signature([a._a for a in deferred]))
-    return key, [a for a in (*args, *kwargs.values()) if isinstance(a, _dnp.ndarray)]
+    key = (tuple(values), tuple(kwargs), _native.replay_signature(natives))
+    return key, arrays, (natives if eager is None else None)
 
 
 def _deferred(arrays):
     """The native arrays of ``arrays`` (a call's array arguments), the small ones NumPy holds
     made deferred in place; or, as a string, why one cannot be."""
     for i, a in enumerate(arrays):
-        if type(a) is _dnp._Eager and not _dnp._defer_in_place(a):
+        if type(a) is _Eager and not _dnp._defer_in_place(a):
             return f"array argument {i} is a small array NumPy holds whose elements other " \
                    "NumPy arrays share (views of it)"
     return [a._a for a in arrays]
@@ -190,7 +198,7 @@ def _result_template(result, args):
     outputs = []
 
     def part(x):
-        if type(x) is _dnp.ndarray:
+        if type(x) is _ndarray:
             for i, a in enumerate(args):
                 if a is x:
                     return ("arg", i), None
@@ -199,7 +207,7 @@ def _result_template(result, args):
                     return ("out", k), None
             outputs.append(x)
             return ("out", len(outputs) - 1), None
-        if isinstance(x, _dnp.ndarray):
+        if isinstance(x, _ndarray):
             return None, f"it returns a {type(x).__name__.lstrip('_')} array"
         if type(x) is float or type(x) in _VALUE_TYPES:
             return ("value", x), None

@@ -929,13 +929,15 @@ impl NativeRecording {
     }
 }
 
-/// What a recording must match in `arrays` (its inputs), as a string to key recordings by:
-/// per array its dtype, store shape, offset in the store, shape, and which array first has
-/// its store.
+/// A hash of what a recording must match in `arrays` (its inputs), to key recordings by: per
+/// array its dtype, store shape, offset in the store, shape, and which array first has its
+/// store. (A replay checks its inputs in full: two signatures with one hash only cost a
+/// replay that is refused.)
 #[pyfunction]
-fn replay_signature(arrays: Vec<PyRef<'_, NativeArray>>) -> String {
-    use std::fmt::Write as _;
-    let mut signature = String::new();
+fn replay_signature(arrays: Vec<PyRef<'_, NativeArray>>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: the same signature hashes alike for the life of the process.
+    let mut hasher = std::hash::DefaultHasher::new();
     for (i, a) in arrays.iter().enumerate() {
         let view = a.inner.view();
         let id = view.store().id();
@@ -943,17 +945,16 @@ fn replay_signature(arrays: Vec<PyRef<'_, NativeArray>>) -> String {
             .iter()
             .position(|b| b.inner.store().id() == id)
             .unwrap_or(i);
-        // (Writing to a String cannot fail.)
-        let _ = write!(
-            signature,
-            "{} {} {} {} {first};",
-            dtype_name(view.store().dtype()),
+        (
+            view.store().dtype(),
             view.store().shape(),
             view.offset(),
-            view.shape()
-        );
+            view.shape(),
+            first,
+        )
+            .hash(&mut hasher);
     }
-    signature
+    hasher.finish()
 }
 
 /// Marks the open recording, if any, unreplayable because of `reason` (what the recorded
