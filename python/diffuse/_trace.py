@@ -21,7 +21,7 @@ it runs: record on one thread at a time.
 
 import functools
 
-from . import _layout, _native, _warnings
+from . import _errstate, _layout, _native, _warnings
 from . import numpy as _dnp
 from .numpy import _Eager, ndarray as _ndarray
 
@@ -48,7 +48,7 @@ def trace(fn):
 class _Recorded:
     """One recording of a traced function and how to rebuild its result from a replay."""
 
-    __slots__ = ("native", "result", "changed_inputs")
+    __slots__ = ("native", "result", "changed_inputs", "writes_arrays")
 
     def __init__(self, native, result):
         self.native = native
@@ -56,6 +56,8 @@ class _Recorded:
         # ("arg", position), ("out", index into the replay's outputs) or ("value", v).
         self.result = result
         self.changed_inputs = native.changed_inputs
+        # Whether a replay writes arrays that exist before it (not only ones it makes).
+        self.writes_arrays = bool(self.changed_inputs or native.changed_held)
 
 
 class _Traced:
@@ -91,6 +93,10 @@ class _Traced:
                 return self._fn(*args, **kwargs)
         if recorded is None:
             return self._record(key, args, kwargs, natives)
+        if recorded.writes_arrays and _dnp._lazy_selections:
+            # Selections taken before a write keep the elements they had (as a plain write
+            # would leave them).
+            _dnp._compact_lazy_selections()
         outputs = recorded.native.replay(natives)
         if outputs is not None:
             return self._result(recorded, inputs, outputs, args)
@@ -107,6 +113,11 @@ class _Traced:
         _warnings.warn_at_caller(f"diffuse.trace: {name} runs untraced: {why}")
 
     def _record(self, key, args, kwargs, natives):
+        if _dnp._lazy_selections:
+            # Selections taken before the call are compacted before it (reading their
+            # counts), not while recording: a write would do it, and the read would make the
+            # recording unreplayable.
+            _dnp._compact_lazy_selections()
         try:
             _native.start_recording(natives)
         except ValueError:  # another thread is recording on the runtime
@@ -133,6 +144,9 @@ class _Traced:
 
     def _result(self, recorded, inputs, outputs, args):
         """The result of a replay that gave the native arrays ``outputs``."""
+        if _errstate.eager:
+            # An error state that raises (or calls) applies at the call, as at an operation.
+            _errstate.settle()
         outputs = [_ndarray(o) for o in outputs]
         if _layout._watched:
             # Strided views of what the replay wrote gather their elements again.

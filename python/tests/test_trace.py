@@ -348,3 +348,32 @@ def test_small_arrays_stay_numpys_once_their_signature_cannot_be_replayed(monkey
     second = dnp.array(numpy.ones(4))
     assert numpy.asarray(traced(second)).tolist() == [4.0] * 4
     assert type(second) is dnp._Eager
+
+
+def test_a_selection_taken_before_a_replay_writes_its_source_keeps_its_elements():
+    # `a[nonzero(m)]` is compacted lazily, at the latest before the next write: a replay that
+    # writes `a` is such a write.
+    traced = diffuse.trace(lambda x: x.__setitem__((slice(None),), x * 10.0) or x)
+    a = dnp.array(numpy.arange(6.0))
+    m = dnp.array(numpy.array([True, False, True, False, True, False]))
+    before = a[dnp.nonzero(m)]
+    traced(a)  # recorded (the selection is compacted first, not while recording)
+    selection = a[dnp.nonzero(m)]
+    traced(a)  # replayed: writes `a`
+    assert numpy.asarray(before).tolist() == [0.0, 2.0, 4.0]
+    assert numpy.asarray(selection).tolist() == [0.0, 20.0, 40.0]
+    assert numpy.asarray(a).tolist() == [0.0, 100.0, 200.0, 300.0, 400.0, 500.0]
+    assert [type(r) for r in traced._recorded.values()] == [_trace._Recorded]
+
+
+def test_an_error_state_that_raises_raises_at_the_replaying_call():
+    def halve(x):
+        x[...] = 1.0 / x
+        return x
+
+    traced = diffuse.trace(halve)
+    traced(dnp.array(numpy.ones(3)))
+    zeros = dnp.array(numpy.zeros(3))
+    with dnp.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            traced(zeros)
