@@ -254,6 +254,19 @@ impl Context {
         }
     }
 
+    /// Runs `f` without recording what it submits or creates, the recording (if one is open)
+    /// going on after it: for constants the recorded code builds on first use from host
+    /// data (a matrix), which replays then hold as they hold any store from before, and
+    /// whose caller makes sure a replay runs only while they are current.
+    pub fn unrecorded<R>(&self, f: impl FnOnce() -> R) -> R {
+        let was_recording = self.recording.swap(false, Ordering::AcqRel);
+        let result = f();
+        if was_recording {
+            self.recording.store(true, Ordering::Release);
+        }
+        result
+    }
+
     /// Marks the open recording, if any, unreplayable: for a library whose tasks depend on
     /// state of its own (a counter, a random stream) that a replay would not advance.
     pub fn refuse_replay(&self, reason: impl FnOnce() -> String) {

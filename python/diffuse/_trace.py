@@ -48,10 +48,12 @@ def trace(fn):
 class _Recorded:
     """One recording of a traced function and how to rebuild its result from a replay."""
 
-    __slots__ = ("native", "result", "changed_inputs", "writes_arrays")
+    __slots__ = ("native", "result", "changed_inputs", "writes_arrays", "guards")
 
-    def __init__(self, native, result):
+    def __init__(self, native, result, guards):
         self.native = native
+        # `(current, value)`: the recording is valid while every `current()` is `value`.
+        self.guards = guards
         # The result's shape: ("one", part), or (tuple or list, [parts]); a part is
         # ("arg", position), ("out", index into the replay's outputs) or ("value", v).
         self.result = result
@@ -93,6 +95,11 @@ class _Traced:
                 return self._fn(*args, **kwargs)
         if recorded is None:
             return self._record(key, args, kwargs, natives)
+        if recorded.guards and not _valid(recorded.guards):
+            # What the recorded tasks used besides arrays changed (a sparse matrix's arrays
+            # were written): record again.
+            del self._recorded[key]
+            return self._record(key, args, kwargs, natives)
         if recorded.writes_arrays and _dnp._lazy_selections:
             # Selections taken before a write keep the elements they had (as a plain write
             # would leave them).
@@ -124,19 +131,20 @@ class _Traced:
             return self._fn(*args, **kwargs)
         limit = _dnp._eager_limit
         # Arrays the function makes are diffuse's own while it is recorded.
-        _dnp._recording, _dnp._eager_limit = True, 0
+        _dnp._recording, _dnp._eager_limit, _dnp._recording_guards = True, 0, []
         try:
             result = self._fn(*args, **kwargs)
         except BaseException:
             _native.finish_recording([])
             raise
         finally:
-            _dnp._recording, _dnp._eager_limit = False, limit
+            guards = _dnp._recording_guards
+            _dnp._recording, _dnp._eager_limit, _dnp._recording_guards = False, limit, []
         template, outputs, why = _result_template(result, args)
         native, reason = _native.finish_recording([o._a for o in outputs])
         why = why or reason
         if why is None:
-            self._recorded[key] = _Recorded(native, template)
+            self._recorded[key] = _Recorded(native, template, guards)
         else:
             self._recorded[key] = why
             self._warn(why)
@@ -158,6 +166,11 @@ class _Traced:
         if kind == "one":
             return _part(parts, args, outputs)
         return kind(_part(p, args, outputs) for p in parts)
+
+
+def _valid(guards):
+    """Whether every ``current()`` of ``guards`` is still its recorded value."""
+    return all(current() is value for current, value in guards)
 
 
 def _signature(args, kwargs):

@@ -953,6 +953,11 @@ def _defer_in_place(x):
 #: reading a strided view's gathered copy) marks the recording unreplayable.
 _recording = False
 
+#: While recording, what else the recorded tasks depend on: ``(current, value)`` pairs, a
+#: replay being valid only while ``current()`` is ``value`` (a sparse matrix's native form,
+#: rebuilt when its arrays change).
+_recording_guards = []
+
 
 def _host_key(key):
     """An index for an eager array's elements: ``key`` itself when it holds only slices,

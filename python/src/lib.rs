@@ -957,6 +957,12 @@ fn replay_signature(arrays: Vec<PyRef<'_, NativeArray>>) -> u64 {
     hasher.finish()
 }
 
+/// `f()`, with nothing it submits or creates recorded (see `Context::unrecorded`).
+#[pyfunction]
+fn unrecorded(f: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    context()?.ir().unrecorded(|| f.call0().map(Bound::unbind))
+}
+
 /// Marks the open recording, if any, unreplayable because of `reason` (what the recorded
 /// code did that a replay would not repeat).
 #[pyfunction]
@@ -1216,6 +1222,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(finish_recording, m)?)?;
     m.add_function(wrap_pyfunction!(replay_signature, m)?)?;
     m.add_function(wrap_pyfunction!(refuse_replay, m)?)?;
+    m.add_function(wrap_pyfunction!(unrecorded, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(report_fp_categories, m)?)?;
     m.add_function(wrap_pyfunction!(zeros_, m)?)?;

@@ -377,3 +377,17 @@ def test_an_error_state_that_raises_raises_at_the_replaying_call():
     with dnp.errstate(divide="raise"):
         with pytest.raises(FloatingPointError):
             traced(zeros)
+
+
+def test_a_sparse_matrix_whose_arrays_change_is_recorded_again():
+    import diffuse.sparse as sp
+
+    matrix = sp.csr_matrix(numpy.array([[2.0, 0.0], [1.0, 3.0]]))
+    traced = diffuse.trace(lambda x: matrix @ x + 1.0)
+    x = dnp.array(numpy.array([1.0, 2.0]))
+    assert numpy.asarray(traced(x)).tolist() == [3.0, 8.0]
+    assert numpy.asarray(traced(x)).tolist() == [3.0, 8.0]  # replayed
+    matrix.data[0] = 5.0  # the same matrix object, another native matrix on its next use
+    assert numpy.asarray(traced(x)).tolist() == [6.0, 8.0]
+    assert numpy.asarray(traced(x)).tolist() == [6.0, 8.0]
+    assert [type(r) for r in traced._recorded.values()] == [_trace._Recorded]

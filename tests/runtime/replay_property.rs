@@ -111,3 +111,25 @@ fn recordings_of_host_data_are_refused() {
         Err(IrError::NotReplayable { .. })
     ));
 }
+
+/// What runs `unrecorded` is not part of the recording: a store made there from host data
+/// is held (the same on every replay), not refused.
+#[test]
+fn unrecorded_work_is_held_by_replays() {
+    let r = rig(1, fused(None), None, None);
+    let c = &r.ctx;
+    let a = f64_store(c, &[4], |i| i as f64);
+    c.start_recording(&[a.view()]).unwrap();
+    let k = c.unrecorded(|| f64_store(c, &[4], |_| 10.0));
+    assert!(c.is_recording());
+    let out = whole(c, &[4]);
+    add(c, &out, &a, &k);
+    let recording = c.finish_recording(&[out.view()]).unwrap();
+    assert_eq!(recording.tasks(), 1);
+    let x = f64_store(c, &[4], |i| 2.0 * i as f64);
+    let got = c.replay(&recording, &[x.view()]).unwrap();
+    assert_eq!(
+        c.read::<f64>(&got[0]).unwrap(),
+        vec![10.0, 12.0, 14.0, 16.0]
+    );
+}

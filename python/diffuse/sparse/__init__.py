@@ -233,9 +233,13 @@ class _Arrays:
         h = self.current()
         if self.native is None:
             nnz = int(h.indptr[-1])
-            self.native = _native.NativeCsr(
+            # Not part of a recording (diffuse.trace): a replay holds the matrix as it was
+            # built, and is valid while it is the current one (the guard below).
+            self.native = _native.unrecorded(lambda: _native.NativeCsr(
                 h.data[:nnz].tobytes(), h.indices[:nnz].astype(_np.int64).tobytes(),
-                h.indptr.astype(_np.int64).tobytes(), h.shape)
+                h.indptr.astype(_np.int64).tobytes(), h.shape))
+        if _dnp._recording:
+            _dnp._recording_guards.append((self.matrix, self.native))
         return self.native
 
 
