@@ -692,10 +692,15 @@ class _StridedView(ndarray):
                                 zip(shape, self._strides, _layout.c_strides(shape))):
             return
         views = _layout.views(self._sid)
+        # (A recording whose tasks use the store holds it too: its views stay where they
+        # are as long as a replay may read them there.)
         if self._store.store_handles != len(views):
             return
         old = self._sid
-        copy = self._store.gather_strided(list(shape), 0, _layout.c_strides(shape))
+        # Not part of a recording (diffuse.trace): the views keep the copy after the call, so
+        # a replay must read it, not copy the old store again.
+        copy = _native.unrecorded(
+            lambda: self._store.gather_strided(list(shape), 0, _layout.c_strides(shape)))
         for view in views:
             view._attach(copy, copy.store_id, shape)
         _layout.forget(old)

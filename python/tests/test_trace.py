@@ -391,3 +391,18 @@ def test_a_sparse_matrix_whose_arrays_change_is_recorded_again():
     assert numpy.asarray(traced(x)).tolist() == [6.0, 8.0]
     assert numpy.asarray(traced(x)).tolist() == [6.0, 8.0]
     assert [type(r) for r in traced._recorded.values()] == [_trace._Recorded]
+
+
+def test_strided_views_that_move_to_another_store_are_recorded_again():
+    base = dnp.arange(12.0)
+    v, w = base.reshape(3, 4), base.reshape(4, 3)  # strided views of one store
+    del base  # only they hold it now: using one moves both to a copy shaped like it
+    traced = diffuse.trace(lambda x: x + v)
+    x = dnp.array(numpy.ones((3, 4)))
+    want = numpy.arange(12.0).reshape(3, 4) + 1.0
+    assert numpy.asarray(traced(x)).tolist() == want.tolist()
+    w + 1.0  # moves both views again, to a copy shaped (4, 3)
+    v[0, 0] = 100.0  # written in their new store
+    want[0, 0] = 101.0
+    assert numpy.asarray(traced(x)).tolist() == want.tolist()
+    assert numpy.asarray(traced(x)).tolist() == want.tolist()
