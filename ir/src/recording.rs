@@ -288,6 +288,23 @@ impl Recorder {
                 (role, view.offset(), view.shape())
             })
             .collect();
+        // A store made while recording that is still held but not an output was kept by the
+        // recorded code beyond it (in a global, an attribute): a replay's fresh store would
+        // not reach that holder.
+        for task in &self.tasks {
+            for arg in task.args() {
+                let kept = roles.created.get(&arg.store.id()).is_some_and(|&c| {
+                    matches!(last_use[c], Some(Some(_))) && arg.store.app_handles() > 0
+                });
+                if kept {
+                    return Err(IrError::NotReplayable {
+                        reason: "an array it made outlives it without being returned (kept \
+                                 in a global or an attribute)"
+                            .into(),
+                    });
+                }
+            }
+        }
         for (c, last) in last_use.iter().enumerate() {
             if let Some(Some(t)) = *last {
                 tasks[t].release.push(c);

@@ -406,3 +406,18 @@ def test_strided_views_that_move_to_another_store_are_recorded_again():
     want[0, 0] = 101.0
     assert numpy.asarray(traced(x)).tolist() == want.tolist()
     assert numpy.asarray(traced(x)).tolist() == want.tolist()
+
+
+def test_an_array_made_and_kept_but_not_returned_runs_untraced():
+    kept = {}
+
+    def step(x):
+        kept["last"] = x * 2.0  # outlives the call, not returned: a replay could not update it
+        return kept["last"] + 1.0
+
+    traced = diffuse.trace(step)
+    with pytest.warns(RuntimeWarning, match="outlives it without being returned"):
+        traced(dnp.array(numpy.ones(3)))
+    for k in (2.0, 3.0):
+        assert numpy.asarray(traced(dnp.array(numpy.full(3, k)))).tolist() == [2 * k + 1] * 3
+        assert numpy.asarray(kept["last"]).tolist() == [2 * k] * 3

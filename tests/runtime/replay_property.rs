@@ -57,6 +57,7 @@ fn replay_refuses_inputs_unlike_the_recorded_ones() {
     add(c, &out, &a, &k);
     let t = whole(c, &[8]);
     add(c, &t, &out, &b);
+    drop(out); // (a temporary: kept, it would refuse the recording)
     let recording = c.finish_recording(&[t.view()]).unwrap();
     assert_eq!(recording.tasks(), 2);
     assert_eq!(recording.inputs(), 2);
@@ -132,4 +133,22 @@ fn unrecorded_work_is_held_by_replays() {
         c.read::<f64>(&got[0]).unwrap(),
         vec![10.0, 12.0, 14.0, 16.0]
     );
+}
+
+/// A store made while recording that is still held when it ends but is not an output was
+/// kept somewhere a replay's fresh store would not reach: the recording is refused.
+#[test]
+fn a_store_made_and_kept_but_not_an_output_refuses_the_recording() {
+    let r = rig(1, fused(None), None, None);
+    let c = &r.ctx;
+    let a = f64_store(c, &[4], |i| i as f64);
+    c.start_recording(&[a.view()]).unwrap();
+    let kept = whole(c, &[4]);
+    add(c, &kept, &a, &a);
+    let out = whole(c, &[4]);
+    add(c, &out, &kept, &a);
+    match c.finish_recording(&[out.view()]) {
+        Err(IrError::NotReplayable { reason }) => assert!(reason.contains("outlives"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
 }
