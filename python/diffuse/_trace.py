@@ -15,9 +15,9 @@ to another array, a global number) are as they were when it was recorded, as wit
 ``jax.jit``. Functions whose tasks depend on data are never replayed: reading a value
 (``float(x)``, ``if x.sum() > 0``), data from NumPy or the host, computing on small arrays
 NumPy holds, or keeping an array it made without returning it make the recording
-unreplayable, and the function then runs as a plain
-function (a warning says why, once). A recording takes every task the runtime is given while
-it runs: record on one thread at a time.
+unreplayable, and the function then runs as a plain function (a warning says why, once). A
+recording takes every task the runtime is given while it runs: record on one thread at a
+time.
 """
 
 import functools
