@@ -87,40 +87,43 @@ fn replay_refuses_inputs_unlike_the_recorded_ones() {
     assert_eq!(values, want);
 }
 
+/// A runtime and a store of 4 values (0, 1, 2, 3), a recording open with it as the input.
+fn recording_over_four() -> (Rig, Store) {
+    let r = rig(1, fused(None), None, None);
+    let a = f64_store(&r.ctx, &[4], |i| i as f64);
+    r.ctx.start_recording(&[a.view()]).unwrap();
+    (r, a)
+}
+
+/// Why the open recording, finished with `outputs`, is refused (it must be).
+fn refusal(c: &Context, outputs: &[View]) -> String {
+    match c.finish_recording(outputs) {
+        Err(IrError::NotReplayable { reason }) => reason,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
 /// What a replay would not repeat refuses the recording, with its reason; a recording that
 /// is already open refuses another.
 #[test]
 fn recordings_of_host_data_are_refused() {
-    let r = rig(1, fused(None), None, None);
+    let (r, a) = recording_over_four();
     let c = &r.ctx;
-    let a = f64_store(c, &[4], |i| i as f64);
-    c.start_recording(&[a.view()]).unwrap();
     assert!(c.start_recording(&[]).is_err());
     let _made = f64_store(c, &[4], |_| 1.0);
-    match c.finish_recording(&[]) {
-        Err(IrError::NotReplayable { reason }) => assert!(reason.contains("host data")),
-        other => panic!("{other:?}"),
-    }
+    assert!(refusal(c, &[]).contains("host data"));
     c.start_recording(&[a.view()]).unwrap();
     c.refuse_replay(|| "a counter of the library's".into());
-    match c.finish_recording(&[]) {
-        Err(IrError::NotReplayable { reason }) => assert!(reason.contains("counter")),
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        c.finish_recording(&[]),
-        Err(IrError::NotReplayable { .. })
-    ));
+    assert!(refusal(c, &[]).contains("counter"));
+    assert!(refusal(c, &[]).contains("no recording is open"));
 }
 
 /// What runs `unrecorded` is not part of the recording: a store made there from host data
 /// is held (the same on every replay), not refused.
 #[test]
 fn unrecorded_work_is_held_by_replays() {
-    let r = rig(1, fused(None), None, None);
+    let (r, a) = recording_over_four();
     let c = &r.ctx;
-    let a = f64_store(c, &[4], |i| i as f64);
-    c.start_recording(&[a.view()]).unwrap();
     let k = c.unrecorded(|| f64_store(c, &[4], |_| 10.0));
     assert!(c.is_recording());
     let out = whole(c, &[4]);
@@ -139,16 +142,11 @@ fn unrecorded_work_is_held_by_replays() {
 /// kept somewhere a replay's fresh store would not reach: the recording is refused.
 #[test]
 fn a_store_made_and_kept_but_not_an_output_refuses_the_recording() {
-    let r = rig(1, fused(None), None, None);
+    let (r, a) = recording_over_four();
     let c = &r.ctx;
-    let a = f64_store(c, &[4], |i| i as f64);
-    c.start_recording(&[a.view()]).unwrap();
     let kept = whole(c, &[4]);
     add(c, &kept, &a, &a);
     let out = whole(c, &[4]);
     add(c, &out, &kept, &a);
-    match c.finish_recording(&[out.view()]) {
-        Err(IrError::NotReplayable { reason }) => assert!(reason.contains("outlives"), "{reason}"),
-        other => panic!("{other:?}"),
-    }
+    assert!(refusal(c, &[out.view()]).contains("outlives"));
 }
