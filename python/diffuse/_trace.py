@@ -7,7 +7,7 @@ each operation is a Python call that checks types, promotes dtypes and builds a 
 tasks it builds depend only on the arguments' shapes, dtypes and layouts (and on the Python
 values it is given), so ``trace`` records them once per such signature and submits the
 recording directly afterwards: the runtime sees the same tasks, fuses and runs them as
-before, and the results are the same to the bit.
+before, and the results are bitwise those of the untraced function on deferred arrays.
 
 What a replay does not repeat is the function's Python code: side effects (appending to a
 list, printing), and Python values it reads other than its arguments (a global array rebound
