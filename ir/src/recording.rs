@@ -109,11 +109,6 @@ impl Recording {
         self.tasks.len()
     }
 
-    /// How many inputs a replay takes.
-    pub fn inputs(&self) -> usize {
-        self.inputs.len()
-    }
-
     /// The roles of the stores the recorded tasks change (write or reduce into).
     fn mutated(&self) -> impl Iterator<Item = Role> + '_ {
         self.tasks.iter().flat_map(|t| {
@@ -255,21 +250,38 @@ impl Recorder {
                 .collect(),
             held: Vec::new(),
         };
-        // The last task using each created store, `None` for an output (kept to the end).
-        let mut last_use: Vec<Option<Option<usize>>> = vec![None; self.created.len()];
+        let mut is_output = vec![false; self.created.len()];
+        let outputs = outputs
+            .iter()
+            .map(|view| {
+                let role = roles.of(&view.store().task_ref());
+                if let Role::Created(c) = role {
+                    is_output[c] = true;
+                }
+                (role, view.offset(), view.shape())
+            })
+            .collect();
+        // The last task using each created store.
+        let mut last_task: Vec<Option<usize>> = vec![None; self.created.len()];
         let mut tasks = Vec::with_capacity(self.tasks.len());
         for (t, task) in self.tasks.iter().enumerate() {
-            let args = task
-                .args()
-                .iter()
-                .map(|arg| {
-                    let role = roles.of(&arg.store);
-                    if let Role::Created(c) = role {
-                        last_use[c] = Some(Some(t));
+            let mut args = Vec::with_capacity(task.args().len());
+            for arg in task.args() {
+                let role = roles.of(&arg.store);
+                if let Role::Created(c) = role {
+                    // Still held but not an output: the recorded code kept it beyond itself
+                    // (a global, an attribute), where a replay's fresh store would not reach.
+                    if !is_output[c] && arg.store.app_handles() > 0 {
+                        return Err(IrError::NotReplayable {
+                            reason: "an array it made outlives it without being returned \
+                                     (kept in a global or an attribute)"
+                                .into(),
+                        });
                     }
-                    (role, arg.partition.clone(), arg.privilege)
-                })
-                .collect();
+                    last_task[c] = Some(t);
+                }
+                args.push((role, arg.partition.clone(), arg.privilege));
+            }
             tasks.push(TaskTemplate {
                 kind: Arc::clone(task.kind()),
                 launch: task.launch_domain(),
@@ -278,46 +290,19 @@ impl Recorder {
                 release: Vec::new(),
             });
         }
-        let outputs = outputs
-            .iter()
-            .map(|view| {
-                let role = roles.of(&view.store().task_ref());
-                if let Role::Created(c) = role {
-                    last_use[c] = Some(None);
-                }
-                (role, view.offset(), view.shape())
-            })
-            .collect();
-        // A store made while recording that is still held but not an output was kept by the
-        // recorded code beyond it (in a global, an attribute): a replay's fresh store would
-        // not reach that holder.
-        for task in &self.tasks {
-            for arg in task.args() {
-                let kept = roles.created.get(&arg.store.id()).is_some_and(|&c| {
-                    matches!(last_use[c], Some(Some(_))) && arg.store.app_handles() > 0
-                });
-                if kept {
-                    return Err(IrError::NotReplayable {
-                        reason: "an array it made outlives it without being returned (kept \
-                                 in a global or an attribute)"
-                            .into(),
-                    });
-                }
-            }
-        }
-        for (c, last) in last_use.iter().enumerate() {
-            if let Some(Some(t)) = *last {
+        for (c, last) in last_task.iter().enumerate() {
+            if let (Some(t), false) = (*last, is_output[c]) {
                 tasks[t].release.push(c);
             }
         }
         let created = self
             .created
             .iter()
-            .zip(&last_use)
-            .map(|(&(_, shape, dtype), last)| CreatedStore {
+            .enumerate()
+            .map(|(c, &(_, shape, dtype))| CreatedStore {
                 shape,
                 dtype,
-                used: last.is_some(),
+                used: last_task[c].is_some() || is_output[c],
             })
             .collect();
         Ok(Recording {

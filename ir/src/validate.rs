@@ -169,17 +169,14 @@ fn check_tiling(
     dim_err: impl Fn(String) -> IrError,
 ) -> Result<(), IrError> {
     let store_shape = arg.store.shape();
-    if t.tile.dims() != store_shape.dims() {
+    // Tiles as many-dimensional as the store, from points of the launch domain.
+    if t.tile.dims() != store_shape.dims() || t.projection.in_dims() != launch.dims() {
         return Err(dim_err(format!(
-            "tile {} has {} dims but the store has {}",
+            "tile {} ({}-d, the store {}-d), projection {:?} from {}-d points (the launch \
+             domain {}-d)",
             t.tile,
             t.tile.dims(),
-            store_shape.dims()
-        )));
-    }
-    if t.projection.in_dims() != launch.dims() {
-        return Err(dim_err(format!(
-            "projection {:?} takes {}-d points but the launch domain has {} dims",
+            store_shape.dims(),
             t.projection,
             t.projection.in_dims(),
             launch.dims()

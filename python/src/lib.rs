@@ -906,12 +906,6 @@ impl NativeRecording {
         ))
     }
 
-    /// How many tasks a replay submits.
-    #[getter]
-    fn tasks(&self) -> usize {
-        self.recording.tasks()
-    }
-
     /// The positions of the inputs a replay writes.
     #[getter]
     fn changed_inputs(&self) -> Vec<usize> {
