@@ -120,6 +120,7 @@ pub struct LaunchTemplate {
     temporaries: usize,
     reductions: Vec<usize>,
     elementwise: bool,
+    stages: Vec<usize>,
     placement: LaunchPlacement,
     kernel: OnceLock<Option<Arc<CompiledKernel>>>,
     segments: OnceLock<Vec<Segment>>,
@@ -152,11 +153,14 @@ impl SlotNumbering {
 
 impl LaunchTemplate {
     /// The layout of `tasks` (a fusible group in program order, at least one task) with
-    /// `temporaries`, placed by `place(name, stores)` (given the task's name and its number
-    /// of distinct stores); the kernel is decided later ([`LaunchTemplate::decide_kernel`]).
+    /// `temporaries` and `stages` (the constituents that begin its stages after the first,
+    /// ascending; see [`LaunchTemplate::stages`]), placed by `place(name, stores)` (given the
+    /// task's name and its number of distinct stores); the kernel is decided later
+    /// ([`LaunchTemplate::decide_kernel`]).
     pub fn new<E>(
         tasks: &[IndexTask],
         temporaries: &[StoreId],
+        stages: &[usize],
         place: impl FnOnce(&str, usize) -> Result<LaunchPlacement, E>,
     ) -> Result<Self, E> {
         let launch = tasks
@@ -221,6 +225,7 @@ impl LaunchTemplate {
             temporaries: temps.len(),
             reductions,
             elementwise: tasks.iter().all(|t| t.kind().is_elementwise()),
+            stages: stages.to_vec(),
             placement,
             kernel: OnceLock::new(),
             segments: OnceLock::new(),
@@ -290,6 +295,21 @@ impl LaunchTemplate {
     /// True when every constituent is element-wise.
     pub fn is_elementwise(&self) -> bool {
         self.elementwise
+    }
+
+    /// The constituents that begin the task's stages after the first (ascending; empty for
+    /// a task of one stage). Only a launch over one point has several stages: each runs
+    /// after the ones before it have run whole at that point, so a stage may read what an
+    /// earlier one wrote, or write what it read, through other partitions of a store. Such a
+    /// task has no compiled kernel of its own (its stages' runs of compilable constituents
+    /// are [`Segment`]s) and is never cut into strips.
+    pub fn stages(&self) -> &[usize] {
+        &self.stages
+    }
+
+    /// The stage constituent `c` belongs to (0 for the first).
+    pub fn stage_of(&self, c: usize) -> usize {
+        self.stages.partition_point(|&s| s <= c)
     }
 
     /// Where every point runs.

@@ -94,6 +94,11 @@ pub struct AppArgs {
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
+    /// Whether a fused group launched over one point goes on past a dependence in a new
+    /// stage, one launch where there would be several (default: where the backend's launches
+    /// are costly, i.e. on Legion).
+    #[arg(long, value_enum)]
+    pub stages: Option<Switch>,
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
@@ -274,6 +279,7 @@ impl Runtime {
             fusion: FusionConfig {
                 enabled: args.fusion == Switch::On,
                 window: args.window,
+                stages: args.stages.map(|s| s == Switch::On),
             },
             jit: args.jit.jit(),
             placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
@@ -524,6 +530,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         gpu: false,
         jit_wait: true,
         window: None,
+        stages: None,
         streams: false,
         mapper: None,
         nodes: 1,

@@ -1,9 +1,10 @@
 //! The canonical, alpha-renamed form of a window (Diffuse paper §5.2), the memoization key.
 //!
 //! Everything the fusion decision depends on is encoded, and nothing else: per task its kind
-//! and launch domain, and per argument its store, partition and privilege, whether the
-//! partition covers the store over that launch (temporaries need a covering write) and
-//! whether the application still holds the store. Stores, partitions and launch domains are
+//! and launch domain (and whether that is a single point, which lets a group go on in stages
+//! and take scalar work that writes), and per argument its store, partition and privilege,
+//! whether the partition covers the store over that launch (temporaries need a covering
+//! write) and whether the application still holds the store. Stores, partitions and launch domains are
 //! numbered by first occurrence (like De Bruijn indices), so two windows that differ only in
 //! which fresh stores they use, as successive iterations of a solver loop do, get the same
 //! key, while windows whose aliasing differs do not.
@@ -93,7 +94,7 @@ pub fn canonicalize(window: &[IndexTask], held: &HeldStores) -> Canonical {
     for task in window {
         let launch = task.launch_domain();
         key.push(u64::from(task.kind().id()));
-        key.push(domains.number(launch).0);
+        key.push(domains.number(launch).0 | u64::from(launch.volume() == 1) << 63);
         key.push(task.args().len() as u64);
         for arg in task.args() {
             let (store, fresh) = stores.number(arg.store.id());

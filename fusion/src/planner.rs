@@ -11,6 +11,14 @@
 //! the plan's execution order keeps every dependence of the window, so the program's
 //! results are unchanged, while an independent task between two fusible ones no longer
 //! ends a group.
+//!
+//! A group launched over one point has no other point to communicate with, so a dependence
+//! constraint does not end it: the task that violates one starts a new *stage* of the group
+//! ([`Group::stages`]), which runs after the stages before it have run whole, at the same
+//! point. Small problems (a stencil on a 64 x 64 grid: the stencil and the copy back into
+//! the grid it read) then cost one launch where they cost two. The reduction constraint
+//! still ends such a group (a point's contributions fold into their stores only after the
+//! point has run), and so does another launch domain.
 
 use std::ops::Range;
 
@@ -30,6 +38,11 @@ pub struct Group {
     pub tasks: Range<usize>,
     /// Its temporaries.
     pub temporaries: Vec<StoreId>,
+    /// Where its stages after the first begin, as offsets into `tasks` (ascending; empty for
+    /// a group of one stage). Only a group launched over one point has several: each stage
+    /// meets the four constraints on its own, and its tasks run after every task of the
+    /// stages before it has run at that point (not element by element with them).
+    pub stages: Vec<usize>,
     /// The first constraint a task ready to join the group violated (`None` when every task
     /// it did not take depended on one it passed over, or it took the rest of the window).
     pub stopped_by: Option<Violation>,
@@ -74,6 +87,7 @@ impl Plan {
 struct CanonicalGroup {
     len: usize,
     temporaries: Vec<usize>,
+    stages: Vec<usize>,
     /// The violation that ended the group, and the canonical number of its store.
     stopped_by: Option<(Violation, Option<usize>)>,
 }
@@ -166,6 +180,7 @@ impl Planner {
                 .map(|g| CanonicalGroup {
                     len: g.tasks.len(),
                     temporaries: g.temporaries.iter().map(|s| position[s]).collect(),
+                    stages: g.stages.clone(),
                     stopped_by: g
                         .stopped_by
                         .map(|v| (v, v.store().and_then(|s| position.get(&s).copied()))),
@@ -202,6 +217,11 @@ pub struct PlanOptions {
     /// 50 kernel shapes instead of 36, whose compile time cost more than the steady state
     /// gained (nothing, at 100 steps); 4 keeps the time of strict prefixes.
     pub lookahead: usize,
+    /// Whether a group launched over one point continues past a dependence constraint in a
+    /// new stage ([`Group::stages`]). Staged groups run their constituents natively or in
+    /// compiled segments per stage, on host processors (a runtime that may place work on
+    /// GPUs, where only whole compiled kernels run, turns it off).
+    pub one_point_stages: bool,
 }
 
 impl Default for PlanOptions {
@@ -210,6 +230,7 @@ impl Default for PlanOptions {
             absorb_scalars: true,
             keep_uncompilable_apart: false,
             lookahead: 4,
+            one_point_stages: true,
         }
     }
 }
@@ -277,7 +298,10 @@ fn group(
             first += 1;
         }
         let start = order.len();
+        // The current stage, and the whole group (for the launch domain and reductions).
         let mut state = PrefixState::new();
+        let mut whole = PrefixState::new();
+        let mut stages = Vec::new();
         let mut stopped_by = None;
         let mut passed_over = Vec::new();
         let mut kernels = compilable(&window[first]);
@@ -294,13 +318,36 @@ fn group(
                     && task.kind().is_elementwise()
                     && (!options.keep_uncompilable_apart || compilable(task) == kernels));
             let ready = reachable && dependences.before(t).all(|d| !passed[d]);
-            let admitted = ready
-                && match if absorbable[t] {
-                    state.admits_scalar(task)
+            let joins = |stage: &PrefixState| -> Result<(), Violation> {
+                if absorbable[t] {
+                    stage.admits_scalar(task)?;
                 } else {
-                    state.admits(task)
-                } {
-                    Ok(()) => true,
+                    if whole.launch().is_some_and(|l| l != task.launch_domain()) {
+                        return Err(Violation::LaunchDomain);
+                    }
+                    stage.admits(task)?;
+                }
+                whole.admits_reductions(task)
+            };
+            // Whether the task joins the current stage (`Ok(false)`) or starts a new one.
+            let verdict = || match joins(&state) {
+                Err(Violation::TrueDependence(_) | Violation::AntiDependence(_))
+                    if options.one_point_stages
+                        && whole.launch().is_some_and(|l| l.volume() == 1) =>
+                {
+                    joins(&PrefixState::new()).map(|()| true)
+                }
+                other => other.map(|()| false),
+            };
+            let admitted = ready
+                && match verdict() {
+                    Ok(new_stage) => {
+                        if new_stage {
+                            stages.push(order.len() - start);
+                            state = PrefixState::new();
+                        }
+                        true
+                    }
                     Err(v) => {
                         stopped_by.get_or_insert(v);
                         false
@@ -311,8 +358,10 @@ fn group(
                 elementwise &= task.kind().is_elementwise();
                 if absorbable[t] {
                     state.push_scalar(task);
+                    whole.push_scalar(task);
                 } else {
                     state.push(task);
+                    whole.push(task);
                 }
                 placed[t] = true;
                 order.push(t);
@@ -325,14 +374,15 @@ fn group(
             }
         }
         passed_over.iter().for_each(|&t| passed[t] = false);
-        spans.push((start..order.len(), stopped_by));
+        spans.push((start..order.len(), stages, stopped_by));
     }
     let executed: Vec<&IndexTask> = order.iter().map(|&t| &window[t]).collect();
     let groups = spans
         .into_iter()
-        .map(|(tasks, stopped_by)| Group {
+        .map(|(tasks, stages, stopped_by)| Group {
             temporaries: temporaries(&executed[tasks.start..], tasks.len(), held),
             tasks,
+            stages,
             stopped_by,
         })
         .collect();
@@ -385,6 +435,7 @@ fn replay(decision: &Decision, stores: &[StoreId]) -> Plan {
             let group = Group {
                 tasks: start..start + g.len,
                 temporaries: g.temporaries.iter().map(|&i| stores[i]).collect(),
+                stages: g.stages.clone(),
                 stopped_by: g
                     .stopped_by
                     .map(|(v, store)| store.map_or(v, |i| v.with_store(stores[i]))),

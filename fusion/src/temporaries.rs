@@ -17,12 +17,16 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::held::HeldStores;
 
-/// Per store: the covering write seen so far, or why it cannot be temporary.
+/// Per store: the covering write seen so far, or why it cannot be temporary. Every access
+/// of a temporary goes through one partition (its point-local buffer is that partition's
+/// sub-store); within a stage the constraints see to it, across the stages of a one-point
+/// group this does.
 enum Candidate {
     /// Written through this partition, covering the store, before any read.
     Covered(Partition),
-    /// Accessed so far only by writes that did not cover it (a read now disqualifies it).
-    Uncovered,
+    /// Accessed so far only by writes through this partition that did not cover it (a read
+    /// now disqualifies it).
+    Uncovered(Partition),
     /// Read before a covering write, reduced, or accessed through a second partition.
     Rejected,
 }
@@ -43,20 +47,22 @@ pub fn temporaries<T: Borrow<IndexTask>>(
             let id = arg.store.id();
             let state = candidates.entry(id).or_insert_with(|| {
                 order.push(id);
-                Candidate::Uncovered
+                Candidate::Uncovered(arg.partition.clone())
             });
             let reads_here = arg.privilege.reads();
             *state = match (&*state, arg.privilege) {
                 (_, Privilege::Reduce(_)) | (Candidate::Rejected, _) => Candidate::Rejected,
-                (Candidate::Covered(p), _) if *p != arg.partition => Candidate::Rejected,
-                (Candidate::Covered(p), _) => Candidate::Covered(p.clone()),
-                (Candidate::Uncovered, _) if reads_here => Candidate::Rejected,
-                (Candidate::Uncovered, Privilege::Write)
-                    if arg.partition.covers(arg.store.shape(), launch) =>
-                {
-                    Candidate::Covered(arg.partition.clone())
+                (Candidate::Covered(p) | Candidate::Uncovered(p), _) if *p != arg.partition => {
+                    Candidate::Rejected
                 }
-                (Candidate::Uncovered, _) => Candidate::Uncovered,
+                (Candidate::Covered(p), _) => Candidate::Covered(p.clone()),
+                (Candidate::Uncovered(_), _) if reads_here => Candidate::Rejected,
+                (Candidate::Uncovered(p), Privilege::Write)
+                    if p.covers(arg.store.shape(), launch) =>
+                {
+                    Candidate::Covered(p.clone())
+                }
+                (Candidate::Uncovered(p), _) => Candidate::Uncovered(p.clone()),
             };
         }
     }

@@ -1,7 +1,8 @@
 //! Integration tests of `diffuse-fusion`: the paper's worked examples (Figures 2, 8 and 10),
 //! one minimal case per fusion constraint (Figure 7) with its fusible control, temporaries
-//! (the Definition of §5.1), fused-task signatures (§4.2.2), memoization (§5.2), and property
-//! tests of the planner against a brute-force reimplementation of the constraints.
+//! (the Definition of §5.1), fused-task signatures (§4.2.2), memoization (§5.2), the stages of
+//! one-point groups, and property tests of the planner against a brute-force
+//! reimplementation of the constraints.
 //!
 //! One test target; the modules live under `tests/fusion/`. Nothing here executes a task:
 //! tasks are built and handed to the analyses, never submitted.
@@ -27,5 +28,7 @@ mod property;
 mod reorder;
 #[path = "fusion/scalars.rs"]
 mod scalars;
+#[path = "fusion/stages.rs"]
+mod stages;
 #[path = "fusion/temporaries.rs"]
 mod temporaries;

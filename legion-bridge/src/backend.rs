@@ -139,6 +139,10 @@ impl Backend for LegionBackend {
         true
     }
 
+    fn launches_are_costly(&self) -> bool {
+        true
+    }
+
     fn orders_host_writes(&self) -> bool {
         true
     }

@@ -10,9 +10,11 @@
 
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
-use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError,
+};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use diffuse_backend::MachineShape;
 
@@ -61,9 +63,33 @@ impl LegionProcess {
         self.send(Box::new(move |driver| {
             let _ = tx.send(f(driver));
         }))?;
-        rx.recv()
+        receive_soon(&rx)
             .map_err(|_| "the Legion driver thread stopped before answering".to_string())
     }
+}
+
+/// How long a thread waiting for the other side of a hand-off between the application and
+/// the driver thread polls before it blocks.
+///
+/// A blocked thread costs a wake-up when the answer comes: tens of µs on a virtual machine,
+/// whose idle cores halt, for each of the two hand-offs of every flush. A small launch's
+/// round trip through Legion takes ~100 µs, so polling (yielding the core to runnable
+/// threads meanwhile) for a little longer keeps both threads awake across it: the stencil at
+/// n = 64 takes ~100 µs an iteration instead of ~200 on two cores. Longer waits cost at most
+/// this much processor time before the thread sleeps.
+const HANDOFF_POLL: Duration = Duration::from_micros(200);
+
+/// The next message on `rx`: polled for [`HANDOFF_POLL`], then waited for.
+fn receive_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
+    let start = Instant::now();
+    while start.elapsed() < HANDOFF_POLL {
+        match rx.try_recv() {
+            Ok(message) => return Ok(message),
+            Err(TryRecvError::Empty) => std::thread::yield_now(),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+        }
+    }
+    rx.recv()
 }
 
 /// The CPU processors per node Realm runs (1 before Legion started).
@@ -225,7 +251,7 @@ fn drive(
     );
     drop(guard);
     let _ = ready.send(Ok(machine));
-    while let Ok(command) = commands.recv() {
+    while let Ok(command) = receive_soon(&commands) {
         command(&mut driver);
         if driver.stopped() {
             break;

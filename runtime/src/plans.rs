@@ -63,7 +63,7 @@ enum Pending {
         gpu: bool,
     },
     /// Kernels for its segments (see [`Segment`]): the task has a constituent without an
-    /// MLIR body, so it has no kernel of its own.
+    /// MLIR body, or several stages, so it has no kernel of its own.
     Segments(Vec<SegmentRequest>),
 }
 
@@ -125,19 +125,24 @@ impl Launcher {
         }
     }
 
-    /// The plan for `tasks` (a group in program order) with `temporaries`: a cached
-    /// template under `key` that fits them, or a new one (cached under `key` if given).
-    /// Groups of one task without temporaries run their native kernel; others get a compiled
-    /// kernel when the JIT has one.
+    /// The plan for `tasks` (a group in program order) with `temporaries` and `stages` (the
+    /// constituents that begin its stages after the first): a cached template under `key`
+    /// that fits them, or a new one (cached under `key` if given). Groups of one task
+    /// without temporaries run their native kernel; others get a compiled kernel when the
+    /// JIT has one (per stage's runs of constituents when there are several stages).
     pub(crate) fn plan(
         &mut self,
         key: Option<TemplateKey>,
         tasks: Vec<IndexTask>,
         temporaries: &[StoreId],
+        stages: &[usize],
     ) -> Result<LaunchPlan, (IrError, Vec<IndexTask>)> {
         let mut tasks = tasks;
         if let Some(cached) = key.and_then(|k| self.templates.get_mut(&k)) {
             for entry in cached.iter_mut() {
+                if entry.template.stages() != stages {
+                    continue;
+                }
                 match LaunchPlan::new(Arc::clone(&entry.template), tasks) {
                     Ok(plan) => {
                         if entry.pending.is_some() {
@@ -149,7 +154,7 @@ impl Launcher {
                 }
             }
         }
-        let mut entry = match self.derive(&tasks, temporaries) {
+        let mut entry = match self.derive(&tasks, temporaries, stages) {
             Ok(entry) => entry,
             Err(e) => return Err((e, tasks)),
         };
@@ -187,22 +192,32 @@ impl Launcher {
     }
 
     /// A new template for `tasks`: placement decided, kernel requested.
-    fn derive(&self, tasks: &[IndexTask], temporaries: &[StoreId]) -> Result<Cached, IrError> {
+    fn derive(
+        &self,
+        tasks: &[IndexTask],
+        temporaries: &[StoreId],
+        stages: &[usize],
+    ) -> Result<Cached, IrError> {
         let names: Vec<&str> = tasks.iter().map(|t| t.kind().name()).collect();
         let launch = tasks
             .first()
             .map_or_else(|| Shape::splat(0, 1), |t| t.launch_domain());
-        let template = Arc::new(LaunchTemplate::new(tasks, temporaries, |name, stores| {
-            decide(
-                self.placement.as_deref(),
-                &self.machine,
-                &self.backend,
-                name,
-                &names,
-                launch,
-                stores,
-            )
-        })?);
+        let template = Arc::new(LaunchTemplate::new(
+            tasks,
+            temporaries,
+            stages,
+            |name, stores| {
+                decide(
+                    self.placement.as_deref(),
+                    &self.machine,
+                    &self.backend,
+                    name,
+                    &names,
+                    launch,
+                    stores,
+                )
+            },
+        )?);
         let fused = tasks.len() > 1 || !temporaries.is_empty();
         let gpu = template
             .placement()
@@ -210,17 +225,27 @@ impl Launcher {
             .iter()
             .any(|p| p.kind == ProcKind::Gpu);
         let compilable = |t: &IndexTask| t.kind().mlir_generator().is_some();
+        let staged = !stages.is_empty();
         // A task placed on a GPU needs a kernel even alone: only compiled kernels run there.
+        // A task of several stages has none (its stages may alias what a whole kernel would
+        // fuse element by element) and runs on the CPUs wherever it was placed.
         let pending = match &self.jit {
-            Some(_) if fused && !gpu && !tasks.iter().all(compilable) => {
+            Some(_) if fused && (staged || !gpu && !tasks.iter().all(compilable)) => {
                 template.decide_kernel(None);
                 let mut end = 0;
+                let stage_of = |c: usize| template.stage_of(c);
+                // Runs of compilable constituents, within one stage each.
                 let requests: Vec<SegmentRequest> = tasks
-                    .chunk_by(|a, b| compilable(a) == compilable(b))
+                    .iter()
+                    .enumerate()
+                    .collect::<Vec<_>>()
+                    .chunk_by(|(i, a), (j, b)| {
+                        compilable(a) == compilable(b) && stage_of(*i) == stage_of(*j)
+                    })
                     .filter_map(|run| {
                         let constituents = end..end + run.len();
                         end = constituents.end;
-                        (compilable(&run[0]) && run.len() >= MIN_SEGMENT).then_some(constituents)
+                        (compilable(run[0].1) && run.len() >= MIN_SEGMENT).then_some(constituents)
                     })
                     .map(|constituents| {
                         let (signature, params) = signature(&template, tasks, constituents.clone());

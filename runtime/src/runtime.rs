@@ -59,6 +59,11 @@ pub struct FusionConfig {
     pub enabled: bool,
     /// A fixed window size, or `None` for the adaptive policy.
     pub window: Option<usize>,
+    /// Whether a group launched over one point goes on past a dependence in a new stage
+    /// (`diffuse_fusion::Group::stages`): one launch where there would be several. `None`
+    /// leaves it to the backend ([`Backend::launches_are_costly`]). Never with a placement
+    /// that may use GPUs.
+    pub stages: Option<bool>,
 }
 
 impl Default for FusionConfig {
@@ -66,6 +71,7 @@ impl Default for FusionConfig {
         FusionConfig {
             enabled: true,
             window: None,
+            stages: None,
         }
     }
 }
@@ -75,7 +81,7 @@ impl FusionConfig {
     pub fn off() -> Self {
         FusionConfig {
             enabled: false,
-            window: None,
+            ..FusionConfig::default()
         }
     }
 }
@@ -185,9 +191,14 @@ impl Runtime {
     pub fn new(backend: Arc<dyn Backend>, config: RuntimeConfig) -> Self {
         let fusion = config.fusion;
         let capacity = fusion.window.unwrap_or(ADAPTIVE_START).max(1);
+        let host_only = !config.placement.as_ref().is_some_and(|p| p.may_use_gpus());
         let options = PlanOptions {
-            absorb_scalars: !config.placement.as_ref().is_some_and(|p| p.may_use_gpus()),
+            absorb_scalars: host_only,
             keep_uncompilable_apart: config.jit.is_some(),
+            one_point_stages: host_only
+                && fusion
+                    .stages
+                    .unwrap_or_else(|| backend.launches_are_costly()),
             ..PlanOptions::default()
         };
         let planner = Planner::new().with_options(options);
@@ -301,18 +312,24 @@ impl Runtime {
             memoized = plan.memoized,
             "planned"
         );
-        // What runs now: (number of tasks, temporaries, template key) per group, in order.
+        // What runs now, per group in order.
         let key = |group: usize| plan.shape.map(|shape| TemplateKey::Group { shape, group });
-        let runs: Vec<(usize, Vec<StoreId>, Option<TemplateKey>)> = match plan.groups.as_slice() {
+        let planned = |(i, g): (usize, &Group)| Run {
+            len: g.tasks.len(),
+            temporaries: g.temporaries.clone(),
+            stages: g.stages.clone(),
+            key: key(i),
+        };
+        let runs: Vec<Run> = match plan.groups.as_slice() {
             [.., _last] if keep_tail && plan.groups.len() > 1 => {
                 let kept = kept_scalar_work(&plan, &window.tasks);
                 plan.groups[..plan.groups.len() - 1 - kept]
                     .iter()
                     .enumerate()
-                    .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
+                    .map(planned)
                     .collect()
             }
-            [_single] if keep_tail => {
+            [single] if keep_tail => {
                 if self.config.window.is_none() && window.capacity < ADAPTIVE_MAX {
                     // The whole full window fuses: the window, not the program, would end the
                     // group. Grow and keep buffering, so the group and its temporaries extend.
@@ -324,17 +341,19 @@ impl Runtime {
                 // The window cannot grow: run a prefix, cut where the fewest values produced
                 // inside it are still needed after it (they must be materialized).
                 let cut = cheapest_cut(&window.tasks, window.tasks.len() / 2, &held);
-                let cut_key = plan.shape.map(|shape| TemplateKey::Cut { shape });
-                vec![(cut, temporaries(&window.tasks, cut, &held), cut_key)]
+                // The group is the whole window, in program order: its stages before the
+                // cut are the prefix's.
+                vec![Run {
+                    len: cut,
+                    temporaries: temporaries(&window.tasks, cut, &held),
+                    stages: single.stages.iter().copied().filter(|&s| s < cut).collect(),
+                    key: plan.shape.map(|shape| TemplateKey::Cut { shape }),
+                }]
             }
-            groups => groups
-                .iter()
-                .enumerate()
-                .map(|(i, g)| (g.tasks.len(), g.temporaries.clone(), key(i)))
-                .collect(),
+            groups => groups.iter().enumerate().map(planned).collect(),
         };
         window.analysis += deciding.elapsed();
-        let run_len: usize = runs.iter().map(|(len, _, _)| len).sum();
+        let run_len: usize = runs.iter().map(|r| r.len).sum();
         // The tasks that run now, as issued (for the stream log).
         let issued: Option<Vec<String>> = window.log.is_some().then(|| {
             let mut running: Vec<usize> = match &plan.order {
@@ -351,9 +370,9 @@ impl Runtime {
         let mut tasks: Vec<IndexTask> = window.tasks.drain(..run_len).collect();
         let mut executed = Vec::with_capacity(runs.len());
         let mut result = Ok(());
-        for (len, temporaries, key) in runs {
-            let members: Vec<IndexTask> = tasks.drain(..len).collect();
-            let outcome = self.run_group(window, key, members, &temporaries, &mut executed);
+        for run in runs {
+            let members: Vec<IndexTask> = tasks.drain(..run.len).collect();
+            let outcome = self.run_group(window, &run, members, &mut executed);
             // Later groups run: what depends on a failure is poisoned, the rest is computed.
             if let (Err(e), Ok(())) = (outcome, &result) {
                 result = Err(e);
@@ -374,9 +393,8 @@ impl Runtime {
     fn run_group(
         &self,
         window: &mut Window,
-        key: Option<TemplateKey>,
+        run: &Run,
         tasks: Vec<IndexTask>,
-        temporaries: &[StoreId],
         executed: &mut Vec<String>,
     ) -> Result<(), IrError> {
         // Only after a failure are there poisoned stores to look for.
@@ -390,7 +408,13 @@ impl Runtime {
                 return self.run_one_by_one(window, tasks, executed);
             }
         }
-        match self.launch(window, key, tasks, temporaries, executed) {
+        match self.launch(
+            window,
+            run.key,
+            tasks,
+            (&run.temporaries, &run.stages),
+            executed,
+        ) {
             Ok(()) => {
                 for a in accesses.iter().flatten() {
                     window.poisoned.ran(a);
@@ -452,7 +476,7 @@ impl Runtime {
             let key = TemplateKey::Task {
                 kind: task.kind().id(),
             };
-            match self.launch(window, Some(key), vec![task], &[], executed) {
+            match self.launch(window, Some(key), vec![task], (&[], &[]), executed) {
                 Ok(()) => window.poisoned.ran(&accesses),
                 Err((cause, _)) => {
                     let failure = Failure {
@@ -536,14 +560,14 @@ impl Runtime {
         }
     }
 
-    /// Plans one group and has the backend run it; records what ran when logging. On failure
-    /// gives the tasks back with the error.
+    /// Plans one group with its (temporaries, stages) and has the backend run it; records
+    /// what ran when logging. On failure gives the tasks back with the error.
     fn launch(
         &self,
         window: &mut Window,
         key: Option<TemplateKey>,
         tasks: Vec<IndexTask>,
-        temporaries: &[StoreId],
+        (temporaries, stages): (&[StoreId], &[usize]),
         executed: &mut Vec<String>,
     ) -> Result<(), (IrError, Vec<IndexTask>)> {
         let building = std::time::Instant::now();
@@ -564,7 +588,7 @@ impl Runtime {
             Some(domains) => over(tasks, domains.iter().copied()),
             None => tasks,
         };
-        let plan: LaunchPlan = match window.launcher.plan(key, tasks, temporaries) {
+        let plan: LaunchPlan = match window.launcher.plan(key, tasks, temporaries, stages) {
             Ok(plan) => plan.with_ticket(ticket),
             Err((e, tasks)) => return Err((e, as_issued(tasks))),
         };
@@ -582,8 +606,15 @@ impl Runtime {
             let t = plan.template();
             executed.push(if t.constituents() == 1 && t.temporaries() == 0 {
                 t.name().to_string()
-            } else {
+            } else if t.stages().is_empty() {
                 format!("{} (temporaries: {})", t.name(), t.temporaries())
+            } else {
+                format!(
+                    "{} (temporaries: {}, stages: {})",
+                    t.name(),
+                    t.temporaries(),
+                    t.stages().len() + 1
+                )
             });
         }
         // Per-launch costs for profiling (`RUST_LOG=diffuse_runtime=trace`): the time is the
@@ -640,12 +671,17 @@ impl Executor for Runtime {
     fn execute(&self, task: IndexTask) -> Result<(), IrError> {
         let mut window = self.lock();
         if !self.config.enabled {
-            let key = TemplateKey::Task {
-                kind: task.kind().id(),
+            let run = Run {
+                len: 1,
+                temporaries: Vec::new(),
+                stages: Vec::new(),
+                key: Some(TemplateKey::Task {
+                    kind: task.kind().id(),
+                }),
             };
             // The window's lock stays held, so tasks from several threads run in the order
             // they were accepted.
-            return self.run_group(&mut window, Some(key), vec![task], &[], &mut Vec::new());
+            return self.run_group(&mut window, &run, vec![task], &mut Vec::new());
         }
         window.tasks.push(task);
         if window.tasks.len() >= window.capacity {
@@ -696,6 +732,15 @@ impl Drop for Runtime {
             tracing::warn!(error = %e, "tasks pending at shutdown failed");
         }
     }
+}
+
+/// One group the runtime runs from a plan: its length, temporaries, stages (see
+/// [`Group::stages`]) and where its launch template is cached.
+struct Run {
+    len: usize,
+    temporaries: Vec<StoreId>,
+    stages: Vec<usize>,
+    key: Option<TemplateKey>,
 }
 
 /// How many groups of lone scalar work stand right before the last group of `plan` (for

@@ -197,6 +197,8 @@ pub(crate) struct FusedRun {
     pub(crate) reduces: bool,
     /// Its point tasks that ran JIT-compiled code.
     pub(crate) compiled_points: u64,
+    /// Its stages (1 unless a one-point group went on past a dependence).
+    pub(crate) stages: usize,
 }
 
 /// A backend, recording every fused task it runs.
@@ -239,6 +241,7 @@ impl Backend for Observed {
                 temporaries,
                 reduces,
                 compiled_points: self.backend.stats().compiled_points - before,
+                stages: t.stages().len() + 1,
             });
         }
         result
@@ -246,6 +249,10 @@ impl Backend for Observed {
 
     fn defers_failures(&self) -> bool {
         self.backend.defers_failures()
+    }
+
+    fn launches_are_costly(&self) -> bool {
+        self.backend.launches_are_costly()
     }
 
     fn flush(&self) -> Result<(), IrError> {
@@ -433,10 +440,13 @@ pub(crate) fn rig_placed(
     }
 }
 
+/// Fusion with `window`, one-point groups going on in stages on every backend (so the
+/// embedded backend's properties cover them too).
 pub(crate) fn fused(window: Option<usize>) -> FusionConfig {
     FusionConfig {
         enabled: true,
         window,
+        stages: Some(true),
     }
 }
 
@@ -473,7 +483,7 @@ pub(crate) fn bits(v: &[f64]) -> Vec<u64> {
 }
 
 /// The kind names of what a flush executed, split back into constituents; one entry per
-/// executed task: (constituent kind names, temporaries).
+/// executed task: (constituent kind names, temporaries; its stages are not kept).
 pub(crate) fn executed_groups(log: &[FlushRecord]) -> Vec<(Vec<String>, usize)> {
     log.iter()
         .flat_map(|r| r.executed.iter())
@@ -481,7 +491,9 @@ pub(crate) fn executed_groups(log: &[FlushRecord]) -> Vec<(Vec<String>, usize)> 
             Some((names, rest)) => (
                 names.split('+').map(str::to_string).collect(),
                 rest.trim_end_matches(')')
-                    .parse()
+                    .split(", stages: ")
+                    .next()
+                    .and_then(|n| n.parse().ok())
                     .expect("temporaries count in the log"),
             ),
             None => (vec![e.clone()], 0),

@@ -989,6 +989,8 @@ pub(crate) struct Coverage {
     pub(crate) compiled_cases: Cell<usize>,
     /// Cases in which some point ran compiled segments between native constituents.
     pub(crate) segment_cases: Cell<usize>,
+    /// Fused tasks of several stages (one-point groups that went on past a dependence).
+    pub(crate) staged_tasks: Cell<usize>,
     /// Point tasks that ran on a GPU (fused run), and cases in which some did.
     pub(crate) gpu_points: Cell<u64>,
     pub(crate) gpu_cases: Cell<usize>,
@@ -1179,6 +1181,10 @@ pub(crate) fn check_case(
     bump(&cov.adaptive_cases, usize::from(plan.window.is_none()));
     bump(&cov.mid_reads, model.reads.len());
     bump(&cov.fused_tasks, on.fused.len());
+    bump(
+        &cov.staged_tasks,
+        on.fused.iter().filter(|f| f.stages > 1).count(),
+    );
     for f in on.fused.iter().filter(|f| f.compiled_points > 0) {
         bump(&cov.compiled_tasks, 1);
         bump(
@@ -1238,7 +1244,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
          reordered in {} cases; {} fused tasks with scalar work; {} \
          adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
          ({} with temporaries, {} with reductions; {} point tasks) in {} cases; compiled \
-         segments in {} cases",
+         segments in {} cases; {} fused tasks of several stages",
         if jit.is_some() { "on" } else { "off" },
         cov.submitted.get(),
         cov.executed.get(),
@@ -1260,6 +1266,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         cov.compiled_points.get(),
         cov.compiled_cases.get(),
         cov.segment_cases.get(),
+        cov.staged_tasks.get(),
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
@@ -1286,6 +1293,14 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         0.05,
     );
     cov.share("mid-stream reads", cov.mid_reads.get(), 0.2);
+    if on != On::SimGpu {
+        // A runtime that may place work on GPUs plans no stages.
+        cov.share(
+            "fused tasks of several stages",
+            cov.staged_tasks.get(),
+            0.05,
+        );
+    }
     assert!(
         cov.executed.get() * 10 <= cov.submitted.get() * 9,
         "fusion saved too little: {} of {} tasks executed",

@@ -291,6 +291,7 @@ pub(crate) fn failures_lose_only_what_depends_on_them(target: Target, cases: u32
             FusionConfig {
                 enabled: true,
                 window,
+                ..FusionConfig::default()
             },
             &ops,
         )?;

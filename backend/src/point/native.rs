@@ -74,11 +74,14 @@ fn spans_rows(e: Shape, space: Shape) -> bool {
 }
 
 /// The strips for one point, each about `strip_bytes` of working set, or `None` to run the
-/// point whole: an unfused task, a constituent that is not element-wise, reduces or writes
-/// outside the iteration space, or a space that is one strip.
+/// point whole: an unfused task, a task of several stages, a constituent that is not
+/// element-wise, reduces or writes outside the iteration space, or a space that is one strip.
 fn strip_plan(plan: &LaunchPlan, places: &[ArgPlacement], strip_bytes: usize) -> Option<Strips> {
     let t = plan.template();
-    if (t.constituents() < 2 && t.temporaries() == 0) || !t.is_elementwise() {
+    if (t.constituents() < 2 && t.temporaries() == 0)
+        || !t.is_elementwise()
+        || !t.stages().is_empty()
+    {
         return None;
     }
     // The space is the first written sub-store that is not a 0-d temporary (scalar work

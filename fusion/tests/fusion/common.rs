@@ -121,6 +121,7 @@ pub fn group(tasks: Range<usize>, temporaries: &[StoreId], stopped_by: Option<Vi
     Group {
         tasks,
         temporaries: temporaries.to_vec(),
+        stages: Vec::new(),
         stopped_by,
     }
 }

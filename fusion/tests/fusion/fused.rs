@@ -18,7 +18,7 @@ pub fn signature(
     tasks: &[IndexTask],
     temporaries: &[StoreId],
 ) -> Vec<(StoreId, Partition, Privilege)> {
-    let template = LaunchTemplate::new(tasks, temporaries, |_, _| {
+    let template = LaunchTemplate::new(tasks, temporaries, &[], |_, _| {
         Ok::<_, ()>(LaunchPlacement {
             kind: ProcKind::Cpu,
             processors: Vec::new(),

@@ -1,20 +1,26 @@
 //! Property tests over random windows (1 to 12 tasks over four stores, through `Replicate`
-//! and a few interned tilings, over two launch domains, with read, write, read-write and
-//! sum-reduction privileges; each task obeys the IR's interference rule). Checked against an
-//! independent brute-force reading of the paper's definitions:
+//! and a few interned tilings, over three launch domains, one of them a single point, with
+//! read, write, read-write and sum-reduction privileges; each task obeys the IR's
+//! interference rule). Checked against an independent brute-force reading of the paper's
+//! definitions:
 //!
 //! - the execution order of `analyse` is a permutation of the window that never moves a
 //!   task across one it depends on (every pair sharing a store one of them changes keeps
 //!   its order), and the groups cover that order contiguously;
-//! - every group satisfies Figure 7's constraints, checked pairwise over `i < j`;
+//! - every stage of a group satisfies Figure 7's constraints, checked pairwise over `i < j`;
+//!   a group has several stages only over a single point, each stage starts with a task
+//!   that violates a dependence constraint with the stage before it, and no two tasks of
+//!   different stages violate the reduction constraint;
 //! - every group is maximal: no task placed after it that its scan reached (the scan stops
 //!   after passing over `PlanOptions::lookahead` tasks, and beyond a passed task only
 //!   element-wise tasks may join element-wise groups) could join it (each violates a
-//!   constraint with it, or depends on a task issued before it and not yet placed), and the
-//!   violation reported is one the brute force finds for the first task that was ready to
-//!   join (launch domains first);
+//!   constraint with it, only the launch domain or reductions for a single-point group, or
+//!   depends on a task issued before it and not yet placed), and the violation reported is
+//!   one the brute force finds for the first task that was ready to join (launch domains
+//!   first);
 //! - each group's temporaries are exactly the stores the Definition of §5.1 admits (in order
-//!   of first appearance), and the fused signature has one argument per (store, partition),
+//!   of first appearance; a store reached through two partitions, which only stages can
+//!   do, is none), and the fused signature has one argument per (store, partition),
 //!   temporaries excluded;
 //! - `Planner::new().plan` equals `analyse` on a window, and again when it replays its
 //!   decision for an isomorphic copy built from fresh stores.
@@ -33,7 +39,7 @@ use crate::common::{analyse, ctx, elementwise_task, plan_now, pt, sh, store, tas
 
 /// Store shapes: the tilings of 4 and of 2 cover `[8]` over 4 points but not `[16]`.
 const SHAPES: [&[i64]; 4] = [&[8], &[8], &[8], &[16]];
-const LAUNCHES: [&[i64]; 2] = [&[4], &[2]];
+const LAUNCHES: [&[i64]; 3] = [&[4], &[2], &[1]];
 
 /// `Replicate`, tiles of 4, tiles of 2, and tiles of 2 of the view `[2, 6)`.
 fn partitions() -> [Partition; 4] {
@@ -100,7 +106,7 @@ fn arg_spec() -> impl Strategy<Value = ArgSpec> {
 
 fn task_spec() -> impl Strategy<Value = TaskSpec> {
     (
-        prop::sample::select(vec![0usize, 0, 0, 0, 0, 0, 0, 1]),
+        prop::sample::select(vec![0usize, 0, 0, 0, 0, 0, 0, 1, 2, 2]),
         prop::bool::weighted(0.8),
         prop::collection::vec(arg_spec(), 1..=3),
     )
@@ -222,6 +228,7 @@ fn reference_temporaries(window: &[IndexTask], group: Range<usize>) -> Vec<Store
             let held = all.iter().any(|(_, a)| a.store.app_handles() > 0);
             let used_later = !args_of(after, s).is_empty();
             let reduced = all.iter().any(|(_, a)| a.privilege.is_reduction());
+            let one_partition = all.iter().all(|(_, a)| a.partition == all[0].1.partition);
             let reads_defined = tasks.iter().enumerate().all(|(j, tj)| {
                 tj.args()
                     .iter()
@@ -234,7 +241,7 @@ fn reference_temporaries(window: &[IndexTask], group: Range<usize>) -> Vec<Store
                         })
                     })
             });
-            !held && !used_later && !reduced && reads_defined
+            !held && !used_later && !reduced && one_partition && reads_defined
         })
         .collect()
 }
@@ -283,14 +290,61 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
         prop_assert!(g.tasks.end > g.tasks.start);
         next = g.tasks.end;
         let tasks = &executed[g.tasks.clone()];
-        // Fusible by the brute-force constraints.
-        let inside = violations(tasks);
-        prop_assert!(
-            inside.is_empty(),
-            "group {:?} violates {:?}",
-            g.tasks,
-            inside
-        );
+        let one_point = tasks
+            .iter()
+            .all(|t| t.launch_domain() == tasks[0].launch_domain())
+            && tasks[0].launch_domain().volume() == 1;
+        // Stages: ascending, inside the group, only over one point.
+        prop_assert!(g.stages.is_empty() || one_point, "stages {:?}", g.stages);
+        prop_assert!(g.stages.windows(2).all(|w| w[0] < w[1]));
+        prop_assert!(g.stages.iter().all(|&s| 0 < s && s < tasks.len()));
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(g.stages.iter().copied())
+            .chain(std::iter::once(tasks.len()))
+            .collect();
+        for (k, stage) in bounds.windows(2).enumerate() {
+            // Each stage fusible by the brute-force constraints.
+            let inside = violations(&tasks[stage[0]..stage[1]]);
+            prop_assert!(
+                inside.is_empty(),
+                "stage {k} of group {:?} violates {:?}",
+                g.tasks,
+                inside
+            );
+            // A stage starts only where the stage before it could not take the task.
+            if k > 0 {
+                let mut grown = tasks[bounds[k - 1]..stage[0]].to_vec();
+                grown.push(tasks[stage[0]].clone());
+                let found = violations(&grown);
+                prop_assert!(
+                    found.iter().any(|v| matches!(
+                        v,
+                        Violation::TrueDependence(_) | Violation::AntiDependence(_)
+                    )),
+                    "stage {k} of group {:?} starts without a dependence: {found:?}",
+                    g.tasks
+                );
+            }
+        }
+        // No reduction constraint is violated across stages.
+        for (i, ti) in tasks.iter().enumerate() {
+            for tj in &tasks[i + 1..] {
+                prop_assert!(!pair_violations(ti, tj)
+                    .iter()
+                    .any(|v| matches!(v, Violation::Reduction(_))));
+            }
+        }
+        // Whether `grown` (the group's tasks before a candidate, and the candidate) could be
+        // one group: a single-point group takes everything but another launch domain and
+        // conflicting reductions, in a new stage where needed.
+        let could_be_one = |grown: &[IndexTask]| {
+            let found = violations(grown);
+            let stageable = one_point
+                && found
+                    .iter()
+                    .all(|v| !matches!(v, Violation::LaunchDomain | Violation::Reduction(_)));
+            (found.is_empty() || stageable, found)
+        };
         // Maximal: a task placed after the group could not join it, for a constraint or a
         // dependence on a task not placed yet that was issued before it.
         let members: Vec<usize> = order[g.tasks.clone()].to_vec();
@@ -319,13 +373,13 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
                 .map(|&m| window[m].clone())
                 .collect();
             grown.push(window[t].clone());
-            violations(&grown)
+            could_be_one(&grown).1
         };
         for &t in rest.iter().filter(|&&t| scanned(t)) {
             let mut grown = tasks.to_vec();
             grown.push(window[t].clone());
             prop_assert!(
-                blocked(t) || !violations(&grown).is_empty(),
+                blocked(t) || !could_be_one(&grown).0,
                 "task {} could join group {:?} ({:?})",
                 t,
                 g.tasks,
@@ -350,6 +404,11 @@ fn check_analysis(window: &[IndexTask]) -> Result<(), TestCaseError> {
                 );
                 if found.contains(&Violation::LaunchDomain) {
                     prop_assert_eq!(stop, Some(Violation::LaunchDomain));
+                } else if one_point {
+                    prop_assert!(
+                        matches!(stop, Some(Violation::Reduction(_))),
+                        "a single-point group stopped by {stop:?}"
+                    );
                 }
             }
         }

@@ -77,6 +77,7 @@ pub fn fresh_cx(procs: usize) -> ArrayContext {
             diffuse::FusionConfig {
                 enabled: true,
                 window: Some(5),
+                ..Default::default()
             },
             64,
         ),

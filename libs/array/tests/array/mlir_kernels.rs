@@ -1051,6 +1051,7 @@ fn fused_cx(jit: Option<std::sync::Arc<diffuse_jit::Jit>>) -> ArrayContext {
                 fusion: diffuse::FusionConfig {
                     enabled: true,
                     window: Some(16),
+                    ..Default::default()
                 },
                 jit,
                 placement: None,
