@@ -80,7 +80,7 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
     }
     let buffers = memories.iter().map(|m| m.host()).collect();
     let stores = StoreBuffers { plan, buffers };
-    let scalars = t.kernel().map(|_| plan.scalars()).unwrap_or_default();
+    let scalars = plan.scalars();
     let runner = PointRunner {
         plan,
         stores: &stores,

@@ -33,7 +33,7 @@ pub(crate) struct LaunchEntry {
     pub(crate) requirements: Vec<Requirement>,
     /// For every template argument, its requirement (`None` for temporaries).
     pub(crate) arg_requirement: Vec<Option<usize>>,
-    /// The compiled kernel's scalars (empty without a kernel).
+    /// Every constituent's scalars in order (what the compiled kernel takes).
     pub(crate) scalars: Vec<Scalar>,
     /// The backend that launched it.
     pub(crate) shared: Arc<Shared>,
@@ -65,11 +65,9 @@ impl LaunchEntry {
     ) -> u64 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let key = NEXT.fetch_add(1, Ordering::Relaxed);
-        let scalars = plan
-            .template()
-            .kernel()
-            .map(|_| plan.scalars())
-            .unwrap_or_default();
+        // Whether or not the template has its kernel yet: a background compile may finish
+        // before the points run, and they then run it.
+        let scalars = plan.scalars();
         let entry = LaunchEntry {
             plan,
             requirements,

@@ -89,7 +89,9 @@ pub struct PointRunner<'a> {
     pub plan: &'a LaunchPlan,
     /// Where its store arguments are.
     pub stores: &'a (dyn PointStores + Sync),
-    /// Every constituent's scalars in order, when the plan has a compiled kernel.
+    /// Every constituent's scalars in order: what the compiled kernel takes, which the
+    /// template may get while the plan is in flight (a background compile finishing), so
+    /// they are given whether or not it has one yet.
     pub scalars: &'a [Scalar],
     /// Working-set bytes of one strip of a fused element-wise task run natively.
     pub strip_bytes: usize,
