@@ -922,19 +922,27 @@ enum Target {
 /// One requirement per argument of the plan's fused signature (a distinct store slot and
 /// partition, privileges joined in program order), and each template argument's requirement.
 ///
-/// A task of several stages (one point; see `LaunchTemplate::stages`) may write a store
-/// through one partition and access it through another: Legion refuses aliased requirements
-/// of one task that interfere, so such a store gets one requirement on its whole region,
-/// with every access joined in program order (a first write that leaves part of the store
-/// as it was reads it too).
+/// A launch over one point needs neither of Legion's mechanisms for several points: its
+/// reductions read and write the store (the point folds its contributions into the mapped
+/// instance, as the embedded backend does, instead of into a fresh reduction instance that
+/// Legion folds after), and a store it writes through one partition and reaches through
+/// another (a task of several stages, see `LaunchTemplate::stages`) gets one requirement on
+/// its whole region, every access joined in program order (Legion refuses interfering
+/// aliased requirements of one task; a first write that leaves part of the store as it was
+/// reads it too).
 fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
     let t = plan.template();
     let fused = t.fused_args();
+    let one_point = t.launch_domain().volume() == 1;
+    let access = |p: Privilege| match p {
+        Privilege::Reduce(_) if one_point => Privilege::ReadWrite,
+        p => p,
+    };
     let whole_region = |slot: usize| {
-        !t.stages().is_empty()
+        one_point
             && fused
                 .iter()
-                .any(|f| f.slot == slot && f.privilege.mutates() && !f.privilege.is_reduction())
+                .any(|f| f.slot == slot && access(f.privilege).mutates())
             && fused.iter().filter(|f| f.slot == slot).count() > 1
     };
     let mut reqs: Vec<Requirement> = Vec::with_capacity(fused.len());
@@ -952,7 +960,7 @@ fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
                 } else {
                     f.partition.clone()
                 },
-                privilege: f.privilege,
+                privilege: access(f.privilege),
                 dtype: plan.store(f.slot).dtype(),
             });
             reqs.len() - 1
@@ -963,7 +971,7 @@ fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
         let Some(first) = accesses.next() else {
             continue;
         };
-        r.privilege = accesses.fold(first.privilege, |p, a| p.then(a.privilege));
+        r.privilege = accesses.fold(access(first.privilege), |p, a| p.then(access(a.privilege)));
         if r.privilege == Privilege::Write
             && !first.partition.covers(first.shape, t.launch_domain())
         {
@@ -1131,9 +1139,9 @@ mod tests {
         .unwrap()
     }
 
-    /// A plan of `tasks` in two stages, the second starting at task 1, without temporaries.
-    fn staged(tasks: Vec<IndexTask>) -> LaunchPlan {
-        let template = LaunchTemplate::new(&tasks, &[], &[1], |_, _| {
+    /// A plan of `tasks` with `stages`, without temporaries.
+    fn plan_of(tasks: Vec<IndexTask>, stages: &[usize]) -> LaunchPlan {
+        let template = LaunchTemplate::new(&tasks, &[], stages, |_, _| {
             Ok::<_, ()>(LaunchPlacement {
                 kind: ProcKind::Cpu,
                 processors: Vec::new(),
@@ -1145,6 +1153,11 @@ mod tests {
         })
         .unwrap();
         LaunchPlan::new(Arc::new(template), tasks).unwrap_or_else(|_| panic!("it fits"))
+    }
+
+    /// A plan of `tasks` in two stages, the second starting at task 1.
+    fn staged(tasks: Vec<IndexTask>) -> LaunchPlan {
+        plan_of(tasks, &[1])
     }
 
     #[test]
@@ -1169,6 +1182,28 @@ mod tests {
         assert_eq!(reqs[1].partition, view(&tmp, [0, 0], [6, 6]));
         assert_eq!(reqs[1].privilege, Privilege::Write);
         assert_eq!(of_arg, vec![Some(0), Some(0), Some(1), Some(1), Some(0)]);
+    }
+
+    #[test]
+    fn reductions_of_a_one_point_launch_read_and_write_the_store() {
+        let c = Context::detached();
+        let x = c.create_store(&[8, 8], DType::F64).unwrap();
+        let acc = c.create_store(&[], DType::F64).unwrap();
+        let (r, sum) = (
+            Privilege::Read,
+            Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
+        );
+        let sum_all = kind("sum_all", &[r, sum]);
+        let task = |launch: Shape| {
+            IndexTask::new(&sum_all, launch)
+                .arg(&x, x.view().blocked(launch).unwrap(), r)
+                .arg(&acc, Partition::replicate(), sum)
+        };
+        let (one, _) = requirements(&plan_of(vec![task(one())], &[]));
+        assert_eq!(one[1].privilege, Privilege::ReadWrite);
+        // Over two points each folds into a reduction instance of its own.
+        let (two, _) = requirements(&plan_of(vec![task(Tuple::shape(&[2, 1]).unwrap())], &[]));
+        assert_eq!(two[1].privilege, sum);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The one Legion task variant diffuse registers: it runs one point of a launch plan with
 //! the same point executor as the embedded backend ([`diffuse_backend::point`]), on the
 //! instances Legion mapped, and folds its reduction contributions into Legion's reduction
-//! instances. A failing or panicking point becomes an error reported at the next flush; it
+//! instances (into the store's own instance in a launch of one point, whose reductions read
+//! and write the store). A failing or panicking point becomes an error reported at the next flush; it
 //! never unwinds into Legion.
 
 use std::ffi::{c_void, CString};
@@ -241,7 +242,8 @@ fn run(
         let (dst, strides) = instances.locate(*a, &place.rect).map_err(fail)?;
         let kind = plan.tasks()[t.args()[*a].constituent].kind().name();
         // SAFETY: the reduction instance is this point's own (Legion folds instances of
-        // different points itself, unobserved) and holds the sub-store at `dst` with
+        // different points itself, unobserved), or the store's instance, which this point
+        // alone holds (one point, read-write); either holds the sub-store at `dst` with
         // `strides`.
         shared.fp.watch(kind, || unsafe {
             point::fold(dst, &strides, &place.rect, acc, op)
