@@ -82,9 +82,9 @@ pub trait Backend: Send + Sync {
     /// True when a launch costs the backend far more than running its tasks one after
     /// another at one point (Legion: dependence analysis, mapping and the hand-offs between
     /// its threads, ~100 µs a launch): fusion then lets a group launched over one point go
-    /// on past a dependence in a new stage ([`LaunchTemplate::stages`]), one launch where
-    /// there would be several. Where launches are cheap (the embedded backend, ~1 µs) stages
-    /// would cost more in kernels than they save.
+    /// on past a constraint on stores in a new stage ([`LaunchTemplate::stages`]), one
+    /// launch where there would be several. Where launches are cheap (the embedded backend,
+    /// ~1 µs) stages would cost more in kernels than they save.
     fn launches_are_costly(&self) -> bool {
         false
     }

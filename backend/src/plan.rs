@@ -299,10 +299,11 @@ impl LaunchTemplate {
 
     /// The constituents that begin the task's stages after the first (ascending; empty for
     /// a task of one stage). Only a launch over one point has several stages: each runs
-    /// after the ones before it have run whole at that point, so a stage may read what an
-    /// earlier one wrote, or write what it read, through other partitions of a store. Such a
-    /// task has no compiled kernel of its own (its stages' runs of compilable constituents
-    /// are [`Segment`]s) and is never cut into strips.
+    /// after the ones before it have run whole at that point and their reductions have been
+    /// folded into their stores, so a stage may read what an earlier one wrote or reduced,
+    /// or write what it read, through other partitions of a store. Such a task has no
+    /// compiled kernel of its own (its stages' runs of compilable constituents are
+    /// [`Segment`]s) and is never cut into strips.
     pub fn stages(&self) -> &[usize] {
         &self.stages
     }

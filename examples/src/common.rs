@@ -94,9 +94,9 @@ pub struct AppArgs {
     /// Window size in tasks (default: adaptive, starting at 16).
     #[arg(long)]
     pub window: Option<usize>,
-    /// Whether a fused group launched over one point goes on past a dependence in a new
-    /// stage, one launch where there would be several (default: where the backend's launches
-    /// are costly, i.e. on Legion).
+    /// Whether a fused group launched over one point goes on past a constraint on stores in a
+    /// new stage, one launch where there would be several (default: where the backend's
+    /// launches are costly, i.e. on Legion).
     #[arg(long, value_enum)]
     pub stages: Option<Switch>,
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).

@@ -126,12 +126,6 @@ impl PrefixState {
         self.len == 0
     }
 
-    /// The launch domain of the prefix's tasks that are not scalar work (`None` before the
-    /// first).
-    pub fn launch(&self) -> Option<Shape> {
-        self.launch
-    }
-
     /// Checks whether `task` may join the prefix, without changing it.
     pub fn admits(&self, task: &IndexTask) -> Result<(), Violation> {
         if self.launch.is_some_and(|l| l != task.launch_domain()) {
@@ -145,27 +139,6 @@ impl PrefixState {
     /// domain.
     pub fn admits_scalar(&self, task: &IndexTask) -> Result<(), Violation> {
         self.admits_accesses(task)
-    }
-
-    /// The reduction constraint alone: whether `task` accesses a store the prefix reduced,
-    /// or reduces one the prefix accessed (or reduced with another operator). What a task
-    /// starting a new stage of a one-point group must still respect (see
-    /// [`crate::Group::stages`]): contributions fold into their stores only after the point.
-    pub fn admits_reductions(&self, task: &IndexTask) -> Result<(), Violation> {
-        for arg in task.args() {
-            let id = arg.store.id();
-            let Some(prior) = self.stores.get(&id) else {
-                continue;
-            };
-            let conflict = match arg.privilege {
-                Privilege::Reduce(op) => prior.accessed() || prior.reduced.is_some_and(|r| r != op),
-                _ => prior.reduced.is_some(),
-            };
-            if conflict {
-                return Err(Violation::Reduction(id));
-            }
-        }
-        Ok(())
     }
 
     /// The dependence and reduction constraints for `task`.

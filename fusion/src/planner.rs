@@ -12,13 +12,13 @@
 //! results are unchanged, while an independent task between two fusible ones no longer
 //! ends a group.
 //!
-//! A group launched over one point has no other point to communicate with, so a dependence
-//! constraint does not end it: the task that violates one starts a new *stage* of the group
-//! ([`Group::stages`]), which runs after the stages before it have run whole, at the same
-//! point. Small problems (a stencil on a 64 x 64 grid: the stencil and the copy back into
-//! the grid it read) then cost one launch where they cost two. The reduction constraint
-//! still ends such a group (a point's contributions fold into their stores only after the
-//! point has run), and so does another launch domain.
+//! A group launched over one point has no other point to communicate with, so a constraint
+//! on stores does not end it: the task that violates one starts a new *stage* of the group
+//! ([`Group::stages`]), which runs after the stages before it have run whole, their
+//! reductions folded into their stores, at the same point. Small problems (a stencil on a
+//! 64 x 64 grid: the stencil and the copy back into the grid it read; a solver's dot product
+//! and the scalar work that reads it) then cost one launch where they cost several. Another
+//! launch domain still ends such a group.
 
 use std::ops::Range;
 
@@ -41,7 +41,8 @@ pub struct Group {
     /// Where its stages after the first begin, as offsets into `tasks` (ascending; empty for
     /// a group of one stage). Only a group launched over one point has several: each stage
     /// meets the four constraints on its own, and its tasks run after every task of the
-    /// stages before it has run at that point (not element by element with them).
+    /// stages before it has run at that point (not element by element with them) and their
+    /// reductions have been folded into their stores.
     pub stages: Vec<usize>,
     /// The first constraint a task ready to join the group violated (`None` when every task
     /// it did not take depended on one it passed over, or it took the rest of the window).
@@ -217,7 +218,7 @@ pub struct PlanOptions {
     /// 50 kernel shapes instead of 36, whose compile time cost more than the steady state
     /// gained (nothing, at 100 steps); 4 keeps the time of strict prefixes.
     pub lookahead: usize,
-    /// Whether a group launched over one point continues past a dependence constraint in a
+    /// Whether a group launched over one point continues past a constraint on stores in a
     /// new stage ([`Group::stages`]). Staged groups run their constituents natively or in
     /// compiled segments per stage, on host processors (a runtime that may place work on
     /// GPUs, where only whole compiled kernels run, turns it off).
@@ -298,9 +299,10 @@ fn group(
             first += 1;
         }
         let start = order.len();
-        // The current stage, and the whole group (for the launch domain and reductions).
+        // The current stage, and the launch domain of the group's tasks that are not scalar
+        // work (every stage's).
         let mut state = PrefixState::new();
-        let mut whole = PrefixState::new();
+        let mut launch: Option<Shape> = None;
         let mut stages = Vec::new();
         let mut stopped_by = None;
         let mut passed_over = Vec::new();
@@ -320,20 +322,19 @@ fn group(
             let ready = reachable && dependences.before(t).all(|d| !passed[d]);
             let joins = |stage: &PrefixState| -> Result<(), Violation> {
                 if absorbable[t] {
-                    stage.admits_scalar(task)?;
+                    stage.admits_scalar(task)
+                } else if launch.is_some_and(|l| l != task.launch_domain()) {
+                    Err(Violation::LaunchDomain)
                 } else {
-                    if whole.launch().is_some_and(|l| l != task.launch_domain()) {
-                        return Err(Violation::LaunchDomain);
-                    }
-                    stage.admits(task)?;
+                    stage.admits(task)
                 }
-                whole.admits_reductions(task)
             };
             // Whether the task joins the current stage (`Ok(false)`) or starts a new one.
             let verdict = || match joins(&state) {
-                Err(Violation::TrueDependence(_) | Violation::AntiDependence(_))
-                    if options.one_point_stages
-                        && whole.launch().is_some_and(|l| l.volume() == 1) =>
+                Err(v)
+                    if v != Violation::LaunchDomain
+                        && options.one_point_stages
+                        && launch.is_some_and(|l| l.volume() == 1) =>
                 {
                     joins(&PrefixState::new()).map(|()| true)
                 }
@@ -358,10 +359,9 @@ fn group(
                 elementwise &= task.kind().is_elementwise();
                 if absorbable[t] {
                     state.push_scalar(task);
-                    whole.push_scalar(task);
                 } else {
                     state.push(task);
-                    whole.push(task);
+                    launch = Some(task.launch_domain());
                 }
                 placed[t] = true;
                 order.push(t);

@@ -59,10 +59,10 @@ pub struct FusionConfig {
     pub enabled: bool,
     /// A fixed window size, or `None` for the adaptive policy.
     pub window: Option<usize>,
-    /// Whether a group launched over one point goes on past a dependence in a new stage
-    /// (`diffuse_fusion::Group::stages`): one launch where there would be several. `None`
-    /// leaves it to the backend ([`Backend::launches_are_costly`]). Never with a placement
-    /// that may use GPUs.
+    /// Whether a group launched over one point goes on past a constraint on stores in a new
+    /// stage (`diffuse_fusion::Group::stages`): one launch where there would be several.
+    /// `None` leaves it to the backend ([`Backend::launches_are_costly`]). Never with a
+    /// placement that may use GPUs.
     pub stages: Option<bool>,
 }
 

@@ -197,7 +197,7 @@ pub(crate) struct FusedRun {
     pub(crate) reduces: bool,
     /// Its point tasks that ran JIT-compiled code.
     pub(crate) compiled_points: u64,
-    /// Its stages (1 unless a one-point group went on past a dependence).
+    /// Its stages (1 unless a one-point group went on past a constraint).
     pub(crate) stages: usize,
 }
 

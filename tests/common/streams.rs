@@ -989,8 +989,10 @@ pub(crate) struct Coverage {
     pub(crate) compiled_cases: Cell<usize>,
     /// Cases in which some point ran compiled segments between native constituents.
     pub(crate) segment_cases: Cell<usize>,
-    /// Fused tasks of several stages (one-point groups that went on past a dependence).
+    /// Fused tasks of several stages (one-point groups that went on past a constraint), and
+    /// of them those that reduce (folding at the end of a stage what a later one reads).
     pub(crate) staged_tasks: Cell<usize>,
+    pub(crate) staged_reductions: Cell<usize>,
     /// Point tasks that ran on a GPU (fused run), and cases in which some did.
     pub(crate) gpu_points: Cell<u64>,
     pub(crate) gpu_cases: Cell<usize>,
@@ -1185,6 +1187,13 @@ pub(crate) fn check_case(
         &cov.staged_tasks,
         on.fused.iter().filter(|f| f.stages > 1).count(),
     );
+    bump(
+        &cov.staged_reductions,
+        on.fused
+            .iter()
+            .filter(|f| f.stages > 1 && f.reduces)
+            .count(),
+    );
     for f in on.fused.iter().filter(|f| f.compiled_points > 0) {
         bump(&cov.compiled_tasks, 1);
         bump(
@@ -1244,7 +1253,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
          reordered in {} cases; {} fused tasks with scalar work; {} \
          adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
          ({} with temporaries, {} with reductions; {} point tasks) in {} cases; compiled \
-         segments in {} cases; {} fused tasks of several stages",
+         segments in {} cases; {} fused tasks of several stages ({} reducing)",
         if jit.is_some() { "on" } else { "off" },
         cov.submitted.get(),
         cov.executed.get(),
@@ -1267,6 +1276,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         cov.compiled_cases.get(),
         cov.segment_cases.get(),
         cov.staged_tasks.get(),
+        cov.staged_reductions.get(),
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
@@ -1299,6 +1309,11 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
             "fused tasks of several stages",
             cov.staged_tasks.get(),
             0.05,
+        );
+        cov.share(
+            "reducing fused tasks of several stages",
+            cov.staged_reductions.get(),
+            0.01,
         );
     }
     assert!(

@@ -175,8 +175,13 @@ impl PointRunner<'_> {
 /// True when running a point of `t` again gives what running it once gave: every store it
 /// writes is first written (`Write`, which covers the sub-store) and then only read through
 /// the same partition, so the values a second run reads are the ones the first run read.
-/// Reductions go to per-point accumulators and do not count.
+/// Reductions go to per-point accumulators and do not count, except in a task of several
+/// stages, which folds them into their stores at each stage's end.
 fn rerunnable(t: &LaunchTemplate) -> bool {
+    // A task of several stages folds reductions into their stores as it goes.
+    if !t.stages().is_empty() && !t.reductions().is_empty() {
+        return false;
+    }
     let args = t.args();
     let accesses = |slot: Slot| {
         args.iter()

@@ -6,7 +6,7 @@
 //! one-strip temporaries, stay in cache. Without a compiler that is most of what kernel
 //! fusion buys; results are identical either way (the same operations on the same values).
 
-use diffuse_ir::{KernelError, Point, PointTask, RawView, Rect, Shape};
+use diffuse_ir::{KernelError, Point, PointTask, Privilege, RawView, Rect, Shape};
 
 use super::compiled::{self, Located};
 use super::{
@@ -134,28 +134,36 @@ impl PointRun<'_> {
     /// Runs the constituents over the whole sub-stores, the template's compiled segments
     /// through their kernels where the point fits them (not when watched: exceptions are
     /// then told apart by constituent); returns the reduction contributions and whether a
-    /// segment ran compiled.
+    /// segment ran compiled. A task of several stages folds each stage's reductions into
+    /// their stores when the stage ends (its one point is their only contributor, and later
+    /// stages may read them), and so returns none.
     fn run_whole(
         &self,
-        places: Vec<ArgPlacement>,
+        mut places: Vec<ArgPlacement>,
     ) -> Result<(Vec<Contribution>, bool), KernelError> {
         let t = self.runner.plan.template();
         let mut scratch: Vec<Option<HostBuffer>> = Vec::new();
         scratch.resize_with(t.temporaries(), || None);
         let segments = if self.watch { &[] } else { t.segments() };
+        let staged = !t.stages().is_empty();
         let mut compiled = false;
         let mut c = 0;
         while c < t.constituents() {
-            if let Some(segment) = segments.iter().find(|s| s.constituents.start == c) {
-                if self.run_segment(segment, &places, &mut scratch)? {
+            match segments.iter().find(|s| s.constituents.start == c) {
+                Some(segment) if self.run_segment(segment, &places, &mut scratch)? => {
                     compiled = true;
                     c = segment.constituents.end;
-                    continue;
+                }
+                _ => {
+                    let views =
+                        self.views(c, &places, &mut scratch, |e| e.volume().max(0) as usize)?;
+                    self.run(c, &views)?;
+                    c += 1;
                 }
             }
-            let views = self.views(c, &places, &mut scratch, |e| e.volume().max(0) as usize)?;
-            self.run(c, &views)?;
-            c += 1;
+            if staged && (c == t.constituents() || t.stages().contains(&c)) {
+                self.fold_finished(c, &mut places)?;
+            }
         }
         let contributions = places
             .into_iter()
@@ -163,6 +171,31 @@ impl PointRun<'_> {
             .filter(|(_, place)| place.accumulator.is_some())
             .collect();
         Ok((contributions, compiled))
+    }
+
+    /// Folds the accumulators of the reductions of constituents before `end` into their
+    /// stores and drops them (at the end of a stage: constituents before it have run).
+    fn fold_finished(&self, end: usize, places: &mut [ArgPlacement]) -> Result<(), KernelError> {
+        let t = self.runner.plan.template();
+        for &i in t.reductions() {
+            if t.args()[i].constituent >= end {
+                continue;
+            }
+            let (Privilege::Reduce(op), Some(acc)) =
+                (t.args()[i].privilege, places[i].accumulator.take())
+            else {
+                continue;
+            };
+            let rect = places[i].rect;
+            if rect.is_empty() {
+                continue;
+            }
+            let (dst, strides) = self.runner.locate(i, &rect, &self.point)?;
+            // SAFETY: the backend located `rect` inside the store's memory, which this point
+            // alone accesses (a task of several stages runs over one point).
+            unsafe { super::fold(dst, &strides, &rect, &acc, op) };
+        }
+        Ok(())
     }
 
     /// Runs `segment`'s kernel at this point; false, running nothing, when the point's

@@ -1,6 +1,6 @@
-//! Stages of a group launched over one point: a dependence constraint does not end such a
+//! Stages of a group launched over one point: a constraint on stores does not end such a
 //! group (there is no other point to communicate with); the task that violates it starts a
-//! stage that runs after the earlier ones. The reduction constraint and launch domains still
+//! stage that runs after the earlier ones (their reductions folded). Launch domains still
 //! end it, groups over several points never have stages, and memoized decisions replay them.
 
 use diffuse_fusion::{HeldStores, PlanOptions, Planner, Violation};
@@ -81,7 +81,7 @@ fn without_the_option_a_one_point_group_ends_at_the_dependence() {
 }
 
 #[test]
-fn a_reduction_ends_a_one_point_group_even_across_stages() {
+fn reading_what_a_one_point_group_reduced_starts_a_stage() {
     let c = ctx();
     let x = store(&c, &[8]);
     let acc = store(&c, &[]);
@@ -95,17 +95,22 @@ fn a_reduction_ends_a_one_point_group_even_across_stages() {
             &[1],
             &[(&x, &whole, R), (&acc, &Partition::replicate(), SUM)],
         ),
-        // Reads acc: the point's contribution folds into acc only after the point.
+        // Reads acc (the reduction constraint): stage 3, after stage 2's sum is folded.
         task(&[1], &[(&acc, &Partition::replicate(), R), (&x, &whole, W)]),
+        // Over two points: another launch domain ends the group.
+        task(
+            &[2],
+            &[
+                (&x, &blocked(&x, &[2]), R),
+                (&acc, &Partition::replicate(), SUM),
+            ],
+        ),
     ];
     let plan = analyse(&window);
     assert_eq!(plan.groups.len(), 2, "{plan:?}");
-    assert_eq!(plan.groups[0].tasks, 0..2);
-    assert_eq!(plan.groups[0].stages, vec![1]);
-    assert_eq!(
-        plan.groups[0].stopped_by,
-        Some(Violation::Reduction(acc.id()))
-    );
+    assert_eq!(plan.groups[0].tasks, 0..3);
+    assert_eq!(plan.groups[0].stages, vec![1, 2]);
+    assert_eq!(plan.groups[0].stopped_by, Some(Violation::LaunchDomain));
 }
 
 #[test]
