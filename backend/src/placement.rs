@@ -50,3 +50,18 @@ pub struct LaunchPlacement {
     /// run where they were placed).
     pub steal: Option<StealScope>,
 }
+
+impl LaunchPlacement {
+    /// The default blocks: CPU points on `processors` (row-major), each of `stores` stores in
+    /// system memory, nothing pinned, limited or stealable.
+    pub fn default_cpus(processors: Vec<Processor>, stores: usize) -> Self {
+        LaunchPlacement {
+            kind: ProcKind::Cpu,
+            processors,
+            memories: vec![ArgMemory::default_for(ProcKind::Cpu); stores],
+            pinned: false,
+            in_flight_limit: None,
+            steal: None,
+        }
+    }
+}

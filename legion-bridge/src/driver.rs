@@ -1109,7 +1109,7 @@ pub(crate) fn out_of_memory(store: &StoreRef, in_use: u64, limit: u64) -> IrErro
 mod tests {
     use std::sync::Arc;
 
-    use diffuse_backend::{LaunchPlacement, LaunchTemplate, ProcKind};
+    use diffuse_backend::{LaunchPlacement, LaunchTemplate};
     use diffuse_ir::{Context, IndexTask, Store, TaskKind, View};
 
     use super::*;
@@ -1142,14 +1142,7 @@ mod tests {
     /// A plan of `tasks` with `stages`, without temporaries.
     fn plan_of(tasks: Vec<IndexTask>, stages: &[usize]) -> LaunchPlan {
         let template = LaunchTemplate::new(&tasks, &[], stages, |_, _| {
-            Ok::<_, ()>(LaunchPlacement {
-                kind: ProcKind::Cpu,
-                processors: Vec::new(),
-                memories: Vec::new(),
-                pinned: false,
-                in_flight_limit: None,
-                steal: None,
-            })
+            Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
         })
         .unwrap();
         LaunchPlan::new(Arc::new(template), tasks).unwrap_or_else(|_| panic!("it fits"))

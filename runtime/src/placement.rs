@@ -115,14 +115,7 @@ pub(crate) fn decide(
                 }
             })
             .collect();
-        return Ok(LaunchPlacement {
-            kind: ProcKind::Cpu,
-            processors,
-            memories: vec![ArgMemory::default_for(ProcKind::Cpu); stores],
-            pinned: false,
-            in_flight_limit: None,
-            steal: None,
-        });
+        return Ok(LaunchPlacement::default_cpus(processors, stores));
     };
     let kind = placement.processor_kind(task, constituents);
     let processors = points

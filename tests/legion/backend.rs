@@ -44,18 +44,32 @@ fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
     run_compiled_property(cases_from_env("DIFFUSE_LEGION_JIT_CASES", 40), On::Legion);
 }
 
-/// `c = a + b` over 8 launch points on 1-d stores of 40 elements, on `ctx`.
-pub(crate) fn add_over_eight(ctx: &Context) -> Vec<f64> {
-    let n = 40;
+/// Elements of the stores [`add_over_eight`] adds.
+const ADDED: i64 = 40;
+
+/// `a = [0, 1, 2, ...]` and `b = [0, 1, 4, ...]` of [`ADDED`] elements, and what `a + b` is.
+fn addends(ctx: &Context) -> (diffuse_ir::Store, diffuse_ir::Store, Vec<f64>) {
     let a = ctx
-        .store_from_vec(&[n], (0..n).map(|i| i as f64).collect())
+        .store_from_vec(&[ADDED], (0..ADDED).map(|i| i as f64).collect())
         .unwrap();
     let b = ctx
-        .store_from_vec(&[n], (0..n).map(|i| (i * i) as f64).collect())
+        .store_from_vec(&[ADDED], (0..ADDED).map(|i| (i * i) as f64).collect())
         .unwrap();
-    let c = ctx.create_store(&[n], DType::F64).unwrap();
-    let launch = Tuple::shape(&[8]).unwrap();
-    submit_blocked(ctx, &add_kind(), launch, &c, &a, &b).unwrap();
+    (a, b, (0..ADDED).map(|i| (i + i * i) as f64).collect())
+}
+
+/// A new store holding `a + b`, computed over 8 launch points.
+fn add_into_new(ctx: &Context, a: &diffuse_ir::Store, b: &diffuse_ir::Store) -> diffuse_ir::Store {
+    let c = ctx.create_store(&[ADDED], DType::F64).unwrap();
+    submit_blocked(ctx, &add_kind(), Tuple::shape(&[8]).unwrap(), &c, a, b).unwrap();
+    c
+}
+
+/// `c = a + b` over 8 launch points on 1-d stores of 40 elements (see [`addends`]), on
+/// `ctx`.
+pub(crate) fn add_over_eight(ctx: &Context) -> Vec<f64> {
+    let (a, b, _) = addends(ctx);
+    let c = add_into_new(ctx, &a, &b);
     ctx.read::<f64>(&c.view()).unwrap()
 }
 
@@ -170,21 +184,8 @@ fn backpressure_and_garbage_collection_statements_act_on_legion() {
     let ctx = Context::new(runtime);
     let before = backend.held_back_launches();
     // Three launches before anything waits for them.
-    let n = 40;
-    let a = ctx
-        .store_from_vec(&[n], (0..n).map(|i| i as f64).collect())
-        .unwrap();
-    let b = ctx
-        .store_from_vec(&[n], (0..n).map(|i| (i * i) as f64).collect())
-        .unwrap();
-    let outs: Vec<_> = (0..3)
-        .map(|_| {
-            let c = ctx.create_store(&[n], DType::F64).unwrap();
-            submit_blocked(&ctx, &add_kind(), Tuple::shape(&[8]).unwrap(), &c, &a, &b).unwrap();
-            c
-        })
-        .collect();
-    let want: Vec<f64> = (0..n).map(|i| (i + i * i) as f64).collect();
+    let (a, b, want) = addends(&ctx);
+    let outs: Vec<_> = (0..3).map(|_| add_into_new(&ctx, &a, &b)).collect();
     for c in &outs {
         assert_eq!(ctx.read::<f64>(&c.view()).unwrap(), want);
     }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use diffuse_backend::{LaunchPlacement, LaunchPlan, LaunchTemplate, ProcKind};
+use diffuse_backend::{LaunchPlacement, LaunchPlan, LaunchTemplate};
 use diffuse_ir::{IndexTask, Partition, Privilege, StoreId};
 
 use crate::common::{analyse, blocked, ctx, group, store, task, view_blocked, R, RW, SUM, W};
@@ -19,14 +19,7 @@ pub fn signature(
     temporaries: &[StoreId],
 ) -> Vec<(StoreId, Partition, Privilege)> {
     let template = LaunchTemplate::new(tasks, temporaries, &[], |_, _| {
-        Ok::<_, ()>(LaunchPlacement {
-            kind: ProcKind::Cpu,
-            processors: Vec::new(),
-            memories: Vec::new(),
-            pinned: false,
-            in_flight_limit: None,
-            steal: None,
-        })
+        Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
     })
     .expect("the placement cannot fail");
     let plan = LaunchPlan::new(Arc::new(template), tasks.to_vec())
