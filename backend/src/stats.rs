@@ -15,7 +15,7 @@ pub struct BackendStats {
     /// Point tasks of fused element-wise tasks that ran strip by strip (native kernels).
     pub strip_points: u64,
     /// Point tasks that ran compiled segments between native constituents (fused tasks with
-    /// a constituent that has no MLIR body).
+    /// a constituent that has no MLIR body, or with several stages).
     pub segment_points: u64,
     /// Bytes held by stores now.
     pub store_bytes: u64,

@@ -435,6 +435,7 @@ impl Runtime {
                 - self.jit_at_start.kernels_compiled,
             kernels_loaded: self.jit_stats().kernels_loaded - self.jit_at_start.kernels_loaded,
             compiled_points: self.runtime.stats().compiled_points,
+            segment_points: self.runtime.stats().segment_points,
             gpu_points: self.runtime.stats().gpu_points,
             memo_hits: after.replayed - before.replayed,
             memo_misses: after.analysed - before.analysed,
@@ -673,6 +674,9 @@ pub struct RunRecord {
     pub kernels_loaded: u64,
     /// Point tasks that ran a compiled kernel, warm-up included.
     pub compiled_points: u64,
+    /// Point tasks that ran compiled segments between native constituents, or one per stage
+    /// (a fused task of several stages), warm-up included.
+    pub segment_points: u64,
     /// Of those, the ones that ran on the GPU.
     pub gpu_points: u64,
     /// Windows of the timed iterations whose fusion plan was replayed from the memo.
