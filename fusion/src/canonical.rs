@@ -4,10 +4,10 @@
 //! and launch domain (and whether that is a single point, which lets a group go on in stages
 //! and take scalar work that writes), and per argument its store, partition and privilege,
 //! whether the partition covers the store over that launch (temporaries need a covering
-//! write) and whether the application still holds the store. Stores, partitions and launch domains are
-//! numbered by first occurrence (like De Bruijn indices), so two windows that differ only in
-//! which fresh stores they use, as successive iterations of a solver loop do, get the same
-//! key, while windows whose aliasing differs do not.
+//! write) and whether the application still holds the store. Stores, partitions and launch
+//! domains are numbered by first occurrence (like De Bruijn indices), so two windows that
+//! differ only in which fresh stores they use, as successive iterations of a solver loop do,
+//! get the same key, while windows whose aliasing differs do not.
 
 use diffuse_ir::{IndexTask, Partition, Privilege, ReductionOp, Shape, StoreId};
 use hashbrown::HashMap;

@@ -30,7 +30,10 @@ pub trait PointStores {
     /// The address of element `rect.lo` of argument `arg`'s store (an index into the
     /// template's arguments, whose slot is a store) and the store's element strides around
     /// it (innermost stride 1). `rect` is non-empty and lies inside the argument's sub-store
-    /// at this point.
+    /// at this point. For a reducing argument of a launch over one point this is the store's
+    /// own memory, holding its values (not a reduction buffer starting from the identity):
+    /// a task of several stages folds its reductions there as each stage ends, and later
+    /// stages read them.
     fn locate(&self, arg: usize, rect: &Rect) -> Result<(*mut u8, Tuple), String>;
 }
 
