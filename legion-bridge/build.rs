@@ -139,6 +139,8 @@ const LEGION_FUNCTIONS: &[&str] = &[
     "legion_physical_region_wait_until_valid",
     "legion_predicate_true",
     "legion_runtime_fill_field",
+    "legion_runtime_begin_trace",
+    "legion_runtime_end_trace",
     "legion_runtime_generate_library_projection_ids",
     "legion_runtime_get_executing_processor",
     "legion_runtime_get_runtime",

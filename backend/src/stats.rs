@@ -17,6 +17,9 @@ pub struct BackendStats {
     /// Point tasks that ran compiled segments between native constituents (fused tasks with
     /// a constituent that has no MLIR body, or with several stages).
     pub segment_points: u64,
+    /// Launches issued in a Legion trace, whose analysis and mapping Legion replays once
+    /// recorded (the Legion backend; 0 elsewhere).
+    pub traced_launches: u64,
     /// Bytes held by stores now.
     pub store_bytes: u64,
     /// The most bytes stores held at once since the last peak reset.

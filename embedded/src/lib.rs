@@ -337,6 +337,8 @@ impl Backend for EmbeddedBackend {
             gpu_points: self.gpu_points.load(Ordering::Relaxed),
             strip_points: self.strip_points.load(Ordering::Relaxed),
             segment_points: self.segment_points.load(Ordering::Relaxed),
+            // Launches cost ~1 us here: nothing to trace.
+            traced_launches: 0,
             store_bytes: self.stats.current_bytes() as u64,
             peak_store_bytes: self.stats.peak_bytes() as u64,
             cached_bytes: self.cache.cached_bytes() as u64,

@@ -99,6 +99,10 @@ pub struct AppArgs {
     /// launches are costly, i.e. on Legion).
     #[arg(long, value_enum)]
     pub stages: Option<Switch>,
+    /// On Legion: issue repeated launches in Legion traces, so Legion replays their
+    /// dependence analysis and mapping.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub legion_traces: Switch,
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
@@ -233,6 +237,7 @@ impl Runtime {
                 cpus: args.procs,
                 strip_bytes: args.strip_bytes,
                 flags: args.legion_flags.clone(),
+                traced_launches: args.legion_traces == Switch::On,
                 // Legion's nodes are processes: a count other than the default 1 must match.
                 nodes: (args.nodes != 1).then_some(args.nodes),
                 ..Default::default()
@@ -436,6 +441,7 @@ impl Runtime {
             kernels_loaded: self.jit_stats().kernels_loaded - self.jit_at_start.kernels_loaded,
             compiled_points: self.runtime.stats().compiled_points,
             segment_points: self.runtime.stats().segment_points,
+            traced_launches: self.runtime.stats().traced_launches,
             gpu_points: self.runtime.stats().gpu_points,
             memo_hits: after.replayed - before.replayed,
             memo_misses: after.analysed - before.analysed,
@@ -532,6 +538,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         jit_wait: true,
         window: None,
         stages: None,
+        legion_traces: Switch::On,
         streams: false,
         mapper: None,
         nodes: 1,
@@ -679,6 +686,8 @@ pub struct RunRecord {
     pub segment_points: u64,
     /// Of those, the ones that ran on the GPU.
     pub gpu_points: u64,
+    /// Launches issued in Legion traces, warm-up included (Legion only).
+    pub traced_launches: u64,
     /// Windows of the timed iterations whose fusion plan was replayed from the memo.
     pub memo_hits: u64,
     /// Windows of the timed iterations planned from scratch.

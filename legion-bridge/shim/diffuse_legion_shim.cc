@@ -137,9 +137,12 @@ void notice(const std::string& message) {
 }
 
 // Points of diffuse launches mapped onto each processor of this process and not finished
-// yet: the load `TaskSteal` balances.
+// yet: the load `TaskSteal` balances. A point replayed from a Legion trace is not mapped
+// again, so it is not counted: `counted_points` holds the points that are, with their
+// processor, and only those take their count back when they finish.
 std::mutex load_mutex;
 std::map<Processor, int> point_load;
+std::map<UniqueID, Processor> counted_points;
 
 int load_of(Processor p) {
   std::lock_guard<std::mutex> lock(load_mutex);
@@ -147,9 +150,20 @@ int load_of(Processor p) {
   return it == point_load.end() ? 0 : it->second;
 }
 
-void add_load(Processor p, int delta) {
+// Counts the point task `task`, mapped onto `p`, until it finishes.
+void count_point(const Task& task, Processor p) {
   std::lock_guard<std::mutex> lock(load_mutex);
-  point_load[p] += delta;
+  counted_points[task.get_unique_id()] = p;
+  point_load[p] += 1;
+}
+
+// The point task `task` finished: its count, if it was counted, goes.
+void uncount_point(const Task& task) {
+  std::lock_guard<std::mutex> lock(load_mutex);
+  auto it = counted_points.find(task.get_unique_id());
+  if (it == counted_points.end()) return;
+  point_load[it->second] -= 1;
+  counted_points.erase(it);
 }
 
 // Whether some launch let its points be stolen by processors of any node (thieves then also
@@ -346,7 +360,7 @@ class DiffuseMapper : public DefaultMapper {
   void map_task(MapperContext ctx, const Task& task, const MapTaskInput& input,
                 MapTaskOutput& output) override {
     // A point counts towards its processor's load until the point task reports it finished.
-    if (is_point_task(task)) add_load(task.target_proc, 1);
+    if (is_point_task(task)) count_point(task, task.target_proc);
     if (!is_point_task(task) || callbacks.region_choice == nullptr) {
       DefaultMapper::map_task(ctx, task, input, output);
       return;
@@ -658,9 +672,9 @@ void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* cb,
   }
 }
 
-void diffuse_legion_point_finished(legion_processor_t proc) {
+void diffuse_legion_point_finished(legion_task_t task) {
   try {
-    add_load(CObjectWrapper::unwrap(proc), -1);
+    uncount_point(*CObjectWrapper::unwrap(task));
   } catch (...) {
   }
 }

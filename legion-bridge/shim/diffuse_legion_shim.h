@@ -92,9 +92,9 @@ typedef struct diffuse_mapper_callbacks_t {
 void diffuse_legion_register_mapper(const diffuse_mapper_callbacks_t* callbacks,
                                     legion_task_id_t point_task);
 
-/* A diffuse point task that the mapper mapped onto `proc` has finished there (the mapper
- * balances stealable points by such counts). */
-void diffuse_legion_point_finished(legion_processor_t proc);
+/* The diffuse point task `task` has finished (the mapper balances stealable points by the
+ * points it mapped onto each processor and that have not finished). */
+void diffuse_legion_point_finished(legion_task_t task);
 
 /* Registers, as projection `id`, the functor that maps a launch point to a tile color through
  * the projection carried in each region requirement's projection arguments: int64 values

@@ -68,6 +68,11 @@ impl LegionBackend {
         self.shared.counters.held_back_launches()
     }
 
+    /// Launches issued in Legion traces (repeated launches, see [`LegionConfig::traced_launches`](crate::LegionConfig::traced_launches)).
+    pub fn traced_launches(&self) -> u64 {
+        self.shared.counters.traced_launches()
+    }
+
     /// Starts recording the processor every point task runs on (see
     /// [`LegionBackend::take_point_records`]).
     pub fn record_points(&self) {

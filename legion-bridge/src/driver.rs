@@ -23,6 +23,7 @@ use crate::geometry::{
 use crate::launch::{LaunchEntry, Requirement};
 use crate::point_task::POINT_TASK_ID;
 use crate::shared::{legion_error, proc_kind, PointRecord, Shared};
+use crate::traces::{LaunchIdentity, LaunchTraces};
 use crate::traffic::{Access, Traffic};
 
 /// Work for the driver thread.
@@ -123,6 +124,8 @@ pub(crate) struct Driver {
     /// Where dead stores' regions arrive (see [`Driver::release_dead`]), and the sender
     /// every [`StoreRegion`] gets a copy of.
     dead: (Sender<DeadRegion>, Receiver<DeadRegion>),
+    /// The Legion traces repeated launches are issued in (single process only).
+    traces: LaunchTraces,
     thread: DriverThread,
     stopped: bool,
 }
@@ -139,6 +142,8 @@ pub(crate) struct DriverLimits {
     /// The system memory Legion was given (`-ll:csize`): a new region that would take the
     /// live stores past it is refused with `IrError::OutOfMemory` before Legion sees it.
     pub(crate) sysmem_bytes: u64,
+    /// Most distinct launches issued in Legion traces (0: none; see [`crate::traces`]).
+    pub(crate) traces: usize,
 }
 
 impl Driver {
@@ -159,6 +164,7 @@ impl Driver {
             field_spaces: HashMap::new(),
             spaces: HashMap::new(),
             projection: None,
+            traces: LaunchTraces::new(limits.traces),
             in_flight: HashMap::new(),
             free: HashMap::new(),
             free_bytes: 0,
@@ -281,6 +287,7 @@ impl Driver {
             .region;
         if fresh && !overwritten {
             self.fill_zero(region, store.dtype());
+            self.traces.contents_lazy(region.tree_id);
         }
         Ok(region)
     }
@@ -402,6 +409,7 @@ impl Driver {
             self.api
                 .legion_logical_region_destroy(self.runtime, self.ctx, region)
         };
+        self.traces.contents_materialized(region.tree_id);
         let Some(space) = self.spaces.get_mut(&shape) else {
             return;
         };
@@ -550,9 +558,18 @@ impl Driver {
         let name = t.name().clone();
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
+        // Regions whose contents this launch leaves lazy in Legion (its reductions), and
+        // those whose every element it maps (reads or writes through a covering partition).
+        let mut reduced = Vec::new();
+        let mut covered = Vec::new();
         for req in &requirements {
             let store = plan.store(req.slot);
             let region = regions[req.slot];
+            if matches!(req.privilege, Privilege::Reduce(_)) {
+                reduced.push(region.tree_id);
+            } else if req.partition.covers(store.shape(), launch) {
+                covered.push(region.tree_id);
+            }
             let target = match req.partition.kind() {
                 _ if store.shape().dims() == 0 => Target::Whole,
                 PartitionKind::Replicate => Target::Whole,
@@ -674,7 +691,39 @@ impl Driver {
                 }
                 api.legion_index_launcher_add_field(launcher, added, FIELD, true);
             }
+            // Recorded points report where each ran, which a replayed mapping would not
+            // redo; replicated runs issue no traces (their sharding is not traced); see
+            // `crate::traces` for the launches Legion would replay wrongly.
+            let traceable = !self.replicated
+                && !shared.recording()
+                && reduced.is_empty()
+                && !targets
+                    .iter()
+                    .any(|(region, _)| self.traces.is_lazy(region.tree_id));
+            let trace = traceable
+                .then(|| {
+                    self.traces.trace_of(launch_identity(
+                        &name,
+                        &launch_rect,
+                        &requirements,
+                        &targets,
+                    ))
+                })
+                .flatten();
+            if let Some(id) = trace {
+                shared.counters.traced();
+                api.legion_runtime_begin_trace(self.runtime, self.ctx, id, false);
+            }
             let futures = api.legion_index_launcher_execute(self.runtime, self.ctx, launcher);
+            if let Some(id) = trace {
+                api.legion_runtime_end_trace(self.runtime, self.ctx, id);
+            }
+            for region in covered {
+                self.traces.contents_materialized(region);
+            }
+            for region in reduced {
+                self.traces.contents_lazy(region);
+            }
             if shared.recording() {
                 self.record_points(futures, &name, &launch_rect, shared);
             }
@@ -917,6 +966,51 @@ enum Target {
         ffi::legion_logical_partition_t,
         Option<(ffi::legion_projection_id_t, Vec<i64>)>,
     ),
+}
+
+/// What Legion compares when it replays a trace of the launch of task `name` over `launch`
+/// with `requirements` on `targets`: the task (by name, which the placement decides by),
+/// the domain, and per requirement its region, privilege or reduction operator, partition
+/// and projection.
+fn launch_identity(
+    name: &str,
+    launch: &Rect,
+    requirements: &[Requirement],
+    targets: &[(ffi::legion_logical_region_t, Target)],
+) -> LaunchIdentity {
+    let mut id = LaunchIdentity::default();
+    id.push(u64::from(POINT_TASK_ID));
+    id.extend(name.bytes().map(u64::from));
+    id.push(name.len() as u64);
+    id.extend(
+        launch
+            .lo
+            .as_slice()
+            .iter()
+            .chain(launch.hi.as_slice())
+            .map(|&c| c as u64),
+    );
+    for (req, (region, target)) in requirements.iter().zip(targets) {
+        id.extend([region.tree_id, region.index_space.id, region.field_space.id]);
+        id.push(match req.privilege {
+            Privilege::Read => 1,
+            Privilege::Write => 2,
+            Privilege::ReadWrite => 3,
+            Privilege::Reduce(op) => 4 + redop(op, req.dtype) as u64,
+        });
+        match target {
+            Target::Whole => id.push(0),
+            Target::Tiles(partition, projection) => {
+                id.extend([partition.tree_id, partition.index_partition.id]);
+                if let Some((functor, encoded)) = projection {
+                    id.push(u64::from(*functor));
+                    id.extend(encoded.iter().map(|&c| c as u64));
+                }
+                id.push(u64::MAX);
+            }
+        }
+    }
+    id
 }
 
 /// One requirement per argument of the plan's fused signature (a distinct store slot and

@@ -46,6 +46,8 @@ mod process;
 #[cfg(legion)]
 mod shared;
 #[cfg(legion)]
+mod traces;
+#[cfg(legion)]
 mod traffic;
 
 #[cfg(legion)]

@@ -124,7 +124,7 @@ unsafe extern "C" fn point_task(
     if api.diffuse_legion_processor_identity(here, &mut who) != 0 {
         who.kind = -1;
     }
-    api.diffuse_legion_point_finished(here);
+    api.diffuse_legion_point_finished(task);
     api.legion_task_postamble(
         runtime,
         ctx,

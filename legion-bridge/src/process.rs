@@ -30,6 +30,10 @@ use crate::LegionConfig;
 /// Legion's task id of the implicit top-level task (the driver thread).
 const TOP_TASK_ID: ffi::legion_task_id_t = 7_311;
 
+/// Most distinct launches a process issues in Legion traces (each trace Legion recorded
+/// stays for the life of the context): a solver or stencil repeats a few dozen.
+const MAX_TRACES: usize = 4096;
+
 /// The started runtime, or why it could not start.
 static PROCESS: OnceLock<Result<LegionProcess, String>> = OnceLock::new();
 
@@ -146,6 +150,11 @@ fn start(
     let limits = DriverLimits {
         region_cache_bytes: config.region_cache_bytes,
         sysmem_bytes: crate::config::sysmem_bytes(&flags).unwrap_or(u64::MAX),
+        traces: if config.traced_launches {
+            MAX_TRACES
+        } else {
+            0
+        },
     };
     let shard = cluster.is_distributed().then_some(cluster.rank);
     let thread = DriverThread {

@@ -51,6 +51,7 @@ pub(crate) struct Counters {
     store_bytes: AtomicU64,
     peak_bytes: AtomicU64,
     held_back: AtomicU64,
+    traced: AtomicU64,
     bytes_moved: AtomicU64,
 }
 
@@ -85,6 +86,16 @@ impl Counters {
     /// Counts a launch that waited for an earlier one of its task (Mapple's `Backpressure`).
     pub(crate) fn held_back(&self) {
         self.held_back.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a launch issued in a Legion trace.
+    pub(crate) fn traced(&self) {
+        self.traced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Launches issued in Legion traces.
+    pub(crate) fn traced_launches(&self) -> u64 {
+        self.traced.load(Ordering::Relaxed)
     }
 
     /// Counts `bytes` of new region memory.
@@ -215,6 +226,7 @@ impl Shared {
             gpu_points: c.gpu.load(Ordering::Relaxed),
             strip_points: c.strips.load(Ordering::Relaxed),
             segment_points: c.segments.load(Ordering::Relaxed),
+            traced_launches: c.traced.load(Ordering::Relaxed),
             store_bytes: c.store_bytes.load(Ordering::Relaxed),
             peak_store_bytes: c.peak_bytes.load(Ordering::Relaxed),
             cached_bytes: self.scratch.cached_bytes() as u64,

@@ -7,8 +7,25 @@ use std::sync::Arc;
 use diffuse::legion::PointRecord;
 use diffuse::{Backend, LegionBackend, LegionConfig};
 
+/// Held shared by the random-stream properties, which make and drop stores of many shapes
+/// all the time, and exclusively by a test that counts on its own stores taking each other's
+/// regions (dead stores' regions go to the next store of their shape, and Legion traces
+/// repeat only on the same regions).
+static REGIONS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Shared use of the process's regions (see [`REGIONS`]).
+pub fn streams_running() -> std::sync::RwLockReadGuard<'static, ()> {
+    REGIONS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The process's recycled regions to this test alone, once no property runs (see
+/// [`REGIONS`]).
+pub fn regions_to_myself() -> std::sync::RwLockWriteGuard<'static, ()> {
+    REGIONS.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Whether this test process is one of several processes of a run.
-fn distributed() -> bool {
+pub fn distributed() -> bool {
     diffuse::legion::Cluster::from_env().is_ok_and(|c| c.is_distributed())
 }
 

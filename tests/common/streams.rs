@@ -760,6 +760,8 @@ pub(crate) struct Outcome {
     pub(crate) gpu_points: u64,
     /// Windows whose plan was replayed from the planner's memo.
     pub(crate) replayed: u64,
+    /// Launches issued in Legion traces.
+    pub(crate) traced_launches: u64,
     pub(crate) log: Vec<FlushRecord>,
     /// The fused tasks, in order.
     pub(crate) fused: Vec<FusedRun>,
@@ -946,6 +948,7 @@ pub(crate) fn run_real(
     out.segment_points = r.backend.stats().segment_points;
     out.gpu_points = r.backend.stats().gpu_points;
     out.replayed = r.runtime.planner_stats().replayed;
+    out.traced_launches = r.backend.stats().traced_launches;
     out.log = r.runtime.take_stream_log();
     out.fused = r.observed.take_fused();
     Ok(out)
@@ -971,6 +974,8 @@ pub(crate) struct Coverage {
     pub(crate) strip_temporary_cases: Cell<usize>,
     /// Cases in which the planner replayed a memoized plan.
     pub(crate) replay_cases: Cell<usize>,
+    /// Cases whose fused run issued launches in Legion traces.
+    pub(crate) traced_cases: Cell<usize>,
     /// Cases in which some flush ran its tasks in another order than issued.
     pub(crate) reordered_cases: Cell<usize>,
     /// Fused tasks running scalar work together with other tasks.
@@ -1180,6 +1185,7 @@ pub(crate) fn check_case(
         usize::from(on.strip_points > 0 && temporaries),
     );
     bump(&cov.replay_cases, usize::from(on.replayed > 0));
+    bump(&cov.traced_cases, usize::from(on.traced_launches > 0));
     bump(&cov.adaptive_cases, usize::from(plan.window.is_none()));
     bump(&cov.mid_reads, model.reads.len());
     bump(&cov.fused_tasks, on.fused.len());
@@ -1253,7 +1259,8 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
          reordered in {} cases; {} fused tasks with scalar work; {} \
          adaptive-window cases; {} mid-stream reads; {} fused tasks, {} ran compiled code \
          ({} with temporaries, {} with reductions; {} point tasks) in {} cases; compiled \
-         segments in {} cases; {} fused tasks of several stages ({} reducing)",
+         segments in {} cases; {} fused tasks of several stages ({} reducing); launches \
+         in Legion traces in {} cases",
         if jit.is_some() { "on" } else { "off" },
         cov.submitted.get(),
         cov.executed.get(),
@@ -1277,6 +1284,7 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
         cov.segment_cases.get(),
         cov.staged_tasks.get(),
         cov.staged_reductions.get(),
+        cov.traced_cases.get(),
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
@@ -1314,6 +1322,15 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
             "reducing fused tasks of several stages",
             cov.staged_reductions.get(),
             0.01,
+        );
+    }
+    if on == On::Legion && !super::legion::distributed() {
+        // Repeated windows, and stores of one shape reusing a dead store's region, repeat
+        // launches exactly: Legion replays those from traces (one process only).
+        cov.share(
+            "cases with launches in Legion traces",
+            cov.traced_cases.get(),
+            0.02,
         );
     }
     assert!(

@@ -15,15 +15,16 @@ use diffuse::{
 use diffuse_ir::{Context, DType, IrError, Privilege, Tuple};
 
 use crate::common::faults::{launch_1d, panic_at_kind};
-use crate::common::legion::{legion, points_of};
+use crate::common::legion::{legion, points_of, regions_to_myself, streams_running};
 use crate::common::run_writer;
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
-use crate::common::{add_kind, copy_kind, name, view_at};
+use crate::common::{add_kind, copy_kind, name, reduce_all_kind, scale_by_store_kind, view_at};
 
 #[test]
 fn fused_streams_match_unfused_and_sequential_on_legion() {
+    let _streams = streams_running();
     run_property(
         cases_from_env("DIFFUSE_LEGION_CASES", 400),
         None,
@@ -33,6 +34,7 @@ fn fused_streams_match_unfused_and_sequential_on_legion() {
 
 #[test]
 fn replayed_streams_match_the_sequential_model_on_legion() {
+    let _streams = streams_running();
     crate::common::replay::run_replay_property(
         cases_from_env("DIFFUSE_LEGION_REPLAY_CASES", 100),
         On::Legion,
@@ -41,6 +43,7 @@ fn replayed_streams_match_the_sequential_model_on_legion() {
 
 #[test]
 fn jit_fused_streams_match_unfused_and_sequential_on_legion() {
+    let _streams = streams_running();
     run_compiled_property(cases_from_env("DIFFUSE_LEGION_JIT_CASES", 40), On::Legion);
 }
 
@@ -374,28 +377,27 @@ fn start_with_flags_from_env() {
     }
 }
 
-/// Five stencil iterations on an 8 x 8 grid as IR tasks over one launch point: the sum of
+/// `iters` stencil iterations on an 8 x 8 grid as IR tasks over `launch` points: the sum of
 /// four shifted interior views into a new store, copied back into the interior (which the
-/// sum read through other partitions). Returns the grid.
-fn one_point_stencil(ctx: &Context) -> Vec<f64> {
-    let one = Tuple::shape(&[1, 1]).unwrap();
-    let grid = ctx
-        .store_from_vec(&[8, 8], (0..64).map(|i| (i % 7) as f64).collect())
-        .unwrap();
-    let part = |offset: &[i64]| view_at(&grid, offset, &[6, 6]).blocked(one).unwrap();
-    for _ in 0..5 {
+/// sum read through other partitions), each iteration its own window if `flush_each`.
+/// Returns the grid.
+fn ir_stencil(ctx: &Context, launch: &[i64], iters: usize, flush_each: bool) -> Vec<f64> {
+    let launch = Tuple::shape(launch).unwrap();
+    let grid = ctx.store_from_vec(&[8, 8], stencil_start()).unwrap();
+    let part = |offset: &[i64]| view_at(&grid, offset, &[6, 6]).blocked(launch).unwrap();
+    for _ in 0..iters {
         let (a, b) = (
             ctx.create_store(&[6, 6], DType::F64).unwrap(),
             ctx.create_store(&[6, 6], DType::F64).unwrap(),
         );
-        let whole = |s: &diffuse_ir::Store| s.view().blocked(one).unwrap();
+        let whole = |s: &diffuse_ir::Store| s.view().blocked(launch).unwrap();
         let add = |out: &diffuse_ir::Store,
                    x: diffuse_ir::Partition,
                    xs: &diffuse_ir::Store,
                    y: diffuse_ir::Partition,
                    ys: &diffuse_ir::Store| {
             ctx.submit(
-                diffuse_ir::IndexTask::new(&add_kind(), one)
+                diffuse_ir::IndexTask::new(&add_kind(), launch)
                     .arg(out, whole(out), Privilege::Write)
                     .arg(xs, x, Privilege::Read)
                     .arg(ys, y, Privilege::Read),
@@ -406,13 +408,59 @@ fn one_point_stencil(ctx: &Context) -> Vec<f64> {
         add(&b, whole(&a), &a, part(&[1, 0]), &grid);
         add(&a, whole(&b), &b, part(&[1, 2]), &grid);
         ctx.submit(
-            diffuse_ir::IndexTask::new(&copy_kind(), one)
+            diffuse_ir::IndexTask::new(&copy_kind(), launch)
                 .arg(&grid, part(&[1, 1]), Privilege::Write)
                 .arg(&a, whole(&a), Privilege::Read),
         )
         .unwrap();
+        if flush_each {
+            ctx.flush_window().unwrap();
+        }
     }
     ctx.read::<f64>(&grid.view()).unwrap()
+}
+
+/// The grid [`ir_stencil`] starts from.
+fn stencil_start() -> Vec<f64> {
+    (0..64).map(|i| (i % 7) as f64).collect()
+}
+
+/// [`ir_stencil`] as a plain loop: the same sums in the same order.
+fn sequential_stencil(iters: usize) -> Vec<f64> {
+    let mut grid = stencil_start();
+    for _ in 0..iters {
+        let at = |g: &[f64], i: usize, j: usize| g[i * 8 + j];
+        let mut next = grid.clone();
+        for i in 1..7 {
+            for j in 1..7 {
+                next[i * 8 + j] = at(&grid, i - 1, j)
+                    + at(&grid, i + 1, j)
+                    + at(&grid, i, j - 1)
+                    + at(&grid, i, j + 1);
+            }
+        }
+        grid = next;
+    }
+    grid
+}
+
+fn bits(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn repeated_launches_replay_from_legion_traces_with_the_sequential_result() {
+    let _regions = regions_to_myself();
+    let backend = legion(None);
+    let runtime = Arc::new(Runtime::new(backend.clone(), RuntimeConfig::default()));
+    let before = backend.traced_launches();
+    let iters = 12;
+    let grid = ir_stencil(&Context::new(runtime), &[2, 2], iters, true);
+    // Each iteration issues the same launches on the same regions (the sums' stores reuse
+    // the regions of the last iteration's): all but the first few go into traces.
+    let traced = backend.traced_launches() - before;
+    assert!(traced >= 4, "{traced} launches traced");
+    assert_eq!(bits(&grid), bits(&sequential_stencil(iters)));
 }
 
 #[test]
@@ -420,7 +468,7 @@ fn a_one_point_stencil_runs_in_stages_with_the_unfused_result() {
     let backend = legion(None);
     let runtime = Arc::new(Runtime::new(backend.clone(), RuntimeConfig::default()));
     runtime.record_streams(true);
-    let fused = one_point_stencil(&Context::new(runtime.clone()));
+    let fused = ir_stencil(&Context::new(runtime.clone()), &[1, 1], 5, false);
     let executed: Vec<String> = runtime
         .take_stream_log()
         .into_iter()
@@ -433,9 +481,65 @@ fn a_one_point_stencil_runs_in_stages_with_the_unfused_result() {
         "{executed:?}"
     );
     assert!(executed.len() < 5, "{executed:?}");
-    let unfused = one_point_stencil(&Context::new(unfused_runtime(backend, None)));
-    assert_eq!(
-        fused.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-        unfused.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    let unfused = ir_stencil(
+        &Context::new(unfused_runtime(backend, None)),
+        &[1, 1],
+        5,
+        false,
     );
+    assert_eq!(bits(&fused), bits(&unfused));
+    assert_eq!(bits(&fused), bits(&sequential_stencil(5)));
+}
+
+/// Stores of 26 elements (a shape no other test uses: the regions cycle among this test's
+/// stores) over 2 launch points, made and dropped each of `iters` iterations
+/// (their regions recycled): `a` written from the host, `s = sum(a)` into a fresh 0-d store
+/// (zero-filled, then reduced into by both points), `c = a + a`, `y = s * a`. Returns the
+/// iterations whose `c` or `y` differ from the plain sums.
+fn recycled_reductions(ctx: &Context, iters: usize) -> Vec<usize> {
+    let two = Tuple::shape(&[2]).unwrap();
+    let blocked = |s: &diffuse_ir::Store| s.view().blocked(two).unwrap();
+    let sum = diffuse_ir::ReductionOp::Sum;
+    (0..iters)
+        .filter(|&it| {
+            let av: Vec<f64> = (0..26).map(|i| (i + 10 * it) as f64).collect();
+            let a = ctx.store_from_vec(&[26], av.clone()).unwrap();
+            let s = ctx.create_store(&[], DType::F64).unwrap();
+            let whole = s.view().whole(1).unwrap();
+            ctx.submit(
+                diffuse_ir::IndexTask::new(&reduce_all_kind(sum), two)
+                    .arg(&a, blocked(&a), Privilege::Read)
+                    .arg(&s, whole.clone(), Privilege::Reduce(sum)),
+            )
+            .unwrap();
+            let c = ctx.create_store(&[26], DType::F64).unwrap();
+            submit_blocked(ctx, &add_kind(), two, &c, &a, &a).unwrap();
+            let y = ctx.create_store(&[26], DType::F64).unwrap();
+            ctx.submit(
+                diffuse_ir::IndexTask::new(&scale_by_store_kind(), two)
+                    .arg(&y, blocked(&y), Privilege::Write)
+                    .arg(&a, blocked(&a), Privilege::Read)
+                    .arg(&s, whole, Privilege::Read),
+            )
+            .unwrap();
+            let total: f64 = av.iter().sum();
+            let doubled: Vec<f64> = av.iter().map(|x| x + x).collect();
+            let scaled: Vec<f64> = av.iter().map(|x| total * x).collect();
+            ctx.read::<f64>(&c.view()).unwrap() != doubled
+                || ctx.read::<f64>(&y.view()).unwrap() != scaled
+        })
+        .collect()
+}
+
+#[test]
+fn traced_launches_see_host_writes_fills_and_reductions_of_recycled_regions() {
+    // Legion replays a trace on the instances as recorded; a zero fill or the points'
+    // reductions still pending on a recycled region were skipped (each iteration's sum
+    // started from the last one's) until such launches were kept out of traces.
+    let _regions = regions_to_myself();
+    let backend = legion(None);
+    let before = backend.traced_launches();
+    let wrong = recycled_reductions(&Context::new(unfused_runtime(backend.clone(), None)), 10);
+    assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
+    assert!(backend.traced_launches() > before, "nothing was traced");
 }
