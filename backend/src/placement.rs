@@ -4,7 +4,7 @@
 use diffuse_machine::{LayoutConstraint, MemKind, ProcKind, Processor, StealScope};
 
 /// The memory one store of a launch is placed in, and the layout asked for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ArgMemory {
     /// The memory kind.
     pub memory: MemKind,
@@ -30,7 +30,7 @@ impl ArgMemory {
 }
 
 /// The runtime's placement decisions for one launch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchPlacement {
     /// The processor kind the task's `Task` statements (or the default) chose.
     pub kind: ProcKind,

@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
+use std::hash::{Hash, Hasher};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
@@ -556,6 +557,12 @@ impl Driver {
         // task may still run (waited for below, once this one is issued).
         let limit = t.placement().in_flight_limit.map(|l| l.max(1));
         let name = t.name().clone();
+        // What a trace's replay would map as recorded (a collision could only misplace points).
+        let placement = {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            t.placement().hash(&mut hasher);
+            hasher.finish()
+        };
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
         // Regions whose contents this launch leaves lazy in Legion (its reductions), and
@@ -704,6 +711,7 @@ impl Driver {
                 .then(|| {
                     self.traces.trace_of(launch_identity(
                         &name,
+                        placement,
                         &launch_rect,
                         &requirements,
                         &targets,
@@ -969,11 +977,12 @@ enum Target {
 }
 
 /// What Legion compares when it replays a trace of the launch of task `name` over `launch`
-/// with `requirements` on `targets`: the task (by name, which the placement decides by),
-/// the domain, and per requirement its region, privilege or reduction operator, partition
-/// and projection.
+/// with `requirements` on `targets`: the task, the domain, and per requirement its region,
+/// privilege or reduction operator, partition and projection; and what the replay maps as
+/// recorded, the launch's `placement` (a hash of its processors, memories and layouts).
 fn launch_identity(
     name: &str,
+    placement: u64,
     launch: &Rect,
     requirements: &[Requirement],
     targets: &[(ffi::legion_logical_region_t, Target)],
@@ -982,6 +991,7 @@ fn launch_identity(
     id.push(u64::from(POINT_TASK_ID));
     id.extend(name.bytes().map(u64::from));
     id.push(name.len() as u64);
+    id.push(placement);
     id.extend(
         launch
             .lo

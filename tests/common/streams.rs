@@ -1228,6 +1228,10 @@ pub(crate) fn cases_from_env(var: &str, default: u32) -> u32 {
 /// A runner of `cases` random cases, with no failure persistence; random unless
 /// `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run must all generate
 /// the same streams).
+/// Cases a property run needs before it must show the rarer features (see
+/// [`run_property`]).
+const RARE_FEATURE_CASES: usize = 200;
+
 pub(crate) fn property_runner(cases: u32) -> TestRunner {
     let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
         .ok()
@@ -1318,20 +1322,26 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
             cov.staged_tasks.get(),
             0.05,
         );
-        cov.share(
-            "reducing fused tasks of several stages",
-            cov.staged_reductions.get(),
-            0.01,
-        );
     }
-    if on == On::Legion && !super::legion::distributed() {
-        // Repeated windows, and stores of one shape reusing a dead store's region, repeat
-        // launches exactly: Legion replays those from traces (one process only).
-        cov.share(
-            "cases with launches in Legion traces",
-            cov.traced_cases.get(),
-            0.02,
-        );
+    // What only a few cases in a hundred do is required of long runs only: in the JIT
+    // properties' 40 cases it was seen 0 to 7 times, and a seed with none failed the run.
+    if n >= RARE_FEATURE_CASES {
+        if on != On::SimGpu {
+            cov.share(
+                "reducing fused tasks of several stages",
+                cov.staged_reductions.get(),
+                0.01,
+            );
+        }
+        if on == On::Legion && !super::legion::distributed() {
+            // Repeated windows, and stores of one shape reusing a dead store's region,
+            // repeat launches exactly: Legion replays those from traces (one process only).
+            cov.share(
+                "cases with launches in Legion traces",
+                cov.traced_cases.get(),
+                0.02,
+            );
+        }
     }
     assert!(
         cov.executed.get() * 10 <= cov.submitted.get() * 9,
