@@ -10,7 +10,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
-use diffuse_backend::{LaunchPlan, Processor, Slot};
+use diffuse_backend::{LaunchPlan, LaunchTemplate, Processor, Slot};
 use diffuse_ir::{
     with_element_type, DType, HostData, IrError, Partition, PartitionKind, Point, Privilege,
     ProjComponent, Projection, Rect, ReductionOp, Shape, StoreId, StoreRef, Tuple,
@@ -557,12 +557,6 @@ impl Driver {
         // task may still run (waited for below, once this one is issued).
         let limit = t.placement().in_flight_limit.map(|l| l.max(1));
         let name = t.name().clone();
-        // What a trace's replay would map as recorded (a collision could only misplace points).
-        let placement = {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            t.placement().hash(&mut hasher);
-            hasher.finish()
-        };
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
         // Regions whose contents this launch leaves lazy in Legion (its reductions), and
@@ -606,6 +600,21 @@ impl Driver {
             };
             targets.push((region, target));
         }
+        // Recorded points report where each ran, which a replayed mapping would not redo;
+        // replicated runs issue no traces (their sharding is not traced); see
+        // `crate::traces` for the launches Legion would replay wrongly.
+        let traceable = !self.replicated
+            && !shared.recording()
+            && reduced.is_empty()
+            && !targets
+                .iter()
+                .any(|(region, _)| self.traces.is_lazy(region.tree_id));
+        let trace = traceable
+            .then(|| {
+                self.traces
+                    .trace_of(launch_identity(t, &launch_rect, &requirements, &targets))
+            })
+            .flatten();
         self.account_launch(&plan, &requirements, shared);
         let sharding = self.replicated.then(|| self.sharding(&plan));
         let key = LaunchEntry::register(
@@ -698,26 +707,6 @@ impl Driver {
                 }
                 api.legion_index_launcher_add_field(launcher, added, FIELD, true);
             }
-            // Recorded points report where each ran, which a replayed mapping would not
-            // redo; replicated runs issue no traces (their sharding is not traced); see
-            // `crate::traces` for the launches Legion would replay wrongly.
-            let traceable = !self.replicated
-                && !shared.recording()
-                && reduced.is_empty()
-                && !targets
-                    .iter()
-                    .any(|(region, _)| self.traces.is_lazy(region.tree_id));
-            let trace = traceable
-                .then(|| {
-                    self.traces.trace_of(launch_identity(
-                        &name,
-                        placement,
-                        &launch_rect,
-                        &requirements,
-                        &targets,
-                    ))
-                })
-                .flatten();
             if let Some(id) = trace {
                 shared.counters.traced();
                 api.legion_runtime_begin_trace(self.runtime, self.ctx, id, false);
@@ -976,22 +965,24 @@ enum Target {
     ),
 }
 
-/// What Legion compares when it replays a trace of the launch of task `name` over `launch`
+/// What Legion compares when it replays a trace of the launch of `template` over `launch`
 /// with `requirements` on `targets`: the task, the domain, and per requirement its region,
 /// privilege or reduction operator, partition and projection; and what the replay maps as
-/// recorded, the launch's `placement` (a hash of its processors, memories and layouts).
+/// recorded, the template's placement (hashed: a collision could only misplace points).
 fn launch_identity(
-    name: &str,
-    placement: u64,
+    template: &LaunchTemplate,
     launch: &Rect,
     requirements: &[Requirement],
     targets: &[(ffi::legion_logical_region_t, Target)],
 ) -> LaunchIdentity {
     let mut id = LaunchIdentity::default();
+    let name = template.name();
     id.push(u64::from(POINT_TASK_ID));
     id.extend(name.bytes().map(u64::from));
     id.push(name.len() as u64);
-    id.push(placement);
+    let mut placement = std::collections::hash_map::DefaultHasher::new();
+    template.placement().hash(&mut placement);
+    id.push(placement.finish());
     id.extend(
         launch
             .lo

@@ -15,6 +15,7 @@ use diffuse::{
 use diffuse_ir::{Context, DType, IrError, Privilege, Tuple};
 
 use crate::common::faults::{launch_1d, panic_at_kind};
+use crate::common::fusion::bits;
 use crate::common::legion::{legion, points_of, regions_to_myself, streams_running};
 use crate::common::run_writer;
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
@@ -442,10 +443,6 @@ fn sequential_stencil(iters: usize) -> Vec<f64> {
         grid = next;
     }
     grid
-}
-
-fn bits(values: &[f64]) -> Vec<u64> {
-    values.iter().map(|x| x.to_bits()).collect()
 }
 
 #[test]
