@@ -817,7 +817,7 @@ impl Driver {
     }
 
     /// Maps `store` inline with `privilege`, hands `f` the address of element `rect.lo`
-    /// and the element strides, and unmaps.
+    /// and the element strides, and unmaps. `writes_all`: `f` overwrites every element.
     fn with_mapping<R>(
         &mut self,
         store: &StoreRef,
@@ -857,6 +857,10 @@ impl Driver {
             api.legion_runtime_unmap_region(self.runtime, self.ctx, mapped);
             api.legion_physical_region_destroy(mapped);
             api.legion_inline_launcher_destroy(launcher);
+            if writes_all {
+                // A recycled region's pending fill or reductions are discarded.
+                self.traces.contents_materialized(region.tree_id);
+            }
             (self.thread.synced)();
             result.map_err(|message| {
                 legion_error(format!(
