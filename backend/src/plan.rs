@@ -75,11 +75,9 @@ pub struct KernelParamSource {
 pub struct CompiledKernel {
     /// What the kernel computes (parameters and constituents).
     pub signature: Arc<KernelSignature>,
-    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`: at each
-    /// point every mutated parameter must have that extent and every read parameter must
-    /// broadcast to it (extent equal, or 1 in a dimension the signature marks as unit).
-    /// `None` when each constituent iterates over its own output.
-    pub iteration_space: Option<usize>,
+    /// The kernel's one loop nest and what it asks of each point's sub-stores; `None` when
+    /// each constituent iterates over its own output.
+    pub iteration_space: Option<diffuse_ir::IterationSpace>,
     /// The kernel for the host CPU.
     pub cpu: Arc<dyn PointKernel>,
     /// The same kernel for the GPU, when the placement asks for GPUs and it could be built:

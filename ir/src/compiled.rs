@@ -26,6 +26,19 @@ pub struct MemRef<'a> {
     pub strides: &'a [i64],
 }
 
+/// The one loop nest a fused kernel runs, when it is one: what each point's sub-stores must
+/// look like for it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct IterationSpace {
+    /// The parameter whose extent the nest iterates over: at each point every mutated
+    /// parameter must have that extent, and every parameter read element by element must
+    /// broadcast to it (extent equal, or 1 in a dimension the signature marks as unit).
+    pub param: usize,
+    /// The parameters only ever read whole (a sparse row's entries, the vector it
+    /// multiplies), of any extent.
+    pub whole: Vec<usize>,
+}
+
 /// One memref parameter of a fused kernel: a distinct (store, partition) pair the fused task
 /// touches, or a temporary.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -35,7 +35,7 @@ mod task;
 mod tuple;
 mod validate;
 
-pub use compiled::{KernelParam, KernelSignature, KernelStep, MemRef};
+pub use compiled::{IterationSpace, KernelParam, KernelSignature, KernelStep, MemRef};
 pub use context::{Context, Detached, Executor};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;
@@ -44,7 +44,9 @@ pub use host::HostData;
 pub use kernel::{NativeKernel, PointTask, RawView, ReadView, WriteView, MAX_ARGS};
 pub use kind::{ArgDecl, TaskKind, TaskKindBuilder};
 pub use memo::Memo;
-pub use mlir::{element_type, tensor_type, KernelTarget, MlirArg, MlirGenerator, MlirSignature};
+pub use mlir::{
+    element_type, tensor_type, KernelTarget, MlirArg, MlirGenerator, MlirSignature, REDUCTION_LANES,
+};
 pub use partition::{Image, Partition, PartitionKind, Tiling};
 pub use privilege::{Privilege, ReductionOp};
 pub use projection::{ProjComponent, Projection};

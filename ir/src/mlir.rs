@@ -135,6 +135,13 @@ pub trait MlirGenerator: Send + Sync {
     /// each element, so every intermediate value, even one used several times, stays in a
     /// register. The default, `None`, keeps the kind on the `linalg` route of
     /// [`MlirGenerator::generate`].
+    ///
+    /// A reduction (`Sum` or `Prod` into a 0-d `Reduce` argument, for the host, over inputs
+    /// of the iteration space's shape) may have one too: its `Reduce` argument's value is a
+    /// partial result, which the function returns with the element's contribution folded in.
+    /// The JIT then folds every row of the innermost dimension in the order of
+    /// [`REDUCTION_LANES`], so a reduction computes the same bits in the loop nest as on its
+    /// own.
     fn generate_element(
         &self,
         _symbol: &str,
@@ -142,7 +149,25 @@ pub trait MlirGenerator: Send + Sync {
     ) -> Option<Result<String, KernelError>> {
         None
     }
+
+    /// The store arguments (by position) that [`MlirGenerator::generate_element`]'s
+    /// function reads whole rather than at its element: a sparse row reads its entries and
+    /// the vector it multiplies. When there are any, the function's parameters start with
+    /// the element's indices in the iteration space (one `index` per dimension), and each of
+    /// these arguments is passed as its tensor instead of an element value. They are read
+    /// only, and the JIT checks no extent of theirs: the function must stay within them.
+    fn element_reads_whole(&self, _sig: &MlirSignature<'_>) -> Vec<usize> {
+        Vec::new()
+    }
 }
+
+/// The order in which float sums and products are folded, by native kernels and compiled
+/// ones alike, so that both give the same bits: each row of the innermost dimension folds
+/// its element `REDUCTION_LANES * i + k` into partial result `k` (each starting from the
+/// operator's identity), the partials into the running value in order `0..REDUCTION_LANES`,
+/// then the row's last `len % REDUCTION_LANES` elements one by one. Independent partials let
+/// the loop vectorize.
+pub const REDUCTION_LANES: usize = 8;
 
 /// The MLIR element type a dtype is passed as: `f64`, `f32`, `i64`, `i32`, and `i8` for
 /// `bool` (one byte, 0 or 1, as stored).

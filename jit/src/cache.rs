@@ -314,7 +314,7 @@ impl Jit {
             CpuKernel::new(
                 signature.clone(),
                 code,
-                composed.space,
+                composed.space.clone(),
                 started.elapsed().as_secs_f64(),
             )
         };

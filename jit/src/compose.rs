@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use diffuse_ir::{element_type, KernelTarget, MlirArg, MlirSignature, Privilege};
 
+use crate::elements::compose_elements;
 use crate::error::JitError;
-use diffuse_ir::{KernelParam, KernelSignature};
+use diffuse_ir::{IterationSpace, KernelParam, KernelSignature};
 
 /// The name of the composed entry function (called through `_mlir_ciface_kernel`).
 pub(crate) const ENTRY: &str = "kernel";
@@ -17,7 +18,7 @@ pub(crate) const ENTRY: &str = "kernel";
 /// `noinline`. The engine also wraps `kernel` itself, so without `noinline` LLVM inlines the
 /// loop nest into every wrapper and optimizes it three times: the stencil's kernel compiled
 /// in 0.43 s with, 0.12 s without the copies.
-const ENTRY_ATTRIBUTES: &str = r#"{llvm.emit_c_interface, passthrough = ["noinline"]}"#;
+pub(crate) const ENTRY_ATTRIBUTES: &str = r#"{llvm.emit_c_interface, passthrough = ["noinline"]}"#;
 
 /// The memref type of a parameter: dynamic sizes and offset, the innermost stride 1.
 pub(crate) fn memref_type(p: &KernelParam) -> String {
@@ -35,7 +36,8 @@ pub(crate) fn memref_type(p: &KernelParam) -> String {
     )
 }
 
-fn tensor_of(p: &KernelParam) -> String {
+/// The tensor type of a parameter: dynamic sizes.
+pub(crate) fn tensor_of(p: &KernelParam) -> String {
     format!("tensor<{}{}>", "?x".repeat(p.rank), element_type(p.dtype))
 }
 
@@ -43,10 +45,9 @@ fn tensor_of(p: &KernelParam) -> String {
 pub(crate) struct Composed {
     /// The module text.
     pub(crate) text: String,
-    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`, which
-    /// every mutated parameter must then have at each point (and every read parameter must
-    /// broadcast to); `None` when each constituent keeps its own loops.
-    pub(crate) space: Option<usize>,
+    /// The kernel's one loop nest ([`compose_elements`]); `None` when each constituent keeps
+    /// its own loops.
+    pub(crate) space: Option<IterationSpace>,
 }
 
 /// Builds the module for `sig` with `prelude` (math definitions), for `target` (the
@@ -76,7 +77,7 @@ pub(crate) fn compose(
 
 /// The entry function's header: the memref parameters (all `noalias`), then the scalars of
 /// every constituent in order; and each constituent's scalar names.
-fn entry_header(sig: &KernelSignature) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn entry_header(sig: &KernelSignature) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header: Vec<String> = sig
         .params
         .iter()
@@ -108,318 +109,20 @@ fn entry_header(sig: &KernelSignature) -> (Vec<String>, Vec<Vec<String>>) {
     (header, scalars)
 }
 
-/// The element-function route: every constituent element-wise with an element function, no
-/// reductions, every mutated parameter (temporaries included) of the first output's rank
-/// and broadcast pattern, every read parameter of at most that rank. Returns the module and
-/// the iteration-space parameter, or `None` when the route does not apply.
-fn compose_elements(
-    sig: &KernelSignature,
-    prelude: &str,
-    target: KernelTarget,
-) -> Option<(String, usize)> {
-    // A 0-d temporary (scalar work fused into the launch) is one value, computed in every
-    // iteration from loop-invariant operands; the loop nest runs over the first other
-    // parameter written.
-    let scalar_temporary = |p: usize| sig.params[p].temporary && sig.params[p].rank == 0;
-    let written = |step: &diffuse_ir::KernelStep| {
-        step.bindings
-            .iter()
-            .filter(|(_, pr)| *pr != Privilege::Read)
-            .map(|&(p, _)| p)
-            .collect::<Vec<_>>()
-    };
-    let space = sig
-        .steps
-        .iter()
-        .flat_map(written)
-        .find(|&p| !scalar_temporary(p))
-        .or_else(|| written(sig.steps.first()?).first().copied())?;
-    let rank = sig.params[space].rank;
-    let unit = sig.params[space].unit_dims;
-    for step in &sig.steps {
-        if !step.kind.is_elementwise() {
-            return None;
-        }
-        for &(p, privilege) in &step.bindings {
-            let param = &sig.params[p];
-            let fits = match privilege {
-                Privilege::Read => param.rank <= rank,
-                Privilege::Write | Privilege::ReadWrite => {
-                    (param.rank == rank && param.unit_dims == unit) || scalar_temporary(p)
-                }
-                Privilege::Reduce(_) => false,
-            };
-            if !fits {
-                return None;
-            }
-        }
-    }
-    let mut module = String::from("module {\n");
-    module.push_str(prelude);
-    module.push('\n');
-    for (c, step) in sig.steps.iter().enumerate() {
-        let args: Vec<MlirArg> = step
-            .bindings
-            .iter()
-            .map(|&(p, privilege)| MlirArg {
-                dtype: sig.params[p].dtype,
-                rank: sig.params[p].rank,
-                privilege,
-                unit_dims: sig.params[p].unit_dims,
-            })
-            .collect();
-        let text = step
-            .kind
-            .mlir_generator()?
-            .generate_element(
-                &format!("e{c}"),
-                &MlirSignature {
-                    args: &args,
-                    scalars: step.kind.scalars(),
-                    target,
-                },
-            )?
-            .ok()?;
-        module.push_str(&text);
-        module.push('\n');
-    }
-
-    // The loop nest's operands: read parameters in, mutated ones out (temporaries neither).
-    let (header, scalar_names) = entry_header(sig);
-    let mut body = String::new();
-    // Scalar work (steps over 0-d values only, writing only temporaries) runs once, before
-    // the loop nest, which reads its values as loop invariants: unless a step before it
-    // stays in the loop and writes a value it reads or writes (it must see that write), or
-    // reads a value it writes (that step must not see this write).
-    let mut scalar_values: Vec<Option<String>> = vec![None; sig.params.len()];
-    let mut is_prelude = vec![false; sig.steps.len()];
-    let mut written_in_loop = vec![false; sig.params.len()];
-    let mut read_in_loop = vec![false; sig.params.len()];
-    let mut prelude_fresh = Fresh::new("%w");
-    for (c, step) in sig.steps.iter().enumerate() {
-        let scalar = step.bindings.iter().all(|&(p, privilege)| {
-            let param = &sig.params[p];
-            param.rank == 0
-                && !written_in_loop[p]
-                && match privilege {
-                    Privilege::Read => !param.temporary || scalar_values[p].is_some(),
-                    _ => param.temporary && !read_in_loop[p],
-                }
-        });
-        if !scalar {
-            for &(p, privilege) in &step.bindings {
-                written_in_loop[p] |= privilege != Privilege::Read;
-                read_in_loop[p] |= privilege.reads();
-            }
-            continue;
-        }
-        is_prelude[c] = true;
-        let mut operands = Vec::new();
-        let mut types = Vec::new();
-        let mut results = Vec::new();
-        for &(p, privilege) in &step.bindings {
-            let param = &sig.params[p];
-            let ty = element_type(param.dtype);
-            if privilege == Privilege::Read {
-                let value = match &scalar_values[p] {
-                    Some(v) => v.clone(),
-                    None => {
-                        let v = prelude_fresh.name();
-                        let _ = writeln!(
-                            body,
-                            "    {v} = memref.load %m{p}[] : {}",
-                            memref_type(param)
-                        );
-                        scalar_values[p] = Some(v.clone());
-                        v
-                    }
-                };
-                operands.push(value);
-            } else {
-                // A temporary before its first write: any value of its type.
-                let v = prelude_fresh.name();
-                let zero = if ty.starts_with('f') { "0.0" } else { "0" };
-                let _ = writeln!(body, "    {v} = arith.constant {zero} : {ty}");
-                operands.push(v);
-                results.push(p);
-            }
-            types.push(ty);
-        }
-        element_call(sig, c, &scalar_names[c], operands, types, results).emit(
-            &mut body,
-            "    ",
-            &mut prelude_fresh,
-            &mut scalar_values,
-        );
-    }
-    let (mut ins, mut outs) = (Vec::new(), Vec::new());
-    for (p, param) in sig.params.iter().enumerate() {
-        if param.temporary {
-            continue;
-        }
-        let writable = param.privilege.mutates();
-        // One loop nest reads and writes each element in one iteration, so every mutated
-        // parameter is written in place: from an empty tensor when nothing reads it first.
-        if param.privilege == Privilege::Write {
-            empty_tensor(&mut body, &format!("%t{p}"), p, param);
-        } else {
-            let _ = writeln!(
-                body,
-                "    %t{p} = bufferization.to_tensor %m{p} restrict{} : {} to {}",
-                if writable { " writable" } else { "" },
-                memref_type(param),
-                tensor_of(param)
-            );
-        }
-        if writable {
-            outs.push(p);
-        } else {
-            ins.push(p);
-        }
-    }
-    if outs.is_empty() {
-        return None;
-    }
-    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
-    let domain = format!("({})", dims.join(", "));
-    let map_of = |p: usize| {
-        let param = &sig.params[p];
-        let offset = rank - param.rank;
-        let results: Vec<String> = (0..param.rank)
-            .map(|k| {
-                let d = k + offset;
-                let broadcast =
-                    param.unit_dims & (1 << k.min(7)) != 0 && unit & (1 << d.min(7)) == 0;
-                if broadcast {
-                    "0".to_string()
-                } else {
-                    format!("d{d}")
-                }
-            })
-            .collect();
-        format!("affine_map<{domain} -> ({})>", results.join(", "))
-    };
-    let maps: Vec<String> = ins.iter().chain(&outs).map(|&p| map_of(p)).collect();
-    let iterators = vec!["\"parallel\""; rank].join(", ");
-    let operand_list = |ps: &[usize]| {
-        ps.iter()
-            .map(|p| format!("%t{p}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let type_list = |ps: &[usize]| {
-        ps.iter()
-            .map(|&p| tensor_of(&sig.params[p]))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let ins_clause = if ins.is_empty() {
-        String::new()
-    } else {
-        format!(" ins({} : {})", operand_list(&ins), type_list(&ins))
-    };
-    let _ = writeln!(
-        body,
-        "    %r:{} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}}{ins_clause} outs({} : {}) {{",
-        outs.len(),
-        maps.join(", "),
-        operand_list(&outs),
-        type_list(&outs)
-    );
-    // The element value of every parameter, as the constituents update it.
-    let mut current: Vec<Option<String>> = vec![None; sig.params.len()];
-    let block: Vec<String> = ins
-        .iter()
-        .chain(&outs)
-        .map(|&p| {
-            current[p] = Some(format!("%x{p}"));
-            format!("%x{p}: {}", element_type(sig.params[p].dtype))
-        })
-        .collect();
-    let _ = writeln!(body, "    ^bb0({}):", block.join(", "));
-    // What the scalar work wrote is known before the loop.
-    for (p, param) in sig.params.iter().enumerate() {
-        if param.temporary && scalar_values[p].is_some() {
-            current[p] = scalar_values[p].clone();
-        }
-    }
-    let mut fresh = Fresh::new("%u");
-    for (c, step) in sig.steps.iter().enumerate() {
-        if is_prelude[c] {
-            continue;
-        }
-        let mut operands = Vec::new();
-        let mut types = Vec::new();
-        let mut results = Vec::new();
-        for &(p, privilege) in &step.bindings {
-            let ty = element_type(sig.params[p].dtype);
-            let value = match &current[p] {
-                Some(v) => v.clone(),
-                None => {
-                    // A temporary before its first write: any value of its type.
-                    let v = fresh.name();
-                    let zero = if ty.starts_with('f') { "0.0" } else { "0" };
-                    let _ = writeln!(body, "      {v} = arith.constant {zero} : {ty}");
-                    v
-                }
-            };
-            operands.push(value);
-            types.push(ty);
-            if privilege != Privilege::Read {
-                results.push(p);
-            }
-        }
-        element_call(sig, c, &scalar_names[c], operands, types, results).emit(
-            &mut body,
-            "      ",
-            &mut fresh,
-            &mut current,
-        );
-    }
-    let yielded: Vec<String> = outs
-        .iter()
-        .map(|&p| current[p].clone().unwrap_or_default())
-        .collect();
-    let yielded_types: Vec<&str> = outs
-        .iter()
-        .map(|&p| element_type(sig.params[p].dtype))
-        .collect();
-    let _ = writeln!(
-        body,
-        "      linalg.yield {} : {}\n    }} -> ({})",
-        yielded.join(", "),
-        yielded_types.join(", "),
-        type_list(&outs)
-    );
-    for (i, &p) in outs.iter().enumerate() {
-        let _ = writeln!(
-            body,
-            "    bufferization.materialize_in_destination %r#{i} in restrict writable %m{p} : ({}, {}) -> ()",
-            tensor_of(&sig.params[p]),
-            memref_type(&sig.params[p])
-        );
-    }
-    let _ = write!(
-        module,
-        "func.func @{ENTRY}({}) attributes {ENTRY_ATTRIBUTES} {{\n{body}    return\n}}\n}}\n",
-        header.join(", ")
-    );
-    Some((module, space))
-}
-
 /// Fresh SSA names `<prefix>0`, `<prefix>1`, ... for the values a composed body defines.
-struct Fresh {
+pub(crate) struct Fresh {
     prefix: &'static str,
     next: usize,
 }
 
 impl Fresh {
-    fn new(prefix: &'static str) -> Self {
+    /// Names starting with `prefix`, from 0.
+    pub(crate) fn new(prefix: &'static str) -> Self {
         Fresh { prefix, next: 0 }
     }
 
     /// The next unused name.
-    fn name(&mut self) -> String {
+    pub(crate) fn name(&mut self) -> String {
         self.next += 1;
         format!("{}{}", self.prefix, self.next - 1)
     }
@@ -427,17 +130,17 @@ impl Fresh {
 
 /// The call of constituent `c`'s element function `e{c}`: `operands` (of `types`), one per
 /// store argument, then the constituent's scalars (`scalar_names`); it writes `written`.
-fn element_call<'a>(
+pub(crate) fn element_call(
     sig: &KernelSignature,
     c: usize,
     scalar_names: &[String],
     mut operands: Vec<String>,
-    mut types: Vec<&'a str>,
+    mut types: Vec<String>,
     written: Vec<usize>,
-) -> Call<&'a str> {
+) -> Call<String> {
     for (name, &d) in scalar_names.iter().zip(sig.steps[c].kind.scalars()) {
         operands.push(name.clone());
-        types.push(element_type(d));
+        types.push(element_type(d).to_string());
     }
     Call {
         callee: format!("e{c}"),
@@ -445,7 +148,7 @@ fn element_call<'a>(
         operand_types: types,
         result_types: written
             .iter()
-            .map(|&p| element_type(sig.params[p].dtype))
+            .map(|&p| element_type(sig.params[p].dtype).to_string())
             .collect(),
         written,
     }
@@ -454,7 +157,7 @@ fn element_call<'a>(
 /// One constituent's `func.call` in a composed body: the callee's symbol (without `@`), its
 /// operands and their types, and the parameters it writes, one result (of `result_types`)
 /// each.
-struct Call<T> {
+pub(crate) struct Call<T> {
     callee: String,
     operands: Vec<String>,
     operand_types: Vec<T>,
@@ -465,7 +168,7 @@ struct Call<T> {
 impl<T: std::borrow::Borrow<str>> Call<T> {
     /// Appends the call at `indent`, its results named by `fresh`, and makes those results
     /// the `current` values of the parameters it writes.
-    fn emit(
+    pub(crate) fn emit(
         self,
         body: &mut String,
         indent: &str,
@@ -674,7 +377,7 @@ fn materialize(
 
 /// Emits `v`, an empty tensor of parameter `p`'s extent (its memref's sizes; the memref of
 /// a temporary is never dereferenced).
-fn empty_tensor(body: &mut String, v: &str, p: usize, param: &KernelParam) {
+pub(crate) fn empty_tensor(body: &mut String, v: &str, p: usize, param: &KernelParam) {
     let dims: Vec<String> = (0..param.rank).map(|d| format!("{v}_d{d}")).collect();
     for (d, name) in dims.iter().enumerate() {
         let _ = writeln!(

@@ -1,7 +1,7 @@
 //! A compiled CPU kernel and its calling convention: one memref descriptor per parameter,
 //! then the scalars, passed through the packed entry point.
 
-use diffuse_ir::{KernelSignature, MemRef, Scalar};
+use diffuse_ir::{IterationSpace, KernelSignature, MemRef, Scalar};
 
 use crate::compiler::{descriptor, Descriptor, NativeCode};
 
@@ -9,7 +9,7 @@ use crate::compiler::{descriptor, Descriptor, NativeCode};
 pub struct CpuKernel {
     signature: KernelSignature,
     code: NativeCode,
-    space: Option<usize>,
+    space: Option<IterationSpace>,
     compile_seconds: f64,
 }
 
@@ -17,7 +17,7 @@ impl CpuKernel {
     pub(crate) fn new(
         signature: KernelSignature,
         code: NativeCode,
-        space: Option<usize>,
+        space: Option<IterationSpace>,
         compile_seconds: f64,
     ) -> Self {
         CpuKernel {
@@ -28,12 +28,10 @@ impl CpuKernel {
         }
     }
 
-    /// `Some(p)` when the kernel is one loop nest over the extent of parameter `p`: at each
-    /// point every mutated parameter must have that extent and every read parameter must
-    /// broadcast to it (extent equal, or 1 in a dimension the signature marks as unit).
-    /// `None` when each constituent iterates over its own output.
-    pub fn iteration_space(&self) -> Option<usize> {
-        self.space
+    /// The kernel's one loop nest and what it asks of the sub-stores; `None` when each
+    /// constituent iterates over its own output.
+    pub fn iteration_space(&self) -> Option<&IterationSpace> {
+        self.space.as_ref()
     }
 
     /// What the kernel computes.

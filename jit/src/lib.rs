@@ -7,10 +7,13 @@
 //! this crate changes. `tests/jit.rs` builds kernels from such hand-written generators.
 //!
 //! A fused task is composed (`compose.rs`) by one of two routes:
-//! - **element route**: when every constituent has an element function and they all write
-//!   one iteration space, the kernel is a single `linalg.generic` over that space whose body
-//!   calls the element functions in program order. Every intermediate value, including a
-//!   temporary used several times, lives in registers; inputs are read once per element.
+//! - **element route** (`elements.rs`): when every constituent has an element function and
+//!   they all write one iteration space, the kernel is a single loop nest over that space
+//!   whose body calls the element functions in program order. Every intermediate value,
+//!   including a temporary used several times, lives in registers; inputs are read once per
+//!   element. Sums and products (dot products included) join the nest on the host, their
+//!   partials folded in the native kernels' order (`diffuse_ir::REDUCTION_LANES`), so a
+//!   vector update and the dot product of its result read and write memory once.
 //! - **tensor route**: otherwise the constituents' tensor functions are called in program
 //!   order inside one function over memrefs, values flowing between them as SSA tensors
 //!   (temporaries are tensors with no memory); `linalg` element-wise fusion then merges
@@ -77,6 +80,7 @@ mod cache;
 mod compiler;
 mod compose;
 mod disk;
+mod elements;
 mod error;
 mod gpu;
 mod kernel;

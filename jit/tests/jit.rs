@@ -316,11 +316,9 @@ fn a_fused_kernel_with_a_temporary_and_broadcasting_computes_the_reference() {
     assert!(stats.compile_seconds > 0.0);
 }
 
-/// `t = a + b` (b a broadcast row), `out = t * t * s`: with element functions the kernel is
-/// one loop nest and `t`, used twice, never exists in memory.
-#[test]
-fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
-    let add = kind(
+/// `out = x + y` with an element function.
+fn element_add() -> Arc<TaskKind> {
+    kind(
         "jit_test.add_e",
         Arc::new(Binary {
             op: "arith.addf",
@@ -328,7 +326,14 @@ fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
             element: true,
         }),
         false,
-    );
+    )
+}
+
+/// `t = a + b` (b a broadcast row), `out = t * t * s`: with element functions the kernel is
+/// one loop nest and `t`, used twice, never exists in memory.
+#[test]
+fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
+    let add = element_add();
     let mul = kind(
         "jit_test.mul_s_e",
         Arc::new(Binary {
@@ -344,7 +349,7 @@ fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
     sig.steps[1].bindings[1] = (2, Privilege::Read);
     let kernel = Jit::new().kernel(&sig).expect("compiles");
     assert_eq!(
-        kernel.iteration_space(),
+        kernel.iteration_space().map(|s| s.param),
         Some(2),
         "the temporary's extent is the space"
     );
@@ -412,6 +417,168 @@ fn a_reduction_accumulates_into_its_running_value() {
         "{} vs {expected}",
         acc[0]
     );
+}
+
+/// `acc += x . y` over rank-2 f64 tensors, as a library writes it: a tensor function (one
+/// running total, the order does not matter here) and an element function folding one
+/// product into a partial, which the JIT folds in `REDUCTION_LANES` order.
+struct Dot;
+
+impl MlirGenerator for Dot {
+    fn generate(&self, symbol: &str, _sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        let t = "tensor<?x?xf64>";
+        Ok(format!(
+            "func.func private @{symbol}(%x: {t}, %y: {t}, %acc: tensor<f64>) -> tensor<f64> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, \
+affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], \
+iterator_types = [\"reduction\", \"reduction\"]}} ins(%x, %y : {t}, {t}) outs(%acc : tensor<f64>) {{
+  ^bb0(%a: f64, %b: f64, %o: f64):
+    %p = arith.mulf %a, %b : f64
+    %s = arith.addf %o, %p : f64
+    linalg.yield %s : f64
+  }} -> tensor<f64>
+  return %r : tensor<f64>
+}}"
+        ))
+    }
+
+    fn generate_element(
+        &self,
+        symbol: &str,
+        _sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        Some(Ok(format!(
+            "func.func private @{symbol}(%a: f64, %b: f64, %acc: f64) -> f64 {{
+    %p = arith.mulf %a, %b : f64
+    %s = arith.addf %acc, %p : f64
+    return %s : f64
+}}"
+        )))
+    }
+}
+
+/// `t = a + b; acc += t . a` (`t` a temporary when `temporary`): the element route's nest
+/// with a dot product folded in.
+fn add_then_dot(temporary: bool) -> KernelSignature {
+    let add = element_add();
+    let sum = Privilege::Reduce(ReductionOp::Sum);
+    let dot = TaskKind::lookup("jit_test.dot_e").unwrap_or_else(|| {
+        TaskKind::builder("jit_test.dot_e")
+            .arg("x", DType::F64, Privilege::Read)
+            .arg("y", DType::F64, Privilege::Read)
+            .arg("acc", DType::F64, sum)
+            .mlir(Arc::new(Dot))
+            .register(|_| Ok(()))
+            .expect("registers")
+    });
+    let (read, write) = (Privilege::Read, Privilege::Write);
+    KernelSignature {
+        name: "add+dot".into(),
+        steps: vec![
+            step(add, &[(0, read), (1, read), (2, write)]),
+            step(dot, &[(2, read), (0, read), (3, sum)]),
+        ],
+        params: vec![
+            param(0, read, false, 0),
+            param(1, read, false, 0),
+            param(2, Privilege::ReadWrite, temporary, 0),
+            KernelParam {
+                rank: 0,
+                ..param(3, sum, false, 0)
+            },
+        ],
+    }
+}
+
+/// The dot product of a vector update's result is folded in the update's loop nest (one
+/// iteration space, no second pass over memory), row by row in `REDUCTION_LANES` order from
+/// the partial on entry, so it gives the bits the dot product's own kernel gives; the
+/// update is written, through strided rows, unless it is a temporary.
+#[test]
+fn a_dot_product_joins_the_loop_nest_of_its_operands_in_lane_order() {
+    let jit = Jit::new();
+    let (rows, cols, stride) = (3usize, 2 * diffuse_ir::REDUCTION_LANES + 3, 23usize);
+    // Magnitudes far apart, so that the order of the additions shows in the result.
+    let value =
+        |i: usize, scale: f64| (i as f64 * 0.37).sin() * 10f64.powi((i % 9) as i32 - 4) * scale;
+    let a: Vec<f64> = (0..rows * stride).map(|i| value(i, 1.0)).collect();
+    let b: Vec<f64> = (0..rows * stride).map(|i| value(i + 5, -3.0)).collect();
+    let start = 0.125;
+    let products: Vec<Vec<f64>> = (0..rows)
+        .map(|r| {
+            (0..cols)
+                .map(|c| (a[r * stride + c] + b[r * stride + c]) * a[r * stride + c])
+                .collect()
+        })
+        .collect();
+    let mut expected = start;
+    for row in &products {
+        let mut lanes = [-0.0f64; diffuse_ir::REDUCTION_LANES];
+        let whole = row.len() / lanes.len() * lanes.len();
+        for (i, p) in row[..whole].iter().enumerate() {
+            lanes[i % lanes.len()] += p;
+        }
+        expected = lanes.iter().fold(expected, |acc, l| acc + l);
+        expected = row[whole..].iter().fold(expected, |acc, p| acc + p);
+    }
+    let naive = products.iter().flatten().fold(start, |acc, p| acc + p);
+    assert_ne!(
+        expected.to_bits(),
+        naive.to_bits(),
+        "order-independent data"
+    );
+    for temporary in [false, true] {
+        let kernel = jit.kernel(&add_then_dot(temporary)).expect("compiles");
+        assert_eq!(
+            kernel.iteration_space().map(|s| s.param),
+            Some(2),
+            "one loop nest over t"
+        );
+        let (mut a, mut b) = (a.clone(), b.clone());
+        let mut t = vec![-1.0; rows * stride];
+        let mut acc = [start];
+        let (sizes, strides) = ([rows as i64, cols as i64], [stride as i64, 1]);
+        let t_ref = if temporary {
+            MemRef {
+                ptr: std::ptr::null_mut(),
+                sizes: &sizes,
+                strides: &strides,
+            }
+        } else {
+            memref(&mut t, &sizes, &strides)
+        };
+        // SAFETY: every memref addresses a buffer of its sizes and strides; a temporary is
+        // null.
+        unsafe {
+            kernel
+                .call(
+                    &[
+                        memref(&mut a, &sizes, &strides),
+                        memref(&mut b, &sizes, &strides),
+                        t_ref,
+                        memref(&mut acc, &[], &[]),
+                    ],
+                    &[],
+                )
+                .expect("calls");
+        }
+        assert_eq!(
+            acc[0].to_bits(),
+            expected.to_bits(),
+            "{} vs {expected}",
+            acc[0]
+        );
+        for r in 0..rows {
+            for c in 0..stride {
+                let want = if c < cols && !temporary {
+                    a[r * stride + c] + b[r * stride + c]
+                } else {
+                    -1.0
+                };
+                assert_eq!(t[r * stride + c], want, "t at ({r}, {c})");
+            }
+        }
+    }
 }
 
 #[test]

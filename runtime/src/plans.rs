@@ -369,7 +369,7 @@ fn resolve_segments(jit: &Arc<Jit>, requests: &[SegmentRequest]) -> Option<Vec<S
 fn host_kernel(cpu: Arc<CpuKernel>, params: &[KernelParamSource]) -> CompiledKernel {
     CompiledKernel {
         signature: Arc::new(cpu.signature().clone()),
-        iteration_space: cpu.iteration_space(),
+        iteration_space: cpu.iteration_space().cloned(),
         cpu: Arc::new(HostKernel(cpu)),
         gpu_workspace: Vec::new(),
         gpu: None,

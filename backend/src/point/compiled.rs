@@ -109,12 +109,18 @@ pub fn fits(kernel: &CompiledKernel, rects: &[Rect]) -> bool {
                 e[k] == space[d] || (k < 8 && unit & (1 << k) != 0 && e[k] == 1)
             })
     };
-    if let Some(p) = kernel.iteration_space {
-        let space = rects[p].extent();
+    if let Some(nest) = &kernel.iteration_space {
+        let space = rects[nest.param].extent();
         return sig.params.iter().enumerate().all(|(q, param)| {
-            if param.temporary && param.rank == 0 {
+            if nest.whole.contains(&q) {
+                // Read whole, at the indices its constituent computes.
+                true
+            } else if param.temporary && param.rank == 0 {
                 // Scalar work's point-local value: one per iteration, in registers.
                 true
+            } else if param.privilege.is_reduction() {
+                // A partial result folded in the nest: one value per point.
+                param.rank == 0
             } else if param.privilege.mutates() {
                 rects[q].extent() == space
             } else {

@@ -12,7 +12,10 @@
 //! For the host CPU the loops are not `linalg` ops, so they stay loops of their own inside a fused
 //! kernel; one-shot bufferization writes the output in place (the row loop's `iter_args` is the
 //! destination tensor, and every `tensor.insert` goes into it) and reads the entries and `x`
-//! straight from their parameters, with no copy.
+//! straight from their parameters, with no copy. The kind also has an element function, one
+//! row's sum reading the row ends, entries and `x` whole: the JIT's element route calls it in
+//! the loop nest of the work around the product, so a dot product of the product
+//! (`p . (A p)`) folds in the same pass over the rows.
 //!
 //! For a GPU the row loop is a `linalg.generic` with one parallel dimension (the rows) over `ends`,
 //! each row reading its start from the row before; its body runs the same inner loop over the row's
@@ -120,6 +123,46 @@ impl MlirGenerator for SpmvGenerator {
 "
         ))
     }
+
+    /// The product of one row, for the JIT's loop nests on the host (a dot product of the
+    /// product folds into the same loop): `(%i: index, %y: f64, %ends, %columns, %values, %x)
+    /// -> f64`, the four tensors read whole (`element_reads_whole`), the
+    /// row's entries from the end of the row before (0 for the tile's first).
+    fn generate_element(
+        &self,
+        symbol: &str,
+        sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        if sig.target != KernelTarget::Host {
+            return None;
+        }
+        Some(self.check(sig).map(|()| {
+            let [ends, columns, values, x] = [1, 2, 3, 4].map(|i| tensor_type(&sig.args[i]));
+            let index = element_type(sig.args[1].dtype);
+            let bounds = row_bounds(&ends, index);
+            let sum = row_sum(&columns, index, &values, &x);
+            format!(
+                "func.func private @{symbol}(%i: index, %y: f64, %ends: {ends}, \
+%columns: {columns}, %values: {values}, %x: {x}) -> f64 {{
+  %zero = arith.constant 0x0000000000000000 : f64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %hi_raw = tensor.extract %ends[%i] : {ends}
+{bounds}{sum}    return %sum : f64
+}}
+"
+            )
+        }))
+    }
+
+    /// The row ends, columns, values and `x`: the element function indexes them itself.
+    fn element_reads_whole(&self, sig: &MlirSignature<'_>) -> Vec<usize> {
+        if sig.target == KernelTarget::Host && self.check(sig).is_ok() {
+            vec![1, 2, 3, 4]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// The GPU form of the kernel (module docs): the rows as a parallel `linalg.generic` over
@@ -128,6 +171,7 @@ impl MlirGenerator for SpmvGenerator {
 /// `index` the indices' element type.
 fn device_kernel(symbol: &str, types: [&String; 5], index: &str) -> String {
     let [y, ends, columns, values, x] = types;
+    let bounds = row_bounds(ends, index);
     let sum = row_sum(columns, index, values, x);
     format!(
         "func.func private @{symbol}(%y: {y}, %ends: {ends}, %columns: {columns}, \
@@ -139,17 +183,26 @@ fn device_kernel(symbol: &str, types: [&String; 5], index: &str) -> String {
 iterator_types = [\"parallel\"]}} ins(%ends : {ends}) outs(%y : {y}) {{
   ^bb0(%hi_raw: {index}, %unused: f64):
     %i = linalg.index 0 : index
-    %first = arith.cmpi eq, %i, %c0 : index
+{bounds}{sum}    linalg.yield %sum : f64
+  }} -> {y}
+  return %out : {y}
+}}
+"
+    )
+}
+
+/// The lines computing row `%i`'s bounds `%lo` (the end of the row before it, 0 for the
+/// first) and `%hi` (its end, `%hi_raw`, read from `ends`, of type `ends`, whose elements are
+/// `index`-typed `index`); `%c0` and `%c1` are defined around them.
+fn row_bounds(ends: &str, index: &str) -> String {
+    format!(
+        "    %first = arith.cmpi eq, %i, %c0 : index
     %above = arith.maxui %i, %c1 : index
     %before = arith.subi %above, %c1 : index
     %lo_raw = tensor.extract %ends[%before] : {ends}
     %lo_end = arith.index_cast %lo_raw : {index} to index
     %lo = arith.select %first, %c0, %lo_end : index
     %hi = arith.index_cast %hi_raw : {index} to index
-{sum}    linalg.yield %sum : f64
-  }} -> {y}
-  return %out : {y}
-}}
 "
     )
 }
@@ -259,6 +312,46 @@ mod tests {
                 assert!(text.contains("return %out : tensor<?xf64>"), "{text}");
             }
         }
+    }
+
+    /// On the host, one row's sum as an element function taking its index and the row ends,
+    /// entries and `x` whole; none for a GPU (its kernel is a `linalg.generic` already).
+    #[test]
+    fn the_element_function_reads_the_entries_whole_on_the_host() {
+        let g = generator(IndexWidth::I64);
+        let args = args(DType::I64);
+        let host = MlirSignature::host(&args, &[]);
+        assert_eq!(g.element_reads_whole(&host), [1, 2, 3, 4]);
+        let text = g
+            .generate_element("e0", &host)
+            .expect("an element function")
+            .expect("generates");
+        assert!(
+            text.starts_with(
+                "func.func private @e0(%i: index, %y: f64, %ends: tensor<?xi64>, \
+                 %columns: tensor<?xi64>, %values: tensor<?xf64>, %x: tensor<?xf64>) -> f64 {"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("%hi_raw = tensor.extract %ends[%i]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("%lo = arith.select %first, %c0, %lo_end"),
+            "{text}"
+        );
+        assert!(text.contains("return %sum : f64"), "{text}");
+        let device = MlirSignature {
+            target: KernelTarget::Device,
+            ..host
+        };
+        assert!(g.generate_element("e0", &device).is_none());
+        assert!(g.element_reads_whole(&device).is_empty());
+        // A signature the kind does not have reads nothing whole.
+        assert!(g
+            .element_reads_whole(&MlirSignature::host(&args[..4], &[]))
+            .is_empty());
     }
 
     #[test]

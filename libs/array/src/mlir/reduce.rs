@@ -13,19 +13,17 @@ use diffuse_ir::{
 
 use super::elementwise::binary_op;
 use super::{
-    arg_name, check_arg, check_counts, check_rank, dim_list, function, generic, unsupported,
-    Emitter, Loop, TensorOperand,
+    arg_name, check_arg, check_counts, check_rank, dim_list, function, generic, parameters,
+    unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
 use crate::ops::elementwise::BinaryOp;
 
 /// The independent partial results the native reduction kernels (`ops/reduce.rs`) fold each
-/// row into: value `8i + k` of a row goes to lane `k` (every lane starting from the
-/// identity), the lanes are then folded into the running value in order `0..LANES`, and the
-/// row's last `len % LANES` values after them, one by one. The lane-parallel kernels repeat
-/// exactly this, so the tests comparing them with the native kernels bit for bit would
-/// catch a change of either side.
-const LANES: usize = 8;
+/// row into ([`diffuse_ir::REDUCTION_LANES`]). The lane-parallel kernels repeat exactly that
+/// order, so the tests comparing them with the native kernels bit for bit would catch a
+/// change of either side.
+const LANES: usize = diffuse_ir::REDUCTION_LANES;
 
 /// The element-wise operation that folds a contribution into a partial value by `op`, as the
 /// native kernels combine them (wrapping integers, NaN-propagating `max` and `min`).
@@ -70,18 +68,14 @@ pub(crate) struct ReductionGenerator {
 impl MlirGenerator for ReductionGenerator {
     fn generate(&self, symbol: &str, sig: &MlirSignature<'_>) -> Result<String, KernelError> {
         let name = &self.name;
-        let inputs = 1 + usize::from(self.product);
-        check_counts(name, sig, inputs + 1, &[])?;
+        let (inputs, acc) = self.check(sig)?;
         let dtype = sig.args[0].dtype;
-        let acc = check_arg(name, sig, inputs, dtype, &[Privilege::Reduce(self.op)])?;
-        check_rank(name, sig, inputs, 0)?;
         let rank = sig.args[0].rank;
-        let mut ins = Vec::with_capacity(inputs);
-        for i in 0..inputs {
-            let arg = check_arg(name, sig, i, dtype, &[Privilege::Read])?;
-            check_rank(name, sig, i, rank)?;
-            ins.push(TensorOperand::of(arg, arg_name(i), dim_list(0..rank)));
-        }
+        let ins: Vec<TensorOperand> = sig.args[..inputs]
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| TensorOperand::of(arg, arg_name(i), dim_list(0..rank)))
+            .collect();
         // On the host, float sums and products follow the native kernels' lanes; a GPU
         // distributes the plain reduction loop over its threads instead.
         if is_float(dtype)
@@ -113,9 +107,76 @@ impl MlirGenerator for ReductionGenerator {
             Ok(vec![result])
         })
     }
+
+    /// The contribution of one element folded into a partial result, for sums and products
+    /// on the host: `(%a0: T, [%a1: T,] %acc: T) -> T`, `acc op a0` (`acc op (a0 * a1)` for
+    /// `dot`). The JIT folds the partials in [`LANES`] order, as [`Self::lanes`] does.
+    fn generate_element(
+        &self,
+        symbol: &str,
+        sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        if sig.target != KernelTarget::Host
+            || !matches!(self.op, ReductionOp::Sum | ReductionOp::Prod)
+        {
+            return None;
+        }
+        Some(self.check(sig).and_then(|(inputs, acc)| {
+            let name = &self.name;
+            let dtype = acc.dtype;
+            let mut e = Emitter {
+                indent: 2,
+                ..Emitter::default()
+            };
+            let value = if self.product {
+                fold(
+                    &mut e,
+                    name,
+                    BinaryOp::Mul,
+                    dtype,
+                    &arg_name(0),
+                    &arg_name(1),
+                )?
+            } else {
+                arg_name(0)
+            };
+            let folded = fold(
+                &mut e,
+                name,
+                combiner(self.op),
+                dtype,
+                &arg_name(inputs),
+                &value,
+            )?;
+            let ty = element_type(dtype);
+            e.line(format_args!("return {folded} : {ty}"));
+            let params = parameters(sig, |a| element_type(a.dtype).to_string());
+            Ok(format!(
+                "func.func private @{symbol}({}) -> ({ty}) {{\n{}}}\n",
+                params.join(", "),
+                e.text
+            ))
+        }))
+    }
 }
 
 impl ReductionGenerator {
+    /// Checks `sig`: one input (two for `dot`) of one dtype and rank, read, then the 0-d
+    /// partial value reduced by the kind's operator. Returns the input count and the partial.
+    fn check<'s>(&self, sig: &'s MlirSignature<'_>) -> Result<(usize, &'s MlirArg), KernelError> {
+        let name = &self.name;
+        let inputs = 1 + usize::from(self.product);
+        check_counts(name, sig, inputs + 1, &[])?;
+        let dtype = sig.args[0].dtype;
+        let acc = check_arg(name, sig, inputs, dtype, &[Privilege::Reduce(self.op)])?;
+        check_rank(name, sig, inputs, 0)?;
+        for i in 0..inputs {
+            check_arg(name, sig, i, dtype, &[Privilege::Read])?;
+            check_rank(name, sig, i, sig.args[0].rank)?;
+        }
+        Ok((inputs, acc))
+    }
+
     /// Emits the fold of argument 0 (times argument 1 element by element when `inputs` is
     /// 2, for `dot`; both described by `x`) into the 0-d partial value `out`, in the native
     /// kernels' order (see [`LANES`]), and returns the total (a scalar): one `scf.for` per

@@ -18,9 +18,9 @@ use crate::kinds::{kind, undefined};
 use crate::mlir::ReductionGenerator;
 use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp};
 
-/// Eight independent partial results per row: the loop vectorizes, and float sums lose less
-/// precision than with one running total.
-const LANES: usize = 8;
+/// Independent partial results per row (the order compiled kernels repeat): the loop
+/// vectorizes, and float sums lose less precision than with one running total.
+const LANES: usize = diffuse_ir::REDUCTION_LANES;
 
 /// How `op` combines two values (wrapping integers, NaN-propagating `max` and `min`).
 pub(crate) fn combiner<T: Num>(op: ReductionOp) -> impl Fn(T, T) -> T + Copy {
