@@ -928,7 +928,7 @@ fn product_kernels_match_native() {
 /// The lane count of the native float reductions (`LANES` in the library's reduction
 /// kernels and their MLIR generators): the lengths around it exercise the chunk loop, the
 /// lanes' fold and the remainder.
-const LANES: usize = 8;
+const LANES: usize = diffuse_ir::REDUCTION_LANES;
 
 /// `n` reproducible values of `dtype` (a float) of mixed signs and magnitudes, so that the
 /// order of a sum changes its rounding.
@@ -1093,4 +1093,54 @@ fn compiled_reductions_fused_with_element_wise_producers_match_native() {
     let stats = jit.stats();
     assert!(stats.kernels_compiled > 0, "{stats:?}");
     assert_eq!(stats.compile_failures, 0, "{stats:?}");
+}
+
+/// The JIT shared by the fused-reduction property's cases (each distinct kernel compiles
+/// once).
+fn shared_jit() -> std::sync::Arc<diffuse_jit::Jit> {
+    static JIT: std::sync::OnceLock<std::sync::Arc<diffuse_jit::Jit>> = std::sync::OnceLock::new();
+    JIT.get_or_init(|| std::sync::Arc::new(diffuse_jit::Jit::new()))
+        .clone()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+    /// Sums and dot products of element-wise results fuse with them into one loop nest (the
+    /// JIT's element route) and equal the same tasks run natively bit for bit, on any shape:
+    /// rows shorter and longer than the lanes, several rows, a broadcast row among the
+    /// element-wise operands, the element-wise result a temporary or kept.
+    #[test]
+    fn fused_sums_and_dots_of_element_wise_results_match_native_bits(
+        shape in proptest::collection::vec(1i64..21, 1..=3),
+        (first, second) in (0usize..3, 0usize..3),
+        seed in 0u64..1000,
+        keep in proptest::prelude::any::<bool>(),
+    ) {
+        let ops = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul];
+        let jit = shared_jit();
+        let n = shape.iter().product::<i64>() as usize;
+        let last = *shape.last().expect("at least one dimension");
+        let run = |cx: &ArrayContext| -> Vec<u64> {
+            let a = Tensor::new(&shape, mixed(DType::F64, n, seed)).array(cx);
+            let b = Tensor::new(&shape, mixed(DType::F64, n, seed + 1)).array(cx);
+            let row = Tensor::new(&[last], mixed(DType::F64, last as usize, seed + 2)).array(cx);
+            let t = binary(ops[first], &a, &b).unwrap();
+            let u = binary(ops[second], &t, &row).unwrap();
+            let sum = u.sum().unwrap();
+            let dot = u.dot(&a).unwrap();
+            let mut bits: Vec<u64> = [sum, dot]
+                .iter()
+                .map(|r| r.item::<f64>().unwrap().to_bits())
+                .collect();
+            if keep {
+                bits.extend(u.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()));
+            }
+            bits
+        };
+        let compiled = run(&fused_cx(Some(jit.clone())));
+        let native = run(&fused_cx(None));
+        proptest::prop_assert_eq!(compiled, native);
+        proptest::prop_assert_eq!(jit.stats().compile_failures, 0);
+    }
 }
