@@ -996,8 +996,7 @@ fn launch_identity(
             .map(|&c| c as u64),
     );
     for (req, (region, target)) in requirements.iter().zip(targets) {
-        id.region(region.tree_id);
-        id.extend([region.index_space.id, region.field_space.id]);
+        id.extend([region.tree_id, region.index_space.id, region.field_space.id]);
         id.push(match req.privilege {
             Privilege::Read => 1,
             Privilege::Write => 2,
@@ -1007,8 +1006,7 @@ fn launch_identity(
         match target {
             Target::Whole => id.push(0),
             Target::Tiles(partition, projection) => {
-                id.region(partition.tree_id);
-                id.push(partition.index_partition.id);
+                id.extend([partition.tree_id, partition.index_partition.id]);
                 if let Some((functor, encoded)) = projection {
                     id.push(u64::from(*functor));
                     id.extend(encoded.iter().map(|&c| c as u64));

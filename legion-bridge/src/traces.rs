@@ -11,9 +11,8 @@
 //! operations against (launch domain, task, region requirements); see
 //! [`LaunchIdentity`]. It goes into a trace from its [`TRACED_FROM`]th sighting on (a launch
 //! seen once or twice may never come back, and recording costs more than analysing), and at
-//! most [`LaunchTraces::new`]'s `limit` distinct launches get a trace, and at most
-//! [`MAX_VARIANTS`] launches of one structure on different regions (Legion keeps every trace
-//! it recorded for the life of the context, and a trace id cannot be given to other
+//! most [`LaunchTraces::new`]'s `limit` distinct launches get a trace (Legion keeps every
+//! trace it recorded for the life of the context, and a trace id cannot be given to other
 //! operations).
 //!
 //! Lazy contents are never traced. Legion (26.1) keeps a zero fill, and the reductions of a
@@ -29,29 +28,19 @@ use hashbrown::{HashMap, HashSet};
 
 /// Everything Legion checks when a trace is replayed, as words: two launches with equal
 /// identities are the same operation to Legion (same task, launch domain, regions,
-/// partitions, projections, privileges and reduction operators, in order). The words naming
-/// regions are kept apart: the rest is the launch's structure, which the same step of a
-/// loop has whichever recycled regions its stores got.
+/// partitions, projections, privileges and reduction operators, in order).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct LaunchIdentity {
-    structure: Vec<u64>,
-    regions: Vec<u64>,
-}
+pub(crate) struct LaunchIdentity(Vec<u64>);
 
 impl LaunchIdentity {
-    /// Appends one word of the launch's structure.
+    /// Appends one word of the launch's description.
     pub(crate) fn push(&mut self, word: u64) {
-        self.structure.push(word);
+        self.0.push(word);
     }
 
-    /// Appends several words of the launch's structure.
+    /// Appends several words.
     pub(crate) fn extend(&mut self, words: impl IntoIterator<Item = u64>) {
-        self.structure.extend(words);
-    }
-
-    /// Appends the region tree id of a region the launch uses.
-    pub(crate) fn region(&mut self, tree_id: u64) {
-        self.regions.push(tree_id);
+        self.0.extend(words);
     }
 }
 
@@ -63,13 +52,6 @@ pub(crate) const TRACED_FROM: u32 = 3;
 /// Most launch identities remembered, traced or seen once. A program whose launches never
 /// repeat (fresh regions every time) stops being remembered there instead of growing.
 const MAX_REMEMBERED: usize = 1 << 16;
-
-/// Most traces given to one launch structure, over different regions. A loop step's stores
-/// take recycled regions in an order that depends on when earlier stores died, so a step may
-/// come back on ever new combinations of the same regions (cfd's do: 27 traces after 200
-/// iterations, 65 after 800); each would be a trace Legion records and keeps for the rest of
-/// the run. A steady loop cycles through a few combinations, which these cover.
-const MAX_VARIANTS: u32 = 4;
 
 /// What is known of one launch identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,8 +68,6 @@ pub(crate) struct LaunchTraces {
     seen: HashMap<LaunchIdentity, Sighted>,
     /// Traces given so far.
     traced: usize,
-    /// Traces given per launch structure.
-    variants: HashMap<Vec<u64>, u32>,
     /// Most traces given.
     limit: usize,
     /// Regions (by region tree id) whose contents Legion may hold as pending fills or
@@ -101,7 +81,6 @@ impl LaunchTraces {
         LaunchTraces {
             seen: HashMap::new(),
             traced: 0,
-            variants: HashMap::new(),
             limit,
             lazy: HashSet::new(),
         }
@@ -125,9 +104,8 @@ impl LaunchTraces {
     }
 
     /// The trace to issue the launch `identity` in, if any: none before its
-    /// [`TRACED_FROM`]th sighting, its own trace id from then on while traces are left and
-    /// its structure has fewer than [`MAX_VARIANTS`]. The same identity always gets the same
-    /// id.
+    /// [`TRACED_FROM`]th sighting, its own trace id from then on while traces are left. The
+    /// same identity always gets the same id.
     pub(crate) fn trace_of(&mut self, identity: LaunchIdentity) -> Option<u32> {
         if self.limit == 0 {
             return None;
@@ -139,13 +117,9 @@ impl LaunchTraces {
             }
             return None;
         };
-        let variants = self.variants.get(&identity.structure).copied().unwrap_or(0);
         match *sighted {
             Sighted::Traced(id) => Some(id),
-            Sighted::Times(n)
-                if n + 1 >= TRACED_FROM && self.traced < self.limit && variants < MAX_VARIANTS =>
-            {
-                *self.variants.entry(identity.structure).or_default() += 1;
+            Sighted::Times(n) if n + 1 >= TRACED_FROM && self.traced < self.limit => {
                 self.traced += 1;
                 // Trace ids are the context's own; diffuse issues no other trace there.
                 let id = self.traced as u32;
@@ -170,15 +144,6 @@ mod tests {
         id
     }
 
-    /// A launch of structure `words` on the regions `regions`.
-    fn on_regions(words: &[u64], regions: &[u64]) -> LaunchIdentity {
-        let mut id = identity(words);
-        for &r in regions {
-            id.region(r);
-        }
-        id
-    }
-
     /// Sights `id` until just before it would be traced.
     fn sight_untraced(traces: &mut LaunchTraces, id: &LaunchIdentity) {
         for _ in 1..TRACED_FROM {
@@ -200,32 +165,6 @@ mod tests {
             assert_eq!(traces.trace_of(stencil.clone()), first);
             assert_eq!(traces.trace_of(copy.clone()), second);
         }
-    }
-
-    /// One loop step coming back on ever new combinations of recycled regions gets at most
-    /// `MAX_VARIANTS` traces; each keeps its own, and other steps are traced as before.
-    #[test]
-    fn a_launch_on_ever_new_regions_gets_a_bounded_number_of_traces() {
-        let mut traces = LaunchTraces::new(64);
-        let step = [5, 9, 2];
-        let variants: Vec<LaunchIdentity> = (0..MAX_VARIANTS as u64 + 3)
-            .map(|k| on_regions(&step, &[10 + k, 20 + k]))
-            .collect();
-        let mut given = Vec::new();
-        for id in &variants {
-            sight_untraced(&mut traces, id);
-            given.push(traces.trace_of(id.clone()));
-        }
-        let traced = MAX_VARIANTS as usize;
-        assert!(given[..traced].iter().all(Option::is_some), "{given:?}");
-        assert!(given[traced..].iter().all(Option::is_none), "{given:?}");
-        for (id, trace) in variants.iter().zip(&given) {
-            assert_eq!(traces.trace_of(id.clone()), *trace);
-        }
-        // Another structure on the same regions.
-        let other = on_regions(&[5, 9, 3], &[10, 20]);
-        sight_untraced(&mut traces, &other);
-        assert!(traces.trace_of(other).is_some());
     }
 
     #[test]
