@@ -221,7 +221,7 @@ pub(crate) fn compose_elements(
     let finals = if partials.is_empty() && whole.is_empty() {
         nest.parallel(&mut body)
     } else {
-        let (tensors, values) = nest.lanes(&mut body, &partials);
+        let (tensors, values) = nest.chunked(&mut body, &partials);
         for (partial, value) in partials.iter().zip(values) {
             let q = partial.param;
             let _ = writeln!(
@@ -489,14 +489,11 @@ impl Nest<'_> {
         (0..outs.len()).map(|i| format!("%r#{i}")).collect()
     }
 
-    /// Emits the nest as `scf.for` loops, with `partials` folded in: one per leading
-    /// dimension and,
-    /// per row of the innermost one, a loop over chunks of [`REDUCTION_LANES`] elements with
-    /// one partial per lane and reduction (each from the identity), the lanes folded into
-    /// the running partial in order, then a loop over the row's remaining elements, as the
-    /// native kernels fold. The tensors of [`Nest::outs`] and the running partials (from the
-    /// values in memory) are carried through the loops; returns their final values.
-    fn lanes(&self, body: &mut String, partials: &[Partial]) -> (Vec<String>, Vec<String>) {
+    /// Emits the nest as `scf.for` loops, with `partials` folded in: one loop per leading
+    /// dimension, and per row of the innermost one the loops of [`Nest::row`]. The tensors
+    /// of [`Nest::outs`] and the running partials (from the values in memory) are carried
+    /// through the loops; returns their final values.
+    fn chunked(&self, body: &mut String, partials: &[Partial]) -> (Vec<String>, Vec<String>) {
         let sig = self.sig;
         let rank = sig.params[self.space].rank;
         for k in 0..=REDUCTION_LANES.max(rank) {
@@ -510,12 +507,6 @@ impl Nest<'_> {
                 self.space
             );
         }
-        let len = format!("%n_d{}", rank - 1);
-        let _ = writeln!(
-            body,
-            "    %n_rest = arith.remui {len}, %n_c{REDUCTION_LANES} : index\n    %n_chunked = arith.subi {len}, %n_rest : index"
-        );
-        let partial_type = |r: &Partial| element_type(sig.params[r.param].dtype);
         let mut running = Vec::new();
         for r in partials {
             let q = r.param;
@@ -523,7 +514,7 @@ impl Nest<'_> {
                 body,
                 "    %n_id{q} = arith.constant {} : {}\n    %n_s{q} = memref.load %m{q}[] : {}",
                 r.identity,
-                partial_type(r),
+                self.partial_type(r),
                 memref_type(&sig.params[q])
             );
             running.push(format!("%n_s{q}"));
@@ -535,16 +526,7 @@ impl Nest<'_> {
                 tensor_of(&sig.params[p])
             );
         }
-        let tensor_types: Vec<String> = self
-            .outs
-            .iter()
-            .map(|&p| tensor_of(&sig.params[p]))
-            .collect();
-        let carried_types: Vec<String> = tensor_types
-            .iter()
-            .cloned()
-            .chain(partials.iter().map(|r| partial_type(r).to_string()))
-            .collect();
+        let carried_types = self.carried_types(partials);
         let mut tensors: Vec<String> = self.outs.iter().map(|p| format!("%t{p}")).collect();
         let mut fresh = Fresh::new("%u");
         let mut indent = String::from("    ");
@@ -566,19 +548,48 @@ impl Nest<'_> {
             leading.push(result);
             indent.push_str("  ");
         }
+        (tensors, running) = self.row(body, &indent, &mut fresh, &at, (tensors, running), partials);
+        for result in leading.iter().rev() {
+            close_loop(body, &indent, &[tensors, running].concat(), &carried_types);
+            indent.truncate(indent.len() - 2);
+            let all = 0..carried_types.len();
+            (tensors, running) = split(results(result, all), self.outs.len());
+        }
+        (tensors, running)
+    }
 
-        // The row's chunks: `REDUCTION_LANES` partials per reduction.
-        let mut chunk_types = tensor_types.clone();
-        let mut chunk_inits = tensors.clone();
+    /// Emits, at `indent`, the loops over the innermost row at leading indices `at`: chunks
+    /// of [`REDUCTION_LANES`] elements with one partial per lane and reduction (each from the
+    /// identity), the lanes folded into the running partials in order, then the row's
+    /// remaining elements one by one, as the native kernels fold. Takes and returns the
+    /// carried tensors and running partials.
+    fn row(
+        &self,
+        body: &mut String,
+        indent: &str,
+        fresh: &mut Fresh,
+        at: &[String],
+        (tensors, mut running): (Vec<String>, Vec<String>),
+        partials: &[Partial],
+    ) -> (Vec<String>, Vec<String>) {
+        let rank = self.sig.params[self.space].rank;
+        let len = format!("%n_d{}", rank - 1);
+        let _ = writeln!(
+            body,
+            "{indent}%n_rest = arith.remui {len}, %n_c{REDUCTION_LANES} : index\n{indent}%n_chunked = arith.subi {len}, %n_rest : index"
+        );
+        let outs = self.outs.len();
+        let mut chunk_types = self.carried_types(&[]);
+        let mut chunk_inits = tensors;
         for r in partials {
             for _ in 0..REDUCTION_LANES {
-                chunk_types.push(partial_type(r).to_string());
+                chunk_types.push(self.partial_type(r).to_string());
                 chunk_inits.push(format!("%n_id{}", r.param));
             }
         }
         let carried = open_loop(
             body,
-            &indent,
+            indent,
             "%n_chunks",
             "%n_j",
             ["%n_c0", "%n_chunked", &format!("%n_c{REDUCTION_LANES}")],
@@ -586,7 +597,7 @@ impl Nest<'_> {
             &chunk_types,
         );
         let inner = format!("{indent}  ");
-        let (mut chunk_tensors, lane_values) = split(carried, self.outs.len());
+        let (mut chunk_tensors, lane_values) = split(carried, outs);
         let mut lanes: Vec<Vec<String>> = lane_values
             .chunks(REDUCTION_LANES)
             .map(<[String]>::to_vec)
@@ -599,12 +610,12 @@ impl Nest<'_> {
                 let _ = writeln!(body, "{inner}{v} = arith.addi %n_j, %n_c{k} : index");
                 v
             };
-            let element_at = [at.as_slice(), &[position]].concat();
+            let element_at = [at, &[position]].concat();
             let values: Vec<String> = lanes.iter().map(|l| l[k].clone()).collect();
             let (t, v) = self.element(
                 body,
                 &inner,
-                &mut fresh,
+                fresh,
                 &element_at,
                 &chunk_tensors,
                 partials,
@@ -621,52 +632,59 @@ impl Nest<'_> {
             &[chunk_tensors, lanes.concat()].concat(),
             &chunk_types,
         );
-        tensors = results("%n_chunks", 0..self.outs.len());
+        let tensors = results("%n_chunks", 0..outs);
         for (i, (r, value)) in partials.iter().zip(running.iter_mut()).enumerate() {
-            let first = self.outs.len() + i * REDUCTION_LANES;
+            let first = outs + i * REDUCTION_LANES;
             for lane in results("%n_chunks", first..first + REDUCTION_LANES) {
                 let folded = fresh.name();
                 let _ = writeln!(
                     body,
                     "{indent}{folded} = arith.{} {value}, {lane} : {}",
                     r.combine,
-                    partial_type(r)
+                    self.partial_type(r)
                 );
                 *value = folded;
             }
         }
 
         // The rest of the row, element by element into the running partials.
+        let carried_types = self.carried_types(partials);
         let carried = open_loop(
             body,
-            &indent,
+            indent,
             "%n_tail",
             "%n_k",
             ["%n_chunked", &len, "%n_c1"],
-            &[tensors.as_slice(), running.as_slice()].concat(),
+            &[tensors, running].concat(),
             &carried_types,
         );
-        let (rest_tensors, rest_running) = split(carried, self.outs.len());
-        let element_at = [at.as_slice(), &["%n_k".to_string()]].concat();
+        let (rest_tensors, rest_running) = split(carried, outs);
+        let element_at = [at, &["%n_k".to_string()]].concat();
         let (t, v) = self.element(
             body,
             &inner,
-            &mut fresh,
+            fresh,
             &element_at,
             &rest_tensors,
             partials,
             &rest_running,
         );
         close_loop(body, &inner, &[t, v].concat(), &carried_types);
-        let all = 0..carried_types.len();
-        (tensors, running) = split(results("%n_tail", all.clone()), self.outs.len());
+        split(results("%n_tail", 0..carried_types.len()), outs)
+    }
 
-        for result in leading.iter().rev() {
-            close_loop(body, &indent, &[tensors, running].concat(), &carried_types);
-            indent.truncate(indent.len() - 2);
-            (tensors, running) = split(results(result, all.clone()), self.outs.len());
-        }
-        (tensors, running)
+    /// The element type of a partial.
+    fn partial_type(&self, r: &Partial) -> &'static str {
+        element_type(self.sig.params[r.param].dtype)
+    }
+
+    /// The types the loops carry: the tensors of [`Nest::outs`], then one value per partial.
+    fn carried_types(&self, partials: &[Partial]) -> Vec<String> {
+        self.outs
+            .iter()
+            .map(|&p| tensor_of(&self.sig.params[p]))
+            .chain(partials.iter().map(|r| self.partial_type(r).to_string()))
+            .collect()
     }
 
     /// Emits the per-element steps at the element with iteration-space indices `at`: reads
