@@ -138,7 +138,7 @@ pub(crate) fn compose_elements(
                 }
                 Privilege::Reduce(op) => {
                     let partial = Partial::of(p, op, param.dtype)
-                        .filter(|_| target == KernelTarget::Host && rank > 0)
+                        .filter(|_| target == KernelTarget::Host)
                         .filter(|_| param.rank == 0 && !param.temporary);
                     partial.map(|partial| partials.push(partial)).is_some()
                 }
@@ -206,6 +206,10 @@ pub(crate) fn compose_elements(
         }
     }
     if outs.is_empty() && partials.is_empty() {
+        return None;
+    }
+    // The chunked nest runs over rows: a 0-d space has none.
+    if rank == 0 && !(partials.is_empty() && whole.is_empty()) {
         return None;
     }
     let nest = Nest {
