@@ -208,8 +208,10 @@ pub(crate) fn compose_elements(
     if outs.is_empty() && partials.is_empty() {
         return None;
     }
-    // The chunked nest runs over rows: a 0-d space has none.
-    if rank == 0 && !(partials.is_empty() && whole.is_empty()) {
+    // Steps reading whole get the element's indices, which only the chunked nest has; it
+    // runs over rows, which a 0-d space has none of.
+    let parallel = partials.is_empty() && wholes.iter().all(Vec::is_empty);
+    if rank == 0 && !parallel {
         return None;
     }
     let nest = Nest {
@@ -222,7 +224,7 @@ pub(crate) fn compose_elements(
         ins: &ins,
         outs: &outs,
     };
-    let finals = if partials.is_empty() && whole.is_empty() {
+    let finals = if parallel {
         nest.parallel(&mut body)
     } else {
         let (tensors, values) = nest.chunked(&mut body, &partials);

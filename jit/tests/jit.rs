@@ -581,6 +581,90 @@ fn a_dot_product_joins_the_loop_nest_of_its_operands_in_lane_order() {
     }
 }
 
+/// `out[i] = x[i - 1]` (`x[0]` for the first), 1-d f64: the element function reads `x`
+/// whole, at an index of its own.
+struct Previous;
+
+impl MlirGenerator for Previous {
+    fn generate(&self, symbol: &str, _sig: &MlirSignature<'_>) -> Result<String, KernelError> {
+        Err(KernelError {
+            kind: symbol.into(),
+            point: diffuse_ir::Point::splat(0, 0),
+            reason: "only an element function".into(),
+        })
+    }
+
+    fn generate_element(
+        &self,
+        symbol: &str,
+        _sig: &MlirSignature<'_>,
+    ) -> Option<Result<String, KernelError>> {
+        Some(Ok(format!(
+            "func.func private @{symbol}(%i: index, %x: tensor<?xf64>, %o: f64) -> f64 {{
+    %c1 = arith.constant 1 : index
+    %above = arith.maxui %i, %c1 : index
+    %before = arith.subi %above, %c1 : index
+    %v = tensor.extract %x[%before] : tensor<?xf64>
+    return %v : f64
+}}"
+        )))
+    }
+
+    fn element_reads_whole(&self, _sig: &MlirSignature<'_>) -> Vec<usize> {
+        vec![0]
+    }
+}
+
+/// `y = previous(x); z = y + x`: `x` is read whole by one step and element by element by the
+/// other, through one parameter; the nest hands the first its indices.
+#[test]
+fn an_argument_read_whole_and_element_by_element_gets_the_indexed_nest() {
+    let previous = TaskKind::lookup("jit_test.previous").unwrap_or_else(|| {
+        TaskKind::builder("jit_test.previous")
+            .arg("x", DType::F64, Privilege::Read)
+            .arg("out", DType::F64, Privilege::Write)
+            .mlir(Arc::new(Previous))
+            .register(|_| Ok(()))
+            .expect("registers")
+    });
+    let (read, write) = (Privilege::Read, Privilege::Write);
+    let one_d = |store, privilege| KernelParam {
+        rank: 1,
+        ..param(store, privilege, false, 0)
+    };
+    let sig = KernelSignature {
+        name: "previous+add".into(),
+        steps: vec![
+            step(previous, &[(0, read), (1, write)]),
+            step(element_add(), &[(1, read), (0, read), (2, write)]),
+        ],
+        params: vec![one_d(0, read), one_d(1, write), one_d(2, write)],
+    };
+    let kernel = Jit::new().kernel(&sig).expect("compiles");
+    assert_eq!(kernel.iteration_space().map(|s| s.param), Some(1));
+    let n = 2 * diffuse_ir::REDUCTION_LANES + 3;
+    let mut x: Vec<f64> = (0..n).map(|i| (i * i) as f64 + 0.5).collect();
+    let (mut y, mut z) = (vec![0.0; n], vec![0.0; n]);
+    let (sizes, strides) = ([n as i64], [1i64]);
+    // SAFETY: every memref addresses a buffer of its size.
+    unsafe {
+        kernel
+            .call(
+                &[
+                    memref(&mut x, &sizes, &strides),
+                    memref(&mut y, &sizes, &strides),
+                    memref(&mut z, &sizes, &strides),
+                ],
+                &[],
+            )
+            .expect("calls");
+    }
+    for i in 0..n {
+        let before = x[i.max(1) - 1];
+        assert_eq!((y[i], z[i]), (before, before + x[i]), "at {i}");
+    }
+}
+
 #[test]
 fn failures_are_typed_and_cached() {
     struct Broken;
