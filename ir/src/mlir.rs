@@ -27,6 +27,14 @@
 //! polynomials and the rest to libm). Element-wise kernels should be one `linalg.generic` on
 //! tensors per output, so the JIT can fuse them with their neighbours and remove temporaries.
 //!
+//! A kind may also give an element function ([`MlirGenerator::generate_element`]): one
+//! element of an element-wise kind, one element's contribution to a sum or product, or one
+//! element that reads some arguments whole at indices of its own (a sparse matrix row,
+//! [`MlirGenerator::element_reads_whole`]). When every constituent of a fused task has one,
+//! the JIT calls them in program order inside one loop nest, folding sums and products in
+//! the order of [`REDUCTION_LANES`], so a vector update and the dot product of its result
+//! read memory once and give the bits of separate kernels.
+//!
 //! A library adds a generator for a new kind without touching the JIT:
 //!
 //! ```
