@@ -137,7 +137,7 @@ pub(crate) fn element_call(
     mut operands: Vec<String>,
     mut types: Vec<String>,
     written: Vec<usize>,
-) -> Call<String> {
+) -> Call {
     for (name, &d) in scalar_names.iter().zip(sig.steps[c].kind.scalars()) {
         operands.push(name.clone());
         types.push(element_type(d).to_string());
@@ -157,15 +157,15 @@ pub(crate) fn element_call(
 /// One constituent's `func.call` in a composed body: the callee's symbol (without `@`), its
 /// operands and their types, and the parameters it writes, one result (of `result_types`)
 /// each.
-pub(crate) struct Call<T> {
+pub(crate) struct Call {
     callee: String,
     operands: Vec<String>,
-    operand_types: Vec<T>,
-    result_types: Vec<T>,
+    operand_types: Vec<String>,
+    result_types: Vec<String>,
     written: Vec<usize>,
 }
 
-impl<T: std::borrow::Borrow<str>> Call<T> {
+impl Call {
     /// Appends the call at `indent`, its results named by `fresh`, and makes those results
     /// the `current` values of the parameters it writes.
     pub(crate) fn emit(

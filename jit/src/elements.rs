@@ -111,6 +111,10 @@ pub(crate) fn compose_elements(
                 .element_reads_whole(&signature(c)),
         );
     }
+    // The indexed nest is sequential loops: a GPU maps `linalg` ops onto its threads.
+    if target != KernelTarget::Host && wholes.iter().any(|w| !w.is_empty()) {
+        return None;
+    }
     let mut partials = Vec::new();
     let mut read_whole = vec![false; sig.params.len()];
     let mut bound_per_element = vec![false; sig.params.len()];

@@ -1225,13 +1225,13 @@ pub(crate) fn cases_from_env(var: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// A runner of `cases` random cases, with no failure persistence; random unless
-/// `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run must all generate
-/// the same streams).
 /// Cases a property run needs before it must show the rarer features (see
 /// [`run_property`]).
 const RARE_FEATURE_CASES: usize = 200;
 
+/// A runner of `cases` random cases, with no failure persistence; random unless
+/// `DIFFUSE_PROPERTY_SEED` fixes the seed (the ranks of a multi-process run must all generate
+/// the same streams).
 pub(crate) fn property_runner(cases: u32) -> TestRunner {
     let seed = std::env::var("DIFFUSE_PROPERTY_SEED")
         .ok()

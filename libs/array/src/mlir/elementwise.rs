@@ -6,7 +6,7 @@ use diffuse_ir::{
 };
 
 use super::{
-    arg_name, check_arg, check_counts, dim_list, function, generic, parameters, scalar_name,
+    arg_name, check_arg, check_counts, dim_list, element_function, function, generic, scalar_name,
     unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
@@ -55,20 +55,10 @@ impl MlirGenerator for ElementwiseGenerator {
     ) -> Option<Result<String, KernelError>> {
         let name = self.0.kind_name();
         Some(self.check(&name, sig).and_then(|(conditions, out)| {
-            let params = parameters(sig, |a| element_type(a.dtype).to_string());
-            let mut e = Emitter {
-                indent: 2,
-                ..Emitter::default()
-            };
-            let inputs: Vec<String> = (0..sig.args.len() - 1).map(arg_name).collect();
-            let result = self.element(&mut e, &name, conditions, &inputs)?;
-            let ty = element_type(out.dtype);
-            e.line(format_args!("return {result} : {ty}"));
-            Ok(format!(
-                "func.func private @{symbol}({}) -> ({ty}) {{\n{}}}\n",
-                params.join(", "),
-                e.text
-            ))
+            element_function(symbol, sig, out.dtype, |e| {
+                let inputs: Vec<String> = (0..sig.args.len() - 1).map(arg_name).collect();
+                self.element(e, &name, conditions, &inputs)
+            })
         }))
     }
 }

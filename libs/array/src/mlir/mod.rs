@@ -249,6 +249,31 @@ fn function(
     ))
 }
 
+/// Builds an element function `func.func private @symbol` for `sig` (see
+/// `MlirGenerator::generate_element`): one scalar of its element type per store argument,
+/// named [`arg_name`]`(i)`, then the scalars; `body` emits the instructions and returns the
+/// one value returned, of dtype `result`.
+fn element_function(
+    symbol: &str,
+    sig: &MlirSignature<'_>,
+    result: DType,
+    body: impl FnOnce(&mut Emitter) -> Result<String, KernelError>,
+) -> Result<String, KernelError> {
+    let params = parameters(sig, |a| element_type(a.dtype).to_string());
+    let mut e = Emitter {
+        indent: 2,
+        ..Emitter::default()
+    };
+    let value = body(&mut e)?;
+    let ty = element_type(result);
+    e.line(format_args!("return {value} : {ty}"));
+    Ok(format!(
+        "func.func private @{symbol}({}) -> ({ty}) {{\n{}}}\n",
+        params.join(", "),
+        e.text
+    ))
+}
+
 /// The kind of one loop of a `linalg.generic`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Loop {

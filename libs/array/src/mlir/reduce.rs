@@ -13,7 +13,7 @@ use diffuse_ir::{
 
 use super::elementwise::binary_op;
 use super::{
-    arg_name, check_arg, check_counts, check_rank, dim_list, function, generic, parameters,
+    arg_name, check_arg, check_counts, check_rank, dim_list, element_function, function, generic,
     unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
@@ -122,40 +122,15 @@ impl MlirGenerator for ReductionGenerator {
             return None;
         }
         Some(self.check(sig).and_then(|(inputs, acc)| {
-            let name = &self.name;
-            let dtype = acc.dtype;
-            let mut e = Emitter {
-                indent: 2,
-                ..Emitter::default()
-            };
-            let value = if self.product {
-                fold(
-                    &mut e,
-                    name,
-                    BinaryOp::Mul,
-                    dtype,
-                    &arg_name(0),
-                    &arg_name(1),
-                )?
-            } else {
-                arg_name(0)
-            };
-            let folded = fold(
-                &mut e,
-                name,
-                combiner(self.op),
-                dtype,
-                &arg_name(inputs),
-                &value,
-            )?;
-            let ty = element_type(dtype);
-            e.line(format_args!("return {folded} : {ty}"));
-            let params = parameters(sig, |a| element_type(a.dtype).to_string());
-            Ok(format!(
-                "func.func private @{symbol}({}) -> ({ty}) {{\n{}}}\n",
-                params.join(", "),
-                e.text
-            ))
+            let (name, dtype) = (&self.name, acc.dtype);
+            element_function(symbol, sig, dtype, |e| {
+                let value = if self.product {
+                    fold(e, name, BinaryOp::Mul, dtype, &arg_name(0), &arg_name(1))?
+                } else {
+                    arg_name(0)
+                };
+                fold(e, name, combiner(self.op), dtype, &arg_name(inputs), &value)
+            })
         }))
     }
 }
