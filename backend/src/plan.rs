@@ -91,6 +91,19 @@ pub struct CompiledKernel {
     pub params: Vec<KernelParamSource>,
 }
 
+impl CompiledKernel {
+    /// True when every store the kernel reduces into is reached through that parameter
+    /// alone in `template`: the GPU kernel then reads and writes it through the one
+    /// descriptor (what a GPU launch with reductions needs).
+    pub fn reductions_stand_alone(&self, template: &LaunchTemplate) -> bool {
+        let slot = |q: &KernelParamSource| template.args()[q.arg].slot;
+        self.params
+            .iter()
+            .filter(|q| q.reduction.is_some())
+            .all(|r| self.params.iter().filter(|q| slot(q) == slot(r)).count() == 1)
+    }
+}
+
 /// A run of consecutive constituents of a fused task whose kinds all have MLIR bodies,
 /// compiled on its own because another constituent of the task has none: the task's points
 /// run it between the other constituents' native kernels. Temporaries it shares with
@@ -320,6 +333,11 @@ impl LaunchTemplate {
     /// correct, possibly slower).
     pub fn kernel(&self) -> Option<&Arc<CompiledKernel>> {
         self.kernel.get().and_then(Option::as_ref)
+    }
+
+    /// True once the kernel choice is final (a kernel, or none), false while it compiles.
+    pub fn kernel_decided(&self) -> bool {
+        self.kernel.get().is_some()
     }
 
     /// Makes the kernel choice final; later calls change nothing.

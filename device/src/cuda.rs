@@ -109,10 +109,65 @@ fn open_gpu() -> Result<Gpu, String> {
     })
 }
 
+/// How many CUDA GPUs this machine has: 0 without a driver, without a GPU, or when the
+/// driver fails to start. Never panics.
+pub fn device_count() -> usize {
+    let count = || {
+        // SAFETY: only probes whether the driver library can be opened.
+        if !unsafe { sys::is_culib_present() } || result::init().is_err() {
+            return 0;
+        }
+        result::device::get_count().map_or(0, |c| usize::try_from(c).unwrap_or(0))
+    };
+    catch_unwind(count).unwrap_or(0)
+}
+
 /// The LLVM NVPTX chip of this machine's GPU (`sm_90` for an H100), or `None` without one:
 /// what kernels for it are compiled for.
 pub fn chip() -> Option<String> {
     gpu().ok().and_then(|g| g.info.chip.clone())
+}
+
+/// Runs kernel host code (`work`) now on the calling thread, its kernels launched on
+/// `stream`: a stream of the CUDA context current on this thread that the caller owns (a
+/// Legion GPU task's, from Realm), for runtimes that manage their GPUs' contexts and streams
+/// themselves. `workspace_bytes`: the device scratch buffers the kernels take (a GPU kernel's
+/// workspaces), allocated in stream order before them and freed in stream order after them;
+/// `work` gets their addresses. Nothing waits: the kernels complete later, in stream order.
+/// The error is the first failure of a runtime function or of `work`.
+///
+/// # Safety
+/// `stream` must be a live stream of the context current on this thread, and the memory the
+/// kernels access must stay valid until they complete in stream order.
+pub unsafe fn launch_on_stream(
+    stream: *mut c_void,
+    workspace_bytes: &[usize],
+    work: impl FnOnce(&[DevicePtr]) -> Result<(), String>,
+) -> Result<(), DeviceError> {
+    guarded("launching GPU kernels on a task's stream", || {
+        let stream: CUstream = stream.cast();
+        let (total, offsets) = crate::workspace_layout(workspace_bytes);
+        let base = if total > 0 {
+            // SAFETY: the caller's stream, in the current context; used only by the
+            // kernels enqueued on it below and freed on it after them.
+            let base = unsafe { result::malloc_async(stream, total) }
+                .map_err(|e| failed(format!("allocating {total} bytes of device workspace"), e))?;
+            Some(base)
+        } else {
+            None
+        };
+        let parts: Vec<DevicePtr> = base
+            .map(|b| offsets.iter().map(|&o| b + o as u64).collect())
+            .unwrap_or_default();
+        let outcome = runtime::launch(stream, || work(&parts)).map_err(DeviceError::Kernel);
+        if let Some(base) = base {
+            // SAFETY: allocated on `stream` above; freed after the kernels in stream order.
+            if let Err(e) = unsafe { result::free_async(base, stream) } {
+                tracing::warn!("freeing a device workspace failed: {}", describe(e));
+            }
+        }
+        outcome
+    })
 }
 
 /// A driver error as `NAME: description`.

@@ -119,6 +119,18 @@ pub struct Copy2d {
 /// thread. It returns why it failed, if it did.
 pub type LaunchWork = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
+/// How a kernel's device workspaces (one per entry of `sizes`, in bytes) share one
+/// allocation: its total size and each workspace's offset in it, 256-byte aligned.
+pub fn workspace_layout(sizes: &[usize]) -> (usize, Vec<usize>) {
+    let mut offsets = Vec::with_capacity(sizes.len());
+    let mut total = 0;
+    for &bytes in sizes {
+        offsets.push(total);
+        total += bytes.div_ceil(256) * 256;
+    }
+    (total, offsets)
+}
+
 /// Counters of the traffic a device has carried since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceCounters {
@@ -289,4 +301,15 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "a panic without a message".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workspace_layout;
+
+    #[test]
+    fn workspaces_share_one_allocation_at_aligned_offsets() {
+        assert_eq!(workspace_layout(&[]), (0, vec![]));
+        assert_eq!(workspace_layout(&[8, 300, 256]), (1024, vec![0, 256, 768]));
+    }
 }

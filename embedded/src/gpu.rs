@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use diffuse_backend::memory::HostBuffer;
 use diffuse_backend::point::{accumulator, fits, fold};
-use diffuse_backend::{CompiledKernel, KernelParamSource, LaunchPlan, PointKernel, ProcKind, Slot};
+use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, ProcKind, Slot};
 use diffuse_device::{DeviceKind, DevicePtr};
 use diffuse_ir::{IrError, KernelError, MemRef, Point, Rect, ReductionOp, Scalar, Shape, Tuple};
 
@@ -52,7 +52,7 @@ pub(crate) fn run(
     let Some(kernel) = t.kernel().filter(|k| k.gpu.is_some()) else {
         return Ok(false);
     };
-    if !on_gpu || !reductions_stand_alone(plan, kernel) || LAUNCH_FAILED.load(Ordering::Relaxed) {
+    if !on_gpu || !kernel.reductions_stand_alone(t) || LAUNCH_FAILED.load(Ordering::Relaxed) {
         return Ok(false);
     }
     let points: Vec<Point> = Rect::from_shape(t.launch_domain()).points().collect();
@@ -134,18 +134,6 @@ pub(crate) fn run(
     Ok(true)
 }
 
-/// True when every store the kernel reduces into is reached through that parameter alone (the
-/// kernel reads and writes it through the one descriptor).
-fn reductions_stand_alone(plan: &LaunchPlan, kernel: &CompiledKernel) -> bool {
-    let t = plan.template();
-    let slot = |q: &KernelParamSource| t.args()[q.arg].slot;
-    kernel
-        .params
-        .iter()
-        .filter(|q| q.reduction.is_some())
-        .all(|r| kernel.params.iter().filter(|q| slot(q) == slot(r)).count() == 1)
-}
-
 /// The device workspace of one plan's launches (one part per full reduction of the kernel),
 /// freed in stream order when dropped, after the launches that use it were enqueued.
 struct Workspace<'a> {
@@ -157,24 +145,20 @@ struct Workspace<'a> {
 impl<'a> Workspace<'a> {
     /// One allocation holding a part of each of `sizes` bytes, 256-byte aligned.
     fn allocate(gpu: &'a Gpu, sizes: &[usize]) -> Result<Self, diffuse_device::DeviceError> {
-        let aligned = |bytes: usize| bytes.div_ceil(256) * 256;
-        let total: usize = sizes.iter().map(|&b| aligned(b)).sum();
-        let mut workspace = Workspace {
-            gpu,
-            base: None,
-            parts: Vec::with_capacity(sizes.len()),
-        };
+        let (total, offsets) = diffuse_device::workspace_layout(sizes);
         if total == 0 {
-            return Ok(workspace);
+            return Ok(Workspace {
+                gpu,
+                base: None,
+                parts: Vec::new(),
+            });
         }
         let base = gpu.device().alloc(total)?;
-        workspace.base = Some(base);
-        let mut offset = 0;
-        for &bytes in sizes {
-            workspace.parts.push(base + offset as u64);
-            offset += aligned(bytes);
-        }
-        Ok(workspace)
+        Ok(Workspace {
+            gpu,
+            base: Some(base),
+            parts: offsets.iter().map(|&o| base + o as u64).collect(),
+        })
     }
 }
 

@@ -266,10 +266,9 @@ impl Runtime {
             (None, true) => {
                 if machine.gpus_per_node == 0 {
                     eprint_line(match args.backend {
-                        // Its point task has no GPU variant (-ll:gpu is refused).
                         Backend::Legion => {
-                            "warning: the Legion backend runs point tasks on CPUs only: fused \
-                             kernels run on the CPU"
+                            "warning: this Legion run has no GPU processors (give -ll:gpu N on \
+                             a machine with GPUs): fused kernels run on the CPU"
                         }
                         Backend::Embedded => {
                             "warning: no GPU on this machine: fused kernels run on the CPU"

@@ -16,6 +16,9 @@
 #include "legion.h"
 #include "legion/bindings/c_bindings_util.h"
 #include "mappers/default_mapper.h"
+#ifdef REALM_USE_CUDA
+#include "realm/cuda/cuda_module.h"
+#endif
 
 using namespace Legion;
 using namespace Legion::Mapping;
@@ -170,6 +173,10 @@ void uncount_point(const Task& task) {
 // ask other nodes).
 std::atomic<bool> steal_anywhere_seen{false};
 
+// The processor kinds the point task has variants for (bit 1 << diffuse_proc_kind_t), found
+// by the first mapper call that slices a point task; 0 before.
+std::atomic<uint32_t> point_variant_kinds{0};
+
 // The launch's `TaskSteal` scope (DIFFUSE_STEAL_NONE without an answer).
 int32_t steal_scope(const Task& task) {
   if (callbacks.steal_scope == nullptr) return DIFFUSE_STEAL_NONE;
@@ -226,7 +233,7 @@ class DiffuseMapper : public DefaultMapper {
                            TaskOptions& output) override {
     DefaultMapper::select_task_options(ctx, task, output);
     if (!is_point_task(task) || task.is_index_space) return;
-    Processor target = point_target(task, task.index_point);
+    Processor target = runnable(point_target(task, task.index_point), variant_kinds(ctx));
     if (target.exists()) output.initial_proc = target;
   }
 
@@ -241,8 +248,9 @@ class DiffuseMapper : public DefaultMapper {
     std::vector<TaskSlice> slices;
     int32_t scope = steal_scope(task);
     if (scope == DIFFUSE_STEAL_ANY_NODE) steal_anywhere_seen.store(true);
+    uint32_t variants = variant_kinds(ctx);
     for (Domain::DomainPointIterator it(input.domain); it; it++) {
-      Processor target = point_target(task, it.p);
+      Processor target = runnable(point_target(task, it.p), variants);
       if (!target.exists()) {
         DefaultMapper::slice_task(ctx, task, input, output);
         return;
@@ -419,6 +427,12 @@ class DiffuseMapper : public DefaultMapper {
     if (!choice_for(ctx, req, &choice))
       return DefaultMapper::default_policy_select_target_memory(ctx, target_proc, req, mc);
     Memory::Kind wanted = legion_memory(choice.memory);
+    if (target_proc.kind() == Processor::TOC_PROC && wanted != Memory::GPU_FB_MEM &&
+        wanted != Memory::Z_COPY_MEM) {
+      notice(std::string("Mapple placed a region of a GPU point in ") + memory_name(wanted) +
+             ", which the GPU's kernels cannot address; it goes to FBMEM");
+      wanted = Memory::GPU_FB_MEM;
+    }
     Memory best = Memory::NO_MEMORY;
     if (!mc.is_valid() || mc.get_kind() == wanted) {
       Machine::MemoryQuery query(machine);
@@ -516,6 +530,38 @@ class DiffuseMapper : public DefaultMapper {
   }
 
  private:
+  // The kinds of processors the point task has variants for (bit 1 << diffuse_proc_kind_t),
+  // asked of Legion once.
+  uint32_t variant_kinds(MapperContext ctx) {
+    uint32_t kinds = point_variant_kinds.load();
+    if (kinds != 0) return kinds;
+    const std::pair<Processor::Kind, int32_t> all[] = {{Processor::LOC_PROC, DIFFUSE_PROC_CPU},
+                                                       {Processor::TOC_PROC, DIFFUSE_PROC_GPU},
+                                                       {Processor::OMP_PROC, DIFFUSE_PROC_OMP}};
+    for (const auto& [kind, diffuse_kind] : all) {
+      std::vector<VariantID> variants;
+      runtime->find_valid_variants(ctx, point_task_id, variants, kind);
+      if (!variants.empty()) kinds |= 1u << diffuse_kind;
+    }
+    point_variant_kinds.store(kinds);
+    return kinds;
+  }
+
+  // `target`, or when the point task has no variant for its kind (Legion would abort when
+  // the point ran there) the processor of the same index among the node's CPUs, after a
+  // notice.
+  Processor runnable(Processor target, uint32_t kinds) const {
+    if (!target.exists()) return target;
+    diffuse_proc_choice_t choice{};
+    if (!table().identify(target, &choice) || (kinds & (1u << choice.kind)) != 0) return target;
+    uint32_t cpus = table().count(Processor::LOC_PROC);
+    if (cpus == 0) return Processor::NO_PROC;
+    notice(std::string("diffuse's point task has no variant for ") + proc_kind_name(choice.kind) +
+           " processors; points placed on them run on CPUs");
+    diffuse_proc_choice_t cpu{DIFFUSE_PROC_CPU, choice.node, choice.index % cpus};
+    return table().find(cpu);
+  }
+
   struct Choice {
     bool valid = false;
     diffuse_region_choice_t choice{};
@@ -742,6 +788,24 @@ int32_t diffuse_legion_processor_identity(legion_processor_t proc, diffuse_proc_
   } catch (...) {
     return 1;
   }
+}
+
+uint32_t diffuse_legion_point_variant_kinds(void) { return point_variant_kinds.load(); }
+
+void* diffuse_legion_task_cuda_stream(void) {
+#ifdef REALM_USE_CUDA
+  try {
+    auto* cuda = Realm::Runtime::get_runtime().get_module<Realm::Cuda::CudaModule>("cuda");
+    if (cuda == nullptr) return nullptr;
+    CUstream_st* stream = cuda->get_task_cuda_stream();
+    if (stream != nullptr) cuda->set_task_ctxsync_required(false);
+    return stream;
+  } catch (...) {
+    return nullptr;
+  }
+#else
+  return nullptr;
+#endif
 }
 
 }  // extern "C"

@@ -132,6 +132,17 @@ void diffuse_legion_machine_shape(uint32_t* nodes, uint32_t* cpus_per_node,
  * kind diffuse does not use (utility, I/O, Python). */
 int32_t diffuse_legion_processor_identity(legion_processor_t proc, diffuse_proc_choice_t* out);
 
+/* The processor kinds diffuse's point task has variants for, as a mask of
+ * 1 << diffuse_proc_kind_t, as the mapper found them when it first placed a launch (0
+ * before). A point placed on a kind without a variant runs on a CPU instead. */
+uint32_t diffuse_legion_point_variant_kinds(void);
+
+/* The CUDA stream Realm gave the GPU task running on the calling thread (a `CUstream`),
+ * after telling Realm that the task puts all its GPU work on that stream (so the task's
+ * completion waits for the stream, not for the whole context); NULL outside a task on a
+ * GPU processor, or in a Legion built without CUDA. */
+void* diffuse_legion_task_cuda_stream(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape};
+use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape, ProcKind};
 use diffuse_ir::{HostData, IrError, Rect, StoreRef};
 
 use crate::driver::{out_of_memory, Driver};
+use crate::ffi;
 use crate::process::{self, LegionProcess};
 use crate::shared::{legion_error, PointRecord, Shared};
 use crate::LegionConfig;
@@ -71,6 +72,24 @@ impl LegionBackend {
     /// Launches issued in Legion traces (repeated launches, see [`LegionConfig::traced_launches`](crate::LegionConfig::traced_launches)).
     pub fn traced_launches(&self) -> u64 {
         self.shared.counters.traced_launches()
+    }
+
+    /// The processor kinds diffuse's point task has variants for in this Legion run (a CPU
+    /// and a GPU variant), as Legion's mapper found them when it first placed a launch:
+    /// empty before. A point placed on a kind without one runs on a CPU.
+    pub fn point_variant_kinds(&self) -> Vec<ProcKind> {
+        // SAFETY: reads an atomic of the shim; no arguments.
+        let mask = unsafe { crate::library::api().diffuse_legion_point_variant_kinds() };
+        [ProcKind::Cpu, ProcKind::Gpu, ProcKind::Omp]
+            .into_iter()
+            .zip([
+                ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU,
+                ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU,
+                ffi::diffuse_proc_kind_t_DIFFUSE_PROC_OMP,
+            ])
+            .filter(|&(_, bit)| mask & (1 << bit) != 0)
+            .map(|(kind, _)| kind)
+            .collect()
     }
 
     /// Starts recording the processor every point task runs on (see

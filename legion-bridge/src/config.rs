@@ -137,6 +137,8 @@ pub(crate) struct Limits {
     pub(crate) memory_bytes: Option<u64>,
     /// Processes of the run, i.e. Legion nodes.
     pub(crate) ranks: usize,
+    /// The GPUs this machine has (the CUDA driver's count; 0 without one).
+    pub(crate) gpus: u64,
 }
 
 /// Why a Legion configuration cannot start, found before Legion is loaded: Legion and Realm
@@ -194,6 +196,18 @@ pub(crate) enum ConfigError {
         flag: String,
         /// Why Legion would abort, and what to do instead.
         reason: &'static str,
+    },
+    /// More GPUs than the machine has (Realm would stop while starting).
+    #[error(
+        "-ll:gpu {asked} asks for more GPUs than this machine has ({present}, as the CUDA \
+         driver counts them); use --gpu with -ll:gpu {present} or fewer, or leave -ll:gpu out \
+         (points placed on GPUs then run on CPUs)"
+    )]
+    Gpus {
+        /// GPUs asked for.
+        asked: u64,
+        /// GPUs present.
+        present: u64,
     },
     /// More host memory than the machine has.
     #[error(
@@ -321,12 +335,10 @@ impl LegionConfig {
                          never finishes starting)",
             });
         }
-        if let Some(gpus) = get("-ll:gpu").filter(|&g| g > 0) {
-            return Err(ConfigError::Unsupported {
-                flag: format!("-ll:gpu {gpus}"),
-                reason: "diffuse's Legion point task has no GPU variant, so Legion would abort \
-                         at the first point placed on a GPU; leave -ll:gpu out (the embedded \
-                         backend's --gpu runs compiled kernels on a GPU)",
+        if let Some(gpus) = get("-ll:gpu").filter(|&g| g > limits.gpus) {
+            return Err(ConfigError::Gpus {
+                asked: gpus,
+                present: limits.gpus,
             });
         }
         if self.flags.iter().any(|f| f == "-lg:warn") {
@@ -510,6 +522,7 @@ mod tests {
         max_procs: 64,
         memory_bytes: Some(16 << 30),
         ranks: 1,
+        gpus: 0,
     };
 
     fn config(cpus: Option<usize>, flags: &[&str]) -> LegionConfig {
@@ -607,7 +620,11 @@ mod tests {
             (Some(0), &[][..], "-ll:cpu 0 is too small"),
             (None, &["-ll:cpu", "0"][..], "-ll:cpu 0 is too small"),
             (None, &["-ll:bgwork", "0"][..], "-ll:bgwork 0 is too small"),
-            (None, &["-ll:gpu", "1"][..], "-ll:gpu 1 is not supported"),
+            (
+                None,
+                &["-ll:gpu", "1"][..],
+                "-ll:gpu 1 asks for more GPUs than",
+            ),
             (None, &["-lg:warn"][..], "-lg:warn is not supported"),
             (
                 Some(4),
@@ -618,10 +635,18 @@ mod tests {
             let e = refused(cpus, flags);
             assert!(e.contains(want), "{flags:?}: {e}");
         }
-        // -ll:gpu 0 asks for nothing.
+        // -ll:gpu 0 asks for nothing; a machine with GPUs runs up to as many.
         assert!(config(None, &["-ll:gpu", "0"])
             .checked_flags(&LIMITS)
             .is_ok());
+        let two_gpus = Limits { gpus: 2, ..LIMITS };
+        assert!(config(None, &["-ll:gpu", "2"])
+            .checked_flags(&two_gpus)
+            .is_ok());
+        let e = config(None, &["-ll:gpu", "3"])
+            .checked_flags(&two_gpus)
+            .expect_err("three GPUs of two");
+        assert!(e.to_string().contains("this machine has (2"), "{e}");
     }
 
     #[test]
@@ -700,13 +725,14 @@ mod tests {
                 flags.push(VALUES[value]);
             }
             let config = config(cpus, &flags);
-            if let Ok(flags) = config.checked_flags(&LIMITS) {
+            let limits = Limits { gpus: 1, ..LIMITS };
+            if let Ok(flags) = config.checked_flags(&limits) {
                 let given = last_values(&flags).expect("accepted flags have their values");
                 let count = |name: &str| given.get(name).and_then(|v| parse_count(v));
                 let cpus = count("-ll:cpu").unwrap_or(0);
                 proptest::prop_assert!(cpus >= 1);
                 proptest::prop_assert!(count("-ll:bgwork") != Some(0));
-                proptest::prop_assert!(count("-ll:gpu").unwrap_or(0) == 0);
+                proptest::prop_assert!(count("-ll:gpu").unwrap_or(0) <= limits.gpus);
                 let processors = ["-ll:cpu", "-ll:util", "-ll:io"]
                     .iter()
                     .map(|n| count(n).unwrap_or(0))

@@ -34,6 +34,8 @@ mod ffi;
 #[cfg(legion)]
 mod geometry;
 #[cfg(legion)]
+mod gpu_point;
+#[cfg(legion)]
 mod launch;
 #[cfg(legion)]
 mod library;

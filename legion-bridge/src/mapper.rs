@@ -14,6 +14,7 @@ use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind, StealScope};
 
 use crate::ffi;
 use crate::geometry::{domain_point_index, launch_point_index};
+use crate::gpu_point::{gpu_kernel, GpuRefusal};
 use crate::launch::LaunchEntry;
 use crate::point_task::POINT_TASK_ID;
 
@@ -51,13 +52,28 @@ unsafe extern "C" fn point_processor(
         let coords = std::slice::from_raw_parts(point, dims.max(0) as usize);
         let index = launch_point_index(coords, &t.launch_domain())?;
         let proc = t.placement().processors.get(index)?;
-        let (kind, index) = match proc.kind {
-            ProcKind::Gpu => (ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU, proc.index),
+        let on_gpu = proc.kind == ProcKind::Gpu && {
+            let point = diffuse_ir::Tuple::new(coords).ok()?;
+            match gpu_kernel(&entry.plan, &point) {
+                Ok(_) => true,
+                Err(GpuRefusal::Compiling) => false,
+                Err(why) => {
+                    notice_once(&format!(
+                        "{} was placed on a GPU, but {why}: its points run on CPUs",
+                        t.name()
+                    ));
+                    false
+                }
+            }
+        };
+        let (kind, index) = if on_gpu {
+            (ffi::diffuse_proc_kind_t_DIFFUSE_PROC_GPU, proc.index)
+        } else {
             // More CPU processors than Realm runs share them (see `LegionConfig::cpus`).
-            _ => (
+            (
                 ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU,
                 proc.index % crate::process::realm_cpus_per_node(),
-            ),
+            )
         };
         Some(ffi::diffuse_proc_choice_t {
             kind: kind as i32,

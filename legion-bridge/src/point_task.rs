@@ -1,9 +1,10 @@
-//! The one Legion task variant diffuse registers: it runs one point of a launch plan with
-//! the same point executor as the embedded backend ([`diffuse_backend::point`]), on the
-//! instances Legion mapped, and folds its reduction contributions into Legion's reduction
-//! instances (into the store's own instance in a launch of one point, whose reductions read
-//! and write the store). A failing or panicking point becomes an error reported at the next flush; it
-//! never unwinds into Legion.
+//! The Legion task diffuse registers for the points of its launches, and its CPU variant: it
+//! runs one point of a launch plan with the same point executor as the embedded backend
+//! ([`diffuse_backend::point`]), on the instances Legion mapped, and folds its reduction
+//! contributions into Legion's reduction instances (into the store's own instance in a launch
+//! of one point, whose reductions read and write the store). The GPU variant is
+//! [`crate::gpu_point`]. A failing or panicking point becomes an error reported at the next
+//! flush; it never unwinds into Legion.
 
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,51 +21,82 @@ use crate::library;
 /// Legion's task id of diffuse's point task (one variant runs every launch plan's points).
 pub(crate) const POINT_TASK_ID: ffi::legion_task_id_t = 7_310;
 
-/// Registers the point task's CPU variant (before Legion starts).
+/// Registers the point task's variants (before Legion starts): one for CPU processors, and
+/// one for GPU processors that runs the JIT's GPU kernels ([`crate::gpu_point`]); Legion
+/// picks the variant of the processor a point was mapped to.
 pub(crate) fn register(api: &ffi::LegionApi) -> Result<(), String> {
     let name = CString::new("diffuse_point").map_err(|e| e.to_string())?;
-    let variant = CString::new("cpu").map_err(|e| e.to_string())?;
-    // SAFETY: called once, before `legion_runtime_start`; the constraint sets are copied
-    // by Legion and destroyed here.
-    unsafe {
-        let execution = api.legion_execution_constraint_set_create();
-        api.legion_execution_constraint_set_add_processor_constraint(
-            execution,
-            ffi::realm_processor_kind_t_LOC_PROC,
-        );
-        let layout = api.legion_task_layout_constraint_set_create();
-        let options = ffi::legion_task_config_options_t {
-            leaf: true,
-            inner: false,
-            idempotent: false,
-            replicable: false,
-        };
-        api.legion_runtime_preregister_task_variant_fnptr(
-            POINT_TASK_ID,
-            u32::MAX,
-            name.as_ptr(),
-            variant.as_ptr(),
-            execution,
-            layout,
-            options,
-            Some(point_task),
-            std::ptr::null(),
-            0,
-        );
-        api.legion_execution_constraint_set_destroy(execution);
-        api.legion_task_layout_constraint_set_destroy(layout);
+    type Body = unsafe extern "C" fn(*const c_void, usize, *const c_void, usize, ffi::realm_id_t);
+    let variants: [(&str, ffi::realm_processor_kind_t, Body); 2] = [
+        ("cpu", ffi::realm_processor_kind_t_LOC_PROC, cpu_point_task),
+        ("gpu", ffi::realm_processor_kind_t_TOC_PROC, gpu_point_task),
+    ];
+    for (variant, kind, body) in variants {
+        let variant = CString::new(variant).map_err(|e| e.to_string())?;
+        // SAFETY: called once, before `legion_runtime_start`; the constraint sets are
+        // copied by Legion and destroyed here.
+        unsafe {
+            let execution = api.legion_execution_constraint_set_create();
+            api.legion_execution_constraint_set_add_processor_constraint(execution, kind);
+            let layout = api.legion_task_layout_constraint_set_create();
+            let options = ffi::legion_task_config_options_t {
+                leaf: true,
+                inner: false,
+                idempotent: false,
+                replicable: false,
+            };
+            api.legion_runtime_preregister_task_variant_fnptr(
+                POINT_TASK_ID,
+                u32::MAX,
+                name.as_ptr(),
+                variant.as_ptr(),
+                execution,
+                layout,
+                options,
+                Some(body),
+                std::ptr::null(),
+                0,
+            );
+            api.legion_execution_constraint_set_destroy(execution);
+            api.legion_task_layout_constraint_set_destroy(layout);
+        }
     }
     Ok(())
 }
 
-/// Legion's entry point for every point task.
-unsafe extern "C" fn point_task(
+/// How one variant runs a point of a launch on the regions Legion mapped for it.
+type RunPoint = fn(
+    &ffi::LegionApi,
+    &LaunchEntry,
+    &Point,
+    &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError>;
+
+/// Legion's entry point of the CPU variant.
+unsafe extern "C" fn cpu_point_task(
     data: *const c_void,
     datalen: usize,
     _userdata: *const c_void,
     _userlen: usize,
     proc_id: ffi::realm_id_t,
 ) {
+    serve(data, datalen, proc_id, run);
+}
+
+/// Legion's entry point of the GPU variant.
+unsafe extern "C" fn gpu_point_task(
+    data: *const c_void,
+    datalen: usize,
+    _userdata: *const c_void,
+    _userlen: usize,
+    proc_id: ffi::realm_id_t,
+) {
+    serve(data, datalen, proc_id, crate::gpu_point::run);
+}
+
+/// Runs one point task with `body`: finds its launch, runs the point (a failure or panic
+/// becomes the launch's error at the next flush), and returns the processor it ran on.
+unsafe fn serve(data: *const c_void, datalen: usize, proc_id: ffi::realm_id_t, body: RunPoint) {
     let api = library::api();
     let mut task = ffi::legion_task_t::default();
     let mut regions: *const ffi::legion_physical_region_t = std::ptr::null();
@@ -99,7 +131,7 @@ unsafe extern "C" fn point_task(
         Some(entry) => {
             let dims = entry.plan.template().launch_domain().dims();
             let p = point_of(&api.legion_task_get_index_point(task), dims);
-            let outcome = catch_unwind(AssertUnwindSafe(|| run(api, &entry, &p, regions)))
+            let outcome = catch_unwind(AssertUnwindSafe(|| body(api, &entry, &p, regions)))
                 .unwrap_or_else(|panic| {
                     Err(KernelError {
                         kind: entry.plan.template().name().to_string(),
@@ -145,8 +177,9 @@ struct Located {
     size: usize,
 }
 
-/// The store arguments of one point, located in Legion's instances.
-struct Instances {
+/// The store arguments of one point, located in Legion's instances (addresses in the
+/// instances' memory: device addresses for a GPU's framebuffer).
+pub(crate) struct Instances {
     args: Vec<Option<Located>>,
 }
 
@@ -169,13 +202,14 @@ impl PointStores for Instances {
     }
 }
 
-/// Runs point `p` of `entry`'s plan on the mapped `regions`.
-fn run(
+/// Where each store argument of point `p` of `entry`'s plan lies in the mapped `regions`
+/// (`None` for temporaries and empty sub-stores).
+pub(crate) fn locate_instances(
     api: &ffi::LegionApi,
     entry: &LaunchEntry,
     p: &Point,
     regions: &[ffi::legion_physical_region_t],
-) -> Result<(), KernelError> {
+) -> Result<Instances, KernelError> {
     let plan = &entry.plan;
     let t = plan.template();
     let fail = |reason: String| KernelError {
@@ -218,7 +252,24 @@ fn run(
             size,
         }));
     }
-    let instances = Instances { args };
+    Ok(Instances { args })
+}
+
+/// Runs point `p` of `entry`'s plan on the CPU, on the mapped `regions`.
+fn run(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError> {
+    let plan = &entry.plan;
+    let t = plan.template();
+    let fail = |reason: String| KernelError {
+        kind: t.name().to_string(),
+        point: *p,
+        reason,
+    };
+    let instances = locate_instances(api, entry, p, regions)?;
     let shared = &entry.shared;
     let runner = PointRunner {
         plan,

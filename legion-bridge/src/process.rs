@@ -115,6 +115,7 @@ pub(crate) fn process(config: &LegionConfig) -> Result<&'static LegionProcess, S
         max_procs: u64::from(ffi::LEGION_MAX_NUM_PROCS),
         memory_bytes: diffuse_backend::memory::physical_memory().map(|b| b as u64),
         ranks: cluster.ranks,
+        gpus: diffuse_device::cuda::device_count() as u64,
     };
     let flags = config.checked_flags(&limits).map_err(|e| e.to_string())?;
     warn_if_oversubscribed(&flags);

@@ -66,6 +66,13 @@ impl Counters {
         self.bytes_moved.store(bytes, Ordering::Relaxed);
     }
 
+    /// Counts one point task whose kernel was enqueued on a GPU.
+    pub(crate) fn gpu_point(&self) {
+        self.points.fetch_add(1, Ordering::Relaxed);
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        self.gpu.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts one finished point task that ran along `path`.
     pub(crate) fn point(&self, path: PointPath) {
         self.points.fetch_add(1, Ordering::Relaxed);

@@ -59,6 +59,11 @@ impl LegionBackend {
     }
 
     /// Never called: no value of this type exists.
+    pub fn point_variant_kinds(&self) -> Vec<diffuse_backend::ProcKind> {
+        match self.never {}
+    }
+
+    /// Never called: no value of this type exists.
     pub fn record_points(&self) {
         match self.never {}
     }

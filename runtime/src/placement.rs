@@ -193,8 +193,32 @@ impl MapplePlacement {
 
     /// The notices for the mapper's statements that `backend` cannot act on (see
     /// [`diffuse_mapper::effects::notices`]); a runtime logs them when it loads the mapper.
+    /// Also one per `Task` statement none of whose processor kinds this machine has: its
+    /// tasks run on the first kind the machine has (GPU, then CPU).
     pub fn notices(&self, backend: &diffuse_backend::Capabilities) -> Vec<String> {
-        diffuse_mapper::effects::notices(self.mapper.env().file(), self.mapper.program(), backend)
+        let file = self.mapper.env().file();
+        let program = self.mapper.program();
+        let mut notices = diffuse_mapper::effects::notices(file, program, backend);
+        let machine = self.mapper.machine();
+        let has = |k: &ProcKind| machine.nodes() > 0 && machine.procs_per_node(*k) > 0;
+        let fallback = [ProcKind::Gpu, ProcKind::Cpu]
+            .into_iter()
+            .chain(ProcKind::ALL)
+            .find(has);
+        for stmt in &program.stmts {
+            let diffuse_mapper::ast::StmtKind::Task(task) = &stmt.kind else {
+                continue;
+            };
+            if let (false, Some(runs_on)) = (task.procs.iter().any(has), fallback) {
+                notices.push(format!(
+                    "{file}:{}: `{}` names processors this machine has none of: its tasks \
+                     run on {runs_on} processors",
+                    stmt.span,
+                    stmt.kind_text()
+                ));
+            }
+        }
+        notices
     }
 
     /// Starts or stops recording decisions.

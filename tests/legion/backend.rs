@@ -178,6 +178,51 @@ fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
 }
 
 #[test]
+fn a_gpu_placement_without_gpus_runs_on_cpus_and_the_point_task_has_a_gpu_variant() {
+    let backend = legion(None);
+    let machine = backend.machine();
+    assert_eq!(
+        machine.gpus_per_node, 0,
+        "this test is about machines without GPUs"
+    );
+    let placement =
+        Arc::new(MapplePlacement::new("gpu.mapple", "Task * GPU;\n", machine, false).unwrap());
+    // The notice an application prints when it loads the mapper.
+    let notices = placement.notices(&backend.capabilities());
+    assert!(
+        notices.iter().any(|n| n.contains(
+            "gpu.mapple:1:1: `Task * GPU;` names processors this machine has none of: its \
+             tasks run on CPU processors"
+        )),
+        "{notices:?}"
+    );
+    let runtime = Arc::new(Runtime::new(
+        backend.clone(),
+        RuntimeConfig {
+            placement: Some(placement as Arc<dyn Placement>),
+            ..Default::default()
+        },
+    ));
+    let ctx = Context::new(runtime);
+    backend.record_points();
+    let got = add_over_eight(&ctx);
+    let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
+    assert_eq!(got, want);
+    let points = points_of(&backend, "add");
+    assert!(!points.is_empty());
+    assert!(
+        points.iter().all(|r| r.processor.kind == ProcKind::Cpu),
+        "{points:?}"
+    );
+    // Registered before Legion started, found by the mapper when it placed the launch: a
+    // machine with GPUs runs the GPU variant where the placement puts points on GPUs.
+    assert_eq!(
+        backend.point_variant_kinds(),
+        vec![ProcKind::Cpu, ProcKind::Gpu]
+    );
+}
+
+#[test]
 fn backpressure_and_garbage_collection_statements_act_on_legion() {
     let backend = legion(None);
     let task = diffuse::placement::mapple_name(&name("add"));
@@ -287,7 +332,10 @@ fn configurations_past_legions_limits_are_errors_naming_flag_value_and_limit() {
         (with(None, &["-ll:cpu", "64"]), "come to 65 in one process"),
         (with(Some(0), &[]), "-ll:cpu 0 is too small"),
         (with(None, &["-ll:cpu", "0"]), "-ll:cpu 0 is too small"),
-        (with(None, &["-ll:gpu", "1"]), "-ll:gpu 1 is not supported"),
+        (
+            with(None, &["-ll:gpu", "1"]),
+            "-ll:gpu 1 asks for more GPUs than this machine has (0",
+        ),
         (with(None, &["-lg:warn"]), "-lg:warn is not supported"),
         (
             with(None, &["-ll:bgwork", "0"]),

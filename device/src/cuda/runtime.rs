@@ -6,22 +6,23 @@
 //! first call), and on every call "creates" a stream, launches each outlined kernel,
 //! "synchronizes" and "destroys" the stream. The functions here have the signatures LLVM 22
 //! declares them with (checked against the IR it emits) and differ from MLIR's C++ wrappers
-//! in three ways: they run inside a *launch scope* ([`launch`]) whose stream is the device's
-//! own, so kernels are ordered with the device's copies; synchronizing is left to the
-//! caller (the device is asynchronous), so `mgpuStreamSynchronize` and `mgpuStreamDestroy`
-//! do nothing; and every failure is recorded in the scope (the first one wins, later calls
-//! do nothing) and returned by the launch, never printed. No function here panics or unwinds
-//! into compiled code.
+//! in four ways: they run inside a *launch scope* ([`launch`]) whose stream is the caller's
+//! (the device's own, or a Legion GPU task's), so kernels are ordered with the caller's
+//! copies; a module is loaded into each CUDA context on its first launch there, not when the
+//! constructor runs ([`ContextModules`]); synchronizing is left to the caller (the device is
+//! asynchronous), so `mgpuStreamSynchronize` and `mgpuStreamDestroy` do nothing; and every
+//! failure is recorded in the scope (the first one wins, later calls do nothing) and returned
+//! by the launch, never printed. No function here panics or unwinds into compiled code.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cudarc::driver::result;
-use cudarc::driver::sys::{self, CUfunction, CUmodule, CUstream};
+use cudarc::driver::sys::{self, CUcontext, CUfunction, CUmodule, CUstream};
 
-use super::{describe, gpu};
-use crate::{panic_message, LaunchWork};
+use super::describe;
+use crate::panic_message;
 
 /// What the runtime functions need during one launch: the stream to launch on, and the
 /// first failure.
@@ -70,7 +71,10 @@ impl Drop for Entered {
 /// Runs `work` at once on this thread (the caller has made the device's context current)
 /// inside a launch scope on `stream`: the error is the first failure a runtime function
 /// recorded, else the work's own, else a panic in it.
-pub(super) fn launch(stream: CUstream, work: LaunchWork) -> Result<(), String> {
+pub(super) fn launch(
+    stream: CUstream,
+    work: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
     let mut scope = Entered::new(stream);
     let outcome = catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
         Err(format!(
@@ -119,90 +123,151 @@ fn guarded<R>(what: &str, fallback: R, body: impl FnOnce() -> R) -> R {
     }
 }
 
-/// `mgpuModuleLoad(data, size)`: loads a cubin or PTX image.
+/// A GPU module as compiled code holds it (the `CUmodule` handle `mgpuModuleLoad*` returns):
+/// its image, loaded into each CUDA context that launches its kernels, on the first launch
+/// there. The embedded device launches in its one context; Legion runs each GPU's tasks in
+/// that GPU's own context, so one compiled kernel may run in several.
+struct ContextModules {
+    /// The image the compiled code embeds (it outlives the handle: the engine's global
+    /// destructor unloads the handle before the engine is freed).
+    image: *const c_void,
+    /// `Some(level)`: NUL-terminated PTX the driver compiles at that level; `None`: an
+    /// image for `cuModuleLoadData` (cubin or PTX).
+    jit: Option<i32>,
+    /// The module loaded in each context so far.
+    loaded: std::sync::Mutex<Vec<(CUcontext, CUmodule)>>,
+}
+
+impl ContextModules {
+    /// A handle for `image`, loaded nowhere yet.
+    fn handle(image: *mut c_void, jit: Option<i32>) -> CUmodule {
+        Box::into_raw(Box::new(ContextModules {
+            image,
+            jit,
+            loaded: std::sync::Mutex::new(Vec::new()),
+        }))
+        .cast()
+    }
+
+    /// The module in `context`, loaded there by `load` (given the image) the first time.
+    fn in_context(
+        &self,
+        context: CUcontext,
+        load: impl FnOnce(*const c_void, Option<i32>) -> Result<CUmodule, String>,
+    ) -> Result<CUmodule, String> {
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, module)) = loaded.iter().find(|(c, _)| *c == context) {
+            return Ok(module);
+        }
+        let module = load(self.image, self.jit)?;
+        loaded.push((context, module));
+        Ok(module)
+    }
+}
+
+/// Loads a module image into the current context: `cuModuleLoadData`, or for PTX with a
+/// JIT level `cuModuleLoadDataEx` with the driver's error log in the failure.
+fn load_image(image: *const c_void, jit: Option<i32>) -> Result<CUmodule, String> {
+    let Some(opt_level) = jit else {
+        // SAFETY: `image` is the module image the compiled code embeds.
+        return unsafe { result::module::load_data(image) }
+            .map_err(|e| format!("loading the GPU module failed: {}", describe(e)));
+    };
+    let mut log = vec![0u8; 8192];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+    ];
+    // Option values are passed in pointer-sized slots.
+    let mut values = [
+        log.as_mut_ptr().cast::<c_void>(),
+        log.len() as *mut c_void,
+        opt_level.clamp(0, 4) as usize as *mut c_void,
+    ];
+    let mut module: CUmodule = std::ptr::null_mut();
+    // SAFETY: `image` is NUL-terminated PTX embedded by the compiled code; the option arrays
+    // have the given length and the log buffer its declared size.
+    let status = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image,
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    status.result().map(|()| module).map_err(|e| {
+        let text = CStr::from_bytes_until_nul(&log)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!(
+            "the driver could not JIT-compile the PTX: {}{}{}",
+            describe(e),
+            if text.is_empty() { "" } else { "\n" },
+            text.trim_end()
+        )
+    })
+}
+
+/// `mgpuModuleLoad(data, size)`: a cubin or PTX image, loaded into each context on its
+/// first launch there ([`ContextModules`]).
 unsafe extern "C" fn mgpu_module_load(data: *mut c_void, _size: usize) -> CUmodule {
     guarded("mgpuModuleLoad", std::ptr::null_mut(), || {
         if failed() || data.is_null() {
             return std::ptr::null_mut();
         }
-        // SAFETY: `data` is the module image the compiled code embeds.
-        match unsafe { result::module::load_data(data) } {
-            Ok(m) => m,
-            Err(e) => {
-                fail(format!("loading the GPU module failed: {}", describe(e)));
-                std::ptr::null_mut()
-            }
-        }
+        ContextModules::handle(data, None)
     })
 }
 
-/// `mgpuModuleLoadJIT(ptx, opt_level)`: JIT-compiles a NUL-terminated PTX image for the
-/// device, with the driver's error log in the failure message.
+/// `mgpuModuleLoadJIT(ptx, opt_level)`: a NUL-terminated PTX image the driver compiles for
+/// each context's device on its first launch there.
 unsafe extern "C" fn mgpu_module_load_jit(data: *mut c_void, opt_level: i32) -> CUmodule {
     guarded("mgpuModuleLoadJIT", std::ptr::null_mut(), || {
         if failed() || data.is_null() {
             return std::ptr::null_mut();
         }
-        let mut log = vec![0u8; 8192];
-        let mut options = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
-        ];
-        // Option values are passed in pointer-sized slots.
-        let mut values = [
-            log.as_mut_ptr().cast::<c_void>(),
-            log.len() as *mut c_void,
-            opt_level.clamp(0, 4) as usize as *mut c_void,
-        ];
-        let mut module: CUmodule = std::ptr::null_mut();
-        // SAFETY: `data` is NUL-terminated PTX embedded by the compiled code; the option
-        // arrays have the given length and the log buffer its declared size.
-        let status = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut module,
-                data,
-                options.len() as u32,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
-        match status.result() {
-            Ok(()) => module,
-            Err(e) => {
-                let text = CStr::from_bytes_until_nul(&log)
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                fail(format!(
-                    "the driver could not JIT-compile the PTX: {}{}{}",
-                    describe(e),
-                    if text.is_empty() { "" } else { "\n" },
-                    text.trim_end()
-                ));
-                std::ptr::null_mut()
-            }
-        }
+        ContextModules::handle(data, Some(opt_level))
     })
 }
 
-/// `mgpuModuleUnload(module)`: run by the engine's global destructor, on any thread.
+/// `mgpuModuleUnload(module)`: run by the engine's global destructor, on any thread;
+/// unloads the module from every context it was loaded into (a context already destroyed,
+/// at exit, is skipped).
 unsafe extern "C" fn mgpu_module_unload(module: CUmodule) {
     guarded("mgpuModuleUnload", (), || {
         if module.is_null() {
             return;
         }
-        if let Ok(gpu) = gpu() {
-            if gpu.bind().is_ok() {
-                // SAFETY: the module was loaded by `mgpuModuleLoad*` and is unloaded once.
-                if let Err(e) = unsafe { result::module::unload(module) } {
+        // SAFETY: the handle was made by `ContextModules::handle` and is unloaded once.
+        let modules = unsafe { Box::from_raw(module.cast::<ContextModules>()) };
+        let loaded = modules
+            .loaded
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (context, module) in loaded {
+            // SAFETY: `module` was loaded in `context`, which is made current only for the
+            // unload and popped after it.
+            unsafe {
+                if sys::cuCtxPushCurrent_v2(context).result().is_err() {
+                    continue;
+                }
+                if let Err(e) = result::module::unload(module) {
                     tracing::debug!("unloading a GPU module failed: {}", describe(e));
                 }
+                let mut popped: CUcontext = std::ptr::null_mut();
+                let _ = sys::cuCtxPopCurrent_v2(&mut popped);
             }
         }
     })
 }
 
-/// `mgpuModuleGetFunction(module, name)`.
+/// `mgpuModuleGetFunction(module, name)`: the kernel in the module as loaded into the
+/// current context (loading it there first if needed).
 unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_char) -> CUfunction {
     guarded("mgpuModuleGetFunction", std::ptr::null_mut(), || {
         if failed() {
@@ -212,9 +277,31 @@ unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_c
             fail("a kernel was requested from a GPU module that is not loaded".into());
             return std::ptr::null_mut();
         }
+        // SAFETY: non-null handles come from `ContextModules::handle` and live until
+        // `mgpuModuleUnload`, which the compiled code calls after its last launch.
+        let modules = unsafe { &*module.cast::<ContextModules>() };
+        let context = match result::ctx::get_current() {
+            Ok(Some(context)) => context,
+            Ok(None) => {
+                fail("no CUDA context is current on the launching thread".into());
+                return std::ptr::null_mut();
+            }
+            Err(e) => {
+                fail(format!("cuCtxGetCurrent failed: {}", describe(e)));
+                return std::ptr::null_mut();
+            }
+        };
+        let loaded = match modules.in_context(context, load_image) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                fail(e);
+                return std::ptr::null_mut();
+            }
+        };
         let mut function: CUfunction = std::ptr::null_mut();
-        // SAFETY: `module` is loaded; `name` is a NUL-terminated string of the compiled code.
-        let status = unsafe { sys::cuModuleGetFunction(&mut function, module, name) };
+        // SAFETY: `loaded` is loaded in the current context; `name` is a NUL-terminated
+        // string of the compiled code.
+        let status = unsafe { sys::cuModuleGetFunction(&mut function, loaded, name) };
         match status.result() {
             Ok(()) => function,
             Err(e) => {
@@ -455,6 +542,34 @@ mod tests {
             mgpu_module_unload(std::ptr::null_mut());
         }
         assert!(!failed());
+    }
+
+    #[test]
+    fn a_module_is_loaded_once_in_each_context_that_asks_for_it() {
+        let image = 0x7000 as *mut c_void;
+        let handle = ContextModules::handle(image, Some(3));
+        // SAFETY: made just above, freed at the end of the test.
+        let modules = unsafe { Box::from_raw(handle.cast::<ContextModules>()) };
+        let loads = std::cell::Cell::new(0);
+        let loader = |module: usize| {
+            let loads = &loads;
+            move |got: *const c_void, jit: Option<i32>| {
+                assert_eq!((got, jit), (image.cast_const(), Some(3)));
+                loads.set(loads.get() + 1);
+                Ok(module as CUmodule)
+            }
+        };
+        let (first, second) = (0x100 as CUcontext, 0x200 as CUcontext);
+        assert_eq!(modules.in_context(first, loader(1)), Ok(1 as CUmodule));
+        assert_eq!(modules.in_context(second, loader(2)), Ok(2 as CUmodule));
+        assert_eq!(modules.in_context(first, loader(3)), Ok(1 as CUmodule));
+        assert_eq!(loads.get(), 2);
+        // A failed load is the launch's error and leaves nothing behind: the next launch in
+        // that context tries again.
+        let third = 0x300 as CUcontext;
+        let refused = modules.in_context(third, |_, _| Err("bad PTX".to_string()));
+        assert_eq!(refused, Err("bad PTX".to_string()));
+        assert_eq!(modules.in_context(third, loader(4)), Ok(4 as CUmodule));
     }
 
     #[test]

@@ -1,0 +1,370 @@
+//! Points of diffuse launches on Legion's GPU processors: whether a point placed on a GPU can
+//! run there (the mapper asks before it maps the point, and sends it to a CPU when it
+//! cannot), and the point task's GPU variant, which runs the JIT's GPU kernel on the
+//! instances Legion mapped in memory the GPU addresses (its framebuffer, or zero-copy
+//! memory), launched on the CUDA stream Realm gives the task. Nothing is staged or copied
+//! here: Legion moves the data between memories, and the task's completion waits for its
+//! stream.
+//!
+//! A launch that reduces over more than one point stays on the CPUs: Legion folds such
+//! reductions through reduction instances, and diffuse registers no GPU reduction operators
+//! to fold them in GPU memory. In a launch of one point a reduction reads and writes the
+//! store's instance, into which the GPU kernel folds its total, as on the embedded backend.
+
+use std::fmt;
+
+use diffuse_backend::point::fits;
+use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, Slot};
+use diffuse_ir::{KernelError, MemRef, Point, Rect, Shape, Tuple};
+
+use crate::ffi;
+use crate::launch::LaunchEntry;
+use crate::point_task::locate_instances;
+
+/// Why a point placed on a GPU runs on a CPU instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GpuRefusal {
+    /// Its launch's kernel is still compiling (the JIT builds it in the background); later
+    /// launches of the same work get it.
+    Compiling,
+    /// No GPU kernel was built for the launch (the GPU JIT declined it, or the launch runs
+    /// natively).
+    NoKernel,
+    /// The launch reduces over more than one point (see the module docs).
+    ReducesAcrossPoints,
+    /// A store the kernel reduces into is also reached through another parameter.
+    SharedReduction,
+    /// The point's sub-stores do not have the shapes the kernel was compiled for.
+    Unfit,
+}
+
+impl fmt::Display for GpuRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GpuRefusal::Compiling => "its kernel is still compiling",
+            GpuRefusal::NoKernel => "no GPU kernel was built for it",
+            GpuRefusal::ReducesAcrossPoints => {
+                "it reduces over several points, which Legion folds through reduction \
+                 instances that diffuse has no GPU reduction operators for"
+            }
+            GpuRefusal::SharedReduction => {
+                "a store it reduces into is also reached through another parameter"
+            }
+            GpuRefusal::Unfit => "the point's sub-stores do not fit its compiled kernel",
+        })
+    }
+}
+
+/// The kernel point `p` of `plan` runs on a GPU, with its GPU version, or why it cannot.
+pub(crate) fn gpu_kernel<'a>(
+    plan: &'a LaunchPlan,
+    p: &Point,
+) -> Result<(&'a CompiledKernel, &'a dyn PointKernel), GpuRefusal> {
+    let t = plan.template();
+    let Some(kernel) = t.kernel() else {
+        return Err(if t.kernel_decided() {
+            GpuRefusal::NoKernel
+        } else {
+            GpuRefusal::Compiling
+        });
+    };
+    let Some(gpu) = kernel.gpu.as_deref() else {
+        return Err(GpuRefusal::NoKernel);
+    };
+    let reduces = kernel.params.iter().any(|q| q.reduction.is_some());
+    if reduces && Rect::from_shape(t.launch_domain()).volume() > 1 {
+        return Err(GpuRefusal::ReducesAcrossPoints);
+    }
+    if !kernel.reductions_stand_alone(t) {
+        return Err(GpuRefusal::SharedReduction);
+    }
+    if !fits(kernel, &sub_stores(plan, kernel, p)) {
+        return Err(GpuRefusal::Unfit);
+    }
+    Ok((kernel, gpu))
+}
+
+/// The sub-store of each of `kernel`'s parameters at point `p`.
+fn sub_stores(plan: &LaunchPlan, kernel: &CompiledKernel, p: &Point) -> Vec<Rect> {
+    kernel
+        .params
+        .iter()
+        .map(|source| {
+            let arg = plan.arg(source.arg);
+            arg.partition.sub_store(arg.store.shape(), p)
+        })
+        .collect()
+}
+
+/// Runs point `p` of `entry`'s plan on the GPU processor Legion runs this task on: the GPU
+/// kernel, one call, memref descriptors into the mapped instances, enqueued on the task's
+/// stream. The mapper only sends points here that [`gpu_kernel`] accepts.
+pub(crate) fn run(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError> {
+    let plan = &entry.plan;
+    let t = plan.template();
+    let fail = |reason: String| KernelError {
+        kind: t.name().to_string(),
+        point: *p,
+        reason,
+    };
+    let (kernel, gpu) =
+        gpu_kernel(plan, p).map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
+    let instances = locate_instances(api, entry, p, regions)?;
+    let mut located: Vec<(*mut u8, Shape, Tuple)> = Vec::with_capacity(kernel.params.len());
+    for (source, rect) in kernel.params.iter().zip(sub_stores(plan, kernel, p)) {
+        let extent = rect.extent();
+        let at = match t.args()[source.arg].slot {
+            Slot::Store(_) if !rect.is_empty() => {
+                diffuse_backend::point::PointStores::locate(&instances, source.arg, &rect)
+                    .map_err(fail)?
+            }
+            // An empty sub-store (the kernel's grid is empty) or a temporary the kernel
+            // keeps in registers: no memory.
+            _ => (std::ptr::null_mut(), extent.row_major_strides()),
+        };
+        located.push((at.0, extent, at.1));
+    }
+    // SAFETY: Legion runs this task on a GPU processor (the GPU variant), so Realm has made
+    // the GPU's context current on this thread.
+    let stream = unsafe { api.diffuse_legion_task_cuda_stream() };
+    if stream.is_null() {
+        return Err(fail(
+            "Realm gave the task no CUDA stream (it does not run on a GPU processor)".into(),
+        ));
+    }
+    let call = |workspaces: &[diffuse_device::DevicePtr]| {
+        let mut memrefs: Vec<MemRef<'_>> = located
+            .iter()
+            .map(|(ptr, sizes, strides)| MemRef {
+                ptr: *ptr,
+                sizes: sizes.as_slice(),
+                strides: strides.as_slice(),
+            })
+            .collect();
+        memrefs.extend(workspaces.iter().map(|&w| MemRef {
+            ptr: w as usize as *mut u8,
+            sizes: &[],
+            strides: &[],
+        }));
+        // SAFETY: inside the launch scope on the task's stream; every non-null descriptor
+        // addresses the point's sub-store in an instance Legion mapped for this task in
+        // memory the GPU addresses (the mapper puts a GPU point's instances there), valid
+        // until the task's stream completes; validation proved no two points write one
+        // element; temporaries are null (the GPU kernel keeps them in registers).
+        unsafe { gpu.call(&memrefs, &entry.scalars) }
+    };
+    // SAFETY: `stream` is the running task's stream in the current context; Legion keeps the
+    // instances until the task completes, which waits for the stream.
+    unsafe { diffuse_device::cuda::launch_on_stream(stream, &kernel.gpu_workspace, call) }
+        .map_err(|e| fail(e.to_string()))?;
+    entry.shared.counters.gpu_point();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The GPU decisions without a GPU: which launches' points may run on one.
+
+    use std::sync::Arc;
+
+    use diffuse_backend::{KernelParamSource, LaunchPlacement, LaunchTemplate};
+    use diffuse_ir::{
+        Context, DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
+        ReductionOp, Scalar, Store, TaskKind,
+    };
+
+    use super::*;
+
+    /// A kernel that is never called.
+    struct Never;
+
+    impl PointKernel for Never {
+        unsafe fn call(&self, _: &[MemRef<'_>], _: &[Scalar]) -> Result<(), String> {
+            Err("never called".into())
+        }
+    }
+
+    /// A kind with `f64` arguments of `privileges`, never run.
+    fn kind(name: &str, privileges: &[Privilege]) -> Arc<TaskKind> {
+        let mut b = TaskKind::builder(format!("legion-gpu-point-tests::{name}"));
+        for (i, &p) in privileges.iter().enumerate() {
+            b = b.arg(format!("a{i}"), DType::F64, p);
+        }
+        b.register(|_| Ok(())).expect("a fresh kind")
+    }
+
+    /// One task of `kind` over `points` blocks of the 1-d stores `stores` (one per argument,
+    /// with the kind's privileges; a 0-d store is replicated to every point), as a plan.
+    fn plan(kind: &Arc<TaskKind>, stores: &[&Store], points: i64) -> LaunchPlan {
+        let launch = Tuple::shape(&[points]).expect("a shape");
+        let mut task = IndexTask::new(kind, launch);
+        for (s, a) in stores.iter().zip(kind.args()) {
+            let part = if s.shape().dims() == 0 {
+                Partition::replicate()
+            } else {
+                s.view().blocked(launch).expect("a tiling")
+            };
+            task = task.arg(s, part, a.privilege);
+        }
+        let template = LaunchTemplate::new(std::slice::from_ref(&task), &[], &[], |_, _| {
+            Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
+        })
+        .expect("a template");
+        LaunchPlan::new(Arc::new(template), vec![task]).unwrap_or_else(|_| panic!("it fits"))
+    }
+
+    /// A kernel for `plan`'s one task, one parameter per argument (reducing as the task
+    /// does), with a GPU version when `gpu`.
+    fn decide(plan: &LaunchPlan, gpu: bool) {
+        let t = plan.template();
+        let task = &plan.tasks()[0];
+        let params: Vec<KernelParam> = t
+            .args()
+            .iter()
+            .enumerate()
+            .map(|(i, a)| KernelParam {
+                dtype: DType::F64,
+                rank: plan.arg(i).store.shape().dims(),
+                privilege: a.privilege,
+                temporary: false,
+                store: i,
+                unit_dims: 0,
+            })
+            .collect();
+        let signature = KernelSignature {
+            name: t.name().to_string(),
+            steps: vec![KernelStep {
+                kind: task.kind().clone(),
+                bindings: (0..params.len())
+                    .map(|q| (q, params[q].privilege))
+                    .collect(),
+            }],
+            params,
+        };
+        let kernel = CompiledKernel {
+            signature: Arc::new(signature),
+            iteration_space: None,
+            cpu: Arc::new(Never),
+            gpu: gpu.then(|| Arc::new(Never) as Arc<dyn PointKernel>),
+            gpu_workspace: Vec::new(),
+            params: t
+                .args()
+                .iter()
+                .enumerate()
+                .map(|(arg, a)| KernelParamSource {
+                    arg,
+                    temporary: false,
+                    reduction: match a.privilege {
+                        Privilege::Reduce(op) => Some(op),
+                        _ => None,
+                    },
+                })
+                .collect(),
+        };
+        t.decide_kernel(Some(Arc::new(kernel)));
+    }
+
+    fn at(i: i64) -> Point {
+        Tuple::new(&[i]).expect("a point")
+    }
+
+    fn refusal(plan: &LaunchPlan, p: i64) -> Option<GpuRefusal> {
+        gpu_kernel(plan, &at(p)).err()
+    }
+
+    #[test]
+    fn an_element_wise_launch_with_a_gpu_kernel_runs_on_the_gpu_at_every_point() {
+        let ctx = Context::detached();
+        let (x, y) = (
+            ctx.create_store(&[8], DType::F64).expect("a store"),
+            ctx.create_store(&[8], DType::F64).expect("a store"),
+        );
+        let k = kind("scale", &[Privilege::Read, Privilege::Write]);
+        let p = plan(&k, &[&x, &y], 2);
+        assert_eq!(refusal(&p, 0), Some(GpuRefusal::Compiling));
+        decide(&p, true);
+        assert_eq!(refusal(&p, 0), None);
+        assert_eq!(refusal(&p, 1), None);
+    }
+
+    #[test]
+    fn without_a_gpu_kernel_points_stay_on_the_cpus() {
+        let ctx = Context::detached();
+        let (x, y) = (
+            ctx.create_store(&[8], DType::F64).expect("a store"),
+            ctx.create_store(&[8], DType::F64).expect("a store"),
+        );
+        let k = kind("native", &[Privilege::Read, Privilege::Write]);
+        let native = plan(&k, &[&x, &y], 2);
+        native.template().decide_kernel(None);
+        assert_eq!(refusal(&native, 0), Some(GpuRefusal::NoKernel));
+        let cpu_only = plan(&k, &[&x, &y], 2);
+        decide(&cpu_only, false);
+        assert_eq!(refusal(&cpu_only, 1), Some(GpuRefusal::NoKernel));
+    }
+
+    #[test]
+    fn reductions_run_on_the_gpu_only_in_launches_of_one_point() {
+        let ctx = Context::detached();
+        let x = ctx.create_store(&[8], DType::F64).expect("a store");
+        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let k = kind(
+            "sum",
+            &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
+        );
+        let one = plan(&k, &[&x, &total], 1);
+        decide(&one, true);
+        assert_eq!(refusal(&one, 0), None);
+        let two = plan(&k, &[&x, &total], 2);
+        decide(&two, true);
+        assert_eq!(refusal(&two, 0), Some(GpuRefusal::ReducesAcrossPoints));
+    }
+
+    #[test]
+    fn a_store_reduced_into_and_read_through_another_parameter_stays_on_the_cpus() {
+        let ctx = Context::detached();
+        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let k = kind(
+            "read-and-sum",
+            &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
+        );
+        let p = plan(&k, &[&total, &total], 1);
+        decide(&p, true);
+        assert_eq!(refusal(&p, 0), Some(GpuRefusal::SharedReduction));
+    }
+
+    #[test]
+    fn a_point_whose_sub_stores_do_not_fit_the_kernel_stays_on_the_cpus() {
+        let ctx = Context::detached();
+        let x = ctx.create_store(&[8], DType::F64).expect("a store");
+        let y = ctx.create_store(&[6], DType::F64).expect("a store");
+        let k = TaskKind::builder("legion-gpu-point-tests::copy")
+            .arg("a0", DType::F64, Privilege::Read)
+            .arg("a1", DType::F64, Privilege::Write)
+            .elementwise()
+            .register(|_| Ok(()))
+            .expect("a fresh kind");
+        // Blocks of 4 elements read, of 3 written: not the one extent the kernel iterates.
+        let p = plan(&k, &[&x, &y], 2);
+        decide(&p, true);
+        assert_eq!(refusal(&p, 0), Some(GpuRefusal::Unfit));
+    }
+
+    #[test]
+    fn every_refusal_says_why() {
+        for why in [
+            GpuRefusal::Compiling,
+            GpuRefusal::NoKernel,
+            GpuRefusal::ReducesAcrossPoints,
+            GpuRefusal::SharedReduction,
+            GpuRefusal::Unfit,
+        ] {
+            assert!(why.to_string().len() > 20, "{why:?}");
+        }
+    }
+}
