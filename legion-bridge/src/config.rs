@@ -200,8 +200,8 @@ pub(crate) enum ConfigError {
     /// More GPUs than the machine has (Realm would stop while starting).
     #[error(
         "-ll:gpu {asked} asks for more GPUs than this machine has ({present}, as the CUDA \
-         driver counts them); use --gpu with -ll:gpu {present} or fewer, or leave -ll:gpu out \
-         (points placed on GPUs then run on CPUs)"
+         driver counts them); ask for at most {present}, or leave -ll:gpu out (points placed \
+         on GPUs then run on CPUs)"
     )]
     Gpus {
         /// GPUs asked for.
