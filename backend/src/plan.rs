@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use crate::kernel::PointKernel;
 use crate::placement::LaunchPlacement;
 use diffuse_ir::{
-    IndexTask, KernelSignature, Partition, Privilege, ReductionOp, Scalar, Shape, StoreId,
-    StoreRef, TaskArg,
+    IndexTask, KernelSignature, Partition, Point, Privilege, Rect, ReductionOp, Scalar, Shape,
+    StoreId, StoreRef, TaskArg,
 };
 
 /// Where one argument's data lives during a launch.
@@ -92,6 +92,17 @@ pub struct CompiledKernel {
 }
 
 impl CompiledKernel {
+    /// The sub-store of each kernel parameter at point `p` of `plan`, in parameter order.
+    pub fn sub_stores(&self, plan: &LaunchPlan, p: &Point) -> Vec<Rect> {
+        self.params
+            .iter()
+            .map(|source| {
+                let arg = plan.arg(source.arg);
+                arg.partition.sub_store(arg.store.shape(), p)
+            })
+            .collect()
+    }
+
     /// True when every store the kernel reduces into is reached through that parameter
     /// alone in `template`: the GPU kernel then reads and writes it through the one
     /// descriptor (what a GPU launch with reductions needs).

@@ -56,19 +56,7 @@ pub(crate) fn run(
         return Ok(false);
     }
     let points: Vec<Point> = Rect::from_shape(t.launch_domain()).points().collect();
-    let rects: Vec<Vec<Rect>> = points
-        .iter()
-        .map(|p| {
-            kernel
-                .params
-                .iter()
-                .map(|source| {
-                    let arg = plan.arg(source.arg);
-                    arg.partition.sub_store(arg.store.shape(), p)
-                })
-                .collect()
-        })
-        .collect();
+    let rects: Vec<Vec<Rect>> = points.iter().map(|p| kernel.sub_stores(plan, p)).collect();
     if !rects.iter().all(|r| fits(kernel, r)) {
         return Ok(false);
     }

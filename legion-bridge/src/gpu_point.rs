@@ -13,13 +13,13 @@
 
 use std::fmt;
 
-use diffuse_backend::point::fits;
+use diffuse_backend::point::{fits, memrefs, Located};
 use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, Slot};
-use diffuse_ir::{KernelError, MemRef, Point, Rect, Shape, Tuple};
+use diffuse_ir::{KernelError, MemRef, Point, Rect};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
-use crate::point_task::locate_instances;
+use crate::point_task::{locate_instances, point_failure};
 
 /// Why a point placed on a GPU runs on a CPU instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,22 +78,10 @@ pub(crate) fn gpu_kernel<'a>(
     if !kernel.reductions_stand_alone(t) {
         return Err(GpuRefusal::SharedReduction);
     }
-    if !fits(kernel, &sub_stores(plan, kernel, p)) {
+    if !fits(kernel, &kernel.sub_stores(plan, p)) {
         return Err(GpuRefusal::Unfit);
     }
     Ok((kernel, gpu))
-}
-
-/// The sub-store of each of `kernel`'s parameters at point `p`.
-fn sub_stores(plan: &LaunchPlan, kernel: &CompiledKernel, p: &Point) -> Vec<Rect> {
-    kernel
-        .params
-        .iter()
-        .map(|source| {
-            let arg = plan.arg(source.arg);
-            arg.partition.sub_store(arg.store.shape(), p)
-        })
-        .collect()
 }
 
 /// Runs point `p` of `entry`'s plan on the GPU processor Legion runs this task on: the GPU
@@ -107,16 +95,12 @@ pub(crate) fn run(
 ) -> Result<(), KernelError> {
     let plan = &entry.plan;
     let t = plan.template();
-    let fail = |reason: String| KernelError {
-        kind: t.name().to_string(),
-        point: *p,
-        reason,
-    };
+    let fail = point_failure(plan, p);
     let (kernel, gpu) =
         gpu_kernel(plan, p).map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
     let instances = locate_instances(api, entry, p, regions)?;
-    let mut located: Vec<(*mut u8, Shape, Tuple)> = Vec::with_capacity(kernel.params.len());
-    for (source, rect) in kernel.params.iter().zip(sub_stores(plan, kernel, p)) {
+    let mut located: Vec<Located> = Vec::with_capacity(kernel.params.len());
+    for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, p)) {
         let extent = rect.extent();
         let at = match t.args()[source.arg].slot {
             Slot::Store(_) if !rect.is_empty() => {
@@ -138,14 +122,7 @@ pub(crate) fn run(
         ));
     }
     let call = |workspaces: &[diffuse_device::DevicePtr]| {
-        let mut memrefs: Vec<MemRef<'_>> = located
-            .iter()
-            .map(|(ptr, sizes, strides)| MemRef {
-                ptr: *ptr,
-                sizes: sizes.as_slice(),
-                strides: strides.as_slice(),
-            })
-            .collect();
+        let mut memrefs = memrefs(&located);
         memrefs.extend(workspaces.iter().map(|&w| MemRef {
             ptr: w as usize as *mut u8,
             sizes: &[],
@@ -175,7 +152,7 @@ mod tests {
     use diffuse_backend::{KernelParamSource, LaunchPlacement, LaunchTemplate};
     use diffuse_ir::{
         Context, DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
-        ReductionOp, Scalar, Store, TaskKind,
+        ReductionOp, Scalar, Store, TaskKind, Tuple,
     };
 
     use super::*;

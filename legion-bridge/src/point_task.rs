@@ -10,7 +10,7 @@ use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use diffuse_backend::point::{self, PointRunner, PointStores};
-use diffuse_backend::Slot;
+use diffuse_backend::{LaunchPlan, Slot};
 use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
 
 use crate::ffi;
@@ -18,7 +18,7 @@ use crate::geometry::{element_strides, point_of, raw_rect_ptr, FIELD};
 use crate::launch::LaunchEntry;
 use crate::library;
 
-/// Legion's task id of diffuse's point task (one variant runs every launch plan's points).
+/// Legion's task id of diffuse's point task (its variants run every launch plan's points).
 pub(crate) const POINT_TASK_ID: ffi::legion_task_id_t = 7_310;
 
 /// Registers the point task's variants (before Legion starts): one for CPU processors, and
@@ -202,6 +202,18 @@ impl PointStores for Instances {
     }
 }
 
+/// The error of point `p` of `plan` failing for a reason.
+pub(crate) fn point_failure<'a>(
+    plan: &'a LaunchPlan,
+    p: &'a Point,
+) -> impl Fn(String) -> KernelError + Copy + 'a {
+    move |reason| KernelError {
+        kind: plan.template().name().to_string(),
+        point: *p,
+        reason,
+    }
+}
+
 /// Where each store argument of point `p` of `entry`'s plan lies in the mapped `regions`
 /// (`None` for temporaries and empty sub-stores).
 pub(crate) fn locate_instances(
@@ -212,11 +224,7 @@ pub(crate) fn locate_instances(
 ) -> Result<Instances, KernelError> {
     let plan = &entry.plan;
     let t = plan.template();
-    let fail = |reason: String| KernelError {
-        kind: t.name().to_string(),
-        point: *p,
-        reason,
-    };
+    let fail = point_failure(plan, p);
     let mut args = Vec::with_capacity(t.args().len());
     for (i, layout) in t.args().iter().enumerate() {
         let (Slot::Store(_), Some(r)) = (layout.slot, entry.arg_requirement[i]) else {
@@ -264,11 +272,7 @@ fn run(
 ) -> Result<(), KernelError> {
     let plan = &entry.plan;
     let t = plan.template();
-    let fail = |reason: String| KernelError {
-        kind: t.name().to_string(),
-        point: *p,
-        reason,
-    };
+    let fail = point_failure(plan, p);
     let instances = locate_instances(api, entry, p, regions)?;
     let shared = &entry.shared;
     let runner = PointRunner {

@@ -19,14 +19,7 @@ pub(super) fn run_point(
 ) -> Option<Result<Vec<Contribution>, String>> {
     let plan = runner.plan;
     let t = plan.template();
-    let rects: Vec<Rect> = kernel
-        .params
-        .iter()
-        .map(|source| {
-            let arg = plan.arg(source.arg);
-            arg.partition.sub_store(arg.store.shape(), p)
-        })
-        .collect();
+    let rects = kernel.sub_stores(plan, p);
     if !fits(kernel, &rects) {
         return None;
     }
@@ -69,7 +62,19 @@ pub(super) fn run_point(
 
 /// One kernel parameter's memory at a point: the address of its first element (null for a
 /// temporary the kernel keeps to itself), its extent and its element strides.
-pub(super) type Located = (*mut u8, Shape, Tuple);
+pub type Located = (*mut u8, Shape, Tuple);
+
+/// The memref descriptors of parameters at `located`, in order.
+pub fn memrefs(located: &[Located]) -> Vec<MemRef<'_>> {
+    located
+        .iter()
+        .map(|(ptr, sizes, strides)| MemRef {
+            ptr: *ptr,
+            sizes: sizes.as_slice(),
+            strides: strides.as_slice(),
+        })
+        .collect()
+}
 
 /// Calls `kernel`'s host version once, parameter `q` at `located[q]`, with `scalars`.
 ///
@@ -81,16 +86,8 @@ pub(super) unsafe fn call(
     located: &[Located],
     scalars: &[Scalar],
 ) -> Result<(), String> {
-    let memrefs: Vec<MemRef<'_>> = located
-        .iter()
-        .map(|(ptr, sizes, strides)| MemRef {
-            ptr: *ptr,
-            sizes: sizes.as_slice(),
-            strides: strides.as_slice(),
-        })
-        .collect();
     // SAFETY: the caller's promise.
-    unsafe { kernel.cpu.call(&memrefs, scalars) }
+    unsafe { kernel.cpu.call(&memrefs(located), scalars) }
 }
 
 /// True when sub-stores `rects` (one per kernel parameter, in store coordinates) have the

@@ -23,7 +23,7 @@ use diffuse_ir::{
 use crate::memory::{for_each_rect_row, BufferCache, HostBuffer, MemoryStats};
 use crate::plan::{LaunchPlan, LaunchTemplate, Slot};
 
-pub use compiled::fits;
+pub use compiled::{fits, memrefs, Located};
 
 /// Where a point task's store arguments are in memory.
 pub trait PointStores {
