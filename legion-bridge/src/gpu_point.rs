@@ -6,12 +6,16 @@
 //! here: Legion moves the data between memories, and the task's completion waits for its
 //! stream.
 //!
+//! After a GPU launch fails (a kernel the driver cannot load, a fault), the failed launch is
+//! an error and later points placed on GPUs run on the CPUs, as on the embedded backend.
+//!
 //! A launch that reduces over more than one point stays on the CPUs: Legion folds such
 //! reductions through reduction instances, and diffuse registers no GPU reduction operators
 //! to fold them in GPU memory. In a launch of one point a reduction reads and writes the
 //! store's instance, into which the GPU kernel folds its total, as on the embedded backend.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use diffuse_backend::point::{fits, memrefs, Located};
 use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, Slot};
@@ -36,7 +40,13 @@ pub(crate) enum GpuRefusal {
     SharedReduction,
     /// The point's sub-stores do not have the shapes the kernel was compiled for.
     Unfit,
+    /// A GPU launch of this process failed earlier: the GPUs are not trusted with later
+    /// launches, which run on the CPUs (the failed launch itself is an error).
+    Failed,
 }
+
+/// Set once a GPU point's launch has failed (see [`GpuRefusal::Failed`]).
+static LAUNCH_FAILED: AtomicBool = AtomicBool::new(false);
 
 impl fmt::Display for GpuRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,6 +61,7 @@ impl fmt::Display for GpuRefusal {
                 "a store it reduces into is also reached through another parameter"
             }
             GpuRefusal::Unfit => "the point's sub-stores do not fit its compiled kernel",
+            GpuRefusal::Failed => "a GPU launch of this process failed earlier",
         })
     }
 }
@@ -61,6 +72,9 @@ pub(crate) fn gpu_kernel<'a>(
     p: &Point,
 ) -> Result<(&'a CompiledKernel, &'a dyn PointKernel), GpuRefusal> {
     let t = plan.template();
+    if LAUNCH_FAILED.load(Ordering::Relaxed) {
+        return Err(GpuRefusal::Failed);
+    }
     let Some(kernel) = t.kernel() else {
         return Err(if t.kernel_decided() {
             GpuRefusal::NoKernel
@@ -137,8 +151,17 @@ pub(crate) fn run(
     };
     // SAFETY: `stream` is the running task's stream in the current context; Legion keeps the
     // instances until the task completes, which waits for the stream.
-    unsafe { diffuse_device::cuda::launch_on_stream(stream, &kernel.gpu_workspace, call) }
-        .map_err(|e| fail(e.to_string()))?;
+    let launched =
+        unsafe { diffuse_device::cuda::launch_on_stream(stream, &kernel.gpu_workspace, call) };
+    if let Err(e) = launched {
+        if !LAUNCH_FAILED.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "a GPU launch of {} failed ({e}); later points placed on GPUs run on CPUs",
+                t.name()
+            );
+        }
+        return Err(fail(format!("the GPU launch failed: {e}")));
+    }
     entry.shared.counters.gpu_point();
     Ok(())
 }
@@ -340,6 +363,7 @@ mod tests {
             GpuRefusal::ReducesAcrossPoints,
             GpuRefusal::SharedReduction,
             GpuRefusal::Unfit,
+            GpuRefusal::Failed,
         ] {
             assert!(why.to_string().len() > 20, "{why:?}");
         }
