@@ -304,7 +304,16 @@ impl Driver {
         if in_use.saturating_add(bytes) > self.limits.sysmem_bytes {
             return Err(out_of_memory(store, in_use, self.limits.sysmem_bytes));
         }
-        let recycled = self.free.get_mut(&key).and_then(Vec::pop);
+        let mut recycled = self.free.get_mut(&key).and_then(Vec::pop);
+        if recycled.is_none() && !self.replicated {
+            // Only now, before making a region, the regions of stores that died since the
+            // application last waited: taking them back at every launch handed a repeated
+            // step regions in an order that depended on which thread let go of a store
+            // first, so its launches kept coming back on new combinations of regions, each a
+            // Legion trace of its own (cfd n = 64 grew ~7 KB per iteration).
+            self.release_dead();
+            recycled = self.free.get_mut(&key).and_then(Vec::pop);
+        }
         let region = match recycled {
             Some(region) => {
                 self.free_bytes -= store.size_bytes() as u64;
@@ -366,8 +375,11 @@ impl Driver {
     /// (the application, this thread retiring a launch, a point task), at moments that
     /// differ between processes. A replicated run therefore calls this only where the
     /// application waits for the driver ([`Driver::settle`], host copies): every process
-    /// has then seen the same stores die. A run of one process also calls it before every
-    /// launch, so that the launch may reuse the regions.
+    /// has then seen the same stores die. A run of one process also calls it when a store
+    /// needs a region and none of its shape is free, so that it may reuse one: memory is
+    /// bounded as if every death were taken back at once, and a program that repeats its
+    /// steps between waits gets the same regions for them each time (so Legion traces
+    /// replay; see `traces.rs`).
     pub(crate) fn release_dead(&mut self) {
         let mut dead: Vec<DeadRegion> = self.dead.1.try_iter().collect();
         dead.sort_by_key(|d| d.region.tree_id);
@@ -539,9 +551,6 @@ impl Driver {
         plan: LaunchPlan,
         shared: &Arc<Shared>,
     ) -> Result<(), IrError> {
-        if !self.replicated {
-            self.release_dead();
-        }
         let t = plan.template();
         let launch = t.launch_domain();
         let points = launch.volume().max(0) as usize;
