@@ -92,6 +92,14 @@ impl LegionBackend {
             .collect()
     }
 
+    /// Legion traces made so far in this process: one per distinct launch issued in traces
+    /// (the same task on the same regions, partitions and privileges; see
+    /// [`LegionBackend::traced_launches`]). A program repeating its steps makes a fixed
+    /// number.
+    pub fn traces_made(&self) -> Result<usize, IrError> {
+        self.call(|driver, _| driver.traces_given())
+    }
+
     /// Starts recording the processor every point task runs on (see
     /// [`LegionBackend::take_point_records`]).
     pub fn record_points(&self) {

@@ -369,6 +369,11 @@ impl Driver {
         };
     }
 
+    /// How many Legion traces this process's launches were given so far.
+    pub(crate) fn traces_given(&self) -> usize {
+        self.traces.given()
+    }
+
     /// Takes back the regions of the stores that died since the last call, in the order the
     /// regions were made. A run of several processes must create and destroy regions in
     /// one order in every process, but a store dies on whichever thread lets go of it last

@@ -86,6 +86,11 @@ impl LaunchTraces {
         }
     }
 
+    /// How many traces were given so far (one per distinct repeated launch).
+    pub(crate) fn given(&self) -> usize {
+        self.traced
+    }
+
     /// Notes that a fill or a reduction left the contents of the region with tree id
     /// `region` lazy: launches touching it are not traced until it is materialized.
     pub(crate) fn contents_lazy(&mut self, region: u64) {
