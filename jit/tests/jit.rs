@@ -150,6 +150,25 @@ fn kind(name: &str, generator: Arc<dyn MlirGenerator>, scalar: bool) -> Arc<Task
     b.register(|_| Ok(())).expect("registering a test kind")
 }
 
+/// The kind `name` (registered on first use) with `f64` arguments `args` (name, privilege)
+/// and `generator`'s MLIR.
+fn generated_kind(
+    name: &str,
+    args: &[(&str, Privilege)],
+    generator: Arc<dyn MlirGenerator>,
+) -> Arc<TaskKind> {
+    if let Some(k) = TaskKind::lookup(name) {
+        return k;
+    }
+    let mut b = TaskKind::builder(name);
+    for &(arg, privilege) in args {
+        b = b.arg(arg, DType::F64, privilege);
+    }
+    b.mlir(generator)
+        .register(|_| Ok(()))
+        .expect("registering a test kind")
+}
+
 fn param(store: usize, privilege: Privilege, temporary: bool, unit_dims: u8) -> KernelParam {
     KernelParam {
         dtype: DType::F64,
@@ -367,14 +386,14 @@ fn element_functions_make_one_loop_nest_even_for_values_used_twice() {
 
 /// `acc += sum(exp(x))`: one 1-d input reduced into a 0-d accumulator.
 fn sum_exp() -> KernelSignature {
-    let sum = TaskKind::lookup("jit_test.sum_exp").unwrap_or_else(|| {
-        TaskKind::builder("jit_test.sum_exp")
-            .arg("x", DType::F64, Privilege::Read)
-            .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
-            .mlir(Arc::new(Sum))
-            .register(|_| Ok(()))
-            .expect("registers")
-    });
+    let sum = generated_kind(
+        "jit_test.sum_exp",
+        &[
+            ("x", Privilege::Read),
+            ("acc", Privilege::Reduce(ReductionOp::Sum)),
+        ],
+        Arc::new(Sum),
+    );
     KernelSignature {
         name: "sum_exp".into(),
         steps: vec![step(
@@ -462,15 +481,11 @@ iterator_types = [\"reduction\", \"reduction\"]}} ins(%x, %y : {t}, {t}) outs(%a
 fn add_then_dot(temporary: bool) -> KernelSignature {
     let add = element_add();
     let sum = Privilege::Reduce(ReductionOp::Sum);
-    let dot = TaskKind::lookup("jit_test.dot_e").unwrap_or_else(|| {
-        TaskKind::builder("jit_test.dot_e")
-            .arg("x", DType::F64, Privilege::Read)
-            .arg("y", DType::F64, Privilege::Read)
-            .arg("acc", DType::F64, sum)
-            .mlir(Arc::new(Dot))
-            .register(|_| Ok(()))
-            .expect("registers")
-    });
+    let dot = generated_kind(
+        "jit_test.dot_e",
+        &[("x", Privilege::Read), ("y", Privilege::Read), ("acc", sum)],
+        Arc::new(Dot),
+    );
     let (read, write) = (Privilege::Read, Privilege::Write);
     KernelSignature {
         name: "add+dot".into(),
@@ -619,14 +634,11 @@ impl MlirGenerator for Previous {
 /// other, through one parameter; the nest hands the first its indices.
 #[test]
 fn an_argument_read_whole_and_element_by_element_gets_the_indexed_nest() {
-    let previous = TaskKind::lookup("jit_test.previous").unwrap_or_else(|| {
-        TaskKind::builder("jit_test.previous")
-            .arg("x", DType::F64, Privilege::Read)
-            .arg("out", DType::F64, Privilege::Write)
-            .mlir(Arc::new(Previous))
-            .register(|_| Ok(()))
-            .expect("registers")
-    });
+    let previous = generated_kind(
+        "jit_test.previous",
+        &[("x", Privilege::Read), ("out", Privilege::Write)],
+        Arc::new(Previous),
+    );
     let (read, write) = (Privilege::Read, Privilege::Write);
     let one_d = |store, privilege| KernelParam {
         rank: 1,
