@@ -170,6 +170,28 @@ pub unsafe fn launch_on_stream(
     })
 }
 
+/// Zeroes `rows` (each a device address and a length in bytes) in stream order on
+/// `stream`, a stream of the CUDA context current on this thread that the caller owns (a
+/// Legion GPU task's). Nothing waits.
+///
+/// # Safety
+/// `stream` must be a live stream of the context current on this thread, and every row must
+/// be device memory of that context that stays valid until the stream reaches the zeroing.
+pub unsafe fn zero_on_stream(
+    stream: *mut c_void,
+    rows: &[(DevicePtr, usize)],
+) -> Result<(), DeviceError> {
+    guarded("zeroing device memory on a task's stream", || {
+        let stream: CUstream = stream.cast();
+        for &(row, bytes) in rows.iter().filter(|(_, bytes)| *bytes > 0) {
+            // SAFETY: the caller's contract.
+            unsafe { result::memset_d8_async(row, 0, bytes, stream) }
+                .map_err(|e| failed(format!("zeroing {bytes} bytes of device memory"), e))?;
+        }
+        Ok(())
+    })
+}
+
 /// A driver error as `NAME: description`.
 fn describe(e: DriverError) -> String {
     let name = e

@@ -268,14 +268,15 @@ impl Driver {
         })
     }
 
-    /// The region of `store`, made (or taken from the free regions) on first use:
-    /// zero-filled unless `overwritten` (its first user writes every element).
+    /// The region of `store`, made (or taken from the free regions) on first use, and
+    /// whether it was made now: zero-filled by Legion unless `unfilled` (its first user
+    /// writes every element, or zeroes it itself).
     pub(crate) fn region(
         &mut self,
         store: &StoreRef,
         shared: &Arc<Shared>,
-        overwritten: bool,
-    ) -> Result<ffi::legion_logical_region_t, IrError> {
+        unfilled: bool,
+    ) -> Result<(ffi::legion_logical_region_t, bool), IrError> {
         let mut fresh = false;
         let region = store
             .try_allocation(
@@ -286,11 +287,11 @@ impl Driver {
                 |e| e,
             )?
             .region;
-        if fresh && !overwritten {
+        if fresh && !unfilled {
             self.fill_zero(region, store.dtype());
             self.traces.contents_lazy(region.tree_id);
         }
-        Ok(region)
+        Ok((region, fresh))
     }
 
     fn create_region(
@@ -562,11 +563,18 @@ impl Driver {
         if points == 0 {
             return Ok(());
         }
+        let (mut requirements, arg_requirement) = requirements(&plan);
         let mut regions = Vec::with_capacity(plan.stores().len());
         for (s, store) in plan.stores().iter().enumerate() {
-            regions.push(self.region(store, shared, t.overwrites(s))?);
+            let zeroable = point_zeroable(&plan, &requirements, s);
+            let (region, fresh) =
+                self.region(store, shared, t.overwrites(s) || zeroable.is_some())?;
+            if let Some(r) = zeroable.filter(|_| fresh && !t.overwrites(s)) {
+                requirements[r].privilege = Privilege::Write;
+                requirements[r].zeroed = true;
+            }
+            regions.push(region);
         }
-        let (requirements, arg_requirement) = requirements(&plan);
         // Mapple's Backpressure: before this launch goes, at most `limit - 1` others of the
         // task may still run (waited for below, once this one is issued).
         let limit = t.placement().in_flight_limit.map(|l| l.max(1));
@@ -842,7 +850,7 @@ impl Driver {
         f: impl FnOnce(*mut u8, &Tuple) -> R,
     ) -> Result<R, IrError> {
         self.release_dead();
-        let region = self.region(store, shared, writes_all)?;
+        let (region, _) = self.region(store, shared, writes_all)?;
         let api = self.api;
         // SAFETY: as above; the mapping is released before returning.
         unsafe {
@@ -1075,6 +1083,7 @@ fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
                 },
                 privilege: access(f.privilege),
                 dtype: plan.store(f.slot).dtype(),
+                zeroed: false,
             });
             reqs.len() - 1
         }));
@@ -1095,6 +1104,23 @@ fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
         .map(|i| t.fused_arg_of(i).map(|f| of_fused[f]))
         .collect();
     (reqs, of_arg)
+}
+
+/// The requirement through which a one-point launch's single point could zero store slot
+/// `s` itself if the store is new: its one requirement, covering the store and writable.
+/// (A Legion fill instead leaves the region's contents lazy, which keeps the launch out of
+/// traces, and costs Legion more to map than the point's few zero bytes.)
+fn point_zeroable(plan: &LaunchPlan, requirements: &[Requirement], s: usize) -> Option<usize> {
+    let t = plan.template();
+    let launch = t.launch_domain();
+    if launch.volume() != 1 {
+        return None;
+    }
+    let mut of_slot = requirements.iter().enumerate().filter(|(_, r)| r.slot == s);
+    let (r, req) = of_slot.next()?;
+    let alone = of_slot.next().is_none();
+    (alone && req.privilege.mutates() && req.partition.covers(plan.store(s).shape(), launch))
+        .then_some(r)
 }
 
 fn privilege_mode(p: Privilege) -> ffi::legion_privilege_mode_t {

@@ -23,7 +23,7 @@ use diffuse_ir::{KernelError, MemRef, Point, Rect};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
-use crate::point_task::{locate_instances, point_failure};
+use crate::point_task::{locate_instances, point_failure, rows_to_zero};
 
 /// Why a point placed on a GPU runs on a CPU instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +135,15 @@ pub(crate) fn run(
             "Realm gave the task no CUDA stream (it does not run on a GPU processor)".into(),
         ));
     }
+    let rows: Vec<(diffuse_device::DevicePtr, usize)> = rows_to_zero(api, entry, p, regions)?
+        .into_iter()
+        .map(|(row, bytes)| (row as usize as diffuse_device::DevicePtr, bytes))
+        .collect();
+    // SAFETY: `stream` is the running task's stream in the current context; the rows are of
+    // regions this task holds with write privilege, in memory the GPU addresses, kept by
+    // Legion until the task's stream completes.
+    let zeroed = unsafe { diffuse_device::cuda::zero_on_stream(stream, &rows) };
+    zeroed.map_err(|e| fail(format!("zeroing a new store failed: {e}")))?;
     let call = |workspaces: &[diffuse_device::DevicePtr]| {
         let mut memrefs = memrefs(&located);
         memrefs.extend(workspaces.iter().map(|&w| MemRef {

@@ -23,6 +23,10 @@ pub(crate) struct Requirement {
     pub(crate) privilege: Privilege,
     /// The store's element type.
     pub(crate) dtype: DType,
+    /// The point zeroes the whole region before it runs (then the privilege is `Write`):
+    /// the store is new and this launch, of one point, is its first user, so no Legion fill
+    /// leaves the region's contents lazy (which would keep the launch out of traces).
+    pub(crate) zeroed: bool,
 }
 
 /// A launch plan while Legion runs its points.

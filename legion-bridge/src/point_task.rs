@@ -9,6 +9,7 @@
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use diffuse_backend::memory::for_each_rect_row;
 use diffuse_backend::point::{self, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, Slot};
 use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
@@ -214,6 +215,44 @@ pub(crate) fn point_failure<'a>(
     }
 }
 
+/// The rows of every region the point zeroes before it runs ([`Requirement::zeroed`]):
+/// each row's address (in the instance's memory) and length in bytes.
+///
+/// [`Requirement::zeroed`]: crate::launch::Requirement::zeroed
+pub(crate) fn rows_to_zero(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<Vec<(*mut u8, usize)>, KernelError> {
+    let plan = &entry.plan;
+    let fail = point_failure(plan, p);
+    let mut rows = Vec::new();
+    for (r, req) in entry.requirements.iter().enumerate() {
+        let store = plan.store(req.slot);
+        let whole = Rect::from_shape(store.shape());
+        if !req.zeroed || whole.is_empty() {
+            continue;
+        }
+        let region = *regions
+            .get(r)
+            .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
+        // SAFETY: requirement `r` names the whole store with field FIELD.
+        let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &whole) }
+            .map_err(|m| fail(format!("store {}: {m}", store.id())))?;
+        let size = store.dtype().size_bytes();
+        let strides = element_strides(&bytes, whole.dims(), size);
+        let origin = whole.lo.as_slice().iter().zip(strides.as_slice());
+        let lo: i64 = origin.map(|(l, s)| l * s).sum();
+        for_each_rect_row(&whole, &strides, |start, _, len| {
+            let offset = (start as i64 - lo) as isize * size as isize;
+            // SAFETY: every row of the whole store lies inside its mapped instance.
+            rows.push((unsafe { ptr.offset(offset) }, len * size));
+        });
+    }
+    Ok(rows)
+}
+
 /// Where each store argument of point `p` of `entry`'s plan lies in the mapped `regions`
 /// (`None` for temporaries and empty sub-stores).
 pub(crate) fn locate_instances(
@@ -273,6 +312,11 @@ fn run(
     let plan = &entry.plan;
     let t = plan.template();
     let fail = point_failure(plan, p);
+    for (row, bytes) in rows_to_zero(api, entry, p, regions)? {
+        // SAFETY: a row of a region this point holds with write privilege, in host memory
+        // (the CPU variant's instances are in memory its processor addresses).
+        unsafe { std::ptr::write_bytes(row, 0, bytes) };
+    }
     let instances = locate_instances(api, entry, p, regions)?;
     let shared = &entry.shared;
     let runner = PointRunner {

@@ -604,32 +604,33 @@ fn a_one_point_stencil_runs_in_stages_with_the_unfused_result() {
     assert_eq!(bits(&fused), bits(&sequential_stencil(8, 5)));
 }
 
-/// Stores of 26 elements (a shape no other test uses: the regions cycle among this test's
-/// stores) over 2 launch points, made and dropped each of `iters` iterations
+/// Stores of `len` elements (a length no other test uses: the regions cycle among this
+/// test's stores) over `points` launch points, made and dropped each of `iters` iterations
 /// (their regions recycled): `a` written from the host, `s = sum(a)` into a fresh 0-d store
-/// (zero-filled, then reduced into by both points), `c = a + a`, `y = s * a`. Returns the
-/// iterations whose `c` or `y` differ from the plain sums.
-fn recycled_reductions(ctx: &Context, iters: usize) -> Vec<usize> {
-    let two = Tuple::shape(&[2]).unwrap();
-    let blocked = |s: &diffuse_ir::Store| s.view().blocked(two).unwrap();
+/// (zero-filled by Legion, or by the point itself in a launch of one point, then reduced
+/// into), `c = a + a`, `y = s * a`. Returns the iterations whose `c` or `y` differ from the
+/// plain sums.
+fn recycled_reductions(ctx: &Context, iters: usize, points: i64, len: i64) -> Vec<usize> {
+    let launch = Tuple::shape(&[points]).unwrap();
+    let blocked = |s: &diffuse_ir::Store| s.view().blocked(launch).unwrap();
     let sum = diffuse_ir::ReductionOp::Sum;
     (0..iters)
         .filter(|&it| {
-            let av: Vec<f64> = (0..26).map(|i| (i + 10 * it) as f64).collect();
-            let a = ctx.store_from_vec(&[26], av.clone()).unwrap();
+            let av: Vec<f64> = (0..len).map(|i| (i as usize + 10 * it) as f64).collect();
+            let a = ctx.store_from_vec(&[len], av.clone()).unwrap();
             let s = ctx.create_store(&[], DType::F64).unwrap();
             let whole = s.view().whole(1).unwrap();
             ctx.submit(
-                diffuse_ir::IndexTask::new(&reduce_all_kind(sum), two)
+                diffuse_ir::IndexTask::new(&reduce_all_kind(sum), launch)
                     .arg(&a, blocked(&a), Privilege::Read)
                     .arg(&s, whole.clone(), Privilege::Reduce(sum)),
             )
             .unwrap();
-            let c = ctx.create_store(&[26], DType::F64).unwrap();
-            submit_blocked(ctx, &add_kind(), two, &c, &a, &a).unwrap();
-            let y = ctx.create_store(&[26], DType::F64).unwrap();
+            let c = ctx.create_store(&[len], DType::F64).unwrap();
+            submit_blocked(ctx, &add_kind(), launch, &c, &a, &a).unwrap();
+            let y = ctx.create_store(&[len], DType::F64).unwrap();
             ctx.submit(
-                diffuse_ir::IndexTask::new(&scale_by_store_kind(), two)
+                diffuse_ir::IndexTask::new(&scale_by_store_kind(), launch)
                     .arg(&y, blocked(&y), Privilege::Write)
                     .arg(&a, blocked(&a), Privilege::Read)
                     .arg(&s, whole, Privilege::Read),
@@ -652,7 +653,25 @@ fn traced_launches_see_host_writes_fills_and_reductions_of_recycled_regions() {
     let _regions = regions_to_myself();
     let backend = legion(None);
     let before = backend.traced_launches();
-    let wrong = recycled_reductions(&Context::new(unfused_runtime(backend.clone(), None)), 10);
+    let ctx = Context::new(unfused_runtime(backend.clone(), None));
+    let wrong = recycled_reductions(&ctx, 10, 2, 26);
     assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
     assert!(backend.traced_launches() > before, "nothing was traced");
+}
+
+#[test]
+fn one_point_reductions_into_new_stores_are_traced_and_start_from_zero() {
+    // In a launch of one point, the point zeroes a new store its launch reduces into
+    // instead of a Legion fill, whose lazy contents kept the launch out of traces.
+    let _regions = regions_to_myself();
+    let backend = legion(None);
+    let before = backend.traced_launches();
+    let ctx = Context::new(unfused_runtime(backend.clone(), None));
+    let iters = 10;
+    let wrong = recycled_reductions(&ctx, iters, 1, 27);
+    assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
+    // Three launches an iteration, all traced once the regions repeat (from the fourth
+    // iteration on): the sums too (with a fill, only the other two were: 14).
+    let traced = backend.traced_launches() - before;
+    assert!(traced >= 3 * (iters as u64 - 3), "{traced} launches traced");
 }
