@@ -129,6 +129,11 @@ impl LaunchTraces {
                 // Trace ids are the context's own; diffuse issues no other trace there.
                 let id = self.traced as u32;
                 *sighted = Sighted::Traced(id);
+                tracing::debug!(
+                    trace = id,
+                    identities = remembered,
+                    "a launch got a Legion trace"
+                );
                 Some(id)
             }
             Sighted::Times(n) => {
