@@ -1339,6 +1339,41 @@ mod tests {
     }
 
     #[test]
+    fn only_a_one_point_launch_writing_its_whole_store_may_zero_a_new_one_itself() {
+        let c = Context::detached();
+        let x = c.create_store(&[8, 8], DType::F64).unwrap();
+        let acc = c.create_store(&[], DType::F64).unwrap();
+        let (r, sum) = (
+            Privilege::Read,
+            Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
+        );
+        let sum_all = kind("zero_sum_all", &[r, sum]);
+        let task = |launch: Shape| {
+            IndexTask::new(&sum_all, launch)
+                .arg(&x, x.view().blocked(launch).unwrap(), r)
+                .arg(&acc, Partition::replicate(), sum)
+        };
+        let one_point = plan_of(vec![task(one())], &[]);
+        let (reqs, _) = requirements(&one_point);
+        // The sum's store: its point zeroes it; the read-only input keeps Legion's fill.
+        assert_eq!(point_zeroable(&one_point, &reqs, 1), Some(1));
+        assert_eq!(point_zeroable(&one_point, &reqs, 0), None);
+        // Over two points, the points' reductions meet in Legion: the store is filled.
+        let two_points = plan_of(vec![task(Tuple::shape(&[2, 1]).unwrap())], &[]);
+        let (reqs, _) = requirements(&two_points);
+        assert_eq!(point_zeroable(&two_points, &reqs, 1), None);
+        // A one-point write of part of a store leaves the rest as it was: filled.
+        let head = IndexTask::new(&kind("zero_head", &[Privilege::ReadWrite]), one()).arg(
+            &x,
+            view(&x, [0, 0], [4, 8]),
+            Privilege::ReadWrite,
+        );
+        let part = plan_of(vec![head], &[]);
+        let (reqs, _) = requirements(&part);
+        assert_eq!(point_zeroable(&part, &reqs, 0), None);
+    }
+
+    #[test]
     fn a_merged_requirement_whose_first_write_leaves_part_of_the_store_reads_it() {
         let c = Context::detached();
         let x = c.create_store(&[8, 8], DType::F64).unwrap();
