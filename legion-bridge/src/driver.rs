@@ -1316,8 +1316,9 @@ mod tests {
         assert_eq!(of_arg, vec![Some(0), Some(0), Some(1), Some(1), Some(0)]);
     }
 
-    #[test]
-    fn reductions_of_a_one_point_launch_read_and_write_the_store() {
+    /// Plans of `acc = sum(x)` (an 8 x 8 `x` read through its blocks, a 0-d `acc` reduced
+    /// into) over one launch point and over two, and `x`.
+    fn sums_over_one_and_two_points(name: &str) -> (LaunchPlan, LaunchPlan, Store) {
         let c = Context::detached();
         let x = c.create_store(&[8, 8], DType::F64).unwrap();
         let acc = c.create_store(&[], DType::F64).unwrap();
@@ -1325,41 +1326,38 @@ mod tests {
             Privilege::Read,
             Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
         );
-        let sum_all = kind("sum_all", &[r, sum]);
-        let task = |launch: Shape| {
-            IndexTask::new(&sum_all, launch)
+        let sum_all = kind(name, &[r, sum]);
+        let plan = |launch: Shape| {
+            let task = IndexTask::new(&sum_all, launch)
                 .arg(&x, x.view().blocked(launch).unwrap(), r)
-                .arg(&acc, Partition::replicate(), sum)
+                .arg(&acc, Partition::replicate(), sum);
+            plan_of(vec![task], &[])
         };
-        let (one, _) = requirements(&plan_of(vec![task(one())], &[]));
+        let (one_point, two_points) = (plan(one()), plan(Tuple::shape(&[2, 1]).unwrap()));
+        (one_point, two_points, x)
+    }
+
+    #[test]
+    fn reductions_of_a_one_point_launch_read_and_write_the_store() {
+        let (one_point, two_points, _) = sums_over_one_and_two_points("sum_all");
+        let (one, _) = requirements(&one_point);
         assert_eq!(one[1].privilege, Privilege::ReadWrite);
         // Over two points each folds into a reduction instance of its own.
-        let (two, _) = requirements(&plan_of(vec![task(Tuple::shape(&[2, 1]).unwrap())], &[]));
-        assert_eq!(two[1].privilege, sum);
+        let (two, _) = requirements(&two_points);
+        assert_eq!(
+            two[1].privilege,
+            Privilege::Reduce(diffuse_ir::ReductionOp::Sum)
+        );
     }
 
     #[test]
     fn only_a_one_point_launch_writing_its_whole_store_may_zero_a_new_one_itself() {
-        let c = Context::detached();
-        let x = c.create_store(&[8, 8], DType::F64).unwrap();
-        let acc = c.create_store(&[], DType::F64).unwrap();
-        let (r, sum) = (
-            Privilege::Read,
-            Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
-        );
-        let sum_all = kind("zero_sum_all", &[r, sum]);
-        let task = |launch: Shape| {
-            IndexTask::new(&sum_all, launch)
-                .arg(&x, x.view().blocked(launch).unwrap(), r)
-                .arg(&acc, Partition::replicate(), sum)
-        };
-        let one_point = plan_of(vec![task(one())], &[]);
+        let (one_point, two_points, x) = sums_over_one_and_two_points("zero_sum_all");
         let (reqs, _) = requirements(&one_point);
         // The sum's store: its point zeroes it; the read-only input keeps Legion's fill.
         assert_eq!(point_zeroable(&one_point, &reqs, 1), Some(1));
         assert_eq!(point_zeroable(&one_point, &reqs, 0), None);
         // Over two points, the points' reductions meet in Legion: the store is filled.
-        let two_points = plan_of(vec![task(Tuple::shape(&[2, 1]).unwrap())], &[]);
         let (reqs, _) = requirements(&two_points);
         assert_eq!(point_zeroable(&two_points, &reqs, 1), None);
         // A one-point write of part of a store leaves the rest as it was: filled.

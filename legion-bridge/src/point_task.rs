@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use diffuse_backend::memory::for_each_rect_row;
 use diffuse_backend::point::{self, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, Slot};
-use diffuse_ir::{KernelError, Point, Privilege, Rect, Tuple};
+use diffuse_ir::{KernelError, Point, Privilege, Rect, StoreRef, Tuple};
 
 use crate::ffi;
 use crate::geometry::{element_strides, point_of, raw_rect_ptr, FIELD};
@@ -230,27 +230,54 @@ pub(crate) fn rows_to_zero(
     let mut rows = Vec::new();
     for (r, req) in entry.requirements.iter().enumerate() {
         let store = plan.store(req.slot);
+        // From the origin: the rows' offsets below are the instance's own.
         let whole = Rect::from_shape(store.shape());
         if !req.zeroed || whole.is_empty() {
             continue;
         }
-        let region = *regions
-            .get(r)
-            .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
-        // SAFETY: requirement `r` names the whole store with field FIELD.
-        let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &whole) }
-            .map_err(|m| fail(format!("store {}: {m}", store.id())))?;
-        let size = store.dtype().size_bytes();
-        let strides = element_strides(&bytes, whole.dims(), size);
-        let origin = whole.lo.as_slice().iter().zip(strides.as_slice());
-        let lo: i64 = origin.map(|(l, s)| l * s).sum();
-        for_each_rect_row(&whole, &strides, |start, _, len| {
-            let offset = (start as i64 - lo) as isize * size as isize;
+        let at = locate(api, regions, r, store, whole, fail)?;
+        for_each_rect_row(&at.rect, &at.strides, |start, _, len| {
             // SAFETY: every row of the whole store lies inside its mapped instance.
-            rows.push((unsafe { ptr.offset(offset) }, len * size));
+            let row = unsafe { at.ptr.add(start * at.size) };
+            rows.push((row, len * at.size));
         });
     }
     Ok(rows)
+}
+
+/// Where `rect` of `store` lies in the region mapped for requirement `r`; an error unless
+/// the instance holds it in C order (diffuse's kernels need the last dimension contiguous).
+fn locate(
+    api: &ffi::LegionApi,
+    regions: &[ffi::legion_physical_region_t],
+    r: usize,
+    store: &StoreRef,
+    rect: Rect,
+    fail: impl Fn(String) -> KernelError,
+) -> Result<Located, KernelError> {
+    let region = *regions
+        .get(r)
+        .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
+    // SAFETY: requirement `r` names `store` with field FIELD, and `rect` is inside the
+    // region it maps (the point's sub-store, or the whole store of a whole-region
+    // requirement).
+    let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &rect) }
+        .map_err(|m| fail(format!("store {}: {m}", store.id())))?;
+    let size = store.dtype().size_bytes();
+    let strides = element_strides(&bytes, rect.dims(), size);
+    if rect.dims() > 0 && strides[rect.dims() - 1] != 1 && rect.extent()[rect.dims() - 1] > 1 {
+        return Err(fail(format!(
+            "the instance of store {} is not in C order (strides {strides}); diffuse's \
+             kernels need the last dimension contiguous",
+            store.id()
+        )));
+    }
+    Ok(Located {
+        rect,
+        ptr,
+        strides,
+        size,
+    })
 }
 
 /// Where each store argument of point `p` of `entry`'s plan lies in the mapped `regions`
@@ -276,28 +303,7 @@ pub(crate) fn locate_instances(
             args.push(None);
             continue;
         }
-        let region = *regions
-            .get(r)
-            .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
-        // SAFETY: requirement `r` names this argument's store with field FIELD, and the
-        // sub-store is inside the point's subregion.
-        let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &rect) }
-            .map_err(|m| fail(format!("store {}: {m}", arg.store.id())))?;
-        let size = arg.store.dtype().size_bytes();
-        let strides = element_strides(&bytes, rect.dims(), size);
-        if rect.dims() > 0 && strides[rect.dims() - 1] != 1 && rect.extent()[rect.dims() - 1] > 1 {
-            return Err(fail(format!(
-                "the instance of store {} is not in C order (strides {strides}); diffuse's \
-                 kernels need the last dimension contiguous",
-                arg.store.id()
-            )));
-        }
-        args.push(Some(Located {
-            rect,
-            ptr,
-            strides,
-            size,
-        }));
+        args.push(Some(locate(api, regions, r, &arg.store, rect, fail)?));
     }
     Ok(Instances { args })
 }
