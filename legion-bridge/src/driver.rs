@@ -98,7 +98,8 @@ pub(crate) struct Driver {
     field_spaces: HashMap<DType, ffi::legion_field_space_t>,
     spaces: HashMap<Shape, IndexSpace>,
     projection: Option<ffi::legion_projection_id_t>,
-    /// The launches still in flight of each task with a `Backpressure` limit, oldest first.
+    /// The last launches of each task with a `Backpressure` limit (at most the limit),
+    /// oldest first: those not yet waited for by a later launch of the task, finished or not.
     in_flight: HashMap<Arc<str>, VecDeque<ffi::legion_future_map_t>>,
     /// Regions of dead stores kept for reuse, by shape and dtype.
     free: HashMap<(Shape, DType), Vec<ffi::legion_logical_region_t>>,
@@ -818,7 +819,8 @@ impl Driver {
     /// inline mapping that reads it); in a replicated run, where a process holds the futures
     /// of its own points only, by an execution fence.
     fn fence(&mut self) {
-        // SAFETY: as above; each future map is waited for and destroyed once.
+        // SAFETY: as above; each future map is destroyed once (the limited ones by the
+        // launch that takes them out of their queue, or at shutdown).
         unsafe {
             if self.replicated {
                 let f = self
@@ -827,10 +829,15 @@ impl Driver {
                 self.api.legion_future_get_void_result(f);
                 self.api.legion_future_destroy(f);
             } else {
-                let limited = self.in_flight.values_mut().flat_map(|q| q.drain(..));
-                for futures in self.unwaited.drain(..).chain(limited) {
+                for futures in self.unwaited.drain(..) {
                     self.api.legion_future_map_wait_all_results(futures);
                     self.api.legion_future_map_destroy(futures);
+                }
+                // Launches under a `Backpressure` limit stay in their task's queue, finished:
+                // the task's next launches still find them there (and destroy them), so a
+                // settle in between, from any thread, does not change what they wait for.
+                for &futures in self.in_flight.values().flatten() {
+                    self.api.legion_future_map_wait_all_results(futures);
                 }
             }
         }
