@@ -103,6 +103,11 @@ pub struct AppArgs {
     /// dependence analysis and mapping.
     #[arg(long, value_enum, default_value_t = Switch::On)]
     pub legion_traces: Switch,
+    /// On Legion: fold small reductions over several points in diffuse (each point writes
+    /// its contribution to a row of its own, one point folds them in order), instead of
+    /// through Legion's reduction instances.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub legion_folds: Switch,
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
@@ -238,6 +243,10 @@ impl Runtime {
                 strip_bytes: args.strip_bytes,
                 flags: args.legion_flags.clone(),
                 traced_launches: args.legion_traces == Switch::On,
+                folded_reduction_elements: match args.legion_folds {
+                    Switch::On => LegionConfig::default().folded_reduction_elements,
+                    Switch::Off => 0,
+                },
                 // Legion's nodes are processes: a count other than the default 1 must match.
                 nodes: (args.nodes != 1).then_some(args.nodes),
                 ..Default::default()
@@ -538,6 +547,7 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
         window: None,
         stages: None,
         legion_traces: Switch::On,
+        legion_folds: Switch::On,
         streams: false,
         mapper: None,
         nodes: 1,

@@ -48,7 +48,7 @@ impl LegionBackend {
             process,
             machine,
             sysmem_bytes: crate::config::sysmem_bytes(&process.flags).unwrap_or(u64::MAX),
-            shared: Arc::new(Shared::new(config.buffer_cache_bytes, config.strip_bytes)),
+            shared: Arc::new(Shared::new(config)),
             unsettled: AtomicUsize::new(0),
         })
     }

@@ -37,6 +37,14 @@ pub struct LegionConfig {
     /// default: measured on 2 cores, a 1024² stencil over 16 points 3.2 -> 1.7 ms per
     /// iteration, 4096² 29-31 -> 24-27 ms. Single-process runs only.
     pub traced_launches: bool,
+    /// Most elements of the partials of a reduction over several points that diffuse folds
+    /// itself (launch points times the store's elements; 0: none): each point writes its
+    /// contribution to a row of its own, and a launch of one point folds the rows in point
+    /// order, bitwise as the embedded backend, and both launches can be traced. Larger
+    /// reductions go through Legion's reduction instances, which Legion folds in its own
+    /// order, and which keep their launches, and the next launches touching the store,
+    /// out of traces (see the `partials` module).
+    pub folded_reduction_elements: usize,
     /// Nodes the run must have (`--nodes`), if the application asked for a number: Legion's
     /// nodes are the run's processes, so a count other than the processes is refused
     /// instead of silently ignored. `None`: whatever the run has.
@@ -54,6 +62,7 @@ impl Default for LegionConfig {
             strip_bytes: 1 << 20,
             auto_tracing: false,
             traced_launches: true,
+            folded_reduction_elements: 1 << 16,
             nodes: None,
         }
     }

@@ -21,7 +21,8 @@ use crate::ffi;
 use crate::geometry::{
     domain, domain_point, element_strides, launch_point_index, raw_rect_ptr, shape_domain, FIELD,
 };
-use crate::launch::{LaunchEntry, Requirement};
+use crate::launch::{Fold, LaunchEntry, Requirement, Role};
+use crate::partials;
 use crate::point_task::POINT_TASK_ID;
 use crate::shared::{legion_error, proc_kind, PointRecord, Shared};
 use crate::traces::{LaunchIdentity, LaunchTraces};
@@ -128,6 +129,10 @@ pub(crate) struct Driver {
     dead: (Sender<DeadRegion>, Receiver<DeadRegion>),
     /// The Legion traces repeated launches are issued in (single process only).
     traces: LaunchTraces,
+    /// The partials regions of reductions folded by diffuse, by the tree of the region of
+    /// the store they reduce into: (shape, dtype, region).
+    partials:
+        HashMap<ffi::legion_distributed_id_t, Vec<(Shape, DType, ffi::legion_logical_region_t)>>,
     thread: DriverThread,
     stopped: bool,
 }
@@ -167,6 +172,7 @@ impl Driver {
             spaces: HashMap::new(),
             projection: None,
             traces: LaunchTraces::new(limits.traces),
+            partials: HashMap::new(),
             in_flight: HashMap::new(),
             free: HashMap::new(),
             free_bytes: 0,
@@ -219,12 +225,10 @@ impl Driver {
         shared.counters.set_bytes_moved(traffic.moved());
     }
 
-    /// The sharding functor that gives each point of `plan`'s launch to the node its
-    /// placement chose, registered on first use. Every process of a replicated run issues
+    /// The sharding functor that gives a launch's point number `i` (row-major) to node
+    /// `nodes[i]`, registered on first use. Every process of a replicated run issues
     /// the same launches in the same order, so ids agree across processes.
-    fn sharding(&mut self, plan: &LaunchPlan) -> u32 {
-        let placement = plan.template().placement();
-        let nodes: Vec<u32> = placement.processors.iter().map(|p| p.node as u32).collect();
+    fn sharding(&mut self, nodes: Vec<u32>) -> u32 {
         let nodes = if nodes.is_empty() { vec![0] } else { nodes };
         if let Some(&id) = self.shardings.get(&nodes) {
             return id;
@@ -424,6 +428,9 @@ impl Driver {
     /// Destroys a region, and its shape's index space (with its partitions) when no region
     /// of that shape is left.
     fn destroy_region(&mut self, region: ffi::legion_logical_region_t, shape: Shape) {
+        for (rows, _, partials) in self.partials.remove(&region.tree_id).unwrap_or_default() {
+            self.destroy_region(partials, rows);
+        }
         // SAFETY: as above; the region's store is gone, so nothing issues work on it.
         unsafe {
             self.api
@@ -552,7 +559,8 @@ impl Driver {
         id
     }
 
-    /// Issues `plan` as one index launch (nothing for an empty launch domain).
+    /// Issues `plan` as one index launch (nothing for an empty launch domain), followed by a
+    /// launch of one point folding the reductions diffuse folds itself ([`crate::partials`]).
     pub(crate) fn execute(
         &mut self,
         plan: LaunchPlan,
@@ -560,46 +568,90 @@ impl Driver {
     ) -> Result<(), IrError> {
         let t = plan.template();
         let launch = t.launch_domain();
-        let points = launch.volume().max(0) as usize;
-        if points == 0 {
+        if launch.volume() <= 0 {
             return Ok(());
         }
-        let (mut requirements, arg_requirement) = requirements(&plan);
+        let (mut requirements, mut arg_requirement) = requirements(&plan);
+        let folded = partials::folded_by_diffuse(
+            &plan,
+            &requirements,
+            &arg_requirement,
+            shared.folded_reduction_elements,
+        );
         let mut regions = Vec::with_capacity(plan.stores().len());
+        // Per store slot: its region is new and the fold zeroes it (the store is reached
+        // only through reductions folded below).
+        let mut zeroed_by_fold = vec![false; plan.stores().len()];
         for (s, store) in plan.stores().iter().enumerate() {
             let zeroable = point_zeroable(&plan, &requirements, s);
-            let (region, fresh) =
-                self.region(store, shared, t.overwrites(s) || zeroable.is_some())?;
+            let by_fold = folded.iter().any(|&(_, r)| requirements[r].slot == s);
+            let unfilled = t.overwrites(s) || zeroable.is_some() || by_fold;
+            let (region, fresh) = self.region(store, shared, unfilled)?;
             if let Some(r) = zeroable.filter(|_| fresh && !t.overwrites(s)) {
                 requirements[r].privilege = Privilege::Write;
                 requirements[r].zeroed = true;
             }
+            zeroed_by_fold[s] = fresh && by_fold;
             regions.push(region);
         }
-        // Mapple's Backpressure: before this launch goes, at most `limit - 1` others of the
-        // task may still run (waited for below, once this one is issued).
-        let limit = t.placement().in_flight_limit.map(|l| l.max(1));
-        let name = t.name().clone();
+        self.account_launch(&plan, &requirements, shared);
+        // Each requirement's region and shape: the store's, or a reduction's partials.
+        let mut bound: Vec<(ffi::legion_logical_region_t, Shape)> = requirements
+            .iter()
+            .map(|req| (regions[req.slot], plan.store(req.slot).shape()))
+            .collect();
+        // Every folded argument writes partials of its own: the first of a requirement
+        // takes the requirement over, the others get new ones.
+        let reductions = requirements.clone();
+        let mut taken = vec![false; requirements.len()];
+        let mut fold = FoldLaunch::default();
+        for &(a, r) in &folded {
+            let reduced = &reductions[r];
+            let (slot, dtype) = (reduced.slot, reduced.dtype);
+            let Some(shape) = partials::partials_shape(launch, plan.store(slot).shape()) else {
+                continue;
+            };
+            let nth = fold.folds.iter().filter(|f| f.slot == slot).count();
+            let rows = self.partials_region(regions[slot], shape, dtype, nth);
+            let writes_rows = Requirement {
+                slot,
+                partition: partials::rows(shape),
+                privilege: Privilege::Write,
+                dtype,
+                zeroed: false,
+                partials: true,
+            };
+            let index = if taken[r] {
+                requirements.push(writes_rows);
+                bound.push((rows, shape));
+                requirements.len() - 1
+            } else {
+                taken[r] = true;
+                requirements[r] = writes_rows;
+                bound[r] = (rows, shape);
+                r
+            };
+            arg_requirement[a] = Some(index);
+            fold.add(a, reduced, rows, regions[slot], zeroed_by_fold[slot]);
+        }
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
         // Regions whose contents this launch leaves lazy in Legion (its reductions), and
         // those whose every element it maps (reads or writes through a covering partition).
         let mut reduced = Vec::new();
         let mut covered = Vec::new();
-        for req in &requirements {
-            let store = plan.store(req.slot);
-            let region = regions[req.slot];
+        for (req, &(region, shape)) in requirements.iter().zip(&bound) {
             if matches!(req.privilege, Privilege::Reduce(_)) {
                 reduced.push(region.tree_id);
-            } else if req.partition.covers(store.shape(), launch) {
+            } else if req.partition.covers(shape, launch) {
                 covered.push(region.tree_id);
             }
             let target = match req.partition.kind() {
-                _ if store.shape().dims() == 0 => Target::Whole,
+                _ if shape.dims() == 0 => Target::Whole,
                 PartitionKind::Replicate => Target::Whole,
                 PartitionKind::Tiling(tiling) => {
                     let colors = color_box(&tiling.projection, launch);
-                    let ip = self.partition(store.shape(), &req.partition, colors);
+                    let ip = self.partition(shape, &req.partition, colors);
                     // SAFETY: as above.
                     let lp = unsafe {
                         self.api
@@ -612,7 +664,7 @@ impl Driver {
                 }
                 // One color per launch point: the identity projection.
                 PartitionKind::Image(_) => {
-                    let ip = self.partition(store.shape(), &req.partition, launch_rect);
+                    let ip = self.partition(shape, &req.partition, launch_rect);
                     // SAFETY: as above.
                     let lp = unsafe {
                         self.api
@@ -623,6 +675,105 @@ impl Driver {
             };
             targets.push((region, target));
         }
+        let fold_plan = (!fold.folds.is_empty()).then(|| plan.clone());
+        self.issue(
+            Issue {
+                plan,
+                role: Role::Points,
+                launch: launch_rect,
+                requirements,
+                arg_requirement,
+                targets,
+                reduced,
+                covered,
+            },
+            shared,
+        );
+        if let Some(plan) = fold_plan {
+            let FoldLaunch {
+                folds,
+                requirements,
+                targets,
+                covered,
+            } = fold;
+            let arg_requirement = vec![None; plan.template().args().len()];
+            self.issue(
+                Issue {
+                    plan,
+                    role: Role::Fold(folds),
+                    launch: Rect::from_shape(Tuple::splat(1, 1)),
+                    requirements,
+                    arg_requirement,
+                    targets,
+                    reduced: Vec::new(),
+                    covered,
+                },
+                shared,
+            );
+        }
+        Ok(())
+    }
+
+    /// The `nth` partials region of `shape` and `dtype` of reductions into the store whose
+    /// region is `store` (a launch's `nth` folded argument reducing into it), made on first
+    /// use and destroyed with the store's region: a repeated window's launches meet the
+    /// same partials again, as Legion traces need.
+    fn partials_region(
+        &mut self,
+        store: ffi::legion_logical_region_t,
+        shape: Shape,
+        dtype: DType,
+        nth: usize,
+    ) -> ffi::legion_logical_region_t {
+        let known = self.partials.get(&store.tree_id).and_then(|rows| {
+            rows.iter()
+                .filter(|(s, d, _)| *s == shape && *d == dtype)
+                .nth(nth)
+                .map(|&(_, _, region)| region)
+        });
+        if let Some(region) = known {
+            return region;
+        }
+        let fs = self.field_space(dtype);
+        let space = self.index_space(shape);
+        space.regions += 1;
+        let is = space.handle;
+        // SAFETY: as above. (Partials are small, `LegionConfig::folded_reduction_elements`,
+        // and not counted as store memory.)
+        let region = unsafe {
+            self.api
+                .legion_logical_region_create(self.runtime, self.ctx, is, fs, false)
+        };
+        self.partials
+            .entry(store.tree_id)
+            .or_default()
+            .push((shape, dtype, region));
+        region
+    }
+
+    /// Issues one index launch of the point task: `issue.plan`'s points or its fold, traced
+    /// when Legion has seen it twice and it is traceable.
+    fn issue(&mut self, issue: Issue, shared: &Arc<Shared>) {
+        let Issue {
+            plan,
+            role,
+            launch,
+            requirements,
+            arg_requirement,
+            targets,
+            reduced,
+            covered,
+        } = issue;
+        let t = plan.template();
+        let folding = matches!(role, Role::Fold(_));
+        // Mapple's Backpressure: before this launch goes, at most `limit - 1` others of the
+        // task may still run (waited for below, once this one is issued).
+        let limit = t
+            .placement()
+            .in_flight_limit
+            .filter(|_| !folding)
+            .map(|l| l.max(1));
+        let name = t.name().clone();
         // Recorded points report where each ran, which a replayed mapping would not redo;
         // replicated runs issue no traces (their sharding is not traced); see
         // `crate::traces` for the launches Legion would replay wrongly.
@@ -635,13 +786,23 @@ impl Driver {
         let trace = traceable
             .then(|| {
                 self.traces
-                    .trace_of(launch_identity(t, &launch_rect, &requirements, &targets))
+                    .trace_of(launch_identity(t, &role, &launch, &requirements, &targets))
             })
             .flatten();
-        self.account_launch(&plan, &requirements, shared);
-        let sharding = self.replicated.then(|| self.sharding(&plan));
+        let sharding = self.replicated.then(|| {
+            let processors = &t.placement().processors;
+            let nodes: Vec<u32> = if folding {
+                // The fold runs where the plan's first point does.
+                vec![processors.first().map_or(0, |p| p.node as u32)]
+            } else {
+                processors.iter().map(|p| p.node as u32).collect()
+            };
+            self.sharding(nodes)
+        });
+        let points = launch.volume().max(0) as usize;
         let key = LaunchEntry::register(
             plan,
+            role,
             requirements.clone(),
             arg_requirement,
             Arc::clone(shared),
@@ -660,7 +821,7 @@ impl Driver {
             let args = api.legion_argument_map_create();
             let launcher = api.legion_index_launcher_create(
                 POINT_TASK_ID,
-                domain(&launch_rect),
+                domain(&launch),
                 ffi::legion_untyped_buffer_t {
                     args: arg.as_mut_ptr() as *mut c_void,
                     arglen: arg.len(),
@@ -744,8 +905,8 @@ impl Driver {
             for region in reduced {
                 self.traces.contents_lazy(region);
             }
-            if shared.recording() {
-                self.record_points(futures, &name, &launch_rect, shared);
+            if shared.recording() && !folding {
+                self.record_points(futures, &name, &launch, shared);
             }
             match limit {
                 Some(limit) => {
@@ -765,7 +926,6 @@ impl Driver {
             api.legion_index_launcher_destroy(launcher);
             api.legion_argument_map_destroy(args);
         }
-        Ok(())
     }
 
     /// Records where every point of a launch ran, from the points' values (each point task
@@ -988,6 +1148,81 @@ impl Driver {
     }
 }
 
+/// A launch of the point task, ready to issue ([`Driver::issue`]).
+struct Issue {
+    plan: LaunchPlan,
+    role: Role,
+    /// The launch domain.
+    launch: Rect,
+    requirements: Vec<Requirement>,
+    /// For every template argument, its requirement (`None` for temporaries, and in a fold).
+    arg_requirement: Vec<Option<usize>>,
+    /// Per requirement, its region and how the launch reaches it.
+    targets: Vec<(ffi::legion_logical_region_t, Target)>,
+    /// Regions whose contents the launch leaves lazy in Legion (it reduces into them).
+    reduced: Vec<ffi::legion_distributed_id_t>,
+    /// Regions whose every element the launch maps.
+    covered: Vec<ffi::legion_distributed_id_t>,
+}
+
+/// The fold launch of a plan's reductions that diffuse folds, as it is gathered: per
+/// folded argument a requirement on its partials (read), per store one on its whole region.
+#[derive(Default)]
+struct FoldLaunch {
+    folds: Vec<Fold>,
+    requirements: Vec<Requirement>,
+    targets: Vec<(ffi::legion_logical_region_t, Target)>,
+    covered: Vec<ffi::legion_distributed_id_t>,
+}
+
+impl FoldLaunch {
+    /// Adds the fold of argument `arg`'s partials (`rows`) into the store it reduces into
+    /// through `reduced` (the store's region `store`; `zero`: new, zeroed by the fold).
+    fn add(
+        &mut self,
+        arg: usize,
+        reduced: &Requirement,
+        rows: ffi::legion_logical_region_t,
+        store: ffi::legion_logical_region_t,
+        zero: bool,
+    ) {
+        let Privilege::Reduce(op) = reduced.privilege else {
+            return;
+        };
+        let (slot, dtype) = (reduced.slot, reduced.dtype);
+        let whole = |privilege, zeroed, partials| Requirement {
+            slot,
+            partition: Partition::replicate(),
+            privilege,
+            dtype,
+            zeroed,
+            partials,
+        };
+        let to_store = match self.folds.iter().find(|f| f.slot == slot) {
+            Some(f) => f.store,
+            None => {
+                self.requirements.push(if zero {
+                    whole(Privilege::Write, true, false)
+                } else {
+                    whole(Privilege::ReadWrite, false, false)
+                });
+                self.targets.push((store, Target::Whole));
+                self.covered.push(store.tree_id);
+                self.requirements.len() - 1
+            }
+        };
+        self.requirements.push(whole(Privilege::Read, false, true));
+        self.targets.push((rows, Target::Whole));
+        self.folds.push(Fold {
+            arg,
+            slot,
+            partials: self.requirements.len() - 1,
+            store: to_store,
+            op,
+        });
+    }
+}
+
 /// Where a requirement points: the whole region, or a logical partition with the
 /// projection functor and encoded projection (none for the identity).
 enum Target {
@@ -998,12 +1233,14 @@ enum Target {
     ),
 }
 
-/// What Legion compares when it replays a trace of the launch of `template` over `launch`
+/// What Legion compares when it replays a trace of the launch of `template` (its points or
+/// its fold, `role`) over `launch`
 /// with `requirements` on `targets`: the task, the domain, and per requirement its region,
 /// privilege or reduction operator, partition and projection; and what the replay maps as
 /// recorded, the template's placement (hashed: a collision could only misplace points).
 fn launch_identity(
     template: &LaunchTemplate,
+    role: &Role,
     launch: &Rect,
     requirements: &[Requirement],
     targets: &[(ffi::legion_logical_region_t, Target)],
@@ -1011,6 +1248,7 @@ fn launch_identity(
     let mut id = LaunchIdentity::default();
     let name = template.name();
     id.push(u64::from(POINT_TASK_ID));
+    id.push(u64::from(matches!(role, Role::Fold(_))));
     id.extend(name.bytes().map(u64::from));
     id.push(name.len() as u64);
     let mut placement = std::collections::hash_map::DefaultHasher::new();
@@ -1091,6 +1329,7 @@ fn requirements(plan: &LaunchPlan) -> (Vec<Requirement>, Vec<Option<usize>>) {
                 privilege: access(f.privilege),
                 dtype: plan.store(f.slot).dtype(),
                 zeroed: false,
+                partials: false,
             });
             reqs.len() - 1
         }));
@@ -1364,7 +1603,8 @@ mod tests {
         // The sum's store: its point zeroes it; the read-only input keeps Legion's fill.
         assert_eq!(point_zeroable(&one_point, &reqs, 1), Some(1));
         assert_eq!(point_zeroable(&one_point, &reqs, 0), None);
-        // Over two points, the points' reductions meet in Legion: the store is filled.
+        // Over two points no point holds the whole store (its fold, or Legion's fill,
+        // zeroes it).
         let (reqs, _) = requirements(&two_points);
         assert_eq!(point_zeroable(&two_points, &reqs, 1), None);
         // A one-point write of part of a store leaves the rest as it was: filled.
@@ -1376,6 +1616,65 @@ mod tests {
         let part = plan_of(vec![head], &[]);
         let (reqs, _) = requirements(&part);
         assert_eq!(point_zeroable(&part, &reqs, 0), None);
+    }
+
+    #[test]
+    fn small_reductions_over_several_points_are_folded_by_diffuse_and_others_by_legion() {
+        let (one_point, two_points, x) = sums_over_one_and_two_points("fold_sum_all");
+        let limit = crate::LegionConfig::default().folded_reduction_elements;
+        // One point folds into the store's own instance.
+        let (reqs, of_arg) = requirements(&one_point);
+        assert!(partials::folded_by_diffuse(&one_point, &reqs, &of_arg, limit).is_empty());
+        // Two: the sum (argument 1, requirement 1) writes rows of partials, unless they would
+        // be larger than allowed (two elements here).
+        let (reqs, of_arg) = requirements(&two_points);
+        assert_eq!(
+            partials::folded_by_diffuse(&two_points, &reqs, &of_arg, limit),
+            vec![(1, 1)]
+        );
+        assert!(partials::folded_by_diffuse(&two_points, &reqs, &of_arg, 1).is_empty());
+        // A store the launch also reaches otherwise (read here) stays with Legion.
+        let c = Context::detached();
+        let acc = c.create_store(&[], DType::F64).unwrap();
+        let (r, sum) = (
+            Privilege::Read,
+            Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
+        );
+        let launch = Tuple::shape(&[2, 1]).unwrap();
+        let scaled = IndexTask::new(&kind("fold_read_acc", &[r, r]), launch)
+            .arg(&x, x.view().blocked(launch).unwrap(), r)
+            .arg(&acc, Partition::replicate(), r);
+        let summed = IndexTask::new(&kind("fold_sum_into_read", &[r, sum]), launch)
+            .arg(&x, x.view().blocked(launch).unwrap(), r)
+            .arg(&acc, Partition::replicate(), sum);
+        let both = plan_of(vec![scaled, summed], &[]);
+        let (reqs, of_arg) = requirements(&both);
+        assert!(partials::folded_by_diffuse(&both, &reqs, &of_arg, limit).is_empty());
+    }
+
+    #[test]
+    fn every_point_of_a_launch_gets_its_own_row_of_partials() {
+        let launch = Tuple::shape(&[2, 3]).unwrap();
+        let store = Tuple::shape(&[4]).unwrap();
+        let shape = partials::partials_shape(launch, store).unwrap();
+        assert_eq!(shape, Tuple::shape(&[2, 3, 4]).unwrap());
+        let rows = partials::rows(shape);
+        assert!(rows.covers(shape, launch));
+        let p = Tuple::new(&[1, 2]).unwrap();
+        assert_eq!(
+            rows.sub_store(shape, &p),
+            Rect {
+                lo: Tuple::new(&[1, 2, 0]).unwrap(),
+                hi: Tuple::new(&[2, 3, 4]).unwrap(),
+            }
+        );
+        // No partials for an empty store, or past the dimensions a region may have.
+        assert_eq!(
+            partials::partials_shape(launch, Tuple::shape(&[0]).unwrap()),
+            None
+        );
+        let widest = Tuple::splat(diffuse_ir::MAX_DIMS, 1);
+        assert_eq!(partials::partials_shape(widest, store), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use diffuse_backend::LaunchPlan;
-use diffuse_ir::{DType, Partition, Privilege, Scalar};
+use diffuse_ir::{DType, Partition, Privilege, ReductionOp, Scalar};
 use hashbrown::HashMap;
 
 use crate::shared::Shared;
@@ -27,12 +27,40 @@ pub(crate) struct Requirement {
     /// the store is new and this launch, of one point, is its first user, so no Legion fill
     /// leaves the region's contents lazy (which would keep the launch out of traces).
     pub(crate) zeroed: bool,
+    /// The requirement is on the partials region of the slot's reduction (one row per point
+    /// of the reducing launch, see [`crate::partials`]), not on the store's region.
+    pub(crate) partials: bool,
+}
+
+/// What the point tasks of a launch do.
+pub(crate) enum Role {
+    /// Run the plan's points.
+    Points,
+    /// Fold the partials the plan's points wrote into their stores, on one CPU point.
+    Fold(Vec<Fold>),
+}
+
+/// One reduction of a plan that a fold launch folds ([`crate::partials`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fold {
+    /// The reducing template argument.
+    pub(crate) arg: usize,
+    /// Its store slot.
+    pub(crate) slot: usize,
+    /// The fold launch's requirement on the partials (read).
+    pub(crate) partials: usize,
+    /// The fold launch's requirement on the store (read-write, or zeroed first).
+    pub(crate) store: usize,
+    /// The reduction.
+    pub(crate) op: ReductionOp,
 }
 
 /// A launch plan while Legion runs its points.
 pub(crate) struct LaunchEntry {
     /// The plan.
     pub(crate) plan: LaunchPlan,
+    /// What its point tasks do with it.
+    pub(crate) role: Role,
     /// Its region requirements, in launcher order.
     pub(crate) requirements: Vec<Requirement>,
     /// For every template argument, its requirement (`None` for temporaries).
@@ -62,6 +90,7 @@ impl LaunchEntry {
     /// Keys count launches, so every process of a replicated run gives a launch the same key.
     pub(crate) fn register(
         plan: LaunchPlan,
+        role: Role,
         requirements: Vec<Requirement>,
         arg_requirement: Vec<Option<usize>>,
         shared: Arc<Shared>,
@@ -74,6 +103,7 @@ impl LaunchEntry {
         let scalars = plan.scalars();
         let entry = LaunchEntry {
             plan,
+            role,
             requirements,
             arg_requirement,
             scalars,

@@ -4,8 +4,9 @@
 //! Stores are logical regions (one field space per dtype, one index space per shape),
 //! tilings are restricted partitions cached per (index space, partition), `Replicate` is the
 //! whole region, non-identity projections go through one registered projection functor,
-//! reductions use Legion's built-in reduction operators, and every launch plan is one index
-//! launch of diffuse's point task, which runs the plan's point with the same executor as the
+//! small reductions over several points are folded by diffuse (each point writes a row of
+//! partials, one point folds them in order), larger ones use Legion's built-in reduction
+//! operators, and every launch plan is one index launch of diffuse's point task (and a fold), which runs the plan's point with the same executor as the
 //! embedded backend. A C++ `DefaultMapper` subclass places every point and instance as the
 //! runtime's placement (Mapple) decided. See `ARCHITECTURE.md`.
 //!
@@ -41,6 +42,8 @@ mod launch;
 mod library;
 #[cfg(legion)]
 mod mapper;
+#[cfg(legion)]
+mod partials;
 #[cfg(legion)]
 mod point_task;
 #[cfg(legion)]

@@ -15,7 +15,7 @@ use diffuse_backend::{AlignOp, LayoutConstraint, MemKind, ProcKind, StealScope};
 use crate::ffi;
 use crate::geometry::{domain_point_index, launch_point_index};
 use crate::gpu_point::{gpu_kernel, GpuRefusal};
-use crate::launch::LaunchEntry;
+use crate::launch::{LaunchEntry, Role};
 use crate::point_task::POINT_TASK_ID;
 
 /// Installs the diffuse mapper on every processor (before Legion starts).
@@ -50,9 +50,15 @@ unsafe extern "C" fn point_processor(
         let entry = entry(args, arglen)?;
         let t = entry.plan.template();
         let coords = std::slice::from_raw_parts(point, dims.max(0) as usize);
-        let index = launch_point_index(coords, &t.launch_domain())?;
+        let folding = matches!(entry.role, Role::Fold(_));
+        // A fold runs on a CPU of the node of the plan's first point.
+        let index = if folding {
+            0
+        } else {
+            launch_point_index(coords, &t.launch_domain())?
+        };
         let proc = t.placement().processors.get(index)?;
-        let on_gpu = proc.kind == ProcKind::Gpu && {
+        let on_gpu = !folding && proc.kind == ProcKind::Gpu && {
             let point = diffuse_ir::Tuple::new(coords).ok()?;
             match gpu_kernel(&entry.plan, &point) {
                 Ok(_) => true,
@@ -115,9 +121,15 @@ unsafe extern "C" fn point_index(
 }
 
 unsafe extern "C" fn steal_scope(args: *const c_void, arglen: usize) -> i32 {
-    let scope = std::panic::catch_unwind(|| entry(args, arglen)?.plan.template().placement().steal)
-        .ok()
-        .flatten();
+    let scope = std::panic::catch_unwind(|| {
+        let entry = entry(args, arglen)?;
+        match entry.role {
+            Role::Points => entry.plan.template().placement().steal,
+            Role::Fold(_) => None,
+        }
+    })
+    .ok()
+    .flatten();
     (match scope {
         None => ffi::diffuse_steal_scope_t_DIFFUSE_STEAL_NONE,
         Some(StealScope::SameNode) => ffi::diffuse_steal_scope_t_DIFFUSE_STEAL_SAME_NODE,
@@ -133,6 +145,13 @@ unsafe extern "C" fn region_choice(
 ) -> i32 {
     let answer = std::panic::catch_unwind(|| {
         let entry = entry(args, arglen)?;
+        if let Role::Fold(_) = entry.role {
+            // The fold's CPU reads and writes its regions in system memory.
+            return Some(ffi::diffuse_region_choice_t {
+                memory: ffi::diffuse_mem_kind_t_DIFFUSE_MEM_SYSMEM as i32,
+                ..Default::default()
+            });
+        }
         let slot = entry.requirements.get(req as usize)?.slot;
         let memory = entry.plan.template().placement().memories.get(slot)?;
         let mut choice = ffi::diffuse_region_choice_t {

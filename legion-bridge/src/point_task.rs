@@ -12,11 +12,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use diffuse_backend::memory::for_each_rect_row;
 use diffuse_backend::point::{self, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, Slot};
-use diffuse_ir::{KernelError, Point, Privilege, Rect, StoreRef, Tuple};
+use diffuse_ir::{DType, KernelError, Point, Privilege, Rect, StoreRef, Tuple};
 
 use crate::ffi;
 use crate::geometry::{element_strides, point_of, raw_rect_ptr, FIELD};
-use crate::launch::LaunchEntry;
+use crate::launch::{LaunchEntry, Role};
 use crate::library;
 
 /// Legion's task id of diffuse's point task (its variants run every launch plan's points).
@@ -131,7 +131,12 @@ unsafe fn serve(data: *const c_void, datalen: usize, proc_id: ffi::realm_id_t, b
     match LaunchEntry::find(args) {
         Some(entry) => {
             let dims = entry.plan.template().launch_domain().dims();
-            let p = point_of(&api.legion_task_get_index_point(task), dims);
+            // A fold's one point stands for the whole launch it folds (its first point in
+            // errors).
+            let (p, body): (Point, RunPoint) = match entry.role {
+                Role::Points => (point_of(&api.legion_task_get_index_point(task), dims), body),
+                Role::Fold(_) => (Tuple::splat(dims, 0), crate::partials::fold),
+            };
             let outcome = catch_unwind(AssertUnwindSafe(|| body(api, &entry, &p, regions)))
                 .unwrap_or_else(|panic| {
                     Err(KernelError {
@@ -167,15 +172,15 @@ unsafe fn serve(data: *const c_void, datalen: usize, proc_id: ffi::realm_id_t, b
 }
 
 /// Where one store argument's sub-store is in its mapped instance.
-struct Located {
+pub(crate) struct Located {
     /// The sub-store at this point.
-    rect: Rect,
+    pub(crate) rect: Rect,
     /// Address of `rect.lo`.
-    ptr: *mut u8,
+    pub(crate) ptr: *mut u8,
     /// Element strides of the instance.
-    strides: Tuple,
+    pub(crate) strides: Tuple,
     /// Element size in bytes.
-    size: usize,
+    pub(crate) size: usize,
 }
 
 /// The store arguments of one point, located in Legion's instances (addresses in the
@@ -235,7 +240,7 @@ pub(crate) fn rows_to_zero(
         if !req.zeroed || whole.is_empty() {
             continue;
         }
-        let at = locate(api, regions, r, store, whole, fail)?;
+        let at = locate(api, regions, r, &whole_of(store), whole, fail)?;
         for_each_rect_row(&at.rect, &at.strides, |start, _, len| {
             // SAFETY: every row of the whole store lies inside its mapped instance.
             let row = unsafe { at.ptr.add(start * at.size) };
@@ -245,31 +250,49 @@ pub(crate) fn rows_to_zero(
     Ok(rows)
 }
 
-/// Where `rect` of `store` lies in the region mapped for requirement `r`; an error unless
-/// the instance holds it in C order (diffuse's kernels need the last dimension contiguous).
-fn locate(
+/// What a requirement's region holds, for locating it: its name in messages and its element
+/// type.
+pub(crate) struct Held {
+    /// "store 12", or "the partials of store 12".
+    pub(crate) name: String,
+    /// The element type.
+    pub(crate) dtype: DType,
+}
+
+/// What the region of a requirement on `store` itself holds.
+pub(crate) fn whole_of(store: &StoreRef) -> Held {
+    Held {
+        name: format!("store {}", store.id()),
+        dtype: store.dtype(),
+    }
+}
+
+/// Where `rect` of what `held` describes lies in the region mapped for requirement `r`; an
+/// error unless the instance holds it in C order (diffuse's kernels need the last dimension
+/// contiguous).
+pub(crate) fn locate(
     api: &ffi::LegionApi,
     regions: &[ffi::legion_physical_region_t],
     r: usize,
-    store: &StoreRef,
+    held: &Held,
     rect: Rect,
     fail: impl Fn(String) -> KernelError,
 ) -> Result<Located, KernelError> {
     let region = *regions
         .get(r)
         .ok_or_else(|| fail(format!("Legion mapped no region for requirement {r}")))?;
-    // SAFETY: requirement `r` names `store` with field FIELD, and `rect` is inside the
-    // region it maps (the point's sub-store, or the whole store of a whole-region
+    // SAFETY: requirement `r` names the region with field FIELD, and `rect` is inside the
+    // region it maps (the point's sub-store or row, or the whole region of a whole-region
     // requirement).
     let (ptr, bytes) = unsafe { raw_rect_ptr(api, region, FIELD, &rect) }
-        .map_err(|m| fail(format!("store {}: {m}", store.id())))?;
-    let size = store.dtype().size_bytes();
+        .map_err(|m| fail(format!("{}: {m}", held.name)))?;
+    let size = held.dtype.size_bytes();
     let strides = element_strides(&bytes, rect.dims(), size);
     if rect.dims() > 0 && strides[rect.dims() - 1] != 1 && rect.extent()[rect.dims() - 1] > 1 {
         return Err(fail(format!(
-            "the instance of store {} is not in C order (strides {strides}); diffuse's \
+            "the instance of {} is not in C order (strides {strides}); diffuse's \
              kernels need the last dimension contiguous",
-            store.id()
+            held.name
         )));
     }
     Ok(Located {
@@ -293,17 +316,30 @@ pub(crate) fn locate_instances(
     let fail = point_failure(plan, p);
     let mut args = Vec::with_capacity(t.args().len());
     for (i, layout) in t.args().iter().enumerate() {
+        // An argument whose requirement is on its partials is located by the point's own
+        // row there when the point has run (`crate::partials::write_row`).
         let (Slot::Store(_), Some(r)) = (layout.slot, entry.arg_requirement[i]) else {
             args.push(None);
             continue;
         };
+        if entry.requirements[r].partials {
+            args.push(None);
+            continue;
+        }
         let arg = plan.arg(i);
         let rect = arg.partition.sub_store(arg.store.shape(), p);
         if rect.is_empty() {
             args.push(None);
             continue;
         }
-        args.push(Some(locate(api, regions, r, &arg.store, rect, fail)?));
+        args.push(Some(locate(
+            api,
+            regions,
+            r,
+            &whole_of(&arg.store),
+            rect,
+            fail,
+        )?));
     }
     Ok(Instances { args })
 }
@@ -336,12 +372,14 @@ fn run(
     };
     let done = runner.run(p)?;
     shared.counters.point(done.path);
+    crate::partials::write_rows(api, entry, p, regions, &done.contributions)?;
     for (a, place) in &done.contributions {
         let (Privilege::Reduce(op), Some(acc)) = (t.args()[*a].privilege, &place.accumulator)
         else {
             continue;
         };
-        if place.rect.is_empty() {
+        let partials = entry.arg_requirement[*a].is_some_and(|r| entry.requirements[r].partials);
+        if place.rect.is_empty() || partials {
             continue;
         }
         let (dst, strides) = instances.locate(*a, &place.rect).map_err(fail)?;

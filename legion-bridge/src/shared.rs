@@ -144,6 +144,9 @@ pub(crate) struct Shared {
     pub(crate) memory: MemoryStats,
     /// Working-set bytes of one strip (see `EmbeddedConfig::strip_bytes`).
     pub(crate) strip_bytes: usize,
+    /// Most elements of a reduction's partials folded by diffuse
+    /// (`LegionConfig::folded_reduction_elements`).
+    pub(crate) folded_reduction_elements: usize,
     /// The floating-point exceptions point tasks raised on this process.
     pub(crate) fp: diffuse_backend::point::fp::FpRecorder,
     errors: Mutex<Vec<(u64, IrError)>>,
@@ -151,14 +154,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// What a new backend shares: no failures, no recording, a buffer cache of
-    /// `buffer_cache_bytes` and strips of `strip_bytes` (at least one).
-    pub(crate) fn new(buffer_cache_bytes: usize, strip_bytes: usize) -> Self {
+    /// What a new backend of `config` shares: no failures, no recording, its buffer cache,
+    /// strips (at least one byte) and folded reductions.
+    pub(crate) fn new(config: &crate::LegionConfig) -> Self {
         Shared {
             counters: Counters::default(),
-            scratch: Arc::new(BufferCache::new(buffer_cache_bytes)),
+            scratch: Arc::new(BufferCache::new(config.buffer_cache_bytes)),
             memory: MemoryStats::with_limit(physical_memory().unwrap_or(usize::MAX)),
-            strip_bytes: strip_bytes.max(1),
+            strip_bytes: config.strip_bytes.max(1),
+            folded_reduction_elements: config.folded_reduction_elements,
             fp: Default::default(),
             errors: Mutex::new(Vec::new()),
             records: Mutex::new(None),

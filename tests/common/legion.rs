@@ -38,11 +38,20 @@ pub fn legion(strip_bytes: Option<usize>) -> Arc<LegionBackend> {
 /// A new Legion backend on the process's runtime whose launches are split over `cpus` CPU
 /// processors (Realm runs at most one per core: more share them, see `LegionConfig::cpus`).
 pub fn legion_with(cpus: usize, strip_bytes: Option<usize>) -> Arc<LegionBackend> {
+    legion_folding(cpus, strip_bytes, true)
+}
+
+/// As [`legion_with`], folding small reductions over several points in diffuse (`folds`)
+/// or through Legion's reduction instances (see `LegionConfig::folded_reduction_elements`).
+pub fn legion_folding(cpus: usize, strip_bytes: Option<usize>, folds: bool) -> Arc<LegionBackend> {
     let mut config = LegionConfig {
         cpus: Some(cpus),
         sysmem_mib: Some(2048),
         ..Default::default()
     };
+    if !folds {
+        config.folded_reduction_elements = 0;
+    }
     if let Some(s) = strip_bytes {
         config.strip_bytes = s;
     }
@@ -50,13 +59,11 @@ pub fn legion_with(cpus: usize, strip_bytes: Option<usize>) -> Arc<LegionBackend
 }
 
 /// A Legion backend for the differential property, over `cpus` CPU processors (one per
-/// process in a run of several processes).
-pub fn backend(cpus: usize, strip_bytes: Option<usize>) -> Arc<dyn Backend> {
-    if distributed() {
-        legion(strip_bytes)
-    } else {
-        legion_with(cpus, strip_bytes)
-    }
+/// process in a run of several processes), folding small reductions in diffuse or not
+/// (`folds`, see [`legion_folding`]).
+pub fn backend(cpus: usize, strip_bytes: Option<usize>, folds: bool) -> Arc<dyn Backend> {
+    let cpus = if distributed() { 1 } else { cpus };
+    legion_folding(cpus, strip_bytes, folds)
 }
 
 /// The point tasks of the kind `short` (see [`super::name`]) that `backend` recorded since

@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use diffuse::backend::{ProcKind, Processor};
 use diffuse::{
-    Backend, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig,
+    Backend, FusionConfig, LegionBackend, LegionConfig, MapplePlacement, Placement, Runtime,
+    RuntimeConfig,
 };
 use diffuse_ir::{Context, DType, IrError, Privilege, Tuple};
 
 use crate::common::faults::{launch_1d, panic_at_kind};
-use crate::common::fusion::bits;
+use crate::common::fusion::{bits, rig_over};
 use crate::common::legion::{legion, points_of, regions_to_myself, streams_running};
 use crate::common::run_writer;
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
@@ -674,4 +675,48 @@ fn one_point_reductions_into_new_stores_are_traced_and_start_from_zero() {
     // iteration on): the sums too (with a fill, only the other two were: 14).
     let traced = backend.traced_launches() - before;
     assert!(traced >= 3 * (iters as u64 - 3), "{traced} launches traced");
+}
+
+#[test]
+fn small_reductions_over_several_points_fold_in_point_order_and_are_traced() {
+    // Each point writes its contributions to rows of partials, and one point folds them into
+    // the store, arguments in order, points in order: the embedded backend's order (Legion's
+    // reduction instances fold in an order of their own), and no reduction keeps the
+    // launches out of traces. Two sums into one store, fused, over four points whose sums
+    // give different bits in any other order.
+    let _regions = regions_to_myself();
+    let backend = legion(None);
+    let before = backend.traced_launches();
+    let rig = rig_over(backend.clone(), FusionConfig::default(), None);
+    let ctx = &rig.ctx;
+    let launch = Tuple::shape(&[4]).unwrap();
+    let sum = diffuse_ir::ReductionOp::Sum;
+    let values = [1e16, 0.0, 0.5, 0.5, -1e16, 0.0, 1.0, 0.0];
+    // The sequential fold: per argument, the points' block sums in point order.
+    let blocks: Vec<f64> = values.chunks(2).map(|b| b[0] + b[1]).collect();
+    let once = |acc: f64| blocks.iter().fold(acc, |acc, b| acc + b);
+    let expected = once(once(0.0));
+    assert_ne!(
+        expected,
+        blocks.iter().rev().fold(0.0, |acc, b| acc + b) * 2.0,
+        "the values must tell folding orders apart"
+    );
+    let iters = 8;
+    for it in 0..iters {
+        let a = ctx.store_from_vec(&[8], values.to_vec()).unwrap();
+        let s = ctx.create_store(&[], DType::F64).unwrap();
+        for _ in 0..2 {
+            ctx.submit(
+                diffuse_ir::IndexTask::new(&reduce_all_kind(sum), launch)
+                    .arg(&a, a.view().blocked(launch).unwrap(), Privilege::Read)
+                    .arg(&s, s.view().whole(1).unwrap(), Privilege::Reduce(sum)),
+            )
+            .unwrap();
+        }
+        let got = ctx.read::<f64>(&s.view()).unwrap();
+        assert_eq!(bits(&got), bits(&[expected]), "iteration {it}: {got:?}");
+    }
+    // The fused sums and their fold, once the regions repeat (from the fourth iteration).
+    let traced = backend.traced_launches() - before;
+    assert!(traced >= 2 * (iters as u64 - 3), "{traced} launches traced");
 }

@@ -102,7 +102,7 @@ pub(crate) enum Target {
 fn backend(target: Target) -> Arc<dyn Backend> {
     match target {
         Target::Embedded => embedded_backend(2),
-        Target::Legion => crate::common::legion::backend(2, None),
+        Target::Legion => crate::common::legion::backend(2, None, true),
     }
 }
 

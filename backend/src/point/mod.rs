@@ -271,14 +271,32 @@ fn raw_view(
 /// accumulator's dtype that no other thread accesses during the call.
 pub unsafe fn fold(dst: *mut u8, strides: &Tuple, rect: &Rect, acc: &HostBuffer, op: ReductionOp) {
     debug_assert_eq!(acc.len() as i64, rect.volume().max(0));
+    // SAFETY: the caller's contract; the accumulator holds `rect`'s elements row-major.
+    unsafe { fold_row_major(dst, strides, rect, acc.as_ptr(), acc.dtype(), op) }
+}
+
+/// Folds `rect`'s elements of type `dtype`, stored row-major from `src`, into store memory
+/// whose element `rect.lo` is at `dst` with element `strides` (a point's contribution kept
+/// outside a [`HostBuffer`], such as a Legion instance).
+///
+/// # Safety
+/// As for [`fold`]; `src` must hold `rect.volume()` valid elements of `dtype`.
+pub unsafe fn fold_row_major(
+    dst: *mut u8,
+    strides: &Tuple,
+    rect: &Rect,
+    src: *const u8,
+    dtype: DType,
+    op: ReductionOp,
+) {
     // Offsets below are relative to `rect.lo`.
     let local = Rect::from_shape(rect.extent());
-    with_element_type!(acc.dtype(), T => {
+    with_element_type!(dtype, T => {
         let dst = dst as *mut T;
-        let src = acc.as_ptr() as *const T;
+        let src = src as *const T;
         for_each_rect_row(&local, strides, |start, row, len| {
-            // SAFETY: the caller's contract; the accumulator has one element per point of
-            // `rect`, rows in row-major order.
+            // SAFETY: the caller's contract; `src` has one element per point of `rect`,
+            // rows in row-major order.
             let (d, s) = unsafe {
                 (
                     std::slice::from_raw_parts_mut(dst.add(start), len),

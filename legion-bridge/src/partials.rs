@@ -1,0 +1,239 @@
+//! Reductions over several points that diffuse folds itself instead of Legion.
+//!
+//! Legion folds a launch's reductions through reduction instances: it fills the store's
+//! region, folds the points' instances in an order of its own, and keeps the launch, and
+//! every later launch that touches the region before something maps all of it, out of
+//! traces (their contents are lazy). A small store reduced by a launch of several points
+//! goes another way: every point writes its contribution to its own row of a *partials*
+//! region (one row per launch point, write-discard), and a launch of one point on a CPU then
+//! folds the rows into the store, points in row-major order. That is the embedded backend's
+//! order, so the result is bitwise the embedded backend's, and both launches can be traced.
+//! The driver keeps one partials region per (store region, partials shape), so a repeated
+//! window's launches meet the same regions again.
+
+use diffuse_backend::point::{self, Contribution};
+use diffuse_backend::LaunchPlan;
+use diffuse_ir::{
+    KernelError, Partition, Point, Privilege, ProjComponent, Projection, Rect, Shape,
+};
+use diffuse_ir::{Tuple, MAX_DIMS};
+
+use crate::ffi;
+use crate::launch::{LaunchEntry, Requirement, Role};
+use crate::point_task::{locate, point_failure, rows_to_zero, whole_of, Held, Located};
+
+/// The reductions of `plan` that diffuse folds itself, as (template argument, its
+/// requirement from `driver::requirements`) in argument order: in a launch of several
+/// points, every argument reducing into a store that the launch reaches through
+/// reductions only, when each argument's partials have at most `max_elements` elements
+/// (larger ones, such as a store reduced tile by tile, stay with Legion's reduction
+/// instances, and so do the other reductions into their store). Each argument gets partials
+/// of its own, so the fold replays the embedded backend's order exactly: arguments in order,
+/// each over the points in order.
+pub(crate) fn folded_by_diffuse(
+    plan: &LaunchPlan,
+    requirements: &[Requirement],
+    arg_requirement: &[Option<usize>],
+    max_elements: usize,
+) -> Vec<(usize, usize)> {
+    let launch = plan.template().launch_domain();
+    if launch.volume() <= 1 {
+        return Vec::new();
+    }
+    let foldable = |slot: usize| {
+        requirements
+            .iter()
+            .filter(|req| req.slot == slot)
+            .all(|req| matches!(req.privilege, Privilege::Reduce(_)))
+            && partials_shape(launch, plan.store(slot).shape())
+                .is_some_and(|p| p.volume() as u64 <= max_elements as u64)
+    };
+    arg_requirement
+        .iter()
+        .enumerate()
+        .filter_map(|(a, r)| r.map(|r| (a, r)))
+        .filter(|&(_, r)| {
+            matches!(requirements[r].privilege, Privilege::Reduce(_))
+                && foldable(requirements[r].slot)
+        })
+        .collect()
+}
+
+/// The shape of the partials of a reduction into a store of shape `store` by a launch over
+/// `launch`: the launch's shape, then one row of the store's elements (a point's
+/// contribution, row-major, from the row's start). `None` for an empty store, or when that
+/// has too many dimensions or elements to count.
+pub(crate) fn partials_shape(launch: Shape, store: Shape) -> Option<Shape> {
+    let row = store.checked_volume().filter(|&v| v > 0)?;
+    launch.checked_volume()?.checked_mul(row)?;
+    if launch.dims() + 1 > MAX_DIMS {
+        return None;
+    }
+    let mut extents = launch.as_slice().to_vec();
+    extents.push(row);
+    Tuple::new(&extents).ok()
+}
+
+/// The partition of partials of shape `partials` giving each launch point its row.
+pub(crate) fn rows(partials: Shape) -> Partition {
+    let dims = partials.dims();
+    let mut tile = vec![1; dims];
+    tile[dims - 1] = partials[dims - 1];
+    let mut components: Vec<ProjComponent> = (0..dims - 1).map(ProjComponent::Dim).collect();
+    components.push(ProjComponent::Const(0));
+    // A tile of positive extents, a zero offset and a projection of valid components over
+    // at most `MAX_DIMS` dimensions (a shape from `partials_shape`) always make a tiling.
+    Projection::new(dims - 1, &components)
+        .and_then(|projection| {
+            Partition::tiling(Tuple::new(&tile)?, Tuple::splat(dims, 0), projection)
+        })
+        .unwrap_or_else(|_| Partition::replicate())
+}
+
+/// Point `p`'s row of the partials of shape `partials`, over its first `len` elements.
+fn row_rect(partials: Shape, p: &Point, len: i64) -> Rect {
+    let mut lo = p.as_slice().to_vec();
+    lo.push(0);
+    let mut hi: Vec<i64> = p.as_slice().iter().map(|c| c + 1).collect();
+    hi.push(len);
+    // Same dimensions as `partials`, which `Tuple::new` accepted.
+    match (Tuple::new(&lo), Tuple::new(&hi)) {
+        (Ok(lo), Ok(hi)) => Rect { lo, hi },
+        _ => Rect::from_shape(Tuple::splat(partials.dims(), 0)),
+    }
+}
+
+/// What a partials region of `entry`'s requirement `r` holds, for messages and its dtype.
+fn partials_of(entry: &LaunchEntry, r: usize) -> Held {
+    let req = &entry.requirements[r];
+    Held {
+        name: format!("the partials of store {}", entry.plan.store(req.slot).id()),
+        dtype: req.dtype,
+    }
+}
+
+/// Writes point `p`'s contributions to the reductions diffuse folds into the point's rows
+/// of their partials (the point's regions are `regions`, mapped for `entry`'s launch); an
+/// error if one has none (its row would hold garbage).
+pub(crate) fn write_rows(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+    contributions: &[Contribution],
+) -> Result<(), KernelError> {
+    let plan = &entry.plan;
+    let t = plan.template();
+    let fail = point_failure(plan, p);
+    let launch = t.launch_domain();
+    for (a, r) in entry.arg_requirement.iter().enumerate() {
+        let Some(r) = r.filter(|&r| entry.requirements[r].partials) else {
+            continue;
+        };
+        let arg = plan.arg(a);
+        let rect = arg.partition.sub_store(arg.store.shape(), p);
+        if rect.is_empty() {
+            continue;
+        }
+        let Some(acc) = contributions
+            .iter()
+            .find(|(c, _)| *c == a)
+            .and_then(|(_, place)| place.accumulator.as_ref())
+        else {
+            return Err(fail(format!(
+                "no contribution to the reduction into store {}",
+                arg.store.id()
+            )));
+        };
+        let shape = partials_shape(launch, arg.store.shape())
+            .ok_or_else(|| fail("a reduction's partials do not fit".to_string()))?;
+        let row = locate(
+            api,
+            regions,
+            r,
+            &partials_of(entry, r),
+            row_rect(shape, p, rect.volume()),
+            fail,
+        )?;
+        // SAFETY: the point's row holds at least `rect.volume()` contiguous elements (C
+        // order, checked by `locate`), mapped write-discard for this point alone; the
+        // accumulator holds exactly that many of the same dtype.
+        unsafe {
+            std::ptr::copy_nonoverlapping(acc.as_ptr(), row.ptr, acc.len() * row.size);
+        }
+    }
+    Ok(())
+}
+
+/// The fold launch's point: zeroes the new stores it folds into, then folds every
+/// reduction's rows into its store, reductions in argument order, points in row-major
+/// order (as the embedded backend folds them). `p` names the plan's first point in errors.
+pub(crate) fn fold(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError> {
+    let Role::Fold(folds) = &entry.role else {
+        return Ok(());
+    };
+    let plan = &entry.plan;
+    let t = plan.template();
+    let fail = point_failure(plan, p);
+    for (row, bytes) in rows_to_zero(api, entry, p, regions)? {
+        // SAFETY: a row of a region this CPU point holds with write privilege.
+        unsafe { std::ptr::write_bytes(row, 0, bytes) };
+    }
+    let launch = t.launch_domain();
+    for f in folds {
+        let arg = plan.arg(f.arg);
+        let shape = arg.store.shape();
+        let partials = partials_shape(launch, shape)
+            .ok_or_else(|| fail("a reduction's partials do not fit".to_string()))?;
+        let store = locate(
+            api,
+            regions,
+            f.store,
+            &whole_of(&arg.store),
+            Rect::from_shape(shape),
+            fail,
+        )?;
+        let held = partials_of(entry, f.partials);
+        let rows = locate(
+            api,
+            regions,
+            f.partials,
+            &held,
+            Rect::from_shape(partials),
+            fail,
+        )?;
+        let kind = plan.tasks()[t.args()[f.arg].constituent].kind().name();
+        for q in Rect::from_shape(launch).points() {
+            let rect = arg.partition.sub_store(shape, &q);
+            if rect.is_empty() {
+                continue;
+            }
+            let offset = |at: &Located, c: &[i64]| -> isize {
+                c.iter()
+                    .zip(at.strides.as_slice())
+                    .map(|(c, s)| c * s)
+                    .sum::<i64>() as isize
+                    * at.size as isize
+            };
+            // SAFETY: `rect` lies inside the store, whose whole region this point holds
+            // read-write at `store`; row `q` of the partials holds `rect.volume()` elements
+            // of the store's dtype from its start (written by point `q`), readable here.
+            entry.shared.fp.watch(kind, || unsafe {
+                point::fold_row_major(
+                    store.ptr.offset(offset(&store, rect.lo.as_slice())),
+                    &store.strides,
+                    &rect,
+                    rows.ptr.offset(offset(&rows, q.as_slice())),
+                    held.dtype,
+                    f.op,
+                )
+            });
+        }
+    }
+    Ok(())
+}
