@@ -615,7 +615,7 @@ impl Driver {
             let rows = self.partials_region(regions[slot], shape, dtype, nth);
             let writes_rows = Requirement {
                 slot,
-                partition: partials::rows(shape),
+                partition: partials::rows(shape)?,
                 privilege: Privilege::Write,
                 dtype,
                 zeroed: false,
@@ -1658,7 +1658,7 @@ mod tests {
         let store = Tuple::shape(&[4]).unwrap();
         let shape = partials::partials_shape(launch, store).unwrap();
         assert_eq!(shape, Tuple::shape(&[2, 3, 4]).unwrap());
-        let rows = partials::rows(shape);
+        let rows = partials::rows(shape).unwrap();
         assert!(rows.covers(shape, launch));
         let p = Tuple::new(&[1, 2]).unwrap();
         assert_eq!(

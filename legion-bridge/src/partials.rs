@@ -8,19 +8,20 @@
 //! region (one row per launch point, write-discard), and a launch of one point on a CPU then
 //! folds the rows into the store, points in row-major order. That is the embedded backend's
 //! order, so the result is bitwise the embedded backend's, and both launches can be traced.
-//! The driver keeps one partials region per (store region, partials shape), so a repeated
-//! window's launches meet the same regions again.
+//! The driver keeps partials regions per (store region, shape, dtype, the argument's place
+//! among the launch's reductions into the store), so a repeated window's launches meet the
+//! same regions again.
 
 use diffuse_backend::point::{self, Contribution};
 use diffuse_backend::LaunchPlan;
 use diffuse_ir::{
-    KernelError, Partition, Point, Privilege, ProjComponent, Projection, Rect, Shape,
+    IrError, KernelError, Partition, Point, Privilege, ProjComponent, Projection, Rect, Shape,
 };
 use diffuse_ir::{Tuple, MAX_DIMS};
 
 use crate::ffi;
 use crate::launch::{LaunchEntry, Requirement, Role};
-use crate::point_task::{locate, point_failure, rows_to_zero, whole_of, Held, Located};
+use crate::point_task::{locate, point_failure, whole_of, zero_on_host, Held, Located};
 
 /// The reductions of `plan` that diffuse folds itself, as (template argument, its
 /// requirement from `driver::requirements`) in argument order: in a launch of several
@@ -74,33 +75,29 @@ pub(crate) fn partials_shape(launch: Shape, store: Shape) -> Option<Shape> {
     Tuple::new(&extents).ok()
 }
 
-/// The partition of partials of shape `partials` giving each launch point its row.
-pub(crate) fn rows(partials: Shape) -> Partition {
+/// The partition of partials of shape `partials` (from [`partials_shape`]) giving each
+/// launch point its row.
+pub(crate) fn rows(partials: Shape) -> Result<Partition, IrError> {
     let dims = partials.dims();
     let mut tile = vec![1; dims];
     tile[dims - 1] = partials[dims - 1];
     let mut components: Vec<ProjComponent> = (0..dims - 1).map(ProjComponent::Dim).collect();
     components.push(ProjComponent::Const(0));
-    // A tile of positive extents, a zero offset and a projection of valid components over
-    // at most `MAX_DIMS` dimensions (a shape from `partials_shape`) always make a tiling.
-    Projection::new(dims - 1, &components)
-        .and_then(|projection| {
-            Partition::tiling(Tuple::new(&tile)?, Tuple::splat(dims, 0), projection)
-        })
-        .unwrap_or_else(|_| Partition::replicate())
+    let projection = Projection::new(dims - 1, &components)?;
+    Partition::tiling(Tuple::new(&tile)?, Tuple::splat(dims, 0), projection)
 }
 
-/// Point `p`'s row of the partials of shape `partials`, over its first `len` elements.
-fn row_rect(partials: Shape, p: &Point, len: i64) -> Rect {
+/// Point `p`'s row of partials, over its first `len` elements.
+fn row_rect(p: &Point, len: i64) -> Result<Rect, String> {
     let mut lo = p.as_slice().to_vec();
     lo.push(0);
     let mut hi: Vec<i64> = p.as_slice().iter().map(|c| c + 1).collect();
     hi.push(len);
-    // Same dimensions as `partials`, which `Tuple::new` accepted.
-    match (Tuple::new(&lo), Tuple::new(&hi)) {
-        (Ok(lo), Ok(hi)) => Rect { lo, hi },
-        _ => Rect::from_shape(Tuple::splat(partials.dims(), 0)),
-    }
+    let row = |coords: &[i64]| Tuple::new(coords).map_err(|e| format!("a row of partials: {e}"));
+    Ok(Rect {
+        lo: row(&lo)?,
+        hi: row(&hi)?,
+    })
 }
 
 /// What a partials region of `entry`'s requirement `r` holds, for messages and its dtype.
@@ -123,9 +120,7 @@ pub(crate) fn write_rows(
     contributions: &[Contribution],
 ) -> Result<(), KernelError> {
     let plan = &entry.plan;
-    let t = plan.template();
     let fail = point_failure(plan, p);
-    let launch = t.launch_domain();
     for (a, r) in entry.arg_requirement.iter().enumerate() {
         let Some(r) = r.filter(|&r| entry.requirements[r].partials) else {
             continue;
@@ -145,16 +140,8 @@ pub(crate) fn write_rows(
                 arg.store.id()
             )));
         };
-        let shape = partials_shape(launch, arg.store.shape())
-            .ok_or_else(|| fail("a reduction's partials do not fit".to_string()))?;
-        let row = locate(
-            api,
-            regions,
-            r,
-            &partials_of(entry, r),
-            row_rect(shape, p, rect.volume()),
-            fail,
-        )?;
+        let row = row_rect(p, rect.volume()).map_err(fail)?;
+        let row = locate(api, regions, r, &partials_of(entry, r), row, fail)?;
         // SAFETY: the point's row holds at least `rect.volume()` contiguous elements (C
         // order, checked by `locate`), mapped write-discard for this point alone; the
         // accumulator holds exactly that many of the same dtype.
@@ -174,16 +161,15 @@ pub(crate) fn fold(
     p: &Point,
     regions: &[ffi::legion_physical_region_t],
 ) -> Result<(), KernelError> {
-    let Role::Fold(folds) = &entry.role else {
-        return Ok(());
-    };
     let plan = &entry.plan;
     let t = plan.template();
     let fail = point_failure(plan, p);
-    for (row, bytes) in rows_to_zero(api, entry, p, regions)? {
-        // SAFETY: a row of a region this CPU point holds with write privilege.
-        unsafe { std::ptr::write_bytes(row, 0, bytes) };
-    }
+    let Role::Fold(folds) = &entry.role else {
+        return Err(fail(
+            "a fold ran for a launch that folds nothing".to_string(),
+        ));
+    };
+    zero_on_host(api, entry, p, regions)?;
     let launch = t.launch_domain();
     for f in folds {
         let arg = plan.arg(f.arg);

@@ -267,6 +267,21 @@ pub(crate) fn whole_of(store: &StoreRef) -> Held {
     }
 }
 
+/// Zeroes the regions a point on a CPU zeroes before it runs ([`rows_to_zero`]).
+pub(crate) fn zero_on_host(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    p: &Point,
+    regions: &[ffi::legion_physical_region_t],
+) -> Result<(), KernelError> {
+    for (row, bytes) in rows_to_zero(api, entry, p, regions)? {
+        // SAFETY: a row of a region this point holds with write privilege, in host memory
+        // (a CPU point's instances are in memory its processor addresses).
+        unsafe { std::ptr::write_bytes(row, 0, bytes) };
+    }
+    Ok(())
+}
+
 /// Where `rect` of what `held` describes lies in the region mapped for requirement `r`; an
 /// error unless the instance holds it in C order (diffuse's kernels need the last dimension
 /// contiguous).
@@ -354,11 +369,7 @@ fn run(
     let plan = &entry.plan;
     let t = plan.template();
     let fail = point_failure(plan, p);
-    for (row, bytes) in rows_to_zero(api, entry, p, regions)? {
-        // SAFETY: a row of a region this point holds with write privilege, in host memory
-        // (the CPU variant's instances are in memory its processor addresses).
-        unsafe { std::ptr::write_bytes(row, 0, bytes) };
-    }
+    zero_on_host(api, entry, p, regions)?;
     let instances = locate_instances(api, entry, p, regions)?;
     let shared = &entry.shared;
     let runner = PointRunner {
