@@ -9,20 +9,25 @@
 //! After a GPU launch fails (a kernel the driver cannot load, a fault), the failed launch is
 //! an error and later points placed on GPUs run on the CPUs, as on the embedded backend.
 //!
-//! A launch that reduces over more than one point stays on the CPUs: Legion folds such
-//! reductions through reduction instances, and diffuse registers no GPU reduction operators
-//! to fold them in GPU memory. In a launch of one point a reduction reads and writes the
-//! store's instance, into which the GPU kernel folds its total, as on the embedded backend.
+//! In a launch of one point a reduction reads and writes the store's instance, into which
+//! the GPU kernel folds its total, as on the embedded backend. In a launch of several points
+//! whose reductions diffuse folds ([`crate::partials`]), each GPU point zeroes its rows of
+//! partials on its stream and its kernel folds its totals into them (so only reductions
+//! whose identity is all zero bits: sums, and `or`); a CPU point of the fold launch folds
+//! the rows. Other reductions over several points stay on the CPUs: Legion folds them
+//! through reduction instances, and diffuse registers no GPU reduction operators to fold
+//! them in GPU memory.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use diffuse_backend::point::{fits, memrefs, Located};
-use diffuse_backend::{CompiledKernel, LaunchPlan, PointKernel, Slot};
-use diffuse_ir::{KernelError, MemRef, Point, Rect};
+use diffuse_backend::{CompiledKernel, KernelParamSource, LaunchPlan, PointKernel, Slot};
+use diffuse_ir::{DType, KernelError, MemRef, Point, Rect, ReductionOp};
 
 use crate::ffi;
 use crate::launch::LaunchEntry;
+use crate::partials::locate_row;
 use crate::point_task::{locate_instances, point_failure, rows_to_zero};
 
 /// Why a point placed on a GPU runs on a CPU instead.
@@ -34,7 +39,8 @@ pub(crate) enum GpuRefusal {
     /// No GPU kernel was built for the launch (the GPU JIT declined it, or the launch runs
     /// natively).
     NoKernel,
-    /// The launch reduces over more than one point (see the module docs).
+    /// The launch reduces over more than one point through Legion's reduction instances, or
+    /// into partials with an identity other than zero (see the module docs).
     ReducesAcrossPoints,
     /// A store the kernel reduces into is also reached through another parameter.
     SharedReduction,
@@ -54,8 +60,9 @@ impl fmt::Display for GpuRefusal {
             GpuRefusal::Compiling => "its kernel is still compiling",
             GpuRefusal::NoKernel => "no GPU kernel was built for it",
             GpuRefusal::ReducesAcrossPoints => {
-                "it reduces over several points, which Legion folds through reduction \
-                 instances that diffuse has no GPU reduction operators for"
+                "it reduces over several points through Legion's reduction instances, which \
+                 diffuse has no GPU reduction operators for, or with an identity a GPU point \
+                 cannot start its partials from by zeroing them"
             }
             GpuRefusal::SharedReduction => {
                 "a store it reduces into is also reached through another parameter"
@@ -67,8 +74,11 @@ impl fmt::Display for GpuRefusal {
 }
 
 /// The kernel point `p` of `plan` runs on a GPU, with its GPU version, or why it cannot.
+/// `writes_partials(arg)`: template argument `arg` writes rows of partials
+/// ([`LaunchEntry::writes_partials`]).
 pub(crate) fn gpu_kernel<'a>(
     plan: &'a LaunchPlan,
+    writes_partials: &dyn Fn(usize) -> bool,
     p: &Point,
 ) -> Result<(&'a CompiledKernel, &'a dyn PointKernel), GpuRefusal> {
     let t = plan.template();
@@ -85,8 +95,13 @@ pub(crate) fn gpu_kernel<'a>(
     let Some(gpu) = kernel.gpu.as_deref() else {
         return Err(GpuRefusal::NoKernel);
     };
-    let reduces = kernel.params.iter().any(|q| q.reduction.is_some());
-    if reduces && Rect::from_shape(t.launch_domain()).volume() > 1 {
+    let several = Rect::from_shape(t.launch_domain()).volume() > 1;
+    let on_gpu = |q: &KernelParamSource| match q.reduction {
+        None => true,
+        Some(_) if !several => true,
+        Some(op) => writes_partials(q.arg) && zero_is_identity(op, plan.arg(q.arg).store.dtype()),
+    };
+    if !kernel.params.iter().all(on_gpu) {
         return Err(GpuRefusal::ReducesAcrossPoints);
     }
     if !kernel.reductions_stand_alone(t) {
@@ -96,6 +111,12 @@ pub(crate) fn gpu_kernel<'a>(
         return Err(GpuRefusal::Unfit);
     }
     Ok((kernel, gpu))
+}
+
+/// Whether all zero bits are the identity of `op` on `dtype` (what a zeroed row of partials
+/// must start from): sums, and `or` (a bool's sum or max).
+fn zero_is_identity(op: ReductionOp, dtype: DType) -> bool {
+    matches!(op, ReductionOp::Sum) || (dtype == DType::Bool && op == ReductionOp::Max)
 }
 
 /// Runs point `p` of `entry`'s plan on the GPU processor Legion runs this task on: the GPU
@@ -110,14 +131,24 @@ pub(crate) fn run(
     let plan = &entry.plan;
     let t = plan.template();
     let fail = point_failure(plan, p);
-    let (kernel, gpu) =
-        gpu_kernel(plan, p).map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
+    let (kernel, gpu) = gpu_kernel(plan, &|a| entry.writes_partials(a), p)
+        .map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
     let instances = locate_instances(api, entry, p, regions)?;
+    let mut rows = rows_to_zero(api, entry, p, regions)?;
     let mut located: Vec<Located> = Vec::with_capacity(kernel.params.len());
     for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, p)) {
         let extent = rect.extent();
-        let at = match t.args()[source.arg].slot {
-            Slot::Store(_) if !rect.is_empty() => {
+        let partials =
+            entry.arg_requirement[source.arg].filter(|_| entry.writes_partials(source.arg));
+        let at = match (t.args()[source.arg].slot, partials) {
+            // The point's row of partials, zeroed before the kernel folds its total into
+            // it, its elements row-major from the row's start.
+            (Slot::Store(_), Some(r)) if !rect.is_empty() => {
+                let row = locate_row(api, entry, regions, r, p, rect.volume())?;
+                rows.push((row.ptr, rect.volume() as usize * row.size));
+                (row.ptr, extent.row_major_strides())
+            }
+            (Slot::Store(_), None) if !rect.is_empty() => {
                 diffuse_backend::point::PointStores::locate(&instances, source.arg, &rect)
                     .map_err(fail)?
             }
@@ -135,13 +166,14 @@ pub(crate) fn run(
             "Realm gave the task no CUDA stream (it does not run on a GPU processor)".into(),
         ));
     }
-    let rows: Vec<(diffuse_device::DevicePtr, usize)> = rows_to_zero(api, entry, p, regions)?
+    let rows: Vec<(diffuse_device::DevicePtr, usize)> = rows
         .into_iter()
         .map(|(row, bytes)| (row as usize as diffuse_device::DevicePtr, bytes))
         .collect();
     // SAFETY: `stream` is the running task's stream in the current context; the rows are of
-    // regions this task holds with write privilege, in memory the GPU addresses, kept by
-    // Legion until the task's stream completes.
+    // regions this task holds with write privilege (new stores it zeroes, its rows of
+    // partials), in memory the GPU addresses, kept by Legion until the task's stream
+    // completes.
     let zeroed = unsafe { diffuse_device::cuda::zero_on_stream(stream, &rows) };
     zeroed.map_err(|e| fail(format!("zeroing a new store failed: {e}")))?;
     let call = |workspaces: &[diffuse_device::DevicePtr]| {
@@ -282,8 +314,14 @@ mod tests {
         Tuple::new(&[i]).expect("a point")
     }
 
+    /// Why point `p` of `plan` stays on the CPUs, its reductions folded by Legion.
     fn refusal(plan: &LaunchPlan, p: i64) -> Option<GpuRefusal> {
-        gpu_kernel(plan, &at(p)).err()
+        gpu_kernel(plan, &|_| false, &at(p)).err()
+    }
+
+    /// Why point `p` of `plan` stays on the CPUs, its reductions written to partials.
+    fn refusal_with_partials(plan: &LaunchPlan, p: i64) -> Option<GpuRefusal> {
+        gpu_kernel(plan, &|_| true, &at(p)).err()
     }
 
     #[test]
@@ -318,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn reductions_run_on_the_gpu_only_in_launches_of_one_point() {
+    fn reductions_legion_folds_run_on_the_gpu_only_in_launches_of_one_point() {
         let ctx = Context::detached();
         let x = ctx.create_store(&[8], DType::F64).expect("a store");
         let total = ctx.create_store(&[], DType::F64).expect("a store");
@@ -332,6 +370,34 @@ mod tests {
         let two = plan(&k, &[&x, &total], 2);
         decide(&two, true);
         assert_eq!(refusal(&two, 0), Some(GpuRefusal::ReducesAcrossPoints));
+    }
+
+    #[test]
+    fn sums_over_several_points_run_on_the_gpu_when_their_partials_start_from_zero() {
+        let ctx = Context::detached();
+        let x = ctx.create_store(&[8], DType::F64).expect("a store");
+        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let op = |op| {
+            kind(
+                &format!("{op:?}"),
+                &[Privilege::Read, Privilege::Reduce(op)],
+            )
+        };
+        let sum = plan(&op(ReductionOp::Sum), &[&x, &total], 2);
+        decide(&sum, true);
+        assert_eq!(refusal_with_partials(&sum, 1), None);
+        // A zeroed row is no starting point for a product, a minimum or a maximum.
+        for other in [ReductionOp::Prod, ReductionOp::Min, ReductionOp::Max] {
+            let p = plan(&op(other), &[&x, &total], 2);
+            decide(&p, true);
+            assert_eq!(
+                refusal_with_partials(&p, 0),
+                Some(GpuRefusal::ReducesAcrossPoints),
+                "{other:?}"
+            );
+        }
+        assert!(zero_is_identity(ReductionOp::Max, DType::Bool));
+        assert!(!zero_is_identity(ReductionOp::Min, DType::Bool));
     }
 
     #[test]

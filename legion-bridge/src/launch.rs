@@ -114,6 +114,16 @@ impl LaunchEntry {
         key
     }
 
+    /// Whether template argument `arg` writes its contributions to rows of partials (see
+    /// [`crate::partials`]) instead of reducing through its requirement.
+    pub(crate) fn writes_partials(&self, arg: usize) -> bool {
+        self.arg_requirement
+            .get(arg)
+            .copied()
+            .flatten()
+            .is_some_and(|r| self.requirements[r].partials)
+    }
+
     /// The launch registered under the key in `args` (a launch's global task arguments).
     pub(crate) fn find(args: &[u8]) -> Option<Arc<LaunchEntry>> {
         let key = u64::from_ne_bytes(args.get(..8)?.try_into().ok()?);

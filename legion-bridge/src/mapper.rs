@@ -60,7 +60,7 @@ unsafe extern "C" fn point_processor(
         let proc = t.placement().processors.get(index)?;
         let on_gpu = !folding && proc.kind == ProcKind::Gpu && {
             let point = diffuse_ir::Tuple::new(coords).ok()?;
-            match gpu_kernel(&entry.plan, &point) {
+            match gpu_kernel(&entry.plan, &|a| entry.writes_partials(a), &point) {
                 Ok(_) => true,
                 Err(GpuRefusal::Compiling) => false,
                 Err(why) => {

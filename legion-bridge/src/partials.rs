@@ -100,6 +100,21 @@ fn row_rect(p: &Point, len: i64) -> Result<Rect, String> {
     })
 }
 
+/// Where point `p`'s row of the partials of `entry`'s requirement `r` lies in the mapped
+/// `regions`, over its first `len` elements (contiguous).
+pub(crate) fn locate_row(
+    api: &ffi::LegionApi,
+    entry: &LaunchEntry,
+    regions: &[ffi::legion_physical_region_t],
+    r: usize,
+    p: &Point,
+    len: i64,
+) -> Result<Located, KernelError> {
+    let fail = point_failure(&entry.plan, p);
+    let row = row_rect(p, len).map_err(fail)?;
+    locate(api, regions, r, &partials_of(entry, r), row, fail)
+}
+
 /// What a partials region of `entry`'s requirement `r` holds, for messages and its dtype.
 fn partials_of(entry: &LaunchEntry, r: usize) -> Held {
     let req = &entry.requirements[r];
@@ -140,8 +155,7 @@ pub(crate) fn write_rows(
                 arg.store.id()
             )));
         };
-        let row = row_rect(p, rect.volume()).map_err(fail)?;
-        let row = locate(api, regions, r, &partials_of(entry, r), row, fail)?;
+        let row = locate_row(api, entry, regions, r, p, rect.volume())?;
         // SAFETY: the point's row holds at least `rect.volume()` contiguous elements (C
         // order, checked by `locate`), mapped write-discard for this point alone; the
         // accumulator holds exactly that many of the same dtype.

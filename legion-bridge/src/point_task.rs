@@ -389,8 +389,7 @@ fn run(
         else {
             continue;
         };
-        let partials = entry.arg_requirement[*a].is_some_and(|r| entry.requirements[r].partials);
-        if place.rect.is_empty() || partials {
+        if place.rect.is_empty() || entry.writes_partials(*a) {
             continue;
         }
         let (dst, strides) = instances.locate(*a, &place.rect).map_err(fail)?;
