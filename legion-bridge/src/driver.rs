@@ -10,7 +10,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use diffuse_backend::memory::for_each_rect_row;
-use diffuse_backend::{LaunchPlan, LaunchTemplate, Processor, Slot};
+use diffuse_backend::{LaunchPlan, Processor, Slot};
 use diffuse_ir::{
     with_element_type, DType, HostData, IrError, Partition, PartitionKind, Point, Privilege,
     ProjComponent, Projection, Rect, ReductionOp, Shape, StoreId, StoreRef, Tuple,
@@ -675,43 +675,82 @@ impl Driver {
             };
             targets.push((region, target));
         }
-        let fold_plan = (!fold.folds.is_empty()).then(|| plan.clone());
-        self.issue(
-            Issue {
-                plan,
-                role: Role::Points,
-                launch: launch_rect,
-                requirements,
-                arg_requirement,
-                targets,
-                reduced,
-                covered,
-            },
-            shared,
-        );
-        if let Some(plan) = fold_plan {
+        let folding = (!fold.folds.is_empty()).then(|| {
             let FoldLaunch {
                 folds,
                 requirements,
                 targets,
                 covered,
             } = fold;
-            let arg_requirement = vec![None; plan.template().args().len()];
-            self.issue(
-                Issue {
-                    plan,
-                    role: Role::Fold(folds),
-                    launch: Rect::from_shape(Tuple::splat(1, 1)),
-                    requirements,
-                    arg_requirement,
-                    targets,
-                    reduced: Vec::new(),
-                    covered,
-                },
-                shared,
-            );
+            Issue {
+                plan: plan.clone(),
+                role: Role::Fold(folds),
+                launch: Rect::from_shape(Tuple::splat(1, 1)),
+                requirements,
+                arg_requirement: vec![None; t.args().len()],
+                targets,
+                reduced: Vec::new(),
+                covered,
+            }
+        });
+        let points = Issue {
+            plan,
+            role: Role::Points,
+            launch: launch_rect,
+            requirements,
+            arg_requirement,
+            targets,
+            reduced,
+            covered,
+        };
+        let issues: Vec<Issue> = std::iter::once(points).chain(folding).collect();
+        // The launch and its fold replay as one Legion trace (one replay, not two).
+        let trace = self.trace_of(&issues, shared);
+        if let Some(id) = trace {
+            // SAFETY: as above; the trace ends below, after the launches it holds.
+            unsafe {
+                self.api
+                    .legion_runtime_begin_trace(self.runtime, self.ctx, id, false)
+            };
+        }
+        for issue in issues {
+            if trace.is_some() {
+                shared.counters.traced();
+            }
+            self.issue(issue, shared);
+        }
+        if let Some(id) = trace {
+            // SAFETY: as above.
+            unsafe {
+                self.api
+                    .legion_runtime_end_trace(self.runtime, self.ctx, id)
+            };
         }
         Ok(())
+    }
+
+    /// The Legion trace to issue `issues` (a launch and its fold) in, if they may be traced:
+    /// recorded points report where each ran, which a replayed mapping would not redo;
+    /// replicated runs issue no traces (their sharding is not traced); see `crate::traces`
+    /// for the launches Legion would replay wrongly.
+    fn trace_of(&mut self, issues: &[Issue], shared: &Shared) -> Option<u32> {
+        let traceable = !self.replicated
+            && !shared.recording()
+            && issues.iter().all(|issue| {
+                issue.reduced.is_empty()
+                    && !issue
+                        .targets
+                        .iter()
+                        .any(|(region, _)| self.traces.is_lazy(region.tree_id))
+            });
+        if !traceable {
+            return None;
+        }
+        let mut identity = LaunchIdentity::default();
+        for issue in issues {
+            launch_identity(&mut identity, issue);
+        }
+        self.traces.trace_of(identity)
     }
 
     /// The `nth` partials region of `shape` and `dtype` of reductions into the store whose
@@ -751,8 +790,7 @@ impl Driver {
         region
     }
 
-    /// Issues one index launch of the point task: `issue.plan`'s points or its fold, traced
-    /// when Legion has seen it twice and it is traceable.
+    /// Issues one index launch of the point task: `issue.plan`'s points or its fold.
     fn issue(&mut self, issue: Issue, shared: &Arc<Shared>) {
         let Issue {
             plan,
@@ -774,21 +812,6 @@ impl Driver {
             .filter(|_| !folding)
             .map(|l| l.max(1));
         let name = t.name().clone();
-        // Recorded points report where each ran, which a replayed mapping would not redo;
-        // replicated runs issue no traces (their sharding is not traced); see
-        // `crate::traces` for the launches Legion would replay wrongly.
-        let traceable = !self.replicated
-            && !shared.recording()
-            && reduced.is_empty()
-            && !targets
-                .iter()
-                .any(|(region, _)| self.traces.is_lazy(region.tree_id));
-        let trace = traceable
-            .then(|| {
-                self.traces
-                    .trace_of(launch_identity(t, &role, &launch, &requirements, &targets))
-            })
-            .flatten();
         let sharding = self.replicated.then(|| {
             let processors = &t.placement().processors;
             let nodes: Vec<u32> = if folding {
@@ -891,14 +914,7 @@ impl Driver {
                 }
                 api.legion_index_launcher_add_field(launcher, added, FIELD, true);
             }
-            if let Some(id) = trace {
-                shared.counters.traced();
-                api.legion_runtime_begin_trace(self.runtime, self.ctx, id, false);
-            }
             let futures = api.legion_index_launcher_execute(self.runtime, self.ctx, launcher);
-            if let Some(id) = trace {
-                api.legion_runtime_end_trace(self.runtime, self.ctx, id);
-            }
             for region in covered {
                 self.traces.contents_materialized(region);
             }
@@ -1233,19 +1249,20 @@ enum Target {
     ),
 }
 
-/// What Legion compares when it replays a trace of the launch of `template` (its points or
-/// its fold, `role`) over `launch`
-/// with `requirements` on `targets`: the task, the domain, and per requirement its region,
+/// Appends to `id` what Legion compares when it replays a trace of `issue`'s launch (of its
+/// plan's points or its fold): the task, the domain, and per requirement its region,
 /// privilege or reduction operator, partition and projection; and what the replay maps as
 /// recorded, the template's placement (hashed: a collision could only misplace points).
-fn launch_identity(
-    template: &LaunchTemplate,
-    role: &Role,
-    launch: &Rect,
-    requirements: &[Requirement],
-    targets: &[(ffi::legion_logical_region_t, Target)],
-) -> LaunchIdentity {
-    let mut id = LaunchIdentity::default();
+fn launch_identity(id: &mut LaunchIdentity, issue: &Issue) {
+    let Issue {
+        plan,
+        role,
+        launch,
+        requirements,
+        targets,
+        ..
+    } = issue;
+    let template = plan.template();
     let name = template.name();
     id.push(u64::from(POINT_TASK_ID));
     id.push(u64::from(matches!(role, Role::Fold(_))));
@@ -1282,7 +1299,6 @@ fn launch_identity(
             }
         }
     }
-    id
 }
 
 /// One requirement per argument of the plan's fused signature (a distinct store slot and

@@ -7,8 +7,9 @@
 //! every iteration, and a dead store's region goes to the next store of its shape and
 //! dtype, so a solver's or a stencil's launches repeat exactly.
 //!
-//! A launch is traced under an id of its own, given to everything Legion checks a trace's
-//! operations against (launch domain, task, region requirements); see
+//! A launch is traced under an id of its own (with the fold launch of the reductions diffuse
+//! folds for it, `crate::partials`: one replay for both), given to everything Legion checks
+//! a trace's operations against (launch domain, task, region requirements); see
 //! [`LaunchIdentity`]. It goes into a trace from its [`TRACED_FROM`]th sighting on (a launch
 //! seen once or twice may never come back, and recording costs more than analysing), and at
 //! most [`LaunchTraces::new`]'s `limit` distinct launches get a trace (Legion keeps every
