@@ -713,11 +713,12 @@ impl Driver {
                     .legion_runtime_begin_trace(self.runtime, self.ctx, id, false)
             };
         }
+        let mut launched = Vec::with_capacity(issues.len());
         for issue in issues {
             if trace.is_some() {
                 shared.counters.traced();
             }
-            self.issue(issue, shared);
+            launched.push(self.issue(issue, shared));
         }
         if let Some(id) = trace {
             // SAFETY: as above.
@@ -725,6 +726,9 @@ impl Driver {
                 self.api
                     .legion_runtime_end_trace(self.runtime, self.ctx, id)
             };
+        }
+        for launched in launched {
+            self.track(launched, shared);
         }
         Ok(())
     }
@@ -791,7 +795,7 @@ impl Driver {
     }
 
     /// Issues one index launch of the point task: `issue.plan`'s points or its fold.
-    fn issue(&mut self, issue: Issue, shared: &Arc<Shared>) {
+    fn issue(&mut self, issue: Issue, shared: &Arc<Shared>) -> Launched {
         let Issue {
             plan,
             role,
@@ -921,9 +925,36 @@ impl Driver {
             for region in reduced {
                 self.traces.contents_lazy(region);
             }
-            if shared.recording() && !folding {
-                self.record_points(futures, &name, &launch, shared);
+            api.legion_index_launcher_destroy(launcher);
+            api.legion_argument_map_destroy(args);
+            Launched {
+                futures,
+                name,
+                launch,
+                limit,
+                recorded: shared.recording() && !folding,
             }
+        }
+    }
+
+    /// Keeps a launch's future map until what waits for it has (outside any trace: waiting
+    /// inside one would break its replay): recorded points read back, a `Backpressure` limit
+    /// held, the next settle.
+    fn track(&mut self, launched: Launched, shared: &Shared) {
+        let Launched {
+            futures,
+            name,
+            launch,
+            limit,
+            recorded,
+        } = launched;
+        if recorded {
+            self.record_points(futures, &name, &launch, shared);
+        }
+        let api = self.api;
+        // SAFETY: each future map is destroyed once: here, by a later launch of the task
+        // under a limit, or by the settle that waits for it.
+        unsafe {
             match limit {
                 Some(limit) => {
                     let queue = self.in_flight.entry(name).or_default();
@@ -939,8 +970,6 @@ impl Driver {
                 None if !self.replicated => self.unwaited.push(futures),
                 None => api.legion_future_map_destroy(futures),
             }
-            api.legion_index_launcher_destroy(launcher);
-            api.legion_argument_map_destroy(args);
         }
     }
 
@@ -1179,6 +1208,19 @@ struct Issue {
     reduced: Vec<ffi::legion_distributed_id_t>,
     /// Regions whose every element the launch maps.
     covered: Vec<ffi::legion_distributed_id_t>,
+}
+
+/// A launch just issued, with what [`Driver::track`] needs to keep its futures.
+struct Launched {
+    futures: ffi::legion_future_map_t,
+    /// Its task's name (a `Backpressure` limit holds per task).
+    name: Arc<str>,
+    /// Its domain.
+    launch: Rect,
+    /// Mapple's `Backpressure` limit for the task, if any.
+    limit: Option<u64>,
+    /// Where its points ran is recorded.
+    recorded: bool,
 }
 
 /// The fold launch of a plan's reductions that diffuse folds, as it is gathered: per
