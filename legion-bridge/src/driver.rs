@@ -584,7 +584,7 @@ impl Driver {
         let mut zeroed_by_fold = vec![false; plan.stores().len()];
         for (s, store) in plan.stores().iter().enumerate() {
             let zeroable = point_zeroable(&plan, &requirements, s);
-            let by_fold = folded.iter().any(|&(_, r)| requirements[r].slot == s);
+            let by_fold = folded.iter().any(|f| requirements[f.requirement].slot == s);
             let unfilled = t.overwrites(s) || zeroable.is_some() || by_fold;
             let (region, fresh) = self.region(store, shared, unfilled)?;
             if let Some(r) = zeroable.filter(|_| fresh && !t.overwrites(s)) {
@@ -602,15 +602,11 @@ impl Driver {
             .collect();
         // Every folded argument writes partials of its own: the first of a requirement
         // takes the requirement over, the others get new ones.
-        let reductions = requirements.clone();
         let mut taken = vec![false; requirements.len()];
         let mut fold = FoldLaunch::default();
-        for &(a, r) in &folded {
-            let reduced = &reductions[r];
-            let (slot, dtype) = (reduced.slot, reduced.dtype);
-            let Some(shape) = partials::partials_shape(launch, plan.store(slot).shape()) else {
-                continue;
-            };
+        for f in &folded {
+            let (r, shape) = (f.requirement, f.shape);
+            let (slot, dtype) = (requirements[r].slot, requirements[r].dtype);
             let nth = fold.folds.iter().filter(|f| f.slot == slot).count();
             let rows = self.partials_region(regions[slot], shape, dtype, nth);
             let writes_rows = Requirement {
@@ -631,8 +627,8 @@ impl Driver {
                 bound[r] = (rows, shape);
                 r
             };
-            arg_requirement[a] = Some(index);
-            fold.add(a, reduced, rows, regions[slot], zeroed_by_fold[slot]);
+            arg_requirement[f.arg] = Some(index);
+            fold.add(f, slot, dtype, rows, regions[slot], zeroed_by_fold[slot]);
         }
         let launch_rect = Rect::from_shape(launch);
         let mut targets = Vec::with_capacity(requirements.len());
@@ -1234,20 +1230,17 @@ struct FoldLaunch {
 }
 
 impl FoldLaunch {
-    /// Adds the fold of argument `arg`'s partials (`rows`) into the store it reduces into
-    /// through `reduced` (the store's region `store`; `zero`: new, zeroed by the fold).
+    /// Adds the fold of `folded`'s partials (`rows`) into store slot `slot` of `dtype` (its
+    /// region `store`; `zero`: new, zeroed by the fold).
     fn add(
         &mut self,
-        arg: usize,
-        reduced: &Requirement,
+        folded: &partials::Folded,
+        slot: usize,
+        dtype: DType,
         rows: ffi::legion_logical_region_t,
         store: ffi::legion_logical_region_t,
         zero: bool,
     ) {
-        let Privilege::Reduce(op) = reduced.privilege else {
-            return;
-        };
-        let (slot, dtype) = (reduced.slot, reduced.dtype);
         let whole = |privilege, zeroed, partials| Requirement {
             slot,
             partition: Partition::replicate(),
@@ -1272,11 +1265,11 @@ impl FoldLaunch {
         self.requirements.push(whole(Privilege::Read, false, true));
         self.targets.push((rows, Target::Whole));
         self.folds.push(Fold {
-            arg,
+            arg: folded.arg,
             slot,
             partials: self.requirements.len() - 1,
             store: to_store,
-            op,
+            op: folded.op,
         });
     }
 }
@@ -1688,7 +1681,12 @@ mod tests {
         let (reqs, of_arg) = requirements(&two_points);
         assert_eq!(
             partials::folded_by_diffuse(&two_points, &reqs, &of_arg, limit),
-            vec![(1, 1)]
+            vec![partials::Folded {
+                arg: 1,
+                requirement: 1,
+                op: diffuse_ir::ReductionOp::Sum,
+                shape: Tuple::shape(&[2, 1, 1]).unwrap(),
+            }]
         );
         assert!(partials::folded_by_diffuse(&two_points, &reqs, &of_arg, 1).is_empty());
         // A store the launch also reaches otherwise (read here) stays with Legion.

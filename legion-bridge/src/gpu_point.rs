@@ -101,7 +101,17 @@ pub(crate) fn gpu_kernel<'a>(
         Some(_) if !several => true,
         Some(op) => writes_partials(q.arg) && zero_is_identity(op, plan.arg(q.arg).store.dtype()),
     };
-    if !kernel.params.iter().all(on_gpu) {
+    // Every row of partials must be written by the kernel (a row it left alone would be
+    // folded as it was).
+    let rows_written = (0..t.args().len())
+        .filter(|&a| writes_partials(a))
+        .all(|a| {
+            kernel
+                .params
+                .iter()
+                .any(|q| q.arg == a && q.reduction.is_some())
+        });
+    if !kernel.params.iter().all(on_gpu) || !rows_written {
         return Err(GpuRefusal::ReducesAcrossPoints);
     }
     if !kernel.reductions_stand_alone(t) {
@@ -321,7 +331,8 @@ mod tests {
 
     /// Why point `p` of `plan` stays on the CPUs, its reductions written to partials.
     fn refusal_with_partials(plan: &LaunchPlan, p: i64) -> Option<GpuRefusal> {
-        gpu_kernel(plan, &|_| true, &at(p)).err()
+        let reduces = |a: usize| plan.template().args()[a].privilege.is_reduction();
+        gpu_kernel(plan, &reduces, &at(p)).err()
     }
 
     #[test]
@@ -396,6 +407,11 @@ mod tests {
                 "{other:?}"
             );
         }
+        // Nor is a row the kernel does not write (here: the input's "row").
+        assert_eq!(
+            gpu_kernel(&sum, &|_| true, &at(0)).err(),
+            Some(GpuRefusal::ReducesAcrossPoints)
+        );
         assert!(zero_is_identity(ReductionOp::Max, DType::Bool));
         assert!(!zero_is_identity(ReductionOp::Min, DType::Bool));
     }

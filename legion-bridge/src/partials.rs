@@ -15,7 +15,8 @@
 use diffuse_backend::point::{self, Contribution};
 use diffuse_backend::LaunchPlan;
 use diffuse_ir::{
-    IrError, KernelError, Partition, Point, Privilege, ProjComponent, Projection, Rect, Shape,
+    IrError, KernelError, Partition, Point, Privilege, ProjComponent, Projection, Rect,
+    ReductionOp, Shape,
 };
 use diffuse_ir::{Tuple, MAX_DIMS};
 
@@ -23,8 +24,20 @@ use crate::ffi;
 use crate::launch::{LaunchEntry, Requirement, Role};
 use crate::point_task::{locate, point_failure, whole_of, zero_on_host, Held, Located};
 
-/// The reductions of `plan` that diffuse folds itself, as (template argument, its
-/// requirement from `driver::requirements`) in argument order: in a launch of several
+/// A reduction that diffuse folds itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Folded {
+    /// The reducing template argument.
+    pub(crate) arg: usize,
+    /// Its requirement (from `driver::requirements`).
+    pub(crate) requirement: usize,
+    /// The reduction.
+    pub(crate) op: ReductionOp,
+    /// The shape of its partials ([`partials_shape`]).
+    pub(crate) shape: Shape,
+}
+
+/// The reductions of `plan` that diffuse folds itself, in argument order: in a launch of several
 /// points, every argument reducing into a store that the launch reaches through
 /// reductions only, when each argument's partials have at most `max_elements` elements
 /// (larger ones, such as a store reduced tile by tile, stay with Legion's reduction
@@ -36,26 +49,36 @@ pub(crate) fn folded_by_diffuse(
     requirements: &[Requirement],
     arg_requirement: &[Option<usize>],
     max_elements: usize,
-) -> Vec<(usize, usize)> {
+) -> Vec<Folded> {
     let launch = plan.template().launch_domain();
     if launch.volume() <= 1 {
         return Vec::new();
     }
-    let foldable = |slot: usize| {
+    // The partials of a store the launch reaches through reductions only, if small enough.
+    let partials = |slot: usize| {
         requirements
             .iter()
             .filter(|req| req.slot == slot)
             .all(|req| matches!(req.privilege, Privilege::Reduce(_)))
-            && partials_shape(launch, plan.store(slot).shape())
-                .is_some_and(|p| p.volume() as u64 <= max_elements as u64)
+            .then(|| partials_shape(launch, plan.store(slot).shape()))
+            .flatten()
+            .filter(|p| p.volume() as u64 <= max_elements as u64)
     };
     arg_requirement
         .iter()
         .enumerate()
-        .filter_map(|(a, r)| r.map(|r| (a, r)))
-        .filter(|&(_, r)| {
-            matches!(requirements[r].privilege, Privilege::Reduce(_))
-                && foldable(requirements[r].slot)
+        .filter_map(|(arg, r)| {
+            let requirement = (*r)?;
+            let Privilege::Reduce(op) = requirements[requirement].privilege else {
+                return None;
+            };
+            let shape = partials(requirements[requirement].slot)?;
+            Some(Folded {
+                arg,
+                requirement,
+                op,
+                shape,
+            })
         })
         .collect()
 }
@@ -213,22 +236,17 @@ pub(crate) fn fold(
             if rect.is_empty() {
                 continue;
             }
-            let offset = |at: &Located, c: &[i64]| -> isize {
-                c.iter()
-                    .zip(at.strides.as_slice())
-                    .map(|(c, s)| c * s)
-                    .sum::<i64>() as isize
-                    * at.size as isize
-            };
+            let row = row_rect(&q, rect.volume()).map_err(fail)?;
             // SAFETY: `rect` lies inside the store, whose whole region this point holds
-            // read-write at `store`; row `q` of the partials holds `rect.volume()` elements
-            // of the store's dtype from its start (written by point `q`), readable here.
+            // read-write at `store`; row `q` of the partials lies inside them and holds
+            // `rect.volume()` elements of the store's dtype from its start (written by point
+            // `q`), readable here.
             entry.shared.fp.watch(kind, || unsafe {
                 point::fold_row_major(
-                    store.ptr.offset(offset(&store, rect.lo.as_slice())),
+                    store.address(&rect.lo),
                     &store.strides,
                     &rect,
-                    rows.ptr.offset(offset(&rows, q.as_slice())),
+                    rows.address(&row.lo),
                     held.dtype,
                     f.op,
                 )

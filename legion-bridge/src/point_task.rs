@@ -193,18 +193,27 @@ pub(crate) struct Instances {
 // by it (and Legion's guarantees on requirements exclude conflicting writers).
 unsafe impl Sync for Instances {}
 
+impl Located {
+    /// The address of element `p`.
+    ///
+    /// # Safety
+    /// `p` must lie inside `self.rect`, so that the address is inside the instance.
+    pub(crate) unsafe fn address(&self, p: &Point) -> *mut u8 {
+        let offset: i64 = (0..p.dims())
+            .map(|d| (p[d] - self.rect.lo[d]) * self.strides[d])
+            .sum();
+        // SAFETY: the caller's contract.
+        unsafe { self.ptr.offset(offset as isize * self.size as isize) }
+    }
+}
+
 impl PointStores for Instances {
     fn locate(&self, arg: usize, rect: &Rect) -> Result<(*mut u8, Tuple), String> {
         let Some(Some(at)) = self.args.get(arg) else {
             return Err(format!("argument {arg} has no mapped instance"));
         };
-        let offset: i64 = (0..rect.dims())
-            .map(|d| (rect.lo[d] - at.rect.lo[d]) * at.strides[d])
-            .sum();
-        // SAFETY: `rect` lies inside the located sub-store (the executor's contract), so
-        // the offset stays inside the instance.
-        let ptr = unsafe { at.ptr.offset(offset as isize * at.size as isize) };
-        Ok((ptr, at.strides))
+        // SAFETY: `rect` lies inside the located sub-store (the executor's contract).
+        Ok((unsafe { at.address(&rect.lo) }, at.strides))
     }
 }
 
@@ -332,12 +341,12 @@ pub(crate) fn locate_instances(
     let mut args = Vec::with_capacity(t.args().len());
     for (i, layout) in t.args().iter().enumerate() {
         // An argument whose requirement is on its partials is located by the point's own
-        // row there when the point has run (`crate::partials::write_row`).
+        // row there when the point has run (`crate::partials::write_rows`).
         let (Slot::Store(_), Some(r)) = (layout.slot, entry.arg_requirement[i]) else {
             args.push(None);
             continue;
         };
-        if entry.requirements[r].partials {
+        if entry.writes_partials(i) {
             args.push(None);
             continue;
         }
