@@ -1,0 +1,196 @@
+//! The process's one runtime: started on first use from the environment (see the crate's
+//! documentation for the variables), and the module's functions about it (flush, shutdown,
+//! statistics).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+use diffuse::{
+    BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, Placement,
+    RuntimeConfig,
+};
+use diffuse_array::ArrayContext;
+use diffuse_ir::Context;
+use diffuse_jit::{CompileMode, Jit};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::{py_err, report_fp_errors, FP_REPORTED};
+
+/// The process's runtime once the array context has started (for what the context does not
+/// expose: the backend's floating-point exception record).
+pub(crate) static RUNTIME: OnceLock<std::sync::Arc<diffuse::Runtime>> = OnceLock::new();
+
+/// The process's array context, or why it could not start.
+pub(crate) fn context() -> PyResult<&'static ArrayContext> {
+    static CX: OnceLock<Result<ArrayContext, String>> = OnceLock::new();
+    CX.get_or_init(start)
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(e.clone()))
+}
+
+fn start() -> Result<ArrayContext, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let procs = match env("DIFFUSE_PROCS") {
+        Some(p) => Some(
+            p.parse::<usize>()
+                .map_err(|_| format!("DIFFUSE_PROCS={p} is not a processor count"))?,
+        ),
+        None => None,
+    };
+    let backend = match env("DIFFUSE_BACKEND").as_deref() {
+        None | Some("embedded") => {
+            if let Some(p) = procs {
+                diffuse::embedded::check_procs("DIFFUSE_PROCS", p).map_err(|e| e.to_string())?;
+            }
+            BackendConfig::Embedded(EmbeddedConfig {
+                procs,
+                ..Default::default()
+            })
+        }
+        Some("legion") => BackendConfig::Legion(LegionConfig {
+            cpus: procs,
+            ..Default::default()
+        }),
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_BACKEND={other}: the backends are `embedded` and `legion`"
+            ))
+        }
+    };
+    let fusion = match env("DIFFUSE_FUSION").as_deref() {
+        None | Some("on") => FusionConfig::default(),
+        Some("off") => FusionConfig::off(),
+        Some(other) => return Err(format!("DIFFUSE_FUSION={other}: expected `on` or `off`")),
+    };
+    let gpu = match env("DIFFUSE_GPU").as_deref() {
+        None | Some("0" | "off") => false,
+        Some("1" | "on") => true,
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_GPU={other}: expected `1` or `on` (prefer GPUs), `0` or `off`"
+            ))
+        }
+    };
+    let backend = diffuse::start_backend(&backend).map_err(|e| e.to_string())?;
+    let placement = if gpu {
+        let machine = backend.machine();
+        if machine.gpus_per_node == 0 {
+            diffuse::cli_output::eprint_line(
+                "warning: DIFFUSE_GPU is on but the backend has no GPU: fused kernels run on \
+                 the CPU",
+            );
+        }
+        let mapper = MapplePlacement::prefer_gpus(machine).map_err(|e| e.to_string())?;
+        Some(Arc::new(mapper) as Arc<dyn Placement>)
+    } else {
+        None
+    };
+    let jit = match env("DIFFUSE_JIT").as_deref() {
+        None | Some("background") => Some(Arc::new(
+            Jit::with_mode(CompileMode::Background).with_env_kernel_cache(),
+        )),
+        Some("sync") => Some(Arc::new(
+            Jit::with_mode(CompileMode::Blocking).with_env_kernel_cache(),
+        )),
+        Some("off") => None,
+        Some(other) => {
+            return Err(format!(
+                "DIFFUSE_JIT={other}: expected `background`, `sync` or `off`"
+            ))
+        }
+    };
+    let min_block = match env("DIFFUSE_MIN_BLOCK") {
+        None => diffuse::DEFAULT_MIN_BLOCK,
+        Some(n) => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                return Err(format!(
+                    "DIFFUSE_MIN_BLOCK={n}: expected a number of elements, at least 1"
+                ))
+            }
+        },
+    };
+    let runtime = Arc::new(diffuse::Runtime::new(
+        backend,
+        RuntimeConfig {
+            fusion,
+            jit,
+            placement,
+            min_block,
+        },
+    ));
+    runtime
+        .backend()
+        .attribute_fp_errors(diffuse::backend::point::fp::FpFlags::from_bits(
+            FP_REPORTED.load(Ordering::Relaxed),
+        ));
+    let _ = RUNTIME.set(runtime.clone());
+    Ok(ArrayContext::new(Context::new(runtime)))
+}
+
+/// Executes everything submitted so far (the window flushes); nothing before the runtime
+/// has started.
+#[pyfunction]
+pub(crate) fn flush(py: Python<'_>) -> PyResult<()> {
+    if RUNTIME.get().is_none() {
+        return Ok(());
+    }
+    let cx = context()?;
+    py.detach(|| cx.flush()).map_err(py_err)?;
+    report_fp_errors(py)
+}
+
+/// Runs everything submitted so far and waits for kernels still compiling in the
+/// background (a compile thread inside MLIR when the process exits would abort it); what
+/// `diffuse` calls at interpreter exit.
+#[pyfunction]
+pub(crate) fn shutdown(py: Python<'_>) -> PyResult<()> {
+    let flushed = flush(py);
+    if let Some(jit) = RUNTIME.get().and_then(|r| r.jit()) {
+        py.detach(|| jit.wait_idle());
+    }
+    flushed
+}
+
+/// Index tasks submitted so far in this process.
+#[pyfunction]
+pub(crate) fn tasks_submitted() -> PyResult<u64> {
+    Ok(context()?.ir().tasks_submitted())
+}
+
+/// What the runtime has done so far, as a dict: tasks submitted and executed, their points
+/// (how many of those ran a compiled kernel, how many a fused task's native kernels strip by
+/// strip, and how many compiled segments between native constituents), windows
+/// analysed and replayed from the memo, the window size, seconds of fusion analysis, and
+/// the JIT's kernels compiled, kernels loaded from the on-disk cache, compile failures and
+/// compile seconds. Empty before start.
+#[pyfunction]
+pub(crate) fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let stats = PyDict::new(py);
+    let Some(runtime) = RUNTIME.get() else {
+        return Ok(stats);
+    };
+    let planner = runtime.planner_stats();
+    stats.set_item("tasks_submitted", context()?.ir().tasks_submitted())?;
+    stats.set_item("tasks_executed", runtime.stats().tasks_executed)?;
+    let backend = runtime.stats();
+    stats.set_item("points_executed", backend.points_executed)?;
+    stats.set_item("compiled_points", backend.compiled_points)?;
+    stats.set_item("strip_points", backend.strip_points)?;
+    stats.set_item("segment_points", backend.segment_points)?;
+    stats.set_item("traced_launches", backend.traced_launches)?;
+    stats.set_item("windows_analysed", planner.analysed)?;
+    stats.set_item("windows_replayed", planner.replayed)?;
+    stats.set_item("window_size", runtime.window_size())?;
+    stats.set_item("analysis_seconds", runtime.analysis_seconds())?;
+    if let Some(jit) = runtime.jit() {
+        let jit = jit.stats();
+        stats.set_item("kernels_compiled", jit.kernels_compiled)?;
+        stats.set_item("kernels_loaded", jit.kernels_loaded)?;
+        stats.set_item("compile_failures", jit.compile_failures)?;
+        stats.set_item("compile_seconds", jit.compile_seconds)?;
+    }
+    Ok(stats)
+}
