@@ -11,15 +11,18 @@
 #![allow(clippy::result_large_err)]
 
 pub mod cli_output;
+mod setup;
 
 use std::sync::Arc;
 
 pub use diffuse_backend as backend;
+pub use diffuse_backend::point::fp::{FpFlags, REPORTED_BY_DEFAULT as FP_REPORTED_BY_DEFAULT};
 pub use diffuse_backend::{Backend, BackendStats, MachineShape};
 pub use diffuse_device as device;
 pub use diffuse_embedded as embedded;
 pub use diffuse_embedded::{EmbeddedBackend, EmbeddedConfig};
 pub use diffuse_ir as ir;
+pub use diffuse_jit::JitStats;
 pub use diffuse_legion as legion;
 pub use diffuse_legion::{LegionBackend, LegionConfig};
 pub use diffuse_mapper as mapper;
@@ -27,6 +30,10 @@ pub use diffuse_runtime::{placement, runtime};
 pub use diffuse_runtime::{
     FlushRecord, FusionConfig, GpuKernels, MapplePlacement, Placement, Runtime, RuntimeConfig,
     DEFAULT_MIN_BLOCK,
+};
+pub use setup::{
+    gpu_jit_for, parse_bytes, shutdown, split_backend_flags, Assembled, BackendKind, JitMode,
+    Origin, Setup, SetupError, Switch, REFERENCE_GPU_CHIP,
 };
 
 /// Which backend a runtime executes on, with its settings.
@@ -48,9 +55,18 @@ pub fn start_backend(backend: &BackendConfig) -> Result<Arc<dyn Backend>, ir::Ir
 }
 
 /// A runtime over the backend `backend` asks for, with fusion, JIT and placement as
-/// `runtime` says.
+/// `runtime` says (and this machine's GPU JIT, see [`start_runtime`]).
 pub fn start(backend: &BackendConfig, runtime: RuntimeConfig) -> Result<Arc<Runtime>, ir::IrError> {
-    Ok(Arc::new(Runtime::new(start_backend(backend)?, runtime)))
+    Ok(start_runtime(start_backend(backend)?, runtime))
+}
+
+/// A runtime over `backend` with `runtime`'s settings; a configuration without a GPU JIT
+/// gets this machine's ([`gpu_jit_for`]) when the backend has GPUs.
+pub fn start_runtime(backend: Arc<dyn Backend>, mut runtime: RuntimeConfig) -> Arc<Runtime> {
+    if runtime.gpu.is_none() {
+        runtime.gpu = gpu_jit_for(backend.as_ref());
+    }
+    Arc::new(Runtime::new(backend, runtime))
 }
 
 /// A [`ir::Context`] over a new embedded backend with the default runtime: fusion on with an

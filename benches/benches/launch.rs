@@ -27,6 +27,7 @@ fn context(fusion: FusionConfig, jit: Option<Arc<Jit>>) -> (ArrayContext, Arc<Ru
         RuntimeConfig {
             fusion,
             jit,
+            gpu: None,
             placement: None,
             min_block: diffuse::DEFAULT_MIN_BLOCK,
         },

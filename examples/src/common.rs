@@ -4,66 +4,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use diffuse::cli_output::eprint_line;
-use diffuse::{
-    BackendConfig, BackendStats, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement,
-    RuntimeConfig,
-};
+use diffuse::{BackendStats, JitStats, MapplePlacement};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
-use diffuse_jit::{CompileMode, Jit, JitStats};
 use serde::Serialize;
 
-/// An on/off command-line setting (`--fusion`, `--jit`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Switch {
-    /// Tasks are buffered in a window and fusible runs of them execute as fused tasks.
-    On,
-    /// Every task executes as submitted.
-    Off,
-}
+pub use diffuse::{BackendKind as Backend, JitMode, Switch};
 
-/// The `--jit` setting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JitMode {
-    /// Compile in the background; native kernels run meanwhile.
-    On,
-    /// Compile on first use, waiting for it.
-    Sync,
-    /// No JIT.
-    Off,
-}
-
-impl JitMode {
-    fn jit(self) -> Option<Arc<Jit>> {
-        match self {
-            // Runs after the first load their kernels from the on-disk cache.
-            JitMode::On => Some(Arc::new(
-                Jit::with_mode(CompileMode::Background).with_env_kernel_cache(),
-            )),
-            JitMode::Sync => Some(Arc::new(
-                Jit::with_mode(CompileMode::Blocking).with_env_kernel_cache(),
-            )),
-            JitMode::Off => None,
-        }
-    }
-}
-
-/// Which backend executes the tasks.
-#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// The in-process worker pool.
-    Embedded,
-    /// The Legion runtime (one process; Legion's own flags such as `-ll:cpu 2` or
-    /// `-lg:prof 1` pass through).
-    Legion,
-}
-
-/// Flags every application accepts.
+/// Flags every application accepts: its problem, and how diffuse is set up
+/// ([`diffuse::Setup`]: backend, processors, fusion, JIT, placement; each flag also read from
+/// its `DIFFUSE_*` environment variable).
 #[derive(Args, Debug)]
 pub struct AppArgs {
     /// Problem size (grid side, vector length, ...).
@@ -72,84 +24,20 @@ pub struct AppArgs {
     /// Timed iterations (after one warm-up iteration).
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
-    /// Task fusion.
-    #[arg(long, value_enum, default_value_t = Switch::On)]
-    pub fusion: Switch,
-    /// JIT-compile fused tasks' kernels (with `--fusion on`): `on` compiles in the
-    /// background while native kernels run, `sync` compiles before running, `off` runs
-    /// native kernels only. Compiled kernels are kept for later runs in the directory
-    /// `DIFFUSE_KERNEL_CACHE` names (default `~/.cache/diffuse/kernels`; `off`: none).
-    #[arg(long, value_enum, default_value_t = JitMode::On)]
-    pub jit: JitMode,
-    /// Prefer GPUs for every task (a shorthand for the mapper `Task * GPU,CPU;`; compiled
-    /// fused kernels run there, copying sub-stores to and from it); without a GPU the run
-    /// warns and stays on the CPU.
-    #[arg(long)]
-    pub gpu: bool,
-    /// With `--jit on`: wait after the warm-up until background compiles are done, so the
-    /// timed iterations measure compiled kernels (`false` times them as they come, for
-    /// breakeven measurements).
+    /// With `--jit background`: wait after the warm-up until background compiles are done,
+    /// so the timed iterations measure compiled kernels (`false` times them as they come,
+    /// for breakeven measurements).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub jit_wait: bool,
-    /// Window size in tasks (default: adaptive, starting at 16).
-    #[arg(long)]
-    pub window: Option<usize>,
-    /// Whether a fused group launched over one point goes on past a constraint on stores in a
-    /// new stage, one launch where there would be several (default: where the backend's
-    /// launches are costly, i.e. on Legion).
-    #[arg(long, value_enum)]
-    pub stages: Option<Switch>,
-    /// On Legion: issue repeated launches in Legion traces, so Legion replays their
-    /// dependence analysis and mapping.
-    #[arg(long, value_enum, default_value_t = Switch::On)]
-    pub legion_traces: Switch,
-    /// On Legion: fold small reductions over several points in diffuse (each point writes
-    /// its contribution to a row of its own, one point folds them in order), instead of
-    /// through Legion's reduction instances.
-    #[arg(long, value_enum, default_value_t = Switch::On)]
-    pub legion_folds: Switch,
     /// Print the task stream of the warm-up iteration as issued and as executed (stderr).
     #[arg(long)]
     pub streams: bool,
-    /// A Mapple mapper deciding which processor runs each point task (default: contiguous
-    /// blocks of each launch, one per processor).
-    #[arg(long)]
-    pub mapper: Option<std::path::PathBuf>,
-    /// Nodes the processors are grouped into for the mapper's machine (`--procs` must be a
-    /// multiple).
-    #[arg(long, default_value_t = 1)]
-    pub nodes: usize,
-    /// With `--mapper`: print the warm-up iteration's mapping decisions in the DSL manual's
-    /// format (stderr).
-    #[arg(long)]
-    pub mapper_log: bool,
-    /// Working-set bytes per strip when fused element-wise tasks run strip by strip.
-    #[arg(long, default_value_t = EmbeddedConfig::default().strip_bytes)]
-    pub strip_bytes: usize,
-    /// Execution backend.
-    #[arg(long, value_enum, default_value_t = Backend::Embedded)]
-    pub backend: Backend,
-    /// Worker processors (default: one per core).
-    #[arg(long)]
-    pub procs: Option<usize>,
-    /// The fewest elements an operation gives each processor before it uses fewer of them
-    /// (at least one point; `1`: every processor whenever the array has that many elements).
-    #[arg(long, default_value_t = diffuse::DEFAULT_MIN_BLOCK, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub min_block: usize,
-    /// Most memory the embedded backend's stores may take, and separately the run's host
-    /// data (inputs, results read back, references), in bytes with an optional K, M, G or T
-    /// suffix (powers of 1024); a store past it is an error naming it, host data past it is
-    /// refused before it is allocated. At most the machine's memory. Default: the memory
-    /// available when the run starts (`MemAvailable`).
-    #[arg(long, value_parser = parse_bytes)]
-    pub memory_limit: Option<usize>,
     /// Print one JSON record on stdout instead of a human-readable summary.
     #[arg(long)]
     pub json: bool,
-    /// Legion's and Realm's own flags from the command line (`-ll:*`, `-lg:*`, `-level`,
-    /// ...), for `--backend legion`.
-    #[arg(skip)]
-    pub legion_flags: Vec<String>,
+    /// How diffuse runs the application.
+    #[command(flatten)]
+    pub setup: diffuse::Setup,
 }
 
 /// A running diffuse instance: the context libraries use and the runtime's counters.
@@ -213,100 +101,20 @@ pub struct Counters {
 impl Runtime {
     /// Starts the runtime the flags ask for.
     pub fn start(args: &AppArgs) -> anyhow::Result<Self> {
-        anyhow::ensure!(args.window != Some(0), "--window must be at least 1");
         anyhow::ensure!(
             args.iters >= 1,
             "--iters must be at least 1 (the run reports the time per timed iteration)"
         );
-        let procs = args
-            .procs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        anyhow::ensure!(procs >= 1, "--procs must be at least 1");
-        if matches!(args.backend, Backend::Embedded) {
-            diffuse::embedded::check_procs("--procs", procs)?;
-        }
-        anyhow::ensure!(
-            args.nodes >= 1 && procs.is_multiple_of(args.nodes),
-            "--procs {procs} must be a multiple of --nodes {}",
-            args.nodes
-        );
-        let backend = diffuse::start_backend(&match args.backend {
-            Backend::Embedded => BackendConfig::Embedded(EmbeddedConfig {
-                procs: Some(procs),
-                strip_bytes: args.strip_bytes,
-                nodes: args.nodes,
-                memory_limit: args.memory_limit,
-                ..Default::default()
-            }),
-            Backend::Legion => BackendConfig::Legion(LegionConfig {
-                cpus: args.procs,
-                strip_bytes: args.strip_bytes,
-                flags: args.legion_flags.clone(),
-                traced_launches: args.legion_traces == Switch::On,
-                folded_reduction_elements: match args.legion_folds {
-                    Switch::On => LegionConfig::default().folded_reduction_elements,
-                    Switch::Off => 0,
-                },
-                // Legion's nodes are processes: a count other than the default 1 must match.
-                nodes: (args.nodes != 1).then_some(args.nodes),
-                ..Default::default()
-            }),
-        })?;
-        let machine = backend.machine();
-        let mapple = match (&args.mapper, args.gpu) {
-            (Some(_), true) => anyhow::bail!(
-                "--gpu is a shorthand for a mapper that prefers GPUs; with --mapper, say so in \
-                 the mapper (Task * GPU,CPU;)"
-            ),
-            (Some(file), false) => {
-                let source = std::fs::read_to_string(file)
-                    .with_context(|| format!("reading the mapper {}", file.display()))?;
-                let placement = MapplePlacement::new(
-                    &file.display().to_string(),
-                    &source,
-                    machine,
-                    args.mapper_log,
-                )?;
-                for notice in placement.notices(&backend.capabilities()) {
-                    eprint_line(&format!("notice: {notice}"));
-                }
-                Some(Arc::new(placement))
-            }
-            (None, true) => {
-                if machine.gpus_per_node == 0 {
-                    eprint_line(match args.backend {
-                        Backend::Legion => {
-                            "warning: this Legion run has no GPU processors (give -ll:gpu N on \
-                             a machine with GPUs): fused kernels run on the CPU"
-                        }
-                        Backend::Embedded => {
-                            "warning: no GPU on this machine: fused kernels run on the CPU"
-                        }
-                    });
-                }
-                Some(Arc::new(MapplePlacement::prefer_gpus(machine)?))
-            }
-            (None, false) => None,
-        };
-        let config = RuntimeConfig {
-            fusion: FusionConfig {
-                enabled: args.fusion == Switch::On,
-                window: args.window,
-                stages: args.stages.map(|s| s == Switch::On),
-            },
-            jit: args.jit.jit(),
-            placement: mapple.clone().map(|m| m as Arc<dyn diffuse::Placement>),
-            min_block: args.min_block,
-        };
-        let jit_at_start = config.jit.as_ref().map(|j| j.stats()).unwrap_or_default();
-        let runtime = Arc::new(diffuse::Runtime::new(backend, config));
+        let host_limit = args.setup.host_memory_limit()?;
+        let diffuse::Assembled { runtime, mapple } = args.setup.start()?;
+        let jit_at_start = runtime.jit().map(|j| j.stats()).unwrap_or_default();
         let ctx = Context::new(runtime.clone());
         let arrays = ArrayContext::new(ctx.clone());
         Ok(Runtime {
             ctx,
             arrays,
             runtime,
-            host_limit: memory_limit(args)?,
+            host_limit,
             streams: args.streams,
             mapple,
             jit_wait: args.jit_wait,
@@ -429,8 +237,8 @@ impl Runtime {
         };
         RunRecord {
             app,
-            backend: args.backend,
-            fusion: args.fusion,
+            backend: args.setup.backend,
+            fusion: args.setup.fusion,
             n: args.n,
             iters: m.iters,
             procs: self.runtime.backend().machine().cpus(),
@@ -442,7 +250,7 @@ impl Runtime {
             tasks_executed_per_iter: backend_per(|s| s.tasks_executed),
             peak_store_bytes: m.peak_store_bytes,
             check,
-            jit: args.jit,
+            jit: args.setup.jit,
             compile_seconds: self.jit_stats().compile_seconds - self.jit_at_start.compile_seconds,
             kernels_compiled: self.jit_stats().kernels_compiled
                 - self.jit_at_start.kernels_compiled,
@@ -540,42 +348,24 @@ pub fn test_args(n: usize, iters: usize, procs: usize, fusion: Switch) -> AppArg
     AppArgs {
         n,
         iters,
-        fusion,
-        jit: JitMode::Sync,
-        gpu: false,
         jit_wait: true,
-        window: None,
-        stages: None,
-        legion_traces: Switch::On,
-        legion_folds: Switch::On,
         streams: false,
-        mapper: None,
-        nodes: 1,
-        mapper_log: false,
-        strip_bytes: EmbeddedConfig::default().strip_bytes,
-        backend: Backend::Embedded,
-        procs: Some(procs),
-        // Every processor gets a point: the tests check partitioned execution on small grids.
-        min_block: 1,
-        memory_limit: None,
         json: false,
-        legion_flags: Vec::new(),
+        setup: diffuse::Setup {
+            fusion,
+            jit: JitMode::Sync,
+            procs: Some(procs),
+            // Every processor gets a point: the tests check partitioned execution on small
+            // grids.
+            min_block: 1,
+            ..Default::default()
+        },
     }
 }
 
-/// The most bytes the run's host data may take: `--memory-limit`, else the memory available
-/// now (what the embedded backend's stores may take by default too). A `--memory-limit`
-/// past the machine's memory is refused: it would let a run allocate until the kernel
-/// kills it.
+/// The most bytes the run's host data may take ([`diffuse::Setup::host_memory_limit`]).
 pub fn memory_limit(args: &AppArgs) -> anyhow::Result<usize> {
-    let physical = diffuse::backend::memory::physical_memory();
-    match (args.memory_limit, physical) {
-        (Some(limit), Some(physical)) if limit > physical => anyhow::bail!(
-            "--memory-limit {limit} is more than the {physical} bytes of memory of this machine"
-        ),
-        (Some(limit), _) => Ok(limit),
-        (None, _) => Ok(diffuse::backend::memory::available_memory().unwrap_or(usize::MAX)),
-    }
+    Ok(args.setup.host_memory_limit()?)
 }
 
 /// Bytes of `vectors` host vectors of `elements` `f64` values each, saturating at
@@ -626,24 +416,6 @@ fn fits_in(limit: usize, bytes: u128, what: &str, remedy: &str) -> anyhow::Resul
          (--memory-limit, default the available memory; try {remedy})"
     );
     Ok(())
-}
-
-/// A byte count written as digits with an optional `K`, `M`, `G` or `T` (powers of 1024).
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
-    let (digits, scale) = match text.char_indices().last() {
-        Some((i, unit @ ('K' | 'M' | 'G' | 'T' | 'k' | 'm' | 'g' | 't'))) => {
-            let power = "KMGT"
-                .find(unit.to_ascii_uppercase())
-                .map_or(0, |p| p as u32 + 1);
-            (&text[..i], 1usize << (10 * power))
-        }
-        _ => (text, 1),
-    };
-    digits
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("`{text}` is not a byte count like 512M or 8G"))
 }
 
 /// The result of one application run (the `--json` record).

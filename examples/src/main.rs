@@ -72,30 +72,11 @@ impl App {
     }
 }
 
-/// Separates Legion's and Realm's own flags (each with its value, when the next argument
-/// is not a flag) from the application's.
-fn split_legion_flags(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<String>) {
-    let mut app = Vec::new();
-    let mut legion = Vec::new();
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        if diffuse::legion::is_legion_flag(&arg) {
-            legion.push(arg);
-            if let Some(value) = args.next_if(|next| !next.starts_with('-')) {
-                legion.push(value);
-            }
-        } else {
-            app.push(arg);
-        }
-    }
-    (app, legion)
-}
-
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            diffuse::legion::shutdown();
+            diffuse::shutdown();
             // One line: the error and its causes, outermost first (nothing for a reader of
             // stdout that went away).
             diffuse::cli_output::fail(&e)
@@ -113,17 +94,9 @@ fn run() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let (argv, legion_flags) = split_legion_flags(std::env::args());
+    let (argv, backend_flags) = diffuse::split_backend_flags(std::env::args());
     let mut cli = Cli::parse_from(argv);
-    if !legion_flags.is_empty() {
-        let args = cli.app.args_mut();
-        anyhow::ensure!(
-            matches!(args.backend, common::Backend::Legion),
-            "Legion flags ({}) need --backend legion",
-            legion_flags.join(" ")
-        );
-        args.legion_flags = legion_flags;
-    }
+    cli.app.args_mut().setup.backend_flags = backend_flags;
     let (record, json) = match cli.app {
         App::Stencil(args) => (stencil::run(&args)?, args.json),
         App::BlackScholes(args) => (
@@ -143,7 +116,8 @@ fn run() -> anyhow::Result<()> {
         App::Gmg(args) => (solvers::run::<solvers::Gmg>(&args)?, args.common.json),
     };
     common::report(&record, json)?;
-    // Legion (if a run started it) finishes and stops before the process exits.
-    diffuse::legion::shutdown();
+    // A backend runtime the run started (Legion's) finishes and stops before the process
+    // exits.
+    diffuse::shutdown();
     Ok(())
 }

@@ -59,8 +59,7 @@ pub(crate) fn report_fp_errors(py: Python<'_>) -> PyResult<()> {
 /// The floating-point exception categories (bits as in `report_fp_errors`) whose raising
 /// the application reports: a fused kernel raising one of them is run again to say which
 /// operation raised it. NumPy's default (divide, over, invalid) until set.
-pub(crate) static FP_REPORTED: AtomicU8 =
-    AtomicU8::new(diffuse::backend::point::fp::REPORTED_BY_DEFAULT.bits());
+pub(crate) static FP_REPORTED: AtomicU8 = AtomicU8::new(diffuse::FP_REPORTED_BY_DEFAULT.bits());
 
 /// Sets which floating-point exception categories the application reports (`divide` 1,
 /// `over` 2, `under` 4, `invalid` 8), from NumPy's error state: exceptions of the others
@@ -72,6 +71,6 @@ pub(crate) fn report_fp_categories(bits: u8) {
     if let Some(runtime) = RUNTIME.get() {
         runtime
             .backend()
-            .attribute_fp_errors(diffuse::backend::point::fp::FpFlags::from_bits(bits));
+            .attribute_fp_errors(diffuse::FpFlags::from_bits(bits));
     }
 }

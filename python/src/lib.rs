@@ -5,17 +5,12 @@
 //! bytes, and errors as Python exceptions. NumPy's semantics (dtype promotion, broadcasting
 //! messages, indexing, fallbacks) live in the Python package `diffuse.numpy` above it.
 //!
-//! One runtime serves the process, started on first use from the environment:
-//! `DIFFUSE_BACKEND` (`embedded`, default, or `legion`), `DIFFUSE_PROCS` (processors, default
-//! one per core), `DIFFUSE_FUSION` (`on`, default, or `off`), `DIFFUSE_JIT` (`background`,
-//! default: fused kernels compile on a background thread and run natively until ready;
-//! `sync`: the first use waits for the compile; `off`) and `DIFFUSE_GPU` (`1` or `on`:
-//! every task prefers a GPU, as the apps' `--gpu`, with a warning on stderr where the machine
-//! has none; `0`, `off` or unset: the CPUs), `DIFFUSE_KERNEL_CACHE` (where compiled kernels
-//! are kept between processes; default `~/.cache/diffuse/kernels`, `off`: nowhere) and
-//! `DIFFUSE_MIN_BLOCK` (the fewest elements an
-//! operation gives each processor before it uses fewer of them, default
-//! [`diffuse::DEFAULT_MIN_BLOCK`]; `1`: every processor whenever it can).
+//! One runtime serves the process, started on first use as the environment's `DIFFUSE_*`
+//! variables say: the settings of [`diffuse::Setup`], one variable per flag of the apps
+//! (`DIFFUSE_BACKEND`, `DIFFUSE_PROCS`, `DIFFUSE_FUSION`, `DIFFUSE_JIT`, `DIFFUSE_GPU`,
+//! `DIFFUSE_MIN_BLOCK`, `DIFFUSE_MAPPER`, ...; the table is in `src/setup.rs` of the
+//! `diffuse` crate). A variable with a value its setting does not take is a `RuntimeError`
+//! naming it.
 
 mod array;
 mod convert;

@@ -3,15 +3,10 @@
 //! statistics).
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use diffuse::{
-    BackendConfig, EmbeddedConfig, FusionConfig, LegionConfig, MapplePlacement, Placement,
-    RuntimeConfig,
-};
 use diffuse_array::ArrayContext;
 use diffuse_ir::Context;
-use diffuse_jit::{CompileMode, Jit};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -30,100 +25,14 @@ pub(crate) fn context() -> PyResult<&'static ArrayContext> {
         .map_err(|e| PyRuntimeError::new_err(e.clone()))
 }
 
+/// Starts diffuse as the environment's `DIFFUSE_*` variables say ([`diffuse::Setup`], the
+/// same settings as the apps' flags), with the floating-point exceptions Python reports.
 fn start() -> Result<ArrayContext, String> {
-    let env = |name: &str| std::env::var(name).ok();
-    let procs = match env("DIFFUSE_PROCS") {
-        Some(p) => Some(
-            p.parse::<usize>()
-                .map_err(|_| format!("DIFFUSE_PROCS={p} is not a processor count"))?,
-        ),
-        None => None,
-    };
-    let backend = match env("DIFFUSE_BACKEND").as_deref() {
-        None | Some("embedded") => {
-            if let Some(p) = procs {
-                diffuse::embedded::check_procs("DIFFUSE_PROCS", p).map_err(|e| e.to_string())?;
-            }
-            BackendConfig::Embedded(EmbeddedConfig {
-                procs,
-                ..Default::default()
-            })
-        }
-        Some("legion") => BackendConfig::Legion(LegionConfig {
-            cpus: procs,
-            ..Default::default()
-        }),
-        Some(other) => {
-            return Err(format!(
-                "DIFFUSE_BACKEND={other}: the backends are `embedded` and `legion`"
-            ))
-        }
-    };
-    let fusion = match env("DIFFUSE_FUSION").as_deref() {
-        None | Some("on") => FusionConfig::default(),
-        Some("off") => FusionConfig::off(),
-        Some(other) => return Err(format!("DIFFUSE_FUSION={other}: expected `on` or `off`")),
-    };
-    let gpu = match env("DIFFUSE_GPU").as_deref() {
-        None | Some("0" | "off") => false,
-        Some("1" | "on") => true,
-        Some(other) => {
-            return Err(format!(
-                "DIFFUSE_GPU={other}: expected `1` or `on` (prefer GPUs), `0` or `off`"
-            ))
-        }
-    };
-    let backend = diffuse::start_backend(&backend).map_err(|e| e.to_string())?;
-    let placement = if gpu {
-        let machine = backend.machine();
-        if machine.gpus_per_node == 0 {
-            diffuse::cli_output::eprint_line(
-                "warning: DIFFUSE_GPU is on but the backend has no GPU: fused kernels run on \
-                 the CPU",
-            );
-        }
-        let mapper = MapplePlacement::prefer_gpus(machine).map_err(|e| e.to_string())?;
-        Some(Arc::new(mapper) as Arc<dyn Placement>)
-    } else {
-        None
-    };
-    let jit = match env("DIFFUSE_JIT").as_deref() {
-        None | Some("background") => Some(Arc::new(
-            Jit::with_mode(CompileMode::Background).with_env_kernel_cache(),
-        )),
-        Some("sync") => Some(Arc::new(
-            Jit::with_mode(CompileMode::Blocking).with_env_kernel_cache(),
-        )),
-        Some("off") => None,
-        Some(other) => {
-            return Err(format!(
-                "DIFFUSE_JIT={other}: expected `background`, `sync` or `off`"
-            ))
-        }
-    };
-    let min_block = match env("DIFFUSE_MIN_BLOCK") {
-        None => diffuse::DEFAULT_MIN_BLOCK,
-        Some(n) => match n.parse::<usize>() {
-            Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(format!(
-                    "DIFFUSE_MIN_BLOCK={n}: expected a number of elements, at least 1"
-                ))
-            }
-        },
-    };
-    let runtime = Arc::new(diffuse::Runtime::new(
-        backend,
-        RuntimeConfig {
-            fusion,
-            jit,
-            placement,
-            min_block,
-        },
-    ));
+    let setup = diffuse::Setup::from_env().map_err(|e| e.to_string())?;
+    let runtime = setup.start().map_err(|e| e.to_string())?.runtime;
     runtime
         .backend()
-        .attribute_fp_errors(diffuse::backend::point::fp::FpFlags::from_bits(
+        .attribute_fp_errors(diffuse::FpFlags::from_bits(
             FP_REPORTED.load(Ordering::Relaxed),
         ));
     let _ = RUNTIME.set(runtime.clone());

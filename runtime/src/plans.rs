@@ -11,16 +11,14 @@
 //! is looked up or hashed.
 
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse_backend::{
     CompiledKernel, KernelParamSource, LaunchPlan, LaunchTemplate, MachineShape, PointKernel,
     ProcKind, Segment, Slot,
 };
 use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
-use diffuse_jit::{
-    CpuKernel, GpuJit, GpuRuntime, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
-};
+use diffuse_jit::{CpuKernel, GpuJit, Jit, KernelParam, KernelSignature, KernelStep, Lookup};
 use hashbrown::HashMap;
 
 use crate::kernels::{DeviceKernel, HostKernel};
@@ -88,7 +86,8 @@ pub(crate) struct Launcher {
     backend: String,
     machine: MachineShape,
     jit: Option<Arc<Jit>>,
-    gpu: OnceLock<Arc<GpuJit>>,
+    /// The compiler of kernels for tasks placed on GPUs, if the machine has any.
+    gpu: Option<Arc<GpuJit>>,
     /// What became of each kernel requested for the GPU.
     gpu_kernels: GpuKernels,
     placement: Option<Arc<dyn Placement>>,
@@ -107,18 +106,20 @@ pub struct GpuKernels {
 }
 
 impl Launcher {
-    /// A launcher for a backend named `backend` with `machine`.
+    /// A launcher for a backend named `backend` with `machine`, compiling with `jit` (and
+    /// `gpu` for tasks placed on GPUs).
     pub(crate) fn new(
         backend: &str,
         machine: MachineShape,
         jit: Option<Arc<Jit>>,
+        gpu: Option<Arc<GpuJit>>,
         placement: Option<Arc<dyn Placement>>,
     ) -> Self {
         Launcher {
             backend: backend.to_string(),
             machine,
             jit,
-            gpu: OnceLock::new(),
+            gpu,
             gpu_kernels: GpuKernels::default(),
             placement,
             templates: HashMap::new(),
@@ -146,7 +147,12 @@ impl Launcher {
                 match LaunchPlan::new(Arc::clone(&entry.template), tasks) {
                     Ok(plan) => {
                         if entry.pending.is_some() {
-                            resolve(self.jit.as_ref(), &self.gpu, &mut self.gpu_kernels, entry);
+                            resolve(
+                                self.jit.as_ref(),
+                                self.gpu.as_deref(),
+                                &mut self.gpu_kernels,
+                                entry,
+                            );
                         }
                         return Ok(plan);
                     }
@@ -161,7 +167,7 @@ impl Launcher {
         if entry.pending.is_some() {
             resolve(
                 self.jit.as_ref(),
-                &self.gpu,
+                self.gpu.as_deref(),
                 &mut self.gpu_kernels,
                 &mut entry,
             );
@@ -284,7 +290,7 @@ impl Launcher {
 /// or have failed.
 fn resolve(
     jit: Option<&Arc<Jit>>,
-    gpu_jit: &OnceLock<Arc<GpuJit>>,
+    gpu_jit: Option<&GpuJit>,
     report: &mut GpuKernels,
     entry: &mut Cached,
 ) {
@@ -318,18 +324,20 @@ fn resolve(
         }
         Lookup::Ready(cpu) => {
             // A kernel that cannot be built for the GPU was logged by the GPU JIT; its points
-            // run the CPU kernel.
+            // run the CPU kernel, as do those of a runtime configured without a GPU JIT.
             let gpu = gpu.then(|| {
                 let built = gpu_jit
-                    .get_or_init(|| Arc::new(gpu_jit_for_this_machine()))
-                    .kernel(signature);
+                    .ok_or_else(|| {
+                        "the runtime has no GPU JIT (RuntimeConfig::gpu is unset)".to_string()
+                    })
+                    .and_then(|g| g.kernel(signature).map_err(|e| e.to_string()));
                 let name = entry.template.name().to_string();
                 match &built {
                     Ok(_) => {
                         report.built.insert(name);
                     }
                     Err(e) => {
-                        report.declined.insert(name, e.to_string());
+                        report.declined.insert(name, e.clone());
                     }
                 }
                 built
@@ -375,17 +383,6 @@ fn host_kernel(cpu: Arc<CpuKernel>, params: &[KernelParamSource]) -> CompiledKer
         gpu: None,
         params: params.to_vec(),
     }
-}
-
-/// A GPU JIT for this machine's GPU (`sm_90`, an H100's, where there is none: kernels for the
-/// simulated GPU are built as for a real one), linked against the CUDA device's runtime
-/// functions.
-fn gpu_jit_for_this_machine() -> GpuJit {
-    let chip = diffuse_device::cuda::chip().unwrap_or_else(|| "sm_90".to_string());
-    GpuJit::new(
-        GpuTarget::for_chip(&chip),
-        GpuRuntime::new(diffuse_device::cuda::mlir_runtime_symbols()),
-    )
 }
 
 /// The kernel signature of `constituents` of a fused launch (all of them, or a [`Segment`])

@@ -37,7 +37,7 @@ use diffuse_fusion::{
     PlannerStats,
 };
 use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, Shape, StoreId, StoreRef};
-use diffuse_jit::Jit;
+use diffuse_jit::{GpuJit, Jit};
 
 use crate::placement::Placement;
 use crate::plans::{GpuKernels, Launcher, TemplateKey};
@@ -106,6 +106,12 @@ pub struct RuntimeConfig {
     /// default is the process-wide [`Jit::shared`] (compiling on first use), so kernels
     /// compiled once serve every runtime in the process.
     pub jit: Option<Arc<Jit>>,
+    /// The compiler of kernels for tasks placed on GPUs (a target chip and the device's
+    /// runtime functions its host code calls), chosen by whoever assembles diffuse (the
+    /// `diffuse` crate's `Setup` and `start`, which probe the machine's GPU). `None`: tasks
+    /// placed on a GPU run their CPU kernels on the CPUs, reported as declined
+    /// ([`GpuKernels`](crate::GpuKernels)).
+    pub gpu: Option<Arc<GpuJit>>,
     /// Where each point task runs: `None` cuts launches into contiguous blocks over the
     /// CPUs; a [`Placement`] (e.g. a Mapple mapper) decides processor kinds, processors and
     /// memories.
@@ -129,6 +135,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             fusion: FusionConfig::default(),
             jit: Some(Jit::shared()),
+            gpu: None,
             placement: None,
             min_block: DEFAULT_MIN_BLOCK,
         }
@@ -211,6 +218,7 @@ impl Runtime {
             backend.name(),
             backend.machine(),
             config.jit.clone(),
+            config.gpu,
             config.placement,
         );
         Runtime {

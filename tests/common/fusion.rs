@@ -422,15 +422,17 @@ pub(crate) fn rig_placed(
         backend: backend.clone(),
         fused: Mutex::new(Vec::new()),
     });
-    let runtime = Arc::new(Runtime::new(
+    // Through the facade, which gives a machine with GPUs (the simulated one) its GPU JIT.
+    let runtime = diffuse::start_runtime(
         observed.clone(),
         RuntimeConfig {
             fusion,
             jit,
+            gpu: None,
             placement,
             min_block: 1,
         },
-    ));
+    );
     let ctx = Context::new(runtime.clone());
     Rig {
         backend,

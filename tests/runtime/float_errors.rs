@@ -51,6 +51,7 @@ fn setup(path: Path) -> (Arc<EmbeddedBackend>, Context) {
                 FusionConfig::default()
             },
             jit: (path == Path::Compiled).then(|| Arc::new(Jit::new())),
+            gpu: None,
             placement: None,
             min_block: 1,
         },

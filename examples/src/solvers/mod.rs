@@ -499,7 +499,7 @@ pub(crate) mod tests {
         assert!(format!("{:#}", run::<Cg>(&args).unwrap_err()).contains("--n"));
         // A limit past the machine's memory would let the kernel kill the run.
         let mut args = solver_args(4, 5, 1, Switch::On);
-        args.common.memory_limit = Some(usize::MAX);
+        args.common.setup.memory_limit = Some(usize::MAX);
         let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
         assert!(
             message.contains("--memory-limit 18446744073709551615 is more than"),
@@ -510,7 +510,7 @@ pub(crate) mod tests {
         let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
         assert!(message.contains("--iters must be at least 1"), "{message}");
         let mut args = solver_args(4, 5, 1, Switch::On);
-        args.common.procs = Some(diffuse::embedded::max_procs() + 1);
+        args.common.setup.procs = Some(diffuse::embedded::max_procs() + 1);
         let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
         assert!(
             message.contains("--procs") && message.contains("processors the embedded"),
@@ -633,7 +633,7 @@ pub(crate) mod tests {
             "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 1\n1 1 1.0\n",
         );
         let mut args = solver_args(1, 5, 1, Switch::On);
-        (args.matrix, args.common.memory_limit) = (Some(huge.clone()), Some(1 << 30));
+        (args.matrix, args.common.setup.memory_limit) = (Some(huge.clone()), Some(1 << 30));
         let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
         assert!(
             message.contains("out of memory: the 2000000000 x 2000000000 matrix")
@@ -641,7 +641,7 @@ pub(crate) mod tests {
             "{message}"
         );
         let mut args = solver_args(usize::MAX, 5, 1, Switch::On);
-        args.common.memory_limit = Some(1 << 30);
+        args.common.setup.memory_limit = Some(1 << 30);
         let message = format!("{:#}", run::<Cg>(&args).unwrap_err());
         assert!(message.contains("more than 2^128 bytes"), "{message}");
         let nan = mtx_file(

@@ -26,6 +26,7 @@ fn setup(jit: bool, fusion: FusionConfig) -> (Arc<EmbeddedBackend>, ArrayContext
         RuntimeConfig {
             fusion,
             jit: jit.then(|| Arc::new(diffuse_jit::Jit::new())),
+            gpu: None,
             placement: None,
             min_block: 1,
         },

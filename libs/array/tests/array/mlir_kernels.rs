@@ -1054,6 +1054,7 @@ fn fused_cx(jit: Option<std::sync::Arc<diffuse_jit::Jit>>) -> ArrayContext {
                     ..Default::default()
                 },
                 jit,
+                gpu: None,
                 placement: None,
                 min_block: 1,
             },

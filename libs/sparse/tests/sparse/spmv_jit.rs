@@ -30,6 +30,7 @@ impl Jitted {
             RuntimeConfig {
                 fusion,
                 jit,
+                gpu: None,
                 placement: None,
                 min_block: 1,
             },
