@@ -48,22 +48,6 @@ class _Eager(ndarray):
         h = self._h
         return _native.from_bytes(h.tobytes(), list(h.shape), _dtype_name(h.dtype))
 
-    @property
-    def shape(self):
-        return self._h.shape
-
-    @property
-    def ndim(self):
-        return self._h.ndim
-
-    @property
-    def size(self):
-        return self._h.size
-
-    @property
-    def dtype(self):
-        return self._h.dtype
-
     def __len__(self):
         return len(self._h)
 
@@ -258,6 +242,9 @@ setattr(_Eager, "__rdivmod__", _eager_operator("__rdivmod__", _reflected(divmod)
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(_Eager, f"__{_name}__", _eager_unary(getattr(operator, _name)))
 _Eager.T = property(lambda self: _Eager(self._h.T))
+# The description is NumPy's array's.
+for _name in ("shape", "ndim", "size", "dtype"):
+    setattr(_Eager, _name, property(operator.attrgetter(f"_h.{_name}")))
 
 
 def _eager_wrap(x):

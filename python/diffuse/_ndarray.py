@@ -447,8 +447,8 @@ class ndarray:
                                  "equal to one")
         return self.reshape([n for d, n in enumerate(self.shape) if d not in drop])
 
-    # -- arithmetic: the binary, reflected, in-place operators and comparisons are set from
-    # tables below the class ----------------------------------------------------------------
+    # -- arithmetic (the binary, reflected and in-place operators and the comparisons: from
+    # tables below the class) ----------------------------------------------------------------
     def __invert__(self): return _ufuncs._unary("invert", self)
     def __divmod__(self, o): return (self // o, self % o)
     def __rdivmod__(self, o): return (o // self, o % self)
@@ -475,10 +475,8 @@ class ndarray:
 
     __hash__ = None
 
-    # -- reductions and methods -------------------------------------------------------
-    # NumPy's methods take the arguments of NumPy's functions after the array (``out=``
-    # and the others diffuse lacks run on NumPy).
-    # (``sum``, ``mean``, ``argmax``, ...: set from a table below the class.)
+    # -- reductions and methods (``sum``, ``mean``, ``argmax``, ...: from a table below the
+    # class); any other method NumPy's arrays have runs on NumPy --------------------------------
     def nonzero(self):
         return _selection.nonzero(self)
 
