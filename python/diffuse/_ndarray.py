@@ -24,6 +24,8 @@ class ndarray:
     # `_Eager`, so that both have one layout and an eager array can become deferred in place:
     # `_defer_in_place`).
     __slots__ = ("_a", "_h")
+    # Named where users find it (reprs, pickles of the class), as NumPy names its classes.
+    __module__ = "diffuse.numpy"
     # NumPy defers binary operators with a NumPy array on the left to us.
     __array_priority__ = 1000
 

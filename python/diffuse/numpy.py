@@ -53,6 +53,8 @@ from ._eager import _defer_in_place, _Eager  # noqa: F401
 from ._interop import _fallback, _on_host, _warn_fallback, _warned  # noqa: F401
 from ._selection import _compact_lazy_selections, _lazy_selections  # noqa: F401
 from ._ufuncs import _unary  # noqa: F401
+# Where pickles of diffuse arrays made by earlier versions find the function that rebuilds them.
+from ._creation import _unpickle  # noqa: F401
 
 __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
