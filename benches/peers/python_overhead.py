@@ -41,7 +41,9 @@ def main():
     seconds = time.perf_counter() - start
     record = {"module": args.module, "ops": iters * 4, "us_per_op": seconds / (iters * 4) * 1e6}
     if args.module == "diffuse":
-        record["eager_elements"] = np._eager_limit
+        from diffuse import _state
+
+        record["eager_elements"] = _state.eager_limit
     print(json.dumps(record))
 
 

@@ -4,6 +4,7 @@ A view is described as NumPy describes one: element ``i`` of the view is element
 ``offset + sum(strides[d] * i[d])`` of its store, counted in row-major order. These helpers
 compute the descriptions that basic indexing, transposition and reshaping give, with
 NumPy's rules and error messages; ``diffuse.numpy`` turns the descriptions into arrays.
+Broadcasting shapes together is here too (``broadcast_or_none``, ``broadcast_shapes``).
 """
 
 import numbers
@@ -177,3 +178,32 @@ def written(store_id):
     version = _watched.get(store_id)
     if version is not None:
         version.count += 1
+
+
+def broadcast_or_none(*shapes):
+    """The shape NumPy broadcasts ``shapes`` to, or None where they do not broadcast (plain
+    tuples: NumPy's ``broadcast_shapes`` builds arrays, which costs microseconds)."""
+    first = tuple(shapes[0])
+    if all(tuple(s) == first for s in shapes[1:]):
+        return first
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, n in enumerate(shape):
+            have = out[offset + i]
+            if n != have:
+                if have == 1:
+                    out[offset + i] = n
+                elif n != 1:
+                    return None
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes):
+    """The broadcast shape of ``shapes``, or NumPy's ValueError for operands."""
+    shape = broadcast_or_none(*shapes)
+    if shape is None:
+        listed = " ".join(str(tuple(s)).replace(" ", "") for s in shapes)
+        raise ValueError(f"operands could not be broadcast together with shapes {listed}")
+    return shape

@@ -22,7 +22,7 @@ time.
 
 import functools
 
-from . import _errstate, _layout, _native, _warnings
+from . import _errstate, _layout, _native, _state, _warnings
 from . import numpy as _dnp
 from .numpy import _Eager, ndarray as _ndarray
 
@@ -75,7 +75,7 @@ class _Traced:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        if _dnp._recording:
+        if _state.recording:
             return self._fn(*args, **kwargs)  # inside another recording: part of it
         signature = _signature(args, kwargs)
         if type(signature) is str:
@@ -130,17 +130,17 @@ class _Traced:
             _native.start_recording(natives)
         except ValueError:  # another thread is recording on the runtime
             return self._fn(*args, **kwargs)
-        limit = _dnp._eager_limit
+        limit = _state.eager_limit
         # Arrays the function makes are diffuse's own while it is recorded.
-        _dnp._recording, _dnp._eager_limit, _dnp._recording_guards = True, 0, []
+        _state.recording, _state.eager_limit, _state.recording_guards = True, 0, []
         try:
             result = self._fn(*args, **kwargs)
         except BaseException:
             _native.finish_recording([])
             raise
         finally:
-            guards = _dnp._recording_guards
-            _dnp._recording, _dnp._eager_limit, _dnp._recording_guards = False, limit, []
+            guards = _state.recording_guards
+            _state.recording, _state.eager_limit, _state.recording_guards = False, limit, []
         template, outputs, why = _result_template(result, args)
         native, reason = _native.finish_recording([o._a for o in outputs])
         why = why or reason

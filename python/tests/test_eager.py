@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import diffuse.numpy as dnp
+from diffuse import _state
 import diffuse.sparse as dsp
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -27,7 +28,7 @@ LIMIT = 64
 @pytest.fixture(autouse=True)
 def eager(monkeypatch):
     """Small arrays (at most LIMIT elements) are eager in these tests."""
-    monkeypatch.setattr(dnp, "_eager_limit", LIMIT)
+    monkeypatch.setattr(_state, "eager_limit", LIMIT)
 
 
 def is_eager(x):
@@ -51,11 +52,11 @@ def test_small_arrays_are_eager_and_large_ones_deferred():
 
 def test_eager_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("DIFFUSE_EAGER_ELEMENTS", "17")
-    assert dnp._eager_limit_from_env() == 17
+    assert _state.eager_limit_from_env() == 17
     for bad in ("lots", "-1"):
         monkeypatch.setenv("DIFFUSE_EAGER_ELEMENTS", bad)
         with pytest.raises(ValueError, match="DIFFUSE_EAGER_ELEMENTS"):
-            dnp._eager_limit_from_env()
+            _state.eager_limit_from_env()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -64,7 +65,7 @@ def test_random_expressions_mixing_eager_and_deferred_match_numpy(data):
     """test_differential's random programs, with a limit drawn per program so that some
     operands (and views of them) are eager and others deferred."""
     limit = data.draw(st.sampled_from([0, 4, 12, 30, 4096]))
-    saved, dnp._eager_limit = dnp._eager_limit, limit
+    saved, _state.eager_limit = _state.eager_limit, limit
     try:
         shape = data.draw(diff.SHAPES)
         singles = []
@@ -74,7 +75,7 @@ def test_random_expressions_mixing_eager_and_deferred_match_numpy(data):
             return
         diff.close(got, want, single=bool(singles))
     finally:
-        dnp._eager_limit = saved
+        _state.eager_limit = saved
 
 
 def run_both(program):

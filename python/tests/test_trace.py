@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import diffuse
 import diffuse.numpy as dnp
-from diffuse import _trace
+from diffuse import _state, _trace
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _expressions import close  # noqa: E402
@@ -232,7 +232,7 @@ def test_reading_a_value_runs_untraced_with_a_warning():
 
 
 def test_small_arrays_numpy_holds_become_diffuse_arrays_unless_numpy_shares_them(monkeypatch):
-    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    monkeypatch.setattr(_state, "eager_limit", 8192)
     # One made by asarray of a view of a NumPy array NumPy no longer holds elsewhere.
     made = dnp.asarray(numpy.arange(16.0).reshape(4, 4))
     assert type(made) is dnp._Eager
@@ -258,7 +258,7 @@ def test_small_arrays_numpy_holds_become_diffuse_arrays_unless_numpy_shares_them
 
 
 def test_writing_a_small_array_numpy_holds_runs_untraced(monkeypatch):
-    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    monkeypatch.setattr(_state, "eager_limit", 8192)
     counter = dnp.array(numpy.zeros(3))  # held by NumPy; the function writes it
 
     def step(x):
@@ -339,7 +339,7 @@ def test_the_peer_apps_traced_give_the_plain_programs_results(app):
 
 
 def test_small_arrays_stay_numpys_once_their_signature_cannot_be_replayed(monkeypatch):
-    monkeypatch.setattr(dnp, "_eager_limit", 8192)
+    monkeypatch.setattr(_state, "eager_limit", 8192)
     traced = diffuse.trace(lambda x: x * float(x.sum()))
     first = dnp.array(numpy.ones(4))
     with pytest.warns(RuntimeWarning, match="read back"):

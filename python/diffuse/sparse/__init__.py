@@ -13,7 +13,7 @@ import sys
 
 import numpy as _np
 
-from .. import _native
+from .. import _native, _state
 from .. import numpy as _dnp
 from .._warnings import warn_at_caller
 
@@ -238,8 +238,8 @@ class _Arrays:
             self.native = _native.unrecorded(lambda: _native.NativeCsr(
                 h.data[:nnz].tobytes(), h.indices[:nnz].astype(_np.int64).tobytes(),
                 h.indptr.astype(_np.int64).tobytes(), h.shape))
-        if _dnp._recording:
-            _dnp._recording_guards.append((self.matrix, self.native))
+        if _state.recording:
+            _state.recording_guards.append((self.matrix, self.native))
         return self.native
 
 

@@ -1,0 +1,253 @@
+"""Shape changes (views where NumPy gives views: ``reshape``, ``transpose``, ``squeeze``, ...)
+and joins and rearrangements (``concatenate``, ``stack``, ``roll``, ``tile``, ``diff``,
+``meshgrid``, ``repeat``).
+"""
+
+import numbers
+
+import numpy as _np
+
+from . import _layout, _native
+from ._dtypes import _dtype_name
+from ._ndarray import ndarray
+from ._interop import _fallback, _FUNCTIONS, _wrap_numpy_names
+from ._creation import asarray, full, zeros
+from ._ufuncs import not_equal, subtract, where
+
+
+# -- views -------------------------------------------------------------------------------
+def reshape(a, shape, order="C"):
+    """``a.reshape(shape)``: a view when NumPy gives one, else a copy."""
+    return asarray(a).reshape(shape, order=order)
+
+
+def ravel(a, order="C"):
+    """``a`` as 1-d: a view when NumPy gives one, else a copy."""
+    return asarray(a).ravel(order=order)
+
+
+def transpose(a, axes=None):
+    """The view of ``a`` with its axes permuted (reversed by default)."""
+    return asarray(a).transpose(axes)
+
+
+def swapaxes(a, axis1, axis2):
+    """The view of ``a`` with two axes exchanged."""
+    return asarray(a).swapaxes(axis1, axis2)
+
+
+def squeeze(a, axis=None):
+    """The view of ``a`` without (the given) unit axes."""
+    return asarray(a).squeeze(axis)
+
+
+def expand_dims(a, axis):
+    """The view of ``a`` with unit axes inserted at ``axis`` (an int or a tuple)."""
+    a = asarray(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    where = {_layout.normalize_axis(x, ndim) for x in axes}
+    if len(where) != len(axes):
+        raise ValueError("repeated axis")
+    dims = iter(a.shape)
+    return a.reshape([1 if d in where else next(dims) for d in range(ndim)])
+
+
+# -- joining and rearranging -------------------------------------------------------------
+def _joined(arrays, dtype, casting, what):
+    """The inputs of a join as diffuse arrays of one dtype (NumPy's result type, or
+    ``dtype`` checked against ``casting``); None when that dtype is not diffuse's."""
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    target = _np.dtype(dtype) if dtype is not None else _np.result_type(
+        *[a.dtype for a in arrays])
+    name = _dtype_name(target)
+    if name is None:
+        return None
+    for a in arrays:
+        if not _np.can_cast(a.dtype, target, casting=casting):
+            raise TypeError(f"Cannot cast array data from dtype('{a.dtype}') to "
+                            f"dtype('{target}') according to the rule '{casting}'")
+    return [a if a.dtype == target else a.astype(name) for a in arrays]
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    """NumPy's ``concatenate``: one assignment task per input into a new array (``axis=None``
+    joins the flattened inputs); ``out`` receives the result."""
+    if out is not None and dtype is not None:
+        raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both "
+                        "were provided.")
+    arrays = list(arrays)
+    parts = _joined(arrays, dtype, casting, "concatenate")
+    if parts is None:
+        return _fallback("concatenate", _np.concatenate, arrays, axis=axis, dtype=dtype,
+                         casting=casting)
+    if axis is None:
+        parts, axis = [p.ravel() for p in parts], 0
+    ndim = parts[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = _layout.normalize_axis(axis, ndim)
+    result = ndarray(_native.concatenate_([p._a for p in parts], axis))
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    """NumPy's ``stack``: the arrays (of one shape) joined along a new axis."""
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    axis = _layout.normalize_axis(axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out,
+                       dtype=dtype, casting=casting)
+
+
+def vstack(tup, dtype=None, casting="same_kind"):
+    """NumPy's ``vstack``: 1-d inputs as rows, joined along the first axis."""
+    rows = [a if a.ndim >= 2 else a.reshape(1, -1) for a in map(asarray, tup)]
+    return concatenate(rows, axis=0, dtype=dtype, casting=casting)
+
+
+def hstack(tup, dtype=None, casting="same_kind"):
+    """NumPy's ``hstack``: joined along the second axis (the first for 1-d inputs)."""
+    parts = [a if a.ndim >= 1 else a.reshape(1) for a in map(asarray, tup)]
+    axis = 0 if parts and parts[0].ndim == 1 else 1
+    return concatenate(parts, axis=axis, dtype=dtype, casting=casting)
+
+
+def roll(a, shift, axis=None):
+    """NumPy's ``roll``: two assignment tasks per rolled axis (``axis=None`` rolls the
+    flattened array)."""
+    a = asarray(a)
+    if axis is None:
+        return roll(a.ravel(), shift, 0).reshape(a.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1 and len(shifts) > 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    total = {}
+    for s_, x in zip(shifts, axes):
+        x = _layout.normalize_axis(x, a.ndim)
+        total[x] = total.get(x, 0) + int(s_)
+    out = a
+    for x, s_ in total.items():
+        out = ndarray(_native.roll_(out._a, s_, x))
+    return out if total else a.copy()
+
+
+def tile(A, reps):
+    """NumPy's ``tile``: one assignment task per copy."""
+    a = asarray(A)
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(int(r) for r in reps)
+    if a.ndim == 0 and not reps:
+        return a.copy()
+    if a.ndim == 0:
+        a = a.reshape(1)
+    return ndarray(_native.tile_(a._a, list(reps)))
+
+
+def diff(a, n=1, axis=-1, prepend=_np._NoValue, append=_np._NoValue):
+    """NumPy's ``diff``: differences of neighbours along ``axis``, ``n`` times (``!=`` for
+    booleans), as slices of views: fused element-wise tasks."""
+    a = asarray(a)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = _layout.normalize_axis(axis, a.ndim)
+    extra = [v for v in (prepend, append) if v is not _np._NoValue]
+    if extra:
+        def edge(v):
+            v = asarray(v)
+            if v.ndim == 0:
+                shape = list(a.shape)
+                shape[axis] = 1
+                v = full(tuple(shape), v.item(), dtype=v.dtype)
+            return v
+        pieces = ([edge(prepend)] if prepend is not _np._NoValue else []) + [a] + \
+            ([edge(append)] if append is not _np._NoValue else [])
+        a = concatenate(pieces, axis=axis)
+    for _ in range(n):
+        head = tuple(slice(1, None) if d == axis else slice(None) for d in range(a.ndim))
+        tail = tuple(slice(None, -1) if d == axis else slice(None) for d in range(a.ndim))
+        a = not_equal(a[head], a[tail]) if a.dtype == _np.bool_ else \
+            subtract(a[head], a[tail])
+    return a
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's ``meshgrid``: each input broadcast along the other dimensions (element-wise
+    tasks; views of the inputs with ``sparse=True``)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    xs = [asarray(x).ravel() for x in xi]
+    ndim = len(xs)
+    shape = [x.size for x in xs]
+    if indexing == "xy" and ndim > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        axis = (1 if i == 0 else 0 if i == 1 else i) if indexing == "xy" and ndim > 1 else i
+        view = x.reshape([x.size if d == axis else 1 for d in range(ndim)])
+        if sparse:
+            out.append(view.copy() if copy else view)
+        else:
+            out.append(where(True, view, zeros(shape, view.dtype)))
+    return tuple(out)
+
+
+def repeat(a, repeats, axis=None):
+    """NumPy's ``repeat`` with one repetition count: each element ``repeats`` times in a
+    row along ``axis`` (the flattened array for None), by one broadcast write; per-element
+    counts run on NumPy."""
+    a = asarray(a)
+    if not isinstance(repeats, numbers.Integral) and not (
+            isinstance(repeats, (_np.ndarray, ndarray)) and repeats.size == 1):
+        return _fallback("repeat with per-element counts", _np.repeat, a, repeats, axis)
+    r = int(repeats if isinstance(repeats, numbers.Integral) else _np.asarray(repeats).item())
+    if r < 0:
+        raise ValueError("negative dimensions are not allowed")
+    if axis is None:
+        a, axis = a.ravel(), 0
+    axis = _layout.normalize_axis(axis, a.ndim)
+    shape = list(a.shape)
+    out = zeros(shape[:axis] + [shape[axis] * r] + shape[axis + 1:], a.dtype)
+    if out.size:
+        split = out.reshape(shape[:axis + 1] + [r] + shape[axis + 1:])
+        split[...] = a.reshape(shape[:axis + 1] + [1] + shape[axis + 1:])
+    return out
+
+
+# Its inputs are positional (``*xi``), which NumPy's signature binding cannot pass on.
+_FUNCTIONS[_np.meshgrid] = meshgrid
+
+
+#: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
+#: any other module imports them.
+NATIVE = (
+    "concatenate",
+    "diff",
+    "expand_dims",
+    "hstack",
+    "ravel",
+    "repeat",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "tile",
+    "transpose",
+    "vstack",
+)
+_wrap_numpy_names(globals(), NATIVE)

@@ -1,0 +1,243 @@
+"""Element-wise math: the ufuncs diffuse runs natively, with NumPy's promotion (NEP 50
+scalars) and its errors, and ``where`` and ``clip``.
+"""
+
+import numpy as _np
+
+from . import _layout, _native
+from ._dtypes import _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
+from ._ndarray import ndarray
+from ._eager import _Eager
+from ._interop import _fallback, _wrap_numpy_names
+from ._creation import asarray, full
+
+
+_UNARY = {
+    "negative": "negative", "absolute": "absolute", "abs": "absolute", "exp": "exp",
+    "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh",
+    "logical_not": "logical_not", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "rint": "rint", "tan": "tan", "arcsin": "arcsin", "arccos": "arccos", "arctan": "arctan",
+    "sinh": "sinh", "cosh": "cosh", "log2": "log2", "log10": "log10", "log1p": "log1p",
+    "expm1": "expm1", "sign": "sign", "isnan": "isnan", "isinf": "isinf",
+    "isfinite": "isfinite", "invert": "invert", "bitwise_not": "invert",
+}
+# Unary operations computed in float64 for integer and bool operands, as NumPy does.
+_FLOAT_UNARY = {"exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "rint", "tan", "arcsin",
+                "arccos", "arctan", "sinh", "cosh", "log2", "log10", "log1p", "expm1"}
+# Rounding leaves integers as they are; the float tests have constant answers on them.
+_INT_IDENTITY = {"floor", "ceil", "trunc"}
+_INT_CONSTANT = {"isnan": False, "isinf": False, "isfinite": True}
+_BINARY = (
+    "add", "subtract", "multiply", "true_divide", "power", "maximum", "minimum", "less",
+    "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
+    "logical_or", "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "left_shift", "right_shift", "arctan2",
+)
+_COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal",
+                "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor"}
+# Binary operations computed in float64 for integer and bool operands, as NumPy does.
+_FLOAT_BINARY = {"true_divide", "arctan2"}
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+
+
+def _binary(op, x, y, reflected=False):
+    """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
+    # A 0-d eager array meeting a deferred one is a NumPy 0-d array to it: a scalar with its
+    # own dtype (no copy into a store).
+    if type(y) is _Eager and y._h.ndim == 0:
+        y = y._h
+    elif type(x) is _Eager and x._h.ndim == 0 and isinstance(y, ndarray) and type(y) is not _Eager:
+        return _binary(op, y, x._h, not reflected)
+    # Fast paths: the common cases need no promotion or broadcasting checks.
+    # An operation the native side lacks for the dtype (TypeError) goes on to NumPy's.
+    xd = x._a.dtype
+    if type(y) is float and xd == "float64":
+        try:
+            return ndarray(x._a.binary_scalar(op, y, reflected and op not in _COMMUTATIVE))
+        except TypeError:
+            pass
+    if type(y) is ndarray and y._a.dtype == xd and xd in ("float64", "float32") \
+            and x._a.shape == y._a.shape:
+        # Same float dtype and shape: no promotion (true_divide stays in the dtype).
+        a, b = (y, x) if reflected else (x, y)
+        try:
+            return ndarray(a._a.binary(op, b._a))
+        except TypeError:
+            pass
+    if isinstance(y, _np.ndarray) and y.ndim > 0 or isinstance(y, (list, tuple)):
+        y = asarray(y)  # (a sequence is an array to NumPy, with its own dtype)
+    if isinstance(y, ndarray):
+        a, b = (y, x) if reflected else (x, y)
+        _layout.broadcast_shapes(a.shape, b.shape)
+        dtype = _np.result_type(a.dtype, b.dtype)
+        compute = dtype
+        if op in _FLOAT_BINARY and dtype.kind != "f":
+            compute = _np.dtype(_np.float64)
+        name = _dtype_name(compute)
+        try:
+            if name is None:
+                raise TypeError(name)
+            a = a if a.dtype == compute else a.astype(compute)
+            b = b if b.dtype == compute else b.astype(compute)
+            return ndarray(a._a.binary(op, b._a))
+        except TypeError:
+            return _fallback(op, getattr(_np, op), a, b)
+    if _is_scalar(y) or isinstance(y, _np.ndarray):
+        value = y.item() if isinstance(y, (_np.generic, _np.ndarray)) else y
+        dtype = _np.result_type(x.dtype, y if isinstance(y, (_np.generic, _np.ndarray)) else value)
+        if op in _FLOAT_BINARY and dtype.kind != "f":
+            dtype = _np.dtype(_np.float64)
+        name = _dtype_name(dtype)
+        if name is None:
+            return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
+        try:
+            scalar = _scalar_for(value, name)
+        except OverflowError:
+            # A value beyond the dtype: NumPy's outcome on one element of the array's dtype
+            # is its TypeError for an operation the dtype lacks, its OverflowError, or, for
+            # a comparison of integers, the answer for every element (all of them lie on
+            # the same side of such a value).
+            one = _np.zeros(1, x.dtype)
+            with _np.errstate(all="ignore"):
+                answer = getattr(_np, op)(*((value, one) if reflected else (one, value)))
+            if op in _COMPARISONS:
+                return full(x.shape, bool(answer[0]), dtype="bool")
+            if op in ("logical_and", "logical_or"):  # only the value's truth matters
+                return _binary(op, x, bool(value), reflected)
+            raise
+        xx = x if x.dtype == dtype else x.astype(dtype)
+        if op == "power" and dtype.kind == "i" and not reflected:
+            return _int_power(xx, scalar)
+        try:
+            reflect = reflected and op not in _COMMUTATIVE
+            return ndarray(xx._a.binary_scalar(op, scalar, reflect))
+        except TypeError:
+            return _fallback(op, getattr(_np, op), *((y, x) if reflected else (x, y)))
+    return NotImplemented
+
+
+def divmod(x1, x2, /):  # noqa: A001 (NumPy's name)
+    """NumPy's ``divmod``: ``(floor_divide(x1, x2), remainder(x1, x2))``."""
+    return floor_divide(x1, x2), remainder(x1, x2)  # noqa: F821 (defined below)
+
+
+def _int_power(x, exponent):
+    """``x ** exponent`` for an integer array: repeated squaring with wrapping products,
+    which is what NumPy computes."""
+    if exponent < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result, square = None, x
+    while True:
+        if exponent & 1:
+            result = square if result is None else result * square
+        exponent >>= 1
+        if not exponent:
+            return full(x.shape, 1, dtype=x.dtype) if result is None else result
+        square = square * square
+
+
+def _unary(op, x):
+    if not isinstance(x, ndarray):
+        return getattr(_np, op)(x)
+    kind = x.dtype.kind
+    if kind == "i" and op in _INT_IDENTITY:
+        return x.copy()
+    if kind in "ib" and op in _INT_CONSTANT:
+        return full(x.shape, _INT_CONSTANT[op], dtype="bool")
+    try:
+        compute = x
+        if op in _FLOAT_UNARY and kind != "f":
+            compute = x.astype("float64")
+        return ndarray(compute._a.unary(op))
+    except TypeError:
+        return _fallback(op, getattr(_np, op), x)
+
+
+def _make_unary(op):
+    def f(x, /):
+        return _unary(op, x)
+    f.__name__ = op
+    f.__doc__ = f"NumPy's ``{op}``, element-wise on diffuse."
+    return f
+
+
+def _make_binary(op):
+    def f(x1, x2, /):
+        if isinstance(x1, ndarray):
+            result = _binary(op, x1, x2)
+        elif isinstance(x2, ndarray):
+            result = _binary(op, x2, x1, True)
+        else:
+            return getattr(_np, op)(x1, x2)
+        # An operand diffuse does not know (NotImplemented to an operator): NumPy's.
+        return _fallback(op, getattr(_np, op), x1, x2) if result is NotImplemented else result
+    f.__name__ = op
+    f.__doc__ = f"NumPy's ``{op}``, element-wise on diffuse with broadcasting."
+    return f
+
+
+for _name, _op in _UNARY.items():
+    globals()[_name] = _make_unary(_op)
+for _op in _BINARY:
+    globals()[_op] = _make_binary(_op)
+divide = globals()["true_divide"]
+mod = globals()["remainder"]
+
+
+def square(x, /):
+    """``x * x``."""
+    return multiply(x, x)  # noqa: F821 (defined above)
+
+
+def _where(condition, x, y):
+    return where(condition, x, y)
+
+
+def where(condition, x=None, y=None):
+    """``x`` where ``condition`` holds, else ``y`` (broadcasting); with ``condition``
+    alone, NumPy's ``nonzero(condition)``."""
+    if x is None and y is None:
+        return _selection.nonzero(condition)
+    x, y = (v._h if type(v) is _Eager and v._h.ndim == 0 else v for v in (x, y))
+    c = asarray(condition)
+    if c.dtype != _np.bool_:
+        c = c.astype("bool")
+    dtype = _np.result_type(*(v.dtype if isinstance(v, ndarray) else v for v in (x, y)))
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("where", _np.where, condition, x, y)
+    xs = [ndarray(_native.full_([], _scalar_for(v, name), name)) if _is_scalar(v) else
+          ndarray(_native.full_([], _scalar_for(v.item(), name), name))
+          if isinstance(v, _np.ndarray) and v.ndim == 0 else asarray(v).astype(name)
+          for v in (x, y)]
+    _layout.broadcast_shapes(c.shape, xs[0].shape, xs[1].shape)
+    return ndarray(_native.where_(c._a, xs[0]._a, xs[1]._a))
+
+
+def clip(a, a_min, a_max):
+    """``minimum(maximum(a, a_min), a_max)``."""
+    out = asarray(a)
+    if out.dtype.name in _INT_RANGE:
+        # As NumPy: a Python integer bound beyond the dtype on the side that clips nothing
+        # is no bound; beyond it on the other side it fails to convert (OverflowError).
+        lo, hi = _INT_RANGE[out.dtype.name]
+        if type(a_min) is int and a_min < lo:
+            a_min = None
+        if type(a_max) is int and a_max > hi:
+            a_max = None
+    if a_min is not None:
+        out = maximum(out, a_min)  # noqa: F821
+    if a_max is not None:
+        out = minimum(out, a_max)  # noqa: F821
+    return out
+
+
+#: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
+#: any other module imports them.
+NATIVE = (*_UNARY, *_BINARY, "divide", "mod", "divmod", "square", "where", "clip")
+_wrap_numpy_names(globals(), NATIVE)
+
+
+# The modules above this one, which import its names: imported last, as modules, their
+# functions looked up when called.
+from . import _selection  # noqa: E402
