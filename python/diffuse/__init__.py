@@ -2,9 +2,16 @@
 
 ``import diffuse.numpy as np`` gives NumPy's interface over diffuse arrays;
 ``diffuse.special.erf`` is SciPy's ``erf``. The runtime starts on first use, configured by
-``DIFFUSE_BACKEND`` (``embedded`` or ``legion``), ``DIFFUSE_PROCS``, ``DIFFUSE_FUSION`` and
-``DIFFUSE_JIT`` (``background``, ``sync`` or ``off``); compiled kernels are kept in
-``DIFFUSE_KERNEL_CACHE`` (default ``~/.cache/diffuse/kernels``, ``off`` for none).
+the same settings as the apps' flags, each read from the variable named after its flag
+(``--procs`` is ``DIFFUSE_PROCS``): ``DIFFUSE_BACKEND`` (``embedded`` or ``legion``),
+``DIFFUSE_PROCS``, ``DIFFUSE_NODES``, ``DIFFUSE_FUSION`` (``on``/``off``), ``DIFFUSE_WINDOW``,
+``DIFFUSE_STAGES``, ``DIFFUSE_JIT`` (``background``, ``sync`` or ``off``), ``DIFFUSE_GPU``,
+``DIFFUSE_MAPPER`` (a Mapple file), ``DIFFUSE_MAPPER_LOG``, ``DIFFUSE_MIN_BLOCK``,
+``DIFFUSE_STRIP_BYTES``, ``DIFFUSE_MEMORY_LIMIT``, ``DIFFUSE_LEGION_TRACES`` and
+``DIFFUSE_LEGION_FOLDS`` (the table is ``diffuse::Setup``, ``src/setup.rs``); a value a
+setting does not take is a ``RuntimeError`` naming the variable. Compiled kernels are kept
+in ``DIFFUSE_KERNEL_CACHE`` (default ``~/.cache/diffuse/kernels``, ``off`` for none), and
+arrays of at most ``DIFFUSE_EAGER_ELEMENTS`` elements run eagerly on NumPy.
 """
 
 import atexit
