@@ -240,13 +240,7 @@ impl Array {
         view.check(OP, store.shape().volume())?;
         self.check_values(OP, values)?;
         let shape: Shape = Tuple::shape(&view.shape)?;
-        if values.shape() != shape {
-            return Err(ArrayError::ShapeMismatch {
-                op: OP,
-                lhs: Box::new(shape),
-                rhs: Box::new(values.shape()),
-            });
-        }
+        ArrayError::check_same_shape(OP, shape, values.shape())?;
         if values.is_empty() {
             return Ok(());
         }

@@ -163,13 +163,7 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
                 rhs: y.dtype(),
             });
         }
-        if y.shape() != x.shape() {
-            return Err(ArrayError::ShapeMismatch {
-                op: name,
-                lhs: Box::new(x.shape()),
-                rhs: Box::new(y.shape()),
-            });
-        }
+        ArrayError::check_same_shape(name, x.shape(), y.shape())?;
     }
     let cx = x.context();
     let out = Array::fresh(cx, Tuple::shape(&[])?, dtype)?;

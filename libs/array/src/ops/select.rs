@@ -266,13 +266,7 @@ impl Array {
                 expected: "a bool mask",
             });
         }
-        if mask.shape() != self.shape() {
-            return Err(ArrayError::ShapeMismatch {
-                op: OP,
-                lhs: Box::new(self.shape()),
-                rhs: Box::new(mask.shape()),
-            });
-        }
+        ArrayError::check_same_shape(OP, self.shape(), mask.shape())?;
         let cx = self.context();
         let dtype = self.dtype();
         if self.is_empty() {
