@@ -86,6 +86,16 @@ struct Residence {
     last_use: u64,
 }
 
+impl Residence {
+    /// Records a write on the device (`on_device`) or on the host: that copy alone holds
+    /// the store's values now.
+    fn written(&mut self, on_device: bool) {
+        self.device_valid = on_device;
+        self.host_valid = !on_device;
+        self.unwritten = false;
+    }
+}
+
 /// A store's allocation in device memory, freed (stream-ordered) when dropped.
 struct DeviceCopy {
     ptr: DevicePtr,
@@ -244,10 +254,7 @@ impl Gpu {
         self.pending.store(true, Ordering::Relaxed);
         for (_, memory, how) in uses {
             if how.writes {
-                let mut state = memory.lock();
-                state.device_valid = true;
-                state.host_valid = false;
-                state.unwritten = false;
+                memory.lock().written(true);
             }
         }
     }
@@ -290,10 +297,7 @@ impl Gpu {
         }
         for (_, memory, how) in uses {
             if how.writes {
-                let mut state = memory.lock();
-                state.host_valid = true;
-                state.device_valid = false;
-                state.unwritten = false;
+                memory.lock().written(false);
             }
         }
         Ok(())

@@ -7,6 +7,7 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::dtype::{DType, Element, Scalar};
@@ -140,6 +141,18 @@ pub struct ReadView<'a, T> {
 }
 
 impl<T: Element> ReadView<'_, T> {
+    /// The elements `raw` describes, as `T`.
+    fn of(raw: &RawView) -> Self {
+        ReadView {
+            ptr: raw.ptr as *const T,
+            layout: Layout {
+                shape: raw.shape,
+                strides: raw.strides,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
     /// Extent of the sub-store.
     pub fn shape(&self) -> Shape {
         self.layout.shape
@@ -173,57 +186,53 @@ impl<T: Element> ReadView<'_, T> {
     }
 }
 
-/// Write (or read-write, or private reduction) access to one argument's sub-store.
+/// Write (or read-write, or private reduction) access to one argument's sub-store. It reads
+/// as a [`ReadView`] does (shape, rows, elements), through a shared borrow that keeps it
+/// from being written meanwhile.
 pub struct WriteView<'a, T> {
-    ptr: *mut T,
-    layout: Layout,
+    view: ReadView<'a, T>,
     _borrow: PhantomData<&'a mut T>,
 }
 
+impl<'a, T> Deref for WriteView<'a, T> {
+    type Target = ReadView<'a, T>;
+
+    fn deref(&self) -> &ReadView<'a, T> {
+        &self.view
+    }
+}
+
 impl<T: Element> WriteView<'_, T> {
-    /// Extent of the sub-store.
-    pub fn shape(&self) -> Shape {
-        self.layout.shape
-    }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.layout.rows()
-    }
-
     /// Row `r` as a mutable slice.
     #[inline]
     pub fn row_mut(&mut self, r: usize) -> &mut [T] {
         assert!(r < self.rows(), "row {r} out of {} rows", self.rows());
+        let ptr = self.ptr_mut();
+        let layout = &self.view.layout;
         // SAFETY: in bounds (checked); RawView's contract gives this point task exclusive
         // access, and PointTask hands out at most one WriteView per argument.
         unsafe {
-            std::slice::from_raw_parts_mut(
-                self.ptr.offset(self.layout.row_offset(r)),
-                self.layout.row_len(),
-            )
+            std::slice::from_raw_parts_mut(ptr.offset(layout.row_offset(r)), layout.row_len())
         }
-    }
-
-    /// The element at `idx`, or `None` outside the view.
-    #[inline]
-    pub fn get(&self, idx: &[i64]) -> Option<T> {
-        let off = self.layout.offset_of(idx)?;
-        // SAFETY: bounds-checked; exclusive access as for `row_mut`.
-        Some(unsafe { *self.ptr.offset(off) })
     }
 
     /// Stores `value` at `idx`; returns false (and stores nothing) outside the view.
     #[inline]
     pub fn set(&mut self, idx: &[i64], value: T) -> bool {
-        match self.layout.offset_of(idx) {
+        match self.view.layout.offset_of(idx) {
             Some(off) => {
                 // SAFETY: bounds-checked; exclusive access as for `row_mut`.
-                unsafe { *self.ptr.offset(off) = value };
+                unsafe { *self.ptr_mut().offset(off) = value };
                 true
             }
             None => false,
         }
+    }
+
+    /// The sub-store's first element, for writing: the backend's pointer was mutable, and
+    /// this view has the argument to itself.
+    fn ptr_mut(&mut self) -> *mut T {
+        self.view.ptr.cast_mut()
     }
 }
 
@@ -332,14 +341,7 @@ impl<'a> PointTask<'a> {
             )));
         }
         self.read.set(self.read.get() | (1 << i));
-        Ok(ReadView {
-            ptr: raw.ptr as *const T,
-            layout: Layout {
-                shape: raw.shape,
-                strides: raw.strides,
-            },
-            _borrow: PhantomData,
-        })
+        Ok(ReadView::of(raw))
     }
 
     /// Write access to argument `i` (`Write`, `ReadWrite`, or the point's private
@@ -355,11 +357,7 @@ impl<'a> PointTask<'a> {
         }
         self.written.set(self.written.get() | (1 << i));
         Ok(WriteView {
-            ptr: raw.ptr as *mut T,
-            layout: Layout {
-                shape: raw.shape,
-                strides: raw.strides,
-            },
+            view: ReadView::of(raw),
             _borrow: PhantomData,
         })
     }

@@ -192,20 +192,24 @@ impl Rational {
 
     /// `self + other`, or `None` on overflow.
     pub fn checked_add(self, other: Rational) -> Option<Rational> {
-        let g = gcd(self.den, other.den);
-        let lcm = (self.den / g).checked_mul(other.den)?;
-        let a = self.num.checked_mul(lcm / self.den)?;
-        let b = other.num.checked_mul(lcm / other.den)?;
+        let (a, b, lcm) = self.over_common_denominator(other)?;
         Rational::new(a.checked_add(b)?, lcm)
     }
 
     /// `self − other`, or `None` if the result would be negative or on overflow.
     pub fn checked_sub(self, other: Rational) -> Option<Rational> {
+        let (a, b, lcm) = self.over_common_denominator(other)?;
+        Rational::new(a.checked_sub(b)?, lcm)
+    }
+
+    /// The numerators of `self` and `other` over their least common denominator, and that
+    /// denominator; `None` on overflow.
+    fn over_common_denominator(self, other: Rational) -> Option<(u128, u128, u128)> {
         let g = gcd(self.den, other.den);
         let lcm = (self.den / g).checked_mul(other.den)?;
         let a = self.num.checked_mul(lcm / self.den)?;
         let b = other.num.checked_mul(lcm / other.den)?;
-        Rational::new(a.checked_sub(b)?, lcm)
+        Some((a, b, lcm))
     }
 
     /// `self · n`, or `None` on overflow.

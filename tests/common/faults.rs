@@ -1,11 +1,11 @@
 //! Kinds that fail or panic at chosen points, and a launch of them, for the fault tests of
 //! both backends.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse_ir::{DType, IndexTask, IrError, KernelError, PointTask, Privilege, TaskKind, Tuple};
 
-use super::{kind_once, name};
+use super::kind_once;
 
 /// Fails the point task `t` when bit `point[0]` of `mask` is set: by returning the error
 /// "injected {what}failure {point}", or by panicking ("injected {what}panic {point}") when
@@ -28,12 +28,11 @@ pub fn fail_if_masked(
 
 /// Writes `point[0] + 1` over its tile of argument 0, then, if bit `point[0]` of scalar 0
 /// is set, fails: by returning an error, or by panicking when `panics`.
-fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool) -> Arc<TaskKind> {
+fn faulty_kind(short: &str, panics: bool) -> Arc<TaskKind> {
     kind_once(
-        slot,
-        || {
-            TaskKind::builder(name(short))
-                .arg("out", DType::F64, Privilege::Write)
+        short,
+        |b| {
+            b.arg("out", DType::F64, Privilege::Write)
                 .scalar(DType::I64)
         },
         move |t| {
@@ -46,13 +45,11 @@ fn faulty_kind(slot: &'static OnceLock<Arc<TaskKind>>, short: &str, panics: bool
 }
 
 pub fn fail_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    faulty_kind(&K, "fail_at", false)
+    faulty_kind("fail_at", false)
 }
 
 pub fn panic_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    faulty_kind(&K, "panic_at", true)
+    faulty_kind("panic_at", true)
 }
 
 pub fn launch_1d(

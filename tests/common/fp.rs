@@ -1,7 +1,7 @@
 //! A chain of element-wise f64 tasks that raises IEEE exceptions on demand, shared by the
 //! floating-point exception tests of both backends.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse::backend::point::fp::FpFlags;
 use diffuse_ir::{Context, DType, Store, TaskKind, Tuple};
@@ -17,8 +17,7 @@ const DIV: Arith = Arith::plain(
 
 /// `out = a / b`, element-wise (fuses, runs in strips natively).
 pub fn div_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_div", true, DIV)
+    binary_kind("fp_div", true, DIV)
 }
 
 pub const N: usize = 256;

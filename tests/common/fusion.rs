@@ -5,7 +5,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use diffuse::backend::{LaunchPlan, ProcKind, Processor};
 use diffuse::device::DeviceChoice;
@@ -20,7 +20,10 @@ use diffuse_ir::{
 use diffuse_jit::Jit;
 
 use super::generators::Elementwise;
-use super::{binary_kind, kind_once, name, unary_kind, ACCUMULATE, ADD, AXPY, COPY, MUL, SCALE};
+use super::{
+    binary_kind, kind_once, unary_args, unary_kind, write_read_read, ACCUMULATE, ADD, AXPY, COPY,
+    MUL, SCALE,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Kinds. The shared kinds of tests/common/mod.rs are not declared element-wise, so fused groups
@@ -30,48 +33,36 @@ use super::{binary_kind, kind_once, name, unary_kind, ACCUMULATE, ADD, AXPY, COP
 
 /// Element-wise `out = a + b`.
 pub(crate) fn ew_add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.add", true, ADD)
+    binary_kind("fusion.add", true, ADD)
 }
 
 /// Element-wise `out = a * b`.
 pub(crate) fn ew_mul_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.mul", true, MUL)
+    binary_kind("fusion.mul", true, MUL)
 }
 
 /// Element-wise `out = s * a + b`.
 pub(crate) fn ew_axpy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.axpy", true, AXPY)
+    binary_kind("fusion.axpy", true, AXPY)
 }
 
 /// Element-wise `out = s * a + b` as scalar work (the operands are 0-d): another name, so
 /// that a stream log shows where scalar work ran.
 pub(crate) fn ew_scalar_axpy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fusion.scalar_axpy", true, AXPY)
+    binary_kind("fusion.scalar_axpy", true, AXPY)
 }
 
 /// Element-wise `out = a`.
 pub(crate) fn ew_copy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    unary_kind(&K, "fusion.copy", Privilege::Write, true, COPY)
+    unary_kind("fusion.copy", Privilege::Write, true, COPY)
 }
 
 /// Element-wise `out = a` without an MLIR body (as a library kind whose work only has a
 /// native kernel): a fused task containing it has no kernel of its own.
 pub(crate) fn opaque_copy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("fusion.opaque_copy"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
-                .elementwise()
-        },
+        "fusion.opaque_copy",
+        |b| unary_args(b, Privilege::Write).elementwise(),
         |t| {
             for_each_row::<f64>(t, 0, &[1], |out, ins| {
                 out.copy_from_slice(ins[0]);
@@ -82,28 +73,18 @@ pub(crate) fn opaque_copy_kind() -> Arc<TaskKind> {
 
 /// Element-wise `out = s * a` (the stencil's MULT).
 pub(crate) fn ew_scale_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    unary_kind(&K, "fusion.scale", Privilege::Write, true, SCALE)
+    unary_kind("fusion.scale", Privilege::Write, true, SCALE)
 }
 
 /// Element-wise `out += a` (RW, R).
 pub(crate) fn ew_add_assign_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    unary_kind(
-        &K,
-        "fusion.add_assign",
-        Privilege::ReadWrite,
-        true,
-        ACCUMULATE,
-    )
+    unary_kind("fusion.add_assign", Privilege::ReadWrite, true, ACCUMULATE)
 }
 
 /// `acc += a` through `Reduce(Sum)` on an aligned view (declared element-wise: reductions
 /// must still never run in strips).
 pub(crate) fn add_reduce_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     unary_kind(
-        &K,
         "fusion.add_reduce",
         Privilege::Reduce(ReductionOp::Sum),
         true,
@@ -114,14 +95,10 @@ pub(crate) fn add_reduce_kind() -> Arc<TaskKind> {
 /// Element-wise `out = a + row` (W, R, R): `row` has one row, which every row of `out` adds
 /// (NumPy broadcasting; compiled, `row`'s dimension 0 is a unit dimension read at index 0).
 pub(crate) fn ew_add_row_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("fusion.add_row"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .arg("row", DType::F64, Privilege::Read)
+        "fusion.add_row",
+        |b| {
+            write_read_read(b, ["out", "a", "row"])
                 .elementwise()
                 .mlir(Arc::new(Elementwise {
                     out: 0,
@@ -157,21 +134,16 @@ pub(crate) fn ew_add_row_kind() -> Arc<TaskKind> {
 
 /// Element-wise `out = s * x`, `s` a 0-d store read through `Replicate` (W, R, R-0d).
 pub(crate) fn ew_scale_by_store_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    crate::common::scale_by_store(&K, "fusion.scale_by_store", true)
+    crate::common::scale_by_store("fusion.scale_by_store", true)
 }
 
 /// Element-wise `out = a`, then fails at the points whose bit is set in scalar 0: by returning
 /// an error, or (when scalar 1 is true) by panicking.
 pub(crate) fn fail_at_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("fusion.fail_at"))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1])
+        "fusion.fail_at",
+        |b| {
+            unary_args(b, Privilege::Write)
                 .elementwise()
                 .scalar(DType::I64)
                 .scalar(DType::Bool)
@@ -462,6 +434,12 @@ pub(crate) fn random_data(len: usize, seed: u64) -> Vec<f64> {
     crate::common::random_data_in(len, seed, 2.0)
 }
 
+/// A fresh 1-d store of `n` elements holding [`random_data`]`(n, seed)`.
+pub(crate) fn random_vector(c: &Context, n: i64, seed: u64) -> Store {
+    c.store_from_vec(&[n], random_data(n as usize, seed))
+        .unwrap()
+}
+
 /// True when `a` and `b` agree to 1e-9 relative to their magnitude (at least 1), NaN with
 /// NaN: equality up to the reassociation of floating-point reductions.
 pub(crate) fn close(a: &[f64], b: &[f64]) -> bool {
@@ -482,6 +460,15 @@ pub(crate) fn bits(v: &[f64]) -> Vec<u64> {
             }
         })
         .collect()
+}
+
+/// Asserts that `store` holds `want` bit for bit (as [`bits`] compares), naming `what`.
+pub(crate) fn assert_holds(c: &Context, store: &Store, want: &[f64], what: &str) {
+    assert_eq!(
+        bits(&c.read::<f64>(&store.view()).unwrap()),
+        bits(want),
+        "{what}"
+    );
 }
 
 /// The kind names of what a flush executed, split back into constituents; one entry per

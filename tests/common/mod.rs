@@ -14,7 +14,7 @@ pub mod legion;
 pub mod replay;
 pub mod streams;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse::EmbeddedConfig;
 use diffuse_ir::{
@@ -82,13 +82,15 @@ pub fn random_data_in(len: usize, seed: u64, magnitude: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Registers `builder` with `kernel` once per process; later calls return the same kind.
+/// The kind [`name`]`(short)`: the first call registers it, declared by `declare` (given a
+/// builder of that name), with `kernel`; later calls return the same kind.
 pub fn kind_once(
-    slot: &'static OnceLock<Arc<TaskKind>>,
-    builder: impl FnOnce() -> TaskKindBuilder,
+    short: &str,
+    declare: impl FnOnce(TaskKindBuilder) -> TaskKindBuilder,
     kernel: impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static,
 ) -> Arc<TaskKind> {
-    Arc::clone(slot.get_or_init(|| builder().register(kernel).expect("kind registers")))
+    TaskKind::lookup_or_register(&name(short), |b| declare(b).register(kernel))
+        .expect("kind registers")
 }
 
 /// The prefix of every kind name registered by this test binary.
@@ -164,22 +166,29 @@ pub const ACCUMULATE: Arith = Arith::plain(
     "%r = arith.addf %o, %x0 : {T}\nlinalg.yield %r : {T}",
 );
 
+/// `b` with the f64 arguments of an `out = f(x, y)` kind, named `[out, x, y]`: `out` (Write),
+/// then `x` and `y` (Read).
+pub fn write_read_read(b: TaskKindBuilder, [out, x, y]: [&str; 3]) -> TaskKindBuilder {
+    b.arg(out, DType::F64, Privilege::Write)
+        .arg(x, DType::F64, Privilege::Read)
+        .arg(y, DType::F64, Privilege::Read)
+}
+
+/// `b` with the f64 arguments of an aligned `out = f(out, a)` kind: `out` (`privilege`), then
+/// `a` (Read).
+pub fn unary_args(b: TaskKindBuilder, privilege: Privilege) -> TaskKindBuilder {
+    b.arg("out", DType::F64, privilege)
+        .arg("a", DType::F64, Privilege::Read)
+        .aligned(&[0, 1])
+}
+
 /// An aligned `out = op(s, a, b)` kind (W, R, R), declared element-wise (so fused groups of
 /// it may run in strips) when `elementwise`.
-pub fn binary_kind(
-    slot: &'static OnceLock<Arc<TaskKind>>,
-    short: &str,
-    elementwise: bool,
-    op: Arith,
-) -> Arc<TaskKind> {
+pub fn binary_kind(short: &str, elementwise: bool, op: Arith) -> Arc<TaskKind> {
     kind_once(
-        slot,
-        || {
-            let b = TaskKind::builder(name(short))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("a", DType::F64, Privilege::Read)
-                .arg("b", DType::F64, Privilege::Read)
-                .aligned(&[0, 1, 2]);
+        short,
+        |b| {
+            let b = write_read_read(b, ["out", "a", "b"]).aligned(&[0, 1, 2]);
             with_options(b, elementwise, op, &[1, 2])
         },
         move |t| {
@@ -196,21 +205,14 @@ pub fn binary_kind(
 /// An aligned `out = op(s, out, a)` kind (`privilege`, R), declared element-wise when
 /// `elementwise`. For `Reduce` the kernel sees its private accumulator as `out`.
 pub fn unary_kind(
-    slot: &'static OnceLock<Arc<TaskKind>>,
     short: &str,
     privilege: Privilege,
     elementwise: bool,
     op: Arith,
 ) -> Arc<TaskKind> {
     kind_once(
-        slot,
-        || {
-            let b = TaskKind::builder(name(short))
-                .arg("out", DType::F64, privilege)
-                .arg("a", DType::F64, Privilege::Read)
-                .aligned(&[0, 1]);
-            with_options(b, elementwise, op, &[1])
-        },
+        short,
+        |b| with_options(unary_args(b, privilege), elementwise, op, &[1]),
         move |t| {
             let s = if op.scaled { t.scalar::<f64>(0)? } else { 0.0 };
             for_each_row::<f64>(t, 0, &[1], |out, ins| {
@@ -245,32 +247,27 @@ fn with_options(
 
 /// `out = a + b` (W, R, R), all aligned.
 pub fn add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "add", false, ADD)
+    binary_kind("add", false, ADD)
 }
 
 /// `out = a * b` (W, R, R), all aligned.
 pub fn mul_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "mul", false, MUL)
+    binary_kind("mul", false, MUL)
 }
 
 /// `out = s * a + b` (W, R, R; scalar f64 `s`), all aligned.
 pub fn axpy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "axpy", false, AXPY)
+    binary_kind("axpy", false, AXPY)
 }
 
 /// `out = a` (W, R), aligned.
 pub fn copy_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    unary_kind(&K, "copy", Privilege::Write, false, COPY)
+    unary_kind("copy", Privilege::Write, false, COPY)
 }
 
 /// `a += b` (RW, R), aligned.
 pub fn add_assign_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    unary_kind(&K, "add_assign", Privilege::ReadWrite, false, ACCUMULATE)
+    unary_kind("add_assign", Privilege::ReadWrite, false, ACCUMULATE)
 }
 
 /// Folds every element of argument 0 (Read, any rank) into argument 1, a 0-d `Reduce(op)`
@@ -303,37 +300,32 @@ fn reduce_all_kernel(t: &PointTask<'_>) -> Result<(), KernelError> {
     Ok(())
 }
 
-fn reduce_all_builder(short: &str, op: ReductionOp) -> TaskKindBuilder {
-    TaskKind::builder(name(short))
-        .arg("in", DType::F64, Privilege::Read)
-        .arg("acc", DType::F64, Privilege::Reduce(op))
-        .mlir(Arc::new(Reduction { keep: 0 }))
-}
-
 /// Whole-input reduction kinds: `sum_all`, `prod_all`, `min_all`, `max_all`.
 pub fn reduce_all_kind(op: ReductionOp) -> Arc<TaskKind> {
-    static SUM: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    static PROD: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    static MIN: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    static MAX: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    let (slot, short) = match op {
-        ReductionOp::Sum => (&SUM, "sum_all"),
-        ReductionOp::Prod => (&PROD, "prod_all"),
-        ReductionOp::Min => (&MIN, "min_all"),
-        ReductionOp::Max => (&MAX, "max_all"),
+    let short = match op {
+        ReductionOp::Sum => "sum_all",
+        ReductionOp::Prod => "prod_all",
+        ReductionOp::Min => "min_all",
+        ReductionOp::Max => "max_all",
     };
-    kind_once(slot, || reduce_all_builder(short, op), reduce_all_kernel)
+    kind_once(
+        short,
+        |b| {
+            b.arg("in", DType::F64, Privilege::Read)
+                .arg("acc", DType::F64, Privilege::Reduce(op))
+                .mlir(Arc::new(Reduction { keep: 0 }))
+        },
+        reduce_all_kernel,
+    )
 }
 
 /// Per-row sums: argument 0 is a 2-D input (Read), argument 1 a 1-D `Reduce(Sum)` vector whose
 /// sub-store has one element per input row of the point's sub-store.
 pub fn row_sum_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("row_sum"))
-                .arg("in", DType::F64, Privilege::Read)
+        "row_sum",
+        |b| {
+            b.arg("in", DType::F64, Privilege::Read)
                 .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
                 .mlir(Arc::new(Reduction { keep: 1 }))
         },
@@ -366,24 +358,16 @@ pub fn row_sum_kind() -> Arc<TaskKind> {
 
 /// `out = s * x` where `s` is a 0-d store read through `Replicate` (W, R, R-0d).
 pub fn scale_by_store_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    scale_by_store(&K, "scale_by_store", false)
+    scale_by_store("scale_by_store", false)
 }
 
 /// `scale_by_store_kind`'s contract under the name `short`, declared element-wise when
 /// `elementwise`.
-pub fn scale_by_store(
-    slot: &'static OnceLock<Arc<TaskKind>>,
-    short: &str,
-    elementwise: bool,
-) -> Arc<TaskKind> {
+pub fn scale_by_store(short: &str, elementwise: bool) -> Arc<TaskKind> {
     kind_once(
-        slot,
-        || {
-            let b = TaskKind::builder(name(short))
-                .arg("out", DType::F64, Privilege::Write)
-                .arg("x", DType::F64, Privilege::Read)
-                .arg("s", DType::F64, Privilege::Read)
+        short,
+        |b| {
+            let b = write_read_read(b, ["out", "x", "s"])
                 .aligned(&[0, 1])
                 .mlir(Arc::new(Elementwise {
                     out: 0,
@@ -414,12 +398,10 @@ pub fn scale_by_store(
 
 /// Fills argument 0 (Write, any rank) with scalar 0.
 pub fn fill_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("fill"))
-                .arg("out", DType::F64, Privilege::Write)
+        "fill",
+        |b| {
+            b.arg("out", DType::F64, Privilege::Write)
                 .scalar(DType::F64)
         },
         |t| {
@@ -482,6 +464,13 @@ pub fn run_writer(c: &Context, kind: &Arc<TaskKind>, n: i64) -> Vec<f64> {
     ))
     .unwrap();
     c.read::<f64>(&out.view()).unwrap()
+}
+
+/// A fresh f64 store of extents `shape` holding 0, 1, 2, ... in row-major order.
+pub fn counting_store(c: &Context, shape: &[i64]) -> diffuse_ir::Store {
+    let len = shape.iter().product::<i64>();
+    c.store_from_vec(shape, (0..len).map(|i| i as f64).collect())
+        .unwrap()
 }
 
 /// The view of `store` at `offset` of extents `shape`.

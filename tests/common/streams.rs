@@ -1038,6 +1038,13 @@ impl Coverage {
             "only {count} {what} in {n} cases"
         );
     }
+
+    /// [`Coverage::share`] for each `(what, counter, per_case)` of a table.
+    pub(crate) fn shares(&self, minimums: &[(&str, &Cell<usize>, f64)]) {
+        for &(what, count, per_case) in minimums {
+            self.share(what, count.get(), per_case);
+        }
+    }
 }
 
 /// Runs `raw` on the sequential model, with fusion off, and with fusion on (fused tasks
@@ -1304,29 +1311,23 @@ pub(crate) fn run_property(cases: u32, jit: Option<&Arc<Jit>>, on: On) -> Covera
     );
     assert!(n >= cases as usize, "only {n} cases ran");
     // The streams must exercise what the property is about, in a fair share of the cases.
-    cov.share("fused groups", cov.fused_groups.get(), 0.5);
-    cov.share(
-        "fused groups with temporaries",
-        cov.groups_with_temporaries.get(),
-        0.1,
-    );
-    cov.share(
-        "fused groups with reductions",
-        cov.fused_reductions.get(),
-        0.05,
-    );
-    cov.share(
-        "cases replaying memoized plans",
-        cov.replay_cases.get(),
-        0.05,
-    );
-    cov.share("adaptive-window cases", cov.adaptive_cases.get(), 0.05);
-    cov.share(
-        "cases running tasks out of issue order",
-        cov.reordered_cases.get(),
-        0.05,
-    );
-    cov.share("mid-stream reads", cov.mid_reads.get(), 0.2);
+    cov.shares(&[
+        ("fused groups", &cov.fused_groups, 0.5),
+        (
+            "fused groups with temporaries",
+            &cov.groups_with_temporaries,
+            0.1,
+        ),
+        ("fused groups with reductions", &cov.fused_reductions, 0.05),
+        ("cases replaying memoized plans", &cov.replay_cases, 0.05),
+        ("adaptive-window cases", &cov.adaptive_cases, 0.05),
+        (
+            "cases running tasks out of issue order",
+            &cov.reordered_cases,
+            0.05,
+        ),
+        ("mid-stream reads", &cov.mid_reads, 0.2),
+    ]);
     if on != On::SimGpu {
         // A runtime that may place work on GPUs plans no stages.
         cov.share(

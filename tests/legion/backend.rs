@@ -22,7 +22,9 @@ use crate::common::run_writer;
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
 use crate::common::submit_blocked;
 use crate::common::unfused_runtime;
-use crate::common::{add_kind, copy_kind, name, reduce_all_kind, scale_by_store_kind, view_at};
+use crate::common::{
+    add_kind, copy_kind, counting_store, name, reduce_all_kind, scale_by_store_kind, view_at,
+};
 
 #[test]
 fn fused_streams_match_unfused_and_sequential_on_legion() {
@@ -54,9 +56,7 @@ const ADDED: i64 = 40;
 
 /// `a = [0, 1, 2, ...]` and `b = [0, 1, 4, ...]` of [`ADDED`] elements, and what `a + b` is.
 fn addends(ctx: &Context) -> (diffuse_ir::Store, diffuse_ir::Store, Vec<f64>) {
-    let a = ctx
-        .store_from_vec(&[ADDED], (0..ADDED).map(|i| i as f64).collect())
-        .unwrap();
+    let a = counting_store(ctx, &[ADDED]);
     let b = ctx
         .store_from_vec(&[ADDED], (0..ADDED).map(|i| (i * i) as f64).collect())
         .unwrap();
@@ -155,24 +155,35 @@ fn a_panic_inside_a_legion_task_is_an_error_at_the_flush() {
     assert_eq!(values, vec![1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]);
 }
 
-#[test]
-fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
+/// The tests' Legion backend, on this machine without GPUs (what the tests that call it are
+/// about), and the Mapple mapper `source` (file `file`) for its machine.
+fn legion_without_gpus(file: &str, source: &str) -> (Arc<LegionBackend>, Arc<MapplePlacement>) {
     let backend = legion(None);
     let machine = backend.machine();
     assert_eq!(
         machine.gpus_per_node, 0,
         "this test is about machines without GPUs"
     );
-    let source = "Region * * CPU FBMEM;\n";
-    let placement = Arc::new(MapplePlacement::new("fb.mapple", source, machine, false).unwrap());
-    let runtime = Arc::new(Runtime::new(
+    let placement = MapplePlacement::new(file, source, machine, false).unwrap();
+    (backend, Arc::new(placement))
+}
+
+/// A context over `backend` placing tasks by `placement`.
+fn placed_context(backend: Arc<LegionBackend>, placement: Arc<MapplePlacement>) -> Context {
+    let runtime = Runtime::new(
         backend,
         RuntimeConfig {
             placement: Some(placement as Arc<dyn Placement>),
             ..Default::default()
         },
-    ));
-    let ctx = Context::new(runtime);
+    );
+    Context::new(Arc::new(runtime))
+}
+
+#[test]
+fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
+    let (backend, placement) = legion_without_gpus("fb.mapple", "Region * * CPU FBMEM;\n");
+    let ctx = placed_context(backend, placement);
     let got = add_over_eight(&ctx);
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
     assert_eq!(got, want);
@@ -180,14 +191,7 @@ fn framebuffer_memory_without_a_gpu_falls_back_to_system_memory() {
 
 #[test]
 fn a_gpu_placement_without_gpus_runs_on_cpus_and_the_point_task_has_a_gpu_variant() {
-    let backend = legion(None);
-    let machine = backend.machine();
-    assert_eq!(
-        machine.gpus_per_node, 0,
-        "this test is about machines without GPUs"
-    );
-    let placement =
-        Arc::new(MapplePlacement::new("gpu.mapple", "Task * GPU;\n", machine, false).unwrap());
+    let (backend, placement) = legion_without_gpus("gpu.mapple", "Task * GPU;\n");
     // The notice an application prints when it loads the mapper.
     let notices = placement.notices(&backend.capabilities());
     assert!(
@@ -197,14 +201,7 @@ fn a_gpu_placement_without_gpus_runs_on_cpus_and_the_point_task_has_a_gpu_varian
         )),
         "{notices:?}"
     );
-    let runtime = Arc::new(Runtime::new(
-        backend.clone(),
-        RuntimeConfig {
-            placement: Some(placement as Arc<dyn Placement>),
-            ..Default::default()
-        },
-    ));
-    let ctx = Context::new(runtime);
+    let ctx = placed_context(backend.clone(), placement);
     backend.record_points();
     let got = add_over_eight(&ctx);
     let want: Vec<f64> = (0..40).map(|i| (i + i * i) as f64).collect();
@@ -263,10 +260,9 @@ fn a_store_past_legions_system_memory_is_out_of_memory_and_legion_goes_on() {
 
 /// `out[p] = p + 1` for each point `p`, taking 20 ms per point.
 fn nap_kind() -> Arc<diffuse_ir::TaskKind> {
-    static K: std::sync::OnceLock<Arc<diffuse_ir::TaskKind>> = std::sync::OnceLock::new();
     crate::common::kind_once(
-        &K,
-        || diffuse_ir::TaskKind::builder(name("nap")).arg("out", DType::F64, Privilege::Write),
+        "nap",
+        |b| b.arg("out", DType::F64, Privilege::Write),
         |t| {
             std::thread::sleep(std::time::Duration::from_millis(20));
             let p = t.point()[0];
@@ -541,9 +537,7 @@ fn a_step_repeated_between_waits_keeps_its_regions_whichever_store_died_first() 
     // A shape no other test uses: only this test's stores take these regions.
     const N: i64 = 29;
     let launch = Tuple::shape(&[2]).unwrap();
-    let x = ctx
-        .store_from_vec(&[N], (0..N).map(|i| i as f64).collect())
-        .unwrap();
+    let x = counting_store(&ctx, &[N]);
     let y = ctx.create_store(&[N], DType::F64).unwrap();
     let copy = |out: &diffuse_ir::Store, from: &diffuse_ir::Store| {
         ctx.submit(
@@ -609,13 +603,18 @@ fn a_one_point_stencil_runs_in_stages_with_the_unfused_result() {
 /// test's stores) over `points` launch points, made and dropped each of `iters` iterations
 /// (their regions recycled): `a` written from the host, `s = sum(a)` into a fresh 0-d store
 /// (zero-filled by Legion, or by the point itself in a launch of one point, then reduced
-/// into), `c = a + a`, `y = s * a`. Returns the iterations whose `c` or `y` differ from the
-/// plain sums.
-fn recycled_reductions(ctx: &Context, iters: usize, points: i64, len: i64) -> Vec<usize> {
+/// into), `c = a + a`, `y = s * a`, unfused on a Legion backend whose regions this test has
+/// to itself. Fails unless every iteration's `c` and `y` equal the plain sums; returns how
+/// many launches Legion traced meanwhile.
+fn traced_recycled_reductions(iters: usize, points: i64, len: i64) -> u64 {
+    let _regions = regions_to_myself();
+    let backend = legion(None);
+    let before = backend.traced_launches();
+    let ctx = &Context::new(unfused_runtime(backend.clone(), None));
     let launch = Tuple::shape(&[points]).unwrap();
     let blocked = |s: &diffuse_ir::Store| s.view().blocked(launch).unwrap();
     let sum = diffuse_ir::ReductionOp::Sum;
-    (0..iters)
+    let wrong: Vec<usize> = (0..iters)
         .filter(|&it| {
             let av: Vec<f64> = (0..len).map(|i| (i as usize + 10 * it) as f64).collect();
             let a = ctx.store_from_vec(&[len], av.clone()).unwrap();
@@ -643,7 +642,9 @@ fn recycled_reductions(ctx: &Context, iters: usize, points: i64, len: i64) -> Ve
             ctx.read::<f64>(&c.view()).unwrap() != doubled
                 || ctx.read::<f64>(&y.view()).unwrap() != scaled
         })
-        .collect()
+        .collect();
+    assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
+    backend.traced_launches() - before
 }
 
 #[test]
@@ -651,29 +652,20 @@ fn traced_launches_see_host_writes_fills_and_reductions_of_recycled_regions() {
     // Legion replays a trace on the instances as recorded; a zero fill or the points'
     // reductions still pending on a recycled region were skipped (each iteration's sum
     // started from the last one's) until such launches were kept out of traces.
-    let _regions = regions_to_myself();
-    let backend = legion(None);
-    let before = backend.traced_launches();
-    let ctx = Context::new(unfused_runtime(backend.clone(), None));
-    let wrong = recycled_reductions(&ctx, 10, 2, 26);
-    assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
-    assert!(backend.traced_launches() > before, "nothing was traced");
+    assert!(
+        traced_recycled_reductions(10, 2, 26) > 0,
+        "nothing was traced"
+    );
 }
 
 #[test]
 fn one_point_reductions_into_new_stores_are_traced_and_start_from_zero() {
     // In a launch of one point, the point zeroes a new store its launch reduces into
     // instead of a Legion fill, whose lazy contents kept the launch out of traces.
-    let _regions = regions_to_myself();
-    let backend = legion(None);
-    let before = backend.traced_launches();
-    let ctx = Context::new(unfused_runtime(backend.clone(), None));
     let iters = 10;
-    let wrong = recycled_reductions(&ctx, iters, 1, 27);
-    assert!(wrong.is_empty(), "wrong results in iterations {wrong:?}");
+    let traced = traced_recycled_reductions(iters, 1, 27);
     // Three launches an iteration, all traced once the regions repeat (from the fourth
     // iteration on): the sums too (with a fill, only the other two were: 14).
-    let traced = backend.traced_launches() - before;
     assert!(traced >= 3 * (iters as u64 - 3), "{traced} launches traced");
 }
 

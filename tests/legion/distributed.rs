@@ -17,32 +17,67 @@ use diffuse_ir::{Context, Tuple};
 use crate::backend::add_over_eight;
 use crate::common::legion::{legion, points_of};
 use crate::common::streams::{cases_from_env, run_compiled_property, run_property, On};
-use crate::common::unfused_runtime;
 use crate::common::{name, submit_sum_all};
+use crate::common::{unfused, unfused_runtime};
 
 /// Runs the `rank_*` tests named by `filter` as two ranks of `diffuse launch`, every rank's
 /// output shown, each line prefixed `[rank K]`. Ranks still running after ten minutes (ranks
 /// whose operations diverged wait for each other forever) are stopped and the run fails.
+/// Fails the test unless every rank succeeded; returns the output.
 fn launch_ranks(filter: &str) -> Output {
-    let this = std::env::current_exe().expect("the test binary knows its path");
-    Command::new(env!("CARGO_BIN_EXE_diffuse"))
-        .args([
-            "launch",
-            "-n",
-            "2",
-            "--output",
-            "all",
-            "--grace",
-            "30",
-            "--time-limit",
-            "600",
-            "--",
-        ])
-        .arg(this)
-        .args([filter, "--ignored", "--test-threads=1", "--nocapture"])
+    let output = diffuse_launch(&["--grace", "30", "--time-limit", "600"], filter)
         .env("DIFFUSE_PROPERTY_SEED", "20261124")
         .output()
-        .expect("diffuse launch runs")
+        .expect("diffuse launch runs");
+    assert!(
+        output.status.success(),
+        "the ranks failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// How a rank runs this binary's `rank_*` tests named by a filter: the ignored ones, on one
+/// test thread, their output shown.
+const RANK_TEST_FLAGS: [&str; 3] = ["--ignored", "--test-threads=1", "--nocapture"];
+
+/// `diffuse launch` with `options` running this binary's tests named by `filter` as two
+/// ranks, every rank's output shown.
+fn diffuse_launch(options: &[&str], filter: &str) -> Command {
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let mut launch = Command::new(env!("CARGO_BIN_EXE_diffuse"));
+    launch
+        .args(["launch", "-n", "2", "--output", "all"])
+        .args(options)
+        .arg("--")
+        .arg(this)
+        .arg(filter)
+        .args(RANK_TEST_FLAGS);
+    launch
+}
+
+/// Rank `rank` of a run of two started by hand (no launcher) with the coordinator at `port`
+/// of this machine, running this binary's tests named by `filter`.
+fn rank_of_two(port: u16, rank: usize, filter: &str) -> Command {
+    let this = std::env::current_exe().expect("the test binary knows its path");
+    let mut command = Command::new(this);
+    command
+        .arg(filter)
+        .args(RANK_TEST_FLAGS)
+        .env("DIFFUSE_RANK", rank.to_string())
+        .env("DIFFUSE_RANKS", "2")
+        .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"));
+    command
+}
+
+/// A port of this machine no one listens on.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// What rank `rank` printed after `tag` on each line holding it (libtest may print the
@@ -56,20 +91,9 @@ fn tagged(output: &Output, rank: usize, tag: &str) -> Vec<String> {
         .collect()
 }
 
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "the ranks failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 #[test]
 fn two_ranks_run_the_points_of_one_launch_on_both_nodes() {
     let output = launch_ranks("distributed::rank_points");
-    assert_success(&output);
     for rank in 0..2 {
         let lines = tagged(&output, rank, "points per node: ");
         assert_eq!(
@@ -88,7 +112,6 @@ fn two_ranks_run_the_points_of_one_launch_on_both_nodes() {
 #[test]
 fn two_ranks_run_random_streams_as_one_process_and_the_sequential_model() {
     let output = launch_ranks("distributed::rank_streams");
-    assert_success(&output);
     for rank in 0..2 {
         let lines = tagged(&output, rank, "streams checked: ");
         assert_eq!(lines.len(), 2, "rank {rank} did not run both properties");
@@ -98,22 +121,8 @@ fn two_ranks_run_random_streams_as_one_process_and_the_sequential_model() {
 #[test]
 fn a_rank_that_never_starts_fails_the_others_within_the_bootstrap_timeout() {
     // Rank 0 of a run of two, alone: its bootstrap gives up after 2 s, naming rank 1.
-    let this = std::env::current_exe().expect("the test binary knows its path");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
     let started = Instant::now();
-    let output = Command::new(this)
-        .args([
-            "distributed::rank_points",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("DIFFUSE_RANK", "0")
-        .env("DIFFUSE_RANKS", "2")
-        .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
+    let output = rank_of_two(free_port(), 0, "distributed::rank_points")
         .env("DIFFUSE_BOOTSTRAP_TIMEOUT", "2")
         .output()
         .expect("the test binary runs");
@@ -129,17 +138,7 @@ fn a_rank_that_never_starts_fails_the_others_within_the_bootstrap_timeout() {
 /// Rank `rank` of a run of two started by hand (no launcher to stop it) with the extra
 /// environment `env`, running `rank_runs_until_stopped`; its output piped.
 fn rank_by_hand(port: u16, rank: usize, env: &[(&str, &str)]) -> std::process::Child {
-    let this = std::env::current_exe().expect("the test binary knows its path");
-    Command::new(this)
-        .args([
-            "distributed::rank_runs_until_stopped",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env("DIFFUSE_RANK", rank.to_string())
-        .env("DIFFUSE_RANKS", "2")
-        .env("DIFFUSE_COORDINATOR", format!("127.0.0.1:{port}"))
+    rank_of_two(port, rank, "distributed::rank_runs_until_stopped")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -149,10 +148,7 @@ fn rank_by_hand(port: u16, rank: usize, env: &[(&str, &str)]) -> std::process::C
 
 /// Two ranks by hand, once both have run launches together.
 fn two_running_ranks(env: &[(&str, &str)]) -> [std::process::Child; 2] {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let zero = rank_by_hand(port, 0, env);
     let mut one = rank_by_hand(port, 1, env);
     let stdout = one.stdout.take().expect("piped");
@@ -237,29 +233,14 @@ fn a_rank_that_stops_fails_the_others_within_the_rank_timeout() {
 fn diffuse_launch_ends_a_run_whose_rank_stops_within_its_rank_timeout() {
     // The same through `diffuse launch --rank-timeout 3`: rank 0 names the stopped rank 1
     // and exits, and the launch stops rank 1 and exits with status 1.
-    let this = std::env::current_exe().expect("the test binary knows its path");
-    let mut launch = Command::new(env!("CARGO_BIN_EXE_diffuse"))
-        .args([
-            "launch",
-            "-n",
-            "2",
-            "--output",
-            "all",
-            "--rank-timeout",
-            "3",
-            "--",
-        ])
-        .arg(this)
-        .args([
-            "distributed::rank_runs_until_stopped",
-            "--ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("diffuse launch starts");
+    let mut launch = diffuse_launch(
+        &["--rank-timeout", "3"],
+        "distributed::rank_runs_until_stopped",
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("diffuse launch starts");
     let stdout = launch.stdout.take().expect("piped");
     let running = std::io::BufRead::lines(std::io::BufReader::new(stdout))
         .map_while(Result::ok)
@@ -290,9 +271,7 @@ fn diffuse_launch_ends_a_run_whose_rank_stops_within_its_rank_timeout() {
 #[test]
 #[ignore = "runs as a rank (a_rank_that_dies_stops_the_others_without_a_launcher)"]
 fn rank_runs_until_stopped() {
-    let backend = legion(None);
-    let runtime = unfused_runtime(backend, None);
-    let ctx = Context::new(runtime);
+    let ctx = unfused(legion(None));
     let started = Instant::now();
     let mut announced = false;
     while started.elapsed() < Duration::from_secs(60) {
@@ -355,9 +334,7 @@ fn rank_points_of_one_launch() {
 #[test]
 #[ignore = "runs as a rank of `diffuse launch` (two_ranks_run_the_points_of_one_launch_on_both_nodes)"]
 fn rank_points_reduce_into_one_store_from_both_nodes() {
-    let backend = legion(None);
-    let runtime = unfused_runtime(backend, None);
-    let ctx = Context::new(runtime);
+    let ctx = unfused(legion(None));
     let data = ctx
         .store_from_vec(&[4], vec![1.0f64, 10.0, 100.0, 1000.0])
         .unwrap();

@@ -11,7 +11,7 @@
 //! lost (a partly updated store cannot be recomputed), so those may read as lost too, with
 //! the failure's cause; they never read a wrong value.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse::{Backend, FusionConfig, Runtime, RuntimeConfig};
 use diffuse_ir::{
@@ -25,7 +25,7 @@ use crate::common::faults::fail_if_masked;
 use crate::common::fusion::fail_at_kind;
 use crate::common::streams::property_runner;
 use crate::common::submit_blocked;
-use crate::common::{add_assign_kind, add_kind, fill_kind, kind_once, name};
+use crate::common::{add_assign_kind, add_kind, fill_kind, kind_once};
 
 /// Elements per store; launches have [`POINTS`] points of two elements each.
 const N: usize = 8;
@@ -34,12 +34,10 @@ const POINTS: i64 = 4;
 /// `a += b`, element-wise, then fails at the points whose bit is set in scalar 0: the
 /// store is left updated in some points and not in others.
 fn add_assign_then_fail_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("failures.add_assign_then_fail"))
-                .arg("a", DType::F64, Privilege::ReadWrite)
+        "failures.add_assign_then_fail",
+        |b| {
+            b.arg("a", DType::F64, Privilege::ReadWrite)
                 .arg("b", DType::F64, Privilege::Read)
                 .aligned(&[0, 1])
                 .elementwise()

@@ -4,7 +4,7 @@
 //! regressions: two reductions into one store fold constituent by constituent, and a store
 //! overwritten after a constituent read it keeps the read value.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::common::fusion::*;
 use crate::common::submit_blocked;
@@ -25,13 +25,12 @@ use crate::common::{binary_kind, reduce_all_kind, Arith};
 /// Element-wise `out = a + b` whose MLIR generator emits an operation MLIR does not know:
 /// every kernel with it fails to compile.
 fn broken_add_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     const BROKEN_ADD: Arith = Arith {
         native: |_, a, b| a + b,
         mlir: "%r = arith.no_such_operation %x0, %x1 : {T}\nlinalg.yield %r : {T}",
         scaled: false,
     };
-    binary_kind(&K, "fusion.broken_add", true, BROKEN_ADD)
+    binary_kind("fusion.broken_add", true, BROKEN_ADD)
 }
 
 /// A kernel that fails to compile leaves its fused task on the native path, with the same
@@ -139,17 +138,9 @@ fn a_store_overwritten_after_a_read_in_a_fused_task_keeps_the_read_value() {
             if compiles { 2 } else { 0 },
             "{what}"
         );
-        assert_eq!(
-            bits(&c.read::<f64>(&d.view()).unwrap()),
-            bits(&want),
-            "{what}: d"
-        );
+        assert_holds(c, &d, &want, &format!("{what}: d"));
         let squares: Vec<f64> = y.iter().map(|v| v * v).collect();
-        assert_eq!(
-            bits(&c.read::<f64>(&a.view()).unwrap()),
-            bits(&squares),
-            "{what}: a"
-        );
+        assert_holds(c, &a, &squares, &format!("{what}: a"));
     }
 }
 
@@ -202,11 +193,7 @@ fn a_broadcast_row_runs_compiled() {
             if compiles { 4 } else { 0 },
             "{what}"
         );
-        assert_eq!(
-            bits(&c.read::<f64>(&out.view()).unwrap()),
-            bits(&want),
-            "{what}"
-        );
+        assert_holds(c, &out, &want, what);
     }
 }
 
@@ -300,7 +287,7 @@ fn scalar_work_fused_into_a_launch_compiles_and_runs_at_every_point() {
         let r = rig(2, fusion, None, jit);
         let c = &r.ctx;
         let launch = Tuple::shape(&[4]).unwrap();
-        let x = c.store_from_vec(&[n], random_data(n as usize, 9)).unwrap();
+        let x = random_vector(c, n, 9);
         let a = c.store_from_vec(&[], vec![1.25]).unwrap();
         let b = c.store_from_vec(&[], vec![-0.5]).unwrap();
         let (s, t) = submit_scaled_by_scalar_work(c, &x, &a, &b, launch);

@@ -9,8 +9,8 @@ use diffuse_ir::{IndexTask, IrError, Privilege, Store, TaskKind, Tuple, View};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::common::view_at;
 use crate::common::{add_assign_kind, add_kind, axpy_kind, copy_kind, ctx, mul_kind};
+use crate::common::{counting_store, view_at};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
@@ -490,9 +490,7 @@ fn elementwise_sequences_match_sequential_reference() {
 #[test]
 fn elementwise_fixed_sequence_on_views() {
     let c = ctx(3);
-    let a = c
-        .store_from_vec(&[4, 6], (0..24).map(|x| x as f64).collect())
-        .unwrap();
+    let a = counting_store(&c, &[4, 6]);
     let b = c.store_from_vec(&[5, 5], vec![1.0; 25]).unwrap();
     let launch = Tuple::shape(&[2, 2]).unwrap();
     // b[1..4, 2..5] = a[0..3, 0..3] + a[1..4, 3..6]

@@ -2,10 +2,13 @@
 //! host transfers of the wrong type or length are `IrError::HostData`, and the backend keeps
 //! working afterwards.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig};
-use diffuse_ir::{DType, HostData, IndexTask, IrError, Privilege, Rect, TaskKind, Tuple};
+use diffuse_ir::{
+    Context, DType, HostData, IndexTask, IrError, KernelError, Privilege, Rect, Store, TaskKind,
+    Tuple,
+};
 
 use crate::common::embedded_backend;
 use crate::common::faults::{fail_at_kind, launch_1d, panic_at_kind};
@@ -13,25 +16,45 @@ use crate::common::{ctx, kind_once, name};
 
 /// Asks for its f64 argument as f32: the kernel API refuses.
 fn wrong_type_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || TaskKind::builder(name("wrong_type")).arg("x", DType::F64, Privilege::Read),
+        "wrong_type",
+        |b| b.arg("x", DType::F64, Privilege::Read),
         |t| t.read::<f32>(0).map(|_| ()),
     )
+}
+
+/// The kernel failure `err` reports (failing the test unless it is one).
+fn kernel_error(err: &IrError) -> &KernelError {
+    match err {
+        IrError::Kernel(k) => k,
+        other => panic!("expected IrError::Kernel, got {other:?}"),
+    }
+}
+
+/// Launches the faulty kind `short` over `n` points on a fresh store of `n` elements, failing
+/// at point `at` only: the launch fails with a kernel error naming the kind and the point.
+/// Returns the store and the error.
+fn fail_one_point(
+    c: &Context,
+    kind: &Arc<TaskKind>,
+    short: &str,
+    n: i64,
+    at: i64,
+) -> (Store, IrError) {
+    let out = c.create_store(&[n], DType::F64).unwrap();
+    let err = launch_1d(c, kind, &out, n, 1 << at).unwrap_err();
+    let k = kernel_error(&err);
+    assert_eq!(k.kind, name(short));
+    assert_eq!(k.point.as_slice(), &[at]);
+    (out, err)
 }
 
 #[test]
 fn kernel_error_surfaces_with_kind_and_point() {
     for procs in 1..=4 {
         let c = ctx(procs);
-        let out = c.create_store(&[8], DType::F64).unwrap();
-        let err = launch_1d(&c, &fail_at_kind(), &out, 8, 1 << 5).unwrap_err();
-        let IrError::Kernel(k) = &err else {
-            panic!("expected IrError::Kernel, got {err:?}");
-        };
-        assert_eq!(k.kind, name("fail_at"));
-        assert_eq!(k.point.as_slice(), &[5]);
+        let (out, err) = fail_one_point(&c, &fail_at_kind(), "fail_at", 8, 5);
+        let k = kernel_error(&err);
         assert!(k.reason.contains("injected failure 5"), "{}", k.reason);
         let msg = err.to_string();
         assert!(
@@ -42,10 +65,7 @@ fn kernel_error_surfaces_with_kind_and_point() {
         // Several failing points: the first in point order is reported, whatever the timing.
         let err =
             launch_1d(&c, &fail_at_kind(), &out, 8, (1 << 6) | (1 << 2) | (1 << 7)).unwrap_err();
-        match err {
-            IrError::Kernel(k) => assert_eq!(k.point.as_slice(), &[2], "procs {procs}"),
-            other => panic!("expected IrError::Kernel, got {other:?}"),
-        }
+        assert_eq!(kernel_error(&err).point.as_slice(), &[2], "procs {procs}");
 
         // The backend still works: a clean launch succeeds and its results are visible.
         launch_1d(&c, &fail_at_kind(), &out, 4, 0).unwrap();
@@ -60,16 +80,9 @@ fn kernel_error_surfaces_with_kind_and_point() {
 fn kernel_panic_surfaces_as_kernel_error() {
     for procs in 1..=4 {
         let c = ctx(procs);
-        let out = c.create_store(&[6], DType::F64).unwrap();
-        let err = launch_1d(&c, &panic_at_kind(), &out, 6, 1 << 4).unwrap_err();
-        match &err {
-            IrError::Kernel(k) => {
-                assert_eq!(k.kind, name("panic_at"));
-                assert_eq!(k.point.as_slice(), &[4]);
-                assert!(k.reason.contains("panicked"), "{}", k.reason);
-            }
-            other => panic!("expected IrError::Kernel, got {other:?}"),
-        }
+        let (out, err) = fail_one_point(&c, &panic_at_kind(), "panic_at", 6, 4);
+        let reason = &kernel_error(&err).reason;
+        assert!(reason.contains("panicked"), "{reason}");
         // Every point panicking at once is still just an error.
         let err = launch_1d(&c, &panic_at_kind(), &out, 6, 0b111111).unwrap_err();
         assert!(
@@ -93,13 +106,9 @@ fn kernel_panic_surfaces_as_kernel_error() {
 /// `downcast_ref::<String>` matches, and every panic would read "non-string panic payload".
 #[test]
 fn kernel_panic_reason_carries_the_panic_message() {
-    let c = ctx(2);
-    let out = c.create_store(&[6], DType::F64).unwrap();
-    let err = launch_1d(&c, &panic_at_kind(), &out, 6, 1 << 4).unwrap_err();
-    match &err {
-        IrError::Kernel(k) => assert!(k.reason.contains("injected panic 4"), "{}", k.reason),
-        other => panic!("expected IrError::Kernel, got {other:?}"),
-    }
+    let (_, err) = fail_one_point(&ctx(2), &panic_at_kind(), "panic_at", 6, 4);
+    let reason = &kernel_error(&err).reason;
+    assert!(reason.contains("injected panic 4"), "{reason}");
 }
 
 #[test]
@@ -115,13 +124,9 @@ fn kernel_asking_for_the_wrong_element_type_fails() {
         ))
         .and_then(|()| c.flush_window())
         .unwrap_err();
-    match err {
-        IrError::Kernel(k) => {
-            assert_eq!(k.kind, name("wrong_type"));
-            assert_eq!(k.point.as_slice(), &[0]);
-        }
-        other => panic!("expected IrError::Kernel, got {other:?}"),
-    }
+    let k = kernel_error(&err);
+    assert_eq!(k.kind, name("wrong_type"));
+    assert_eq!(k.point.as_slice(), &[0]);
 }
 
 #[test]

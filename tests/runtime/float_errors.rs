@@ -3,7 +3,7 @@
 //! native unfused, native fused (strips), JIT-compiled fused and on worker threads (Legion's
 //! in tests/legion/float_errors.rs); work that raises nothing records nothing.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse::backend::point::fp::FpFlags;
 use diffuse::{Backend, EmbeddedBackend, EmbeddedConfig, FusionConfig, Runtime, RuntimeConfig};
@@ -144,16 +144,13 @@ const MAX: Arith = Arith {
 
 /// `out = max(a, b)` (`MAX`), element-wise.
 fn max_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
-    binary_kind(&K, "fp_max", true, MAX)
+    binary_kind("fp_max", true, MAX)
 }
 
 /// `out = max(out, a)` in place (`ReadWrite`), element-wise: a fused task of it cannot run
 /// a point twice.
 fn max_into_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     crate::common::unary_kind(
-        &K,
         "fp_max_into",
         Privilege::ReadWrite,
         true,

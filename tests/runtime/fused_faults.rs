@@ -96,11 +96,7 @@ fn faults_inside_a_fused_task_surface_at_flush_and_the_context_survives() {
             // The context still works: the same chain without the fault, and host copies.
             let (result, v) = faulty_chain(c, &x, 0, panics);
             result.unwrap_or_else(|e| panic!("{what}: clean chain failed: {e}"));
-            assert_eq!(
-                bits(&c.read::<f64>(&v.view()).unwrap()),
-                bits(&want),
-                "{what}"
-            );
+            assert_holds(c, &v, &want, &what);
             c.write(&x.view(), vec![1.0; n]).unwrap();
             assert_eq!(c.read::<f64>(&x.view()).unwrap(), vec![1.0; n], "{what}");
             assert_eq!(
@@ -121,7 +117,7 @@ fn scalar_work_of_a_failed_fused_task_runs_again_on_its_own_launch() {
     let c = &r.ctx;
     let n = 16i64;
     let launch = Tuple::shape(&[4]).unwrap();
-    let x = c.store_from_vec(&[n], random_data(n as usize, 3)).unwrap();
+    let x = random_vector(c, n, 3);
     let (a, b) = (
         c.store_from_vec(&[], vec![1.5]).unwrap(),
         c.store_from_vec(&[], vec![0.25]).unwrap(),

@@ -23,12 +23,14 @@ fn fused_streams_match_unfused_and_sequential() {
         On::Embedded,
     );
     // Without a JIT, fused element-wise points run strip by strip when strips are small.
-    cov.share("cases with strips", cov.strip_cases.get(), 0.05);
-    cov.share(
-        "cases with strips and temporaries",
-        cov.strip_temporary_cases.get(),
-        0.03,
-    );
+    cov.shares(&[
+        ("cases with strips", &cov.strip_cases, 0.05),
+        (
+            "cases with strips and temporaries",
+            &cov.strip_temporary_cases,
+            0.03,
+        ),
+    ]);
 }
 
 /// Random streams of the JIT property by default: compiling a new fused signature takes about
@@ -50,23 +52,25 @@ fn jit_fused_streams_match_unfused_and_sequential() {
     );
     // Most fused tasks run compiled code (the others have a point whose sub-stores do not
     // fit the compiled kernel, or reduce into a store they also access otherwise).
-    cov.share("cases running compiled code", cov.compiled_cases.get(), 0.3);
     assert!(
         cov.compiled_tasks.get() * 2 >= cov.fused_tasks.get(),
         "only {} of {} fused tasks ran compiled code",
         cov.compiled_tasks.get(),
         cov.fused_tasks.get()
     );
-    cov.share(
-        "compiled fused tasks with temporaries",
-        cov.compiled_with_temporaries.get(),
-        0.1,
-    );
-    cov.share(
-        "compiled fused tasks with reductions",
-        cov.compiled_reductions.get(),
-        0.05,
-    );
+    cov.shares(&[
+        ("cases running compiled code", &cov.compiled_cases, 0.3),
+        (
+            "compiled fused tasks with temporaries",
+            &cov.compiled_with_temporaries,
+            0.1,
+        ),
+        (
+            "compiled fused tasks with reductions",
+            &cov.compiled_reductions,
+            0.05,
+        ),
+    ]);
     assert!(
         stats.kernels_compiled as usize >= cov.cases.get() / 4,
         "only {} kernels compiled in {} cases",

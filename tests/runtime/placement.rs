@@ -12,7 +12,7 @@ use diffuse_ir::{Context, IndexTask, IrError, Privilege, Tuple};
 use diffuse_mapper::machine::Machine;
 
 use crate::common::run_writer;
-use crate::common::{add_kind, name};
+use crate::common::{add_kind, kind_once, name};
 
 /// Two nodes of two processors; `source` maps the tasks.
 fn rig(source: &str, fusion: FusionConfig) -> (Context, Arc<MapplePlacement>) {
@@ -112,21 +112,18 @@ fn a_point_placed_outside_the_machine_is_an_error() {
 /// A kernel that writes, for every element of its block, the index of the worker thread
 /// (the embedded backend's processor) that ran it.
 fn whoami_kind() -> Arc<diffuse_ir::TaskKind> {
-    static K: std::sync::OnceLock<Arc<diffuse_ir::TaskKind>> = std::sync::OnceLock::new();
-    K.get_or_init(|| {
-        diffuse_ir::TaskKind::builder(name("whoami"))
-            .arg("out", diffuse_ir::DType::F64, Privilege::Write)
-            .register(|t| {
-                let me = rayon::current_thread_index().map_or(-1.0, |i| i as f64);
-                let mut out = t.write::<f64>(0)?;
-                for r in 0..out.rows() {
-                    out.row_mut(r).fill(me);
-                }
-                Ok(())
-            })
-            .unwrap()
-    })
-    .clone()
+    kind_once(
+        "whoami",
+        |b| b.arg("out", diffuse_ir::DType::F64, Privilege::Write),
+        |t| {
+            let me = rayon::current_thread_index().map_or(-1.0, |i| i as f64);
+            let mut out = t.write::<f64>(0)?;
+            for r in 0..out.rows() {
+                out.row_mut(r).fill(me);
+            }
+            Ok(())
+        },
+    )
 }
 
 #[test]
@@ -153,23 +150,19 @@ fn each_point_runs_on_the_processor_the_mapper_picks() {
 // ---------------------------------------------------------------------------------------------
 
 // rust-mappers: begin
-/// GPU `index` of node `node`.
-fn gpu_at(node: i64, index: i64) -> Processor {
-    Processor {
-        kind: ProcKind::Gpu,
-        node: node as usize,
-        index: index as usize,
-    }
-}
-
-/// Figure 3's `block2D` as a Rust placement on a `nodes x per_node` machine.
+/// A Rust placement on GPUs, `per_node` on each of `nodes` nodes: `place` picks the node and
+/// the GPU on it for a point of a launch.
 #[derive(Debug)]
-struct Block2D {
+struct GpuMapper {
     nodes: i64,
     per_node: i64,
+    place: GpuPlace,
 }
 
-impl Placement for Block2D {
+/// The node and GPU a [`GpuMapper`] places a point of a launch on.
+type GpuPlace = fn(&GpuMapper, &diffuse_ir::Point, diffuse_ir::Shape) -> (i64, i64);
+
+impl Placement for GpuMapper {
     fn processor(
         &self,
         _task: &str,
@@ -178,55 +171,39 @@ impl Placement for Block2D {
         point: &diffuse_ir::Point,
         launch: diffuse_ir::Shape,
     ) -> Result<Processor, IrError> {
-        let node = point[0] * self.nodes / launch[0];
-        let gpu = point[1] * self.per_node / launch[1];
-        Ok(gpu_at(node, gpu))
+        let (node, index) = (self.place)(self, point, launch);
+        Ok(Processor {
+            kind: ProcKind::Gpu,
+            node: node as usize,
+            index: index as usize,
+        })
     }
+}
+
+/// Figure 3's `block2D`.
+fn block_2d(m: &GpuMapper, point: &diffuse_ir::Point, launch: diffuse_ir::Shape) -> (i64, i64) {
+    let node = point[0] * m.nodes / launch[0];
+    let gpu = point[1] * m.per_node / launch[1];
+    (node, gpu)
 }
 
 /// The manual's `hierarchicalblock1d`: block over nodes, then block over each node's GPUs.
-#[derive(Debug)]
-struct HierarchicalBlock1D {
-    nodes: i64,
-    per_node: i64,
-}
-
-impl Placement for HierarchicalBlock1D {
-    fn processor(
-        &self,
-        _task: &str,
-        _constituents: &[&str],
-        _kind: ProcKind,
-        point: &diffuse_ir::Point,
-        launch: diffuse_ir::Shape,
-    ) -> Result<Processor, IrError> {
-        let node = point[0] * self.nodes / launch[0];
-        let block = launch[0] / self.nodes;
-        let gpu = (point[0] % block) * self.per_node / block;
-        Ok(gpu_at(node, gpu))
-    }
+fn hierarchical_block_1d(
+    m: &GpuMapper,
+    point: &diffuse_ir::Point,
+    launch: diffuse_ir::Shape,
+) -> (i64, i64) {
+    let node = point[0] * m.nodes / launch[0];
+    let block = launch[0] / m.nodes;
+    let gpu = (point[0] % block) * m.per_node / block;
+    (node, gpu)
 }
 
 /// The manual's `cyclic1d`: cyclic over nodes, then cyclic over GPUs.
-#[derive(Debug)]
-struct Cyclic1D {
-    nodes: i64,
-    per_node: i64,
-}
-
-impl Placement for Cyclic1D {
-    fn processor(
-        &self,
-        _task: &str,
-        _constituents: &[&str],
-        _kind: ProcKind,
-        point: &diffuse_ir::Point,
-        _launch: diffuse_ir::Shape,
-    ) -> Result<Processor, IrError> {
-        let node = point[0] % self.nodes;
-        let gpu = point[0] / self.nodes % self.per_node;
-        Ok(gpu_at(node, gpu))
-    }
+fn cyclic_1d(m: &GpuMapper, point: &diffuse_ir::Point, _launch: diffuse_ir::Shape) -> (i64, i64) {
+    let node = point[0] % m.nodes;
+    let gpu = point[0] / m.nodes % m.per_node;
+    (node, gpu)
 }
 // rust-mappers: end
 
@@ -265,32 +242,15 @@ fn mapple_mappers_agree_with_their_rust_equivalents() {
         false,
     )
     .unwrap();
-    let (n, p) = (nodes as i64, per_node as i64);
-    let cases: [(&str, &dyn Placement, Vec<i64>); 3] = [
-        (
-            "tiles",
-            &Block2D {
-                nodes: n,
-                per_node: p,
-            },
-            vec![6, 6],
-        ),
-        (
-            "hblocks",
-            &HierarchicalBlock1D {
-                nodes: n,
-                per_node: p,
-            },
-            vec![16],
-        ),
-        (
-            "cycles",
-            &Cyclic1D {
-                nodes: n,
-                per_node: p,
-            },
-            vec![16],
-        ),
+    let mapper = |place: GpuPlace| GpuMapper {
+        nodes: nodes as i64,
+        per_node: per_node as i64,
+        place,
+    };
+    let cases = [
+        ("tiles", mapper(block_2d), vec![6, 6]),
+        ("hblocks", mapper(hierarchical_block_1d), vec![16]),
+        ("cycles", mapper(cyclic_1d), vec![16]),
     ];
     for (task, rust, launch) in cases {
         let launch = Tuple::shape(&launch).unwrap();

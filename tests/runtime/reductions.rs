@@ -1,7 +1,7 @@
 //! Reductions: private per-point accumulators that start at the identity and are folded into
 //! the existing store value in point order.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use diffuse_ir::{
     for_each_row, Context, DType, Element, IndexTask, Partition, Privilege, ProjComponent,
@@ -9,7 +9,7 @@ use diffuse_ir::{
 };
 
 use crate::common::view_at;
-use crate::common::{ctx, kind_once, name, reduce_all_kind, row_sum_kind, submit_sum_all};
+use crate::common::{ctx, kind_once, reduce_all_kind, row_sum_kind, submit_sum_all};
 
 /// Integer-valued data (exact in f64 whatever the summation order).
 fn int_data(len: usize, seed: i64) -> Vec<f64> {
@@ -301,13 +301,14 @@ fn sum_of_negative_zeros_is_negative_zero() {
 
 /// `acc += in` element-wise into a 2-D `Reduce(Sum)` accumulator (any tiling of the output).
 fn add_reduce_kind() -> Arc<TaskKind> {
-    static K: OnceLock<Arc<TaskKind>> = OnceLock::new();
     kind_once(
-        &K,
-        || {
-            TaskKind::builder(name("add_reduce"))
-                .arg("in", DType::F64, Privilege::Read)
-                .arg("acc", DType::F64, Privilege::Reduce(ReductionOp::Sum))
+        "add_reduce",
+        |b| {
+            b.arg("in", DType::F64, Privilege::Read).arg(
+                "acc",
+                DType::F64,
+                Privilege::Reduce(ReductionOp::Sum),
+            )
         },
         |t| {
             for_each_row::<f64>(t, 1, &[0], |acc, ins| {

@@ -34,8 +34,7 @@ fn figure8(fusion: FusionConfig) -> Figure8 {
     let r = recording_rig(2, fusion, None, None);
     let c = &r.ctx;
     let launch = Tuple::shape(&[4]).unwrap();
-    let x = c.store_from_vec(&[n], random_data(n as usize, 8)).unwrap();
-    let y = c.store_from_vec(&[n], random_data(n as usize, 9)).unwrap();
+    let (x, y) = (random_vector(c, n, 8), random_vector(c, n, 9));
     let norm = c.store_from_vec(&[], vec![0.0f64]).unwrap();
     c.flush_window().unwrap();
     r.backend.reset_peak_memory();

@@ -3,8 +3,8 @@
 
 use diffuse_ir::{DType, IndexTask, IrError, Privilege, Tuple, View};
 
-use crate::common::view_at;
 use crate::common::{copy_kind, ctx, fill_kind};
+use crate::common::{counting_store, view_at};
 
 #[test]
 fn unwritten_stores_read_as_zeros() {
@@ -42,9 +42,7 @@ fn unwritten_stores_read_as_zeros() {
 #[test]
 fn writing_a_sub_view_shows_in_place_in_the_whole_store() {
     let c = ctx(3);
-    let s = c
-        .store_from_vec(&[4, 5], (0..20).map(|x| x as f64).collect())
-        .unwrap();
+    let s = counting_store(&c, &[4, 5]);
     let v = view_at(&s, &[1, 2], &[2, 3]);
     c.write(&v, vec![-1.0, -2.0, -3.0, -4.0, -5.0, -6.0])
         .unwrap();

@@ -109,8 +109,7 @@ fn a_full_window_keeps_held_scalar_work_before_its_last_group() {
         let r = recording_rig(2, fusion, None, None);
         let c = &r.ctx;
         let launch = Tuple::shape(&[2]).unwrap();
-        let x = c.store_from_vec(&[n], random_data(n as usize, 4)).unwrap();
-        let y = c.store_from_vec(&[n], random_data(n as usize, 5)).unwrap();
+        let (x, y) = (random_vector(c, n, 4), random_vector(c, n, 5));
         let a = c.store_from_vec(&[], vec![0.75]).unwrap();
         let b = c.store_from_vec(&[], vec![-2.0]).unwrap();
         let v = whole(c, &[n]);

@@ -138,6 +138,12 @@ pub fn analyse(window: &[IndexTask]) -> diffuse_fusion::Plan {
     diffuse_fusion::analyse(window, &HeldStores::of(window))
 }
 
+/// Asserts that `plan` has two groups, the first stopped by `v`.
+pub fn assert_two_groups_split_by(plan: &diffuse_fusion::Plan, v: Violation) {
+    assert_eq!(plan.groups.len(), 2, "{plan:?}");
+    assert_eq!(plan.groups[0].stopped_by, Some(v), "{plan:?}");
+}
+
 /// [`diffuse_fusion::temporaries`] with the application's holds read now.
 pub fn temporaries(window: &[IndexTask], prefix: usize) -> Vec<diffuse_ir::StoreId> {
     diffuse_fusion::temporaries(window, prefix, &HeldStores::of(window))

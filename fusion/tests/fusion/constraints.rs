@@ -49,6 +49,18 @@ fn assert_fused(window: &[diffuse_ir::IndexTask]) {
     assert_eq!(analyse(window).groups.len(), 1);
 }
 
+/// Asserts that the pair of tasks `pair(q)` splits, stopped by `v`, and that the control
+/// `pair(p)`, the same pair through `p` where it used `q`, fuses.
+fn assert_split_through_q(
+    pair: impl Fn(&Partition) -> [diffuse_ir::IndexTask; 2],
+    p: &Partition,
+    q: &Partition,
+    v: Violation,
+) {
+    assert_split(&pair(q), v);
+    assert_fused(&pair(p));
+}
+
 #[test]
 fn launch_domains_differ() {
     let ([a, b, ..], p, _) = setup();
@@ -71,42 +83,34 @@ fn launch_domain_is_checked_even_without_shared_stores() {
 #[test]
 fn write_through_p_then_read_through_p_prime() {
     let ([a, b, c, _], p, q) = setup();
-    let split = [
-        task(&L, &[(&b, &p, R), (&a, &p, W)]),
-        task(&L, &[(&a, &q, R), (&c, &p, W)]),
-    ];
-    assert_split(&split, Violation::TrueDependence(a.id()));
-    let fused = [
-        task(&L, &[(&b, &p, R), (&a, &p, W)]),
-        task(&L, &[(&a, &p, R), (&c, &p, W)]),
-    ];
-    assert_fused(&fused);
+    let pair = |x: &Partition| {
+        [
+            task(&L, &[(&b, &p, R), (&a, &p, W)]),
+            task(&L, &[(&a, x, R), (&c, &p, W)]),
+        ]
+    };
+    assert_split_through_q(pair, &p, &q, Violation::TrueDependence(a.id()));
 }
 
 #[test]
 fn write_through_p_then_write_or_read_write_through_p_prime() {
     let ([a, ..], p, q) = setup();
     for second in [W, RW] {
-        let split = [task(&L, &[(&a, &p, W)]), task(&L, &[(&a, &q, second)])];
-        assert_split(&split, Violation::TrueDependence(a.id()));
-        let fused = [task(&L, &[(&a, &p, W)]), task(&L, &[(&a, &p, second)])];
-        assert_fused(&fused);
+        let pair = |x: &Partition| [task(&L, &[(&a, &p, W)]), task(&L, &[(&a, x, second)])];
+        assert_split_through_q(pair, &p, &q, Violation::TrueDependence(a.id()));
     }
 }
 
 #[test]
 fn read_through_p_then_write_through_p_prime() {
     let ([a, b, c, _], p, q) = setup();
-    let split = [
-        task(&L, &[(&a, &p, R), (&b, &p, W)]),
-        task(&L, &[(&c, &p, R), (&a, &q, W)]),
-    ];
-    assert_split(&split, Violation::AntiDependence(a.id()));
-    let fused = [
-        task(&L, &[(&a, &p, R), (&b, &p, W)]),
-        task(&L, &[(&c, &p, R), (&a, &p, W)]),
-    ];
-    assert_fused(&fused);
+    let pair = |x: &Partition| {
+        [
+            task(&L, &[(&a, &p, R), (&b, &p, W)]),
+            task(&L, &[(&c, &p, R), (&a, x, W)]),
+        ]
+    };
+    assert_split_through_q(pair, &p, &q, Violation::AntiDependence(a.id()));
 }
 
 #[test]
@@ -132,24 +136,17 @@ fn read_or_write_then_reduce() {
     let ([a, b, c, _], p, _) = setup();
     let r = Partition::replicate();
     for first in [R, W, RW] {
-        let split = [
-            task(&L, &[(&a, &p, first)]),
-            task(&L, &[(&b, &p, R), (&a, &r, SUM)]),
-        ];
-        assert_split(&split, Violation::Reduction(a.id()));
-        let split_same = [
-            task(&L, &[(&a, &p, first)]),
-            task(&L, &[(&b, &p, R), (&a, &p, SUM)]),
-        ];
-        assert_split(&split_same, Violation::Reduction(a.id()));
-    }
-    // Control: the same pair reducing another store fuses.
-    for first in [R, W, RW] {
-        let fused = [
-            task(&L, &[(&a, &p, first)]),
-            task(&L, &[(&b, &p, R), (&c, &r, SUM)]),
-        ];
-        assert_fused(&fused);
+        // The second task reduces `reduced` through `x`.
+        let pair = |reduced: &Store, x: &Partition| {
+            [
+                task(&L, &[(&a, &p, first)]),
+                task(&L, &[(&b, &p, R), (reduced, x, SUM)]),
+            ]
+        };
+        assert_split(&pair(&a, &r), Violation::Reduction(a.id()));
+        assert_split(&pair(&a, &p), Violation::Reduction(a.id()));
+        // Control: the same pair reducing another store fuses.
+        assert_fused(&pair(&c, &r));
     }
 }
 
@@ -174,11 +171,16 @@ fn reduce_then_reduce_the_same_store_is_fusible() {
 fn reductions_with_different_operators_are_not_fusible() {
     let ([a, b, ..], p, _) = setup();
     let r = Partition::replicate();
-    let split = [
-        task(&L, &[(&b, &p, R), (&a, &r, SUM)]),
-        task(&L, &[(&b, &p, R), (&a, &r, PROD)]),
-    ];
-    assert_split(&split, Violation::Reduction(a.id()));
+    // A sum, then a reduction by `second`.
+    let pair = |second| {
+        [
+            task(&L, &[(&b, &p, R), (&a, &r, SUM)]),
+            task(&L, &[(&b, &p, R), (&a, &r, second)]),
+        ]
+    };
+    assert_split(&pair(PROD), Violation::Reduction(a.id()));
+    // Control: the same operator.
+    assert_fused(&pair(SUM));
 }
 
 #[test]

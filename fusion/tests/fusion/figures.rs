@@ -5,7 +5,7 @@
 use crate::common::longest_fusible_prefix;
 
 use crate::fused::signature;
-use diffuse_fusion::{Planner, Violation};
+use diffuse_fusion::{Group, Planner, Violation};
 use diffuse_ir::{validate, Context, DType, IndexTask, Partition, Store, StoreId};
 
 use crate::common::{
@@ -23,6 +23,23 @@ pub struct Iteration {
     pub work: StoreId,
     /// The five views' partitions: center, north, east, west, south.
     pub views: [Partition; 5],
+}
+
+impl Iteration {
+    /// The four temporaries of a fused iteration: `t1`, `t2`, `t3` and `avg`.
+    pub fn temporaries(&self) -> [StoreId; 4] {
+        [self.t1, self.t2, self.t3, self.avg]
+    }
+
+    /// The group of the iteration's first five tasks, issued from `first` on, with its four
+    /// temporaries: the copy back into `grid` stops it.
+    pub fn fused_group(&self, first: usize, grid: StoreId) -> Group {
+        group(
+            first..first + 5,
+            &self.temporaries(),
+            Some(Violation::AntiDependence(grid)),
+        )
+    }
 }
 
 /// Builds `t1 = center + north; t2 = t1 + east; t3 = t2 + west; avg = t3 + south;
@@ -104,11 +121,7 @@ fn figure2_one_iteration_fuses_the_scaled_five_way_add_but_not_the_copy() {
     assert_eq!(
         plan.groups,
         vec![
-            group(
-                0..5,
-                &[it.t1, it.t2, it.t3, it.avg],
-                Some(Violation::AntiDependence(grid.id()))
-            ),
+            it.fused_group(0, grid.id()),
             // The COPY reads `work` before writing anything: nothing is temporary.
             group(5..6, &[], None),
         ]
@@ -160,17 +173,9 @@ fn figure2_two_iterations_keep_each_copy_alone() {
     assert_eq!(
         plan.groups,
         vec![
-            group(
-                0..5,
-                &[first.t1, first.t2, first.t3, first.avg],
-                Some(Violation::AntiDependence(g))
-            ),
+            first.fused_group(0, g),
             group(5..6, &[], Some(Violation::TrueDependence(g))),
-            group(
-                6..11,
-                &[second.t1, second.t2, second.t3, second.avg],
-                Some(Violation::AntiDependence(g))
-            ),
+            second.fused_group(6, g),
             group(11..12, &[], None),
         ]
     );

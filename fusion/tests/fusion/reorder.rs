@@ -2,18 +2,31 @@
 //! group takes the fusible tasks issued after it, and it runs after them), while a task
 //! that depends on one passed over, or that one passed over depends on, keeps its place.
 
-use diffuse_fusion::{Dependences, Planner, Violation};
-use diffuse_ir::{IndexTask, Store};
+use diffuse_fusion::{Dependences, Plan, Planner, Violation};
+use diffuse_ir::{IndexTask, Partition, Store};
 
 use crate::common::{analyse, blocked, ctx, elementwise_task, group, plan_now, store, task, R, W};
 
 const L: [i64; 1] = [4];
 
+/// Fresh stores `a` and `b` of 16 elements and `x` of 8, and their tilings blocked over `L`,
+/// `L` and `[2]`.
+fn three_stores(c: &diffuse_ir::Context) -> ([Store; 3], [Partition; 3]) {
+    let (a, b, x) = (store(c, &[16]), store(c, &[16]), store(c, &[8]));
+    let blocks = [blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2])];
+    ([a, b, x], blocks)
+}
+
+/// Asserts that `plan` keeps the window's issue order and runs it as three groups.
+fn assert_three_groups_in_issue_order(plan: &Plan) {
+    assert_eq!(plan.order, None);
+    assert_eq!(plan.groups.len(), 3);
+}
+
 /// `a = ...` over `L`, `x = ...` over another launch (so it cannot join), then `b = f(a)`
 /// over `L`; with the stores (held).
 fn write_other_read(c: &diffuse_ir::Context) -> (Vec<IndexTask>, [Store; 3]) {
-    let (a, b, x) = (store(c, &[16]), store(c, &[16]), store(c, &[8]));
-    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let ([a, b, x], [pa, pb, px]) = three_stores(c);
     let window = vec![
         elementwise_task(&L, &[(&a, &pa, W)]),
         elementwise_task(&[2], &[(&x, &px, W)]),
@@ -39,9 +52,7 @@ fn an_independent_task_between_two_fusible_ones_runs_after_them() {
 
 #[test]
 fn a_task_depending_on_one_passed_over_keeps_its_place() {
-    let c = ctx();
-    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
-    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let ([a, b, x], [pa, pb, px]) = three_stores(&ctx());
     let pxl = blocked(&x, &L);
     // The third task reads x, which the second (passed over) writes: it must stay after it,
     // and so must the fourth, which reads what the third writes.
@@ -51,16 +62,12 @@ fn a_task_depending_on_one_passed_over_keeps_its_place() {
         task(&L, &[(&x, &pxl, R), (&b, &pb, W)]),
         task(&L, &[(&b, &pb, R), (&a, &pa, W)]),
     ];
-    let plan = analyse(&window);
-    assert_eq!(plan.order, None);
-    assert_eq!(plan.groups.len(), 3);
+    assert_three_groups_in_issue_order(&analyse(&window));
 }
 
 #[test]
 fn a_write_passed_over_keeps_the_reads_issued_before_it_first() {
-    let c = ctx();
-    let (a, b, x) = (store(&c, &[16]), store(&c, &[16]), store(&c, &[8]));
-    let (pa, pb, px) = (blocked(&a, &L), blocked(&b, &L), blocked(&x, &[2]));
+    let ([a, b, x], [pa, pb, px]) = three_stores(&ctx());
     // The second task (passed over) reads b; the third overwrites b: an anti dependence.
     let window = [
         task(&L, &[(&a, &pa, W)]),
@@ -69,9 +76,7 @@ fn a_write_passed_over_keeps_the_reads_issued_before_it_first() {
     ];
     let deps = Dependences::of(&window);
     assert_eq!(deps.before(2).collect::<Vec<_>>().len(), 2);
-    let plan = analyse(&window);
-    assert_eq!(plan.order, None);
-    assert_eq!(plan.groups.len(), 3);
+    assert_three_groups_in_issue_order(&analyse(&window));
 }
 
 #[test]
@@ -138,9 +143,7 @@ fn a_group_takes_work_from_beyond_a_passed_task_only_as_compilable_as_itself() {
         keep_uncompilable_apart: true,
         ..PlanOptions::default()
     };
-    let plan = analyse_with(&window, &held, apart);
-    assert_eq!(plan.order, None);
-    assert_eq!(plan.groups.len(), 3);
+    assert_three_groups_in_issue_order(&analyse_with(&window, &held, apart));
     // Directly after it, the compilable task still joins (as a strict prefix would).
     let adjacent = [window[0].clone(), window[2].clone()];
     assert_eq!(
@@ -159,7 +162,5 @@ fn only_element_wise_groups_reach_past_a_passed_task() {
     let (mut window, [a, ..]) = write_other_read(&c);
     window[0] = task(&L, &[(&a, &blocked(&a, &L), W)]);
     assert!(!window[0].kind().is_elementwise());
-    let plan = analyse(&window);
-    assert_eq!(plan.order, None);
-    assert_eq!(plan.groups.len(), 3);
+    assert_three_groups_in_issue_order(&analyse(&window));
 }

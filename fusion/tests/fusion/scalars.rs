@@ -7,7 +7,8 @@ use diffuse_fusion::{analyse_with, group_launch, HeldStores, PlanOptions, Planne
 use diffuse_ir::{IndexTask, Partition, Store};
 
 use crate::common::{
-    analyse, blocked, ctx, elementwise_task, plan_now, sh, store, task, R, RW, SUM, W,
+    analyse, assert_two_groups_split_by, blocked, ctx, elementwise_task, plan_now, sh, store, task,
+    R, RW, SUM, W,
 };
 
 const L: [i64; 1] = [4];
@@ -46,8 +47,7 @@ fn scalar_work_whose_result_is_held_stays_apart_from_a_larger_launch() {
     let c = ctx();
     let (window, _stores) = beta_then_update(&c, &L);
     let plan = analyse(&window);
-    assert_eq!(plan.groups.len(), 2);
-    assert_eq!(plan.groups[0].stopped_by, Some(Violation::LaunchDomain));
+    assert_two_groups_split_by(&plan, Violation::LaunchDomain);
     assert_eq!(plan.groups[0].tasks, 0..1);
 }
 
@@ -84,12 +84,7 @@ fn scalar_work_reading_what_the_group_reduces_waits_for_the_reduction() {
         task(&L, &[(&x, &px, R), (&dot, &all, SUM)]),
         elementwise_task(&[], &[(&dot, &all, R), (&alpha, &all, W)]),
     ];
-    let plan = analyse(&window);
-    assert_eq!(plan.groups.len(), 2);
-    assert_eq!(
-        plan.groups[0].stopped_by,
-        Some(Violation::Reduction(dot.id()))
-    );
+    assert_two_groups_split_by(&analyse(&window), Violation::Reduction(dot.id()));
 }
 
 #[test]

@@ -4,14 +4,14 @@
 //! values do not depend on how many processors fill them: `random` with a given seed gives the
 //! same array on 1 processor or 64 (a counter-based generator, not a sequential stream).
 
-use diffuse_ir::{DType, IndexTask, KernelError, PointTask, Privilege, Scalar, Tuple};
+use diffuse_ir::{DType, IndexTask, Privilege, Scalar, Tuple};
 
 use crate::array::Array;
 use crate::context::ArrayContext;
 use crate::element::{is_float, with_numeric, Convert};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::for_each_out_row;
-use crate::kinds::{kind, undefined};
+use crate::kinds::{kind, undefined, Kernel};
 use crate::ops::elementwise::{assign, Operand};
 
 /// A distribution for [`random`].
@@ -200,9 +200,7 @@ fn normal01(seed: u64, i: u64) -> f64 {
 }
 
 /// A native kernel filling argument 0 by `rule` from each element's linear index in its store.
-fn indexed_kernel<T: Convert>(
-    rule: Rule,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn indexed_kernel<T: Convert>(rule: Rule) -> impl Kernel {
     move |task| {
         let (p1, p2) = (task.scalar::<f64>(1)?, task.scalar::<f64>(2)?);
         let value: Box<dyn Fn(i64) -> f64> = match rule {

@@ -106,6 +106,24 @@ pub enum ArrayError {
     Ir(Box<IrError>),
 }
 
+impl ArrayError {
+    /// Nothing when `lhs` and `rhs` are one shape; otherwise `op`'s `ShapeMismatch`.
+    pub(crate) fn check_same_shape(
+        op: &'static str,
+        lhs: Shape,
+        rhs: Shape,
+    ) -> Result<(), ArrayError> {
+        if lhs == rhs {
+            return Ok(());
+        }
+        Err(ArrayError::ShapeMismatch {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        })
+    }
+}
+
 impl From<IrError> for ArrayError {
     fn from(e: IrError) -> Self {
         ArrayError::Ir(Box::new(e))

@@ -6,9 +6,17 @@
 
 use std::sync::Arc;
 
-use diffuse_ir::{DType, IrError, TaskKind, TaskKindBuilder};
+use diffuse_ir::{DType, IrError, KernelError, PointTask, TaskKind, TaskKindBuilder};
 
 use crate::error::ArrayError;
+
+/// A native kernel as a task kind registers it: run once per point task, on any thread.
+pub(crate) trait Kernel:
+    Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static
+{
+}
+
+impl<F> Kernel for F where F: Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {}
 
 /// The kind named `name`, registering it with `declare` if no kind of that name exists yet
 /// (safe when threads ask for the same kind at once).

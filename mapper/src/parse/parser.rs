@@ -43,6 +43,12 @@ fn describe(tok: &Tok) -> String {
     }
 }
 
+/// The postfix expression `kind` makes of `base` (an index or an attribute), at `base`'s span.
+fn applied_to(base: Expr, kind: impl FnOnce(Box<Expr>) -> ExprKind) -> Expr {
+    let span = base.span;
+    Expr::new(kind(Box::new(base)), span)
+}
+
 /// The parser state: the token stream, a cursor and the current nesting depth.
 pub(crate) struct Parser<'f> {
     file: &'f str,
@@ -857,27 +863,13 @@ impl<'f> Parser<'f> {
                 self.enter()?;
                 levels += 1;
                 let indices = self.index_list()?;
-                let span = e.span;
-                e = Expr::new(
-                    ExprKind::Index {
-                        base: Box::new(e),
-                        indices,
-                    },
-                    span,
-                );
+                e = applied_to(e, |base| ExprKind::Index { base, indices });
             } else if self.is_punct(".") {
                 self.enter()?;
                 levels += 1;
                 self.advance();
                 let attr = self.ident("an attribute or method name after `.`")?;
-                let span = e.span;
-                e = Expr::new(
-                    ExprKind::Attr {
-                        base: Box::new(e),
-                        attr,
-                    },
-                    span,
-                );
+                e = applied_to(e, |base| ExprKind::Attr { base, attr });
             } else {
                 break;
             }
@@ -907,15 +899,24 @@ impl<'f> Parser<'f> {
         }
         loop {
             args.push(self.list_elem()?);
-            if self.eat_punct(",") {
-                if self.eat_punct(")") {
-                    return Ok(args);
-                }
-                continue;
+            if self.list_ended(")", "(", open)? {
+                return Ok(args);
             }
-            self.expect_punct(")", format!("`,` or `)` (to close `(` at {open})"))?;
-            return Ok(args);
         }
+    }
+
+    /// After an element of a list that `close` ends (opened by `opening` at `open`): true
+    /// once the list has ended, at a `close` after an optional trailing `,`; false after a
+    /// `,` that another element follows.
+    fn list_ended(&mut self, close: &str, opening: &str, open: Span) -> PResult<bool> {
+        if self.eat_punct(",") {
+            return Ok(self.eat_punct(close));
+        }
+        self.expect_punct(
+            close,
+            format!("`,` or `{close}` (to close `{opening}` at {open})"),
+        )?;
+        Ok(true)
     }
 
     /// `tuple(...)`: either a call of the builtin or a comprehension
@@ -1009,14 +1010,9 @@ impl<'f> Parser<'f> {
                     }
                 };
             elems.push(elem);
-            if self.eat_punct(",") {
-                if self.eat_punct("]") {
-                    return Ok(elems);
-                }
-                continue;
+            if self.list_ended("]", "[", open)? {
+                return Ok(elems);
             }
-            self.expect_punct("]", format!("`,` or `]` (to close `[` at {open})"))?;
-            return Ok(elems);
         }
     }
 

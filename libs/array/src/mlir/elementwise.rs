@@ -6,7 +6,7 @@ use diffuse_ir::{
 };
 
 use super::{
-    arg_name, check_arg, check_counts, dim_list, element_function, function, generic, scalar_name,
+    arg_name, check_arg, check_counts, dim_list, element_function, generic_function, scalar_name,
     unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
@@ -39,13 +39,15 @@ impl MlirGenerator for ElementwiseGenerator {
             ins.push(TensorOperand::of(arg, arg_name(i), map));
         }
         let out_operand = TensorOperand::of(out, arg_name(out_index), dim_list(0..out.rank));
-        function(&name, symbol, sig, |e| {
-            let loops = vec![Loop::Parallel; out.rank];
-            let result = generic(e, &loops, &ins, &out_operand, |e, xs, _| {
-                self.element(e, &name, conditions, xs)
-            })?;
-            Ok(vec![result])
-        })
+        generic_function(
+            &name,
+            symbol,
+            sig,
+            &vec![Loop::Parallel; out.rank],
+            &ins,
+            &out_operand,
+            |e, xs, _| self.element(e, &name, conditions, xs),
+        )
     }
 
     fn generate_element(

@@ -315,6 +315,22 @@ fn dim_list(dims: impl IntoIterator<Item = usize>) -> String {
         .join(", ")
 }
 
+/// Builds `func.func private @symbol` for `sig` (see [`function`]) whose body is one
+/// [`generic`] (`loops`, `ins`, `out`, `body`), returning its result.
+fn generic_function(
+    kind: &str,
+    symbol: &str,
+    sig: &MlirSignature<'_>,
+    loops: &[Loop],
+    ins: &[TensorOperand],
+    out: &TensorOperand,
+    body: impl FnOnce(&mut Emitter, &[String], &str) -> Result<String, KernelError>,
+) -> Result<String, KernelError> {
+    function(kind, symbol, sig, |e| {
+        Ok(vec![generic(e, loops, ins, out, body)?])
+    })
+}
+
 /// Emits a `linalg.generic` with one loop per entry of `loops` over `ins` into `out`, and
 /// returns its result. `body` receives the block arguments of the inputs (in order) and of
 /// the output, emits the region's instructions and returns the value to yield.

@@ -14,7 +14,7 @@ use diffuse_ir::{
 use super::elementwise::binary_op;
 use super::{
     arg_name, check_arg, check_counts, check_rank, dim_list, element_function, function, generic,
-    unsupported, Emitter, Loop, TensorOperand,
+    generic_function, unsupported, Emitter, Loop, TensorOperand,
 };
 use crate::element::is_float;
 use crate::ops::elementwise::BinaryOp;
@@ -94,18 +94,22 @@ impl MlirGenerator for ReductionGenerator {
             });
         }
         let out = TensorOperand::of(acc, arg_name(inputs), String::new());
-        function(name, symbol, sig, |e| {
-            let loops = vec![Loop::Reduction; rank];
-            let result = generic(e, &loops, &ins, &out, |e, xs, acc| {
+        generic_function(
+            name,
+            symbol,
+            sig,
+            &vec![Loop::Reduction; rank],
+            &ins,
+            &out,
+            |e, xs, acc| {
                 let value = if self.product {
                     fold(e, name, BinaryOp::Mul, dtype, &xs[0], &xs[1])?
                 } else {
                     xs[0].clone()
                 };
                 fold(e, name, combiner(self.op), dtype, acc, &value)
-            })?;
-            Ok(vec![result])
-        })
+            },
+        )
     }
 
     /// The contribution of one element folded into a partial result, for sums and products

@@ -10,15 +10,16 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    DType, Element, IndexTask, KernelError, PointTask, Privilege, ProjComponent, Projection,
-    ReadView, ReductionOp, Shape, TaskKind, Tuple, WriteView, MAX_DIMS,
+    DType, Element, IndexTask, IrError, KernelError, PointTask, Privilege, ProjComponent,
+    Projection, ReadView, ReductionOp, Shape, TaskKind, TaskKindBuilder, Tuple, WriteView,
+    MAX_DIMS,
 };
 
 use crate::array::Array;
 use crate::broadcast::block;
 use crate::element::{is_numeric, with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
-use crate::kinds::{kind, undefined};
+use crate::kinds::{kind, undefined, Kernel};
 use crate::ops::elementwise::{assign, binary, BinaryOp, Operand};
 use crate::ops::reduce::{combiner, fold_slice};
 
@@ -102,23 +103,44 @@ pub(crate) fn write_all<T: Element>(out: &mut WriteView<'_, T>, values: &[T]) {
     }
 }
 
-/// The input block's axis (scalar 0), checked against its rank.
-pub(crate) fn axis_of(task: &PointTask<'_>, dims: usize) -> Result<usize, KernelError> {
+/// The input block (argument 0) of a kernel along an axis, and the axis (scalar 0), checked
+/// against the block's rank.
+pub(crate) fn along_input<'t, T: Element>(
+    task: &'t PointTask<'_>,
+) -> Result<(ReadView<'t, T>, usize), KernelError> {
+    let x = task.read::<T>(0)?;
+    let dims = x.shape().dims();
     let axis = task.scalar::<i64>(0)?;
-    usize::try_from(axis)
+    let axis = usize::try_from(axis)
         .ok()
         .filter(|&a| a < dims)
-        .ok_or_else(|| task.error(format!("axis {axis} of a {dims}-d block")))
+        .ok_or_else(|| task.error(format!("axis {axis} of a {dims}-d block")))?;
+    Ok((x, axis))
+}
+
+/// The kind `array.{op}.{dtype}` of a kernel along an axis: the input `x` (`dtype`, Read),
+/// the output `out` (`out`, Write) and the axis as scalar 0, registered by `register` with
+/// the kernel for `dtype`.
+pub(crate) fn along_kind(
+    op: &str,
+    dtype: DType,
+    out: DType,
+    register: impl FnOnce(TaskKindBuilder) -> Result<Arc<TaskKind>, IrError>,
+) -> Result<Arc<TaskKind>, ArrayError> {
+    kind(format!("array.{op}.{dtype}"), move |b| {
+        register(
+            b.arg("x", dtype, Privilege::Read)
+                .arg("out", out, Privilege::Write)
+                .scalar(DType::I64),
+        )
+    })
 }
 
 /// A native kernel reducing argument 0 by `op` along the axis in scalar 0 into argument 1.
-fn reduce_along_kernel<T: Num>(
-    op: ReductionOp,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn reduce_along_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
     move |task| {
-        let x = task.read::<T>(0)?;
+        let (x, axis) = along_input::<T>(task)?;
         let shape = x.shape();
-        let axis = axis_of(task, shape.dims())?;
         let mut out = task.write::<T>(1)?;
         let identity = T::reduction_identity(op);
         let combine = combiner::<T>(op);
@@ -142,13 +164,10 @@ fn reduce_along_kernel<T: Num>(
 
 /// A native kernel writing, for argument 0 along the axis in scalar 0, the index of the
 /// extreme `op` looks for into argument 1 (`i64`).
-fn arg_along_kernel<T: Num>(
-    op: ArgOp,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn arg_along_kernel<T: Num>(op: ArgOp) -> impl Kernel {
     move |task| {
-        let x = task.read::<T>(0)?;
+        let (x, axis) = along_input::<T>(task)?;
         let shape = x.shape();
-        let axis = axis_of(task, shape.dims())?;
         let mut out = task.write::<i64>(1)?;
         let inner = axis + 1 == shape.dims();
         let row_len = shape[shape.dims() - 1] as usize;
@@ -187,9 +206,7 @@ fn extreme<T: Num>(op: ArgOp, values: impl Iterator<Item = (usize, T)>) -> (usiz
 
 /// A native kernel writing the row-major index, in argument 0's block (the whole array), of
 /// the extreme `op` looks for into the 0-d argument 1.
-fn arg_kernel<T: Num>(
-    op: ArgOp,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn arg_kernel<T: Num>(op: ArgOp) -> impl Kernel {
     move |task| {
         let x = task.read::<T>(0)?;
         let mut out = task.write::<i64>(1)?;
@@ -309,13 +326,12 @@ impl Array {
                 }),
             };
         }
-        let kind = kind(format!("array.{name}_along.{dtype}"), move |b| {
-            let b = b
-                .arg("x", dtype, Privilege::Read)
-                .arg("out", dtype, Privilege::Write)
-                .scalar(DType::I64);
-            with_numeric!(dtype, T => b.register(reduce_along_kernel::<T>(op)), else undefined(name, dtype))
-        })?;
+        let kind = along_kind(
+            &format!("{name}_along"),
+            dtype,
+            dtype,
+            |b| with_numeric!(dtype, T => b.register(reduce_along_kernel::<T>(op)), else undefined(name, dtype)),
+        )?;
         submit_along(self, &out, &kind, axis, keepdims)?;
         Ok(out)
     }
@@ -363,13 +379,12 @@ impl Array {
                 shape: Box::new(self.shape()),
             });
         }
-        let kind = kind(format!("array.{name}_along.{dtype}"), move |b| {
-            let b = b
-                .arg("x", dtype, Privilege::Read)
-                .arg("out", DType::I64, Privilege::Write)
-                .scalar(DType::I64);
-            with_numeric!(dtype, T => b.register(arg_along_kernel::<T>(op)), else undefined(name, dtype))
-        })?;
+        let kind = along_kind(
+            &format!("{name}_along"),
+            dtype,
+            DType::I64,
+            |b| with_numeric!(dtype, T => b.register(arg_along_kernel::<T>(op)), else undefined(name, dtype)),
+        )?;
         submit_along(self, &out, &kind, axis, keepdims)?;
         Ok(out)
     }

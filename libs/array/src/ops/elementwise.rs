@@ -9,8 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use diffuse_ir::{
-    DType, Element, IndexTask, KernelError, PointTask, Privilege, Scalar, Shape, TaskKind,
-    TaskKindBuilder,
+    DType, Element, IndexTask, PointTask, Privilege, Scalar, Shape, TaskKind, TaskKindBuilder,
 };
 
 use crate::array::Array;
@@ -22,7 +21,7 @@ use crate::element::{
 };
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::{for_each_out_row, output_arg, sources, Broadcast, Row, Slot};
-use crate::kinds::{kind, undefined};
+use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::ElementwiseGenerator;
 
 /// A one-operand element-wise operation.
@@ -534,7 +533,7 @@ fn launch(kind: &Arc<TaskKind>, r: &Resolved<'_>, out: &Array) -> Result<(), Arr
 fn unary_kernel<T: Element, U: Element>(
     slots: Vec<Slot>,
     f: impl Fn(T) -> U + Copy + Send + Sync + 'static,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+) -> impl Kernel {
     row_kernel(
         slots,
         move |o: &mut [U], a: &[T]| o.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x)),
@@ -543,9 +542,7 @@ fn unary_kernel<T: Element, U: Element>(
 }
 
 /// The native copy: whole rows at once (`memcpy`), a repeated value by filling.
-fn copy_kernel<T: Element>(
-    slots: Vec<Slot>,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn copy_kernel<T: Element>(slots: Vec<Slot>) -> impl Kernel {
     row_kernel(
         slots,
         |o: &mut [T], a: &[T]| o.copy_from_slice(a),
@@ -559,7 +556,7 @@ fn row_kernel<T: Element, U: Element>(
     slots: Vec<Slot>,
     row: impl Fn(&mut [U], &[T]) + Send + Sync + 'static,
     splat: impl Fn(&mut [U], T) + Send + Sync + 'static,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+) -> impl Kernel {
     move |task| {
         let mut out = task.write::<U>(output_arg(&slots))?;
         let ins = sources::<T>(task, &slots, 0, out.shape())?;
@@ -575,7 +572,7 @@ fn row_kernel<T: Element, U: Element>(
 fn binary_kernel<T: Element, U: Element>(
     slots: Vec<Slot>,
     f: impl Fn(T, T) -> U + Copy + Send + Sync + 'static,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+) -> impl Kernel {
     move |task| {
         let mut out = task.write::<U>(output_arg(&slots))?;
         let ins = sources::<T>(task, &slots, 0, out.shape())?;

@@ -21,7 +21,7 @@ use crate::array::Array;
 use crate::element::with_any;
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::for_each_out_row;
-use crate::kinds::kind;
+use crate::kinds::{kind, Kernel};
 use crate::ops::elementwise::{unary, UnaryOp};
 
 /// A selection of a store's elements in NumPy's strided model: element `i` of the selection
@@ -103,8 +103,7 @@ fn selection(task: &PointTask<'_>, rank: usize) -> Result<(i64, [i64; MAX_DIMS])
 
 /// A native kernel copying the selection (scalars) of argument 0, a whole store, into this
 /// point's block of argument 1.
-fn gather_kernel<T: Element>(
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn gather_kernel<T: Element>() -> impl Kernel {
     move |task| {
         let store_strides = task.store_shape(0)?.row_major_strides();
         let sub = task.sub_store(1)?;
@@ -142,8 +141,7 @@ fn gather_kernel<T: Element>(
 
 /// A native kernel writing argument 0 (the values, whole) into the selection (scalars) of
 /// argument 1 (a whole store), in row-major order of the values.
-fn scatter_kernel<T: Element>(
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn scatter_kernel<T: Element>() -> impl Kernel {
     move |task| {
         let store_strides = task.store_shape(1)?.row_major_strides();
         let shape = task.store_shape(0)?;
@@ -242,13 +240,7 @@ impl Array {
         view.check(OP, store.shape().volume())?;
         self.check_values(OP, values)?;
         let shape: Shape = Tuple::shape(&view.shape)?;
-        if values.shape() != shape {
-            return Err(ArrayError::ShapeMismatch {
-                op: OP,
-                lhs: Box::new(shape),
-                rhs: Box::new(values.shape()),
-            });
-        }
+        ArrayError::check_same_shape(OP, shape, values.shape())?;
         if values.is_empty() {
             return Ok(());
         }

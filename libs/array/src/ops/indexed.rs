@@ -18,7 +18,7 @@ use crate::broadcast::broadcast_shapes;
 use crate::element::with_any;
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::{for_each_out_row, Broadcast, Row};
-use crate::kinds::kind;
+use crate::kinds::{kind, Kernel};
 use crate::ops::elementwise::{unary, UnaryOp};
 
 /// The indexed array's window in its store, as the kernels get it: per dimension the
@@ -84,9 +84,7 @@ fn index_sources<'t>(
 
 /// A native kernel copying the elements of argument 0 (a whole store) at the indices
 /// (arguments `1..=dims`) into this point's block of argument `dims + 1`.
-fn gather_kernel<T: Element>(
-    dims: usize,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn gather_kernel<T: Element>(dims: usize) -> impl Kernel {
     move |task| {
         let window = Window::of_task(task, dims)?;
         let base = task.read::<T>(0)?;
@@ -126,9 +124,7 @@ fn gather_kernel<T: Element>(
 /// indices (arguments `1..=dims`) that fall in this point's band of argument `dims + 1`, in
 /// row-major order (so within a band, the last of repeated positions stays, as NumPy's).
 /// Every point reads all values and indices; the bands partition the indexed window.
-fn scatter_kernel<T: Element>(
-    dims: usize,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn scatter_kernel<T: Element>(dims: usize) -> impl Kernel {
     move |task| {
         let window = Window::of_task(task, dims)?;
         let shape = broadcast_of_args(task, 1, dims)?;

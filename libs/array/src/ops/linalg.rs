@@ -10,15 +10,15 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    DType, IndexTask, IrError, KernelError, PointTask, Privilege, ProjComponent, Projection,
-    ReductionOp, Shape, TaskKind, TaskKindBuilder, Tuple,
+    DType, IndexTask, IrError, Privilege, ProjComponent, Projection, ReductionOp, Shape, TaskKind,
+    TaskKindBuilder, Tuple,
 };
 
 use crate::array::Array;
 use crate::broadcast::block;
 use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
-use crate::kinds::{kind, undefined};
+use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::{Product, ProductGenerator};
 use crate::ops::reduce::{fold_products, fold_products_of_rows};
 
@@ -66,9 +66,7 @@ fn check_operands(op: &'static str, a: &Array, b: &Array, b_rank: usize) -> Resu
 }
 
 /// `y (+)= A x` for one block: `A` is argument 0, `x` argument 1, `y` argument 2.
-fn matvec_kernel<T: Num>(
-    accumulate: bool,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn matvec_kernel<T: Num>(accumulate: bool) -> impl Kernel {
     move |task| {
         let a = task.read::<T>(0)?;
         let x = task.read::<T>(1)?;
@@ -103,8 +101,7 @@ fn matvec_kernel<T: Num>(
 
 /// `C = A B` for one block: `A` (a band of rows) is argument 0, `B` (a band of columns)
 /// argument 1, `C` argument 2.
-fn matmul_kernel<T: Num>(
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn matmul_kernel<T: Num>() -> impl Kernel {
     move |task| {
         let a = task.read::<T>(0)?;
         let b = task.read::<T>(1)?;

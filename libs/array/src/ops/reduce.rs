@@ -7,14 +7,12 @@
 
 use std::sync::Arc;
 
-use diffuse_ir::{
-    DType, Element, IndexTask, KernelError, PointTask, Privilege, ReductionOp, Tuple,
-};
+use diffuse_ir::{DType, Element, IndexTask, Privilege, ReductionOp, Tuple};
 
 use crate::array::Array;
 use crate::element::{with_numeric, Num};
 use crate::error::{ArrayError, ArrayResult};
-use crate::kinds::{kind, undefined};
+use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::ReductionGenerator;
 use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp};
 
@@ -109,10 +107,7 @@ pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
 
 /// A native kernel reducing argument 0 (or the product of arguments 0 and 1 when `product`)
 /// into the 0-d accumulator that follows them.
-fn reduce_kernel<T: Num>(
-    op: ReductionOp,
-    product: bool,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn reduce_kernel<T: Num>(op: ReductionOp, product: bool) -> impl Kernel {
     move |task| {
         let identity = T::reduction_identity(op);
         let combine = combiner::<T>(op);
@@ -168,13 +163,7 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
                 rhs: y.dtype(),
             });
         }
-        if y.shape() != x.shape() {
-            return Err(ArrayError::ShapeMismatch {
-                op: name,
-                lhs: Box::new(x.shape()),
-                rhs: Box::new(y.shape()),
-            });
-        }
+        ArrayError::check_same_shape(name, x.shape(), y.shape())?;
     }
     let cx = x.context();
     let out = Array::fresh(cx, Tuple::shape(&[])?, dtype)?;

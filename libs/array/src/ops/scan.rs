@@ -5,28 +5,22 @@
 //! `out[k] = out[k - 1] (op) x[k]`, as NumPy does, so the results are NumPy's bit for bit.
 //! No value crosses points: every processor count gives the same bits.
 
-use diffuse_ir::{
-    DType, IndexTask, KernelError, PointTask, Privilege, ProjComponent, Projection, ReductionOp,
-    Tuple,
-};
+use diffuse_ir::{IndexTask, Privilege, ProjComponent, Projection, ReductionOp, Tuple};
 
 use crate::array::Array;
 use crate::broadcast::block;
 use crate::element::{with_numeric, Num};
 use crate::error::ArrayResult;
-use crate::kinds::{kind, undefined};
-use crate::ops::along::{axis_of, check, write_all};
+use crate::kinds::{undefined, Kernel};
+use crate::ops::along::{along_input, along_kind, check, write_all};
 use crate::ops::reduce::combiner;
 
 /// A native kernel writing the running fold by `op` of argument 0 along the axis in scalar 0
 /// into argument 1 (of the same shape).
-fn scan_kernel<T: Num>(
-    op: ReductionOp,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn scan_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
     move |task| {
-        let x = task.read::<T>(0)?;
+        let (x, axis) = along_input::<T>(task)?;
         let shape = x.shape();
-        let axis = axis_of(task, shape.dims())?;
         let mut values: Vec<T> = Vec::with_capacity(shape.volume().max(0) as usize);
         for r in 0..x.rows() {
             values.extend_from_slice(x.row(r));
@@ -64,13 +58,12 @@ impl Array {
         if out.is_empty() {
             return Ok(out);
         }
-        let kind = kind(format!("array.{name}.{dtype}"), move |b| {
-            let b = b
-                .arg("x", dtype, Privilege::Read)
-                .arg("out", dtype, Privilege::Write)
-                .scalar(DType::I64);
-            with_numeric!(dtype, T => b.register(scan_kernel::<T>(op)), else undefined(name, dtype))
-        })?;
+        let kind = along_kind(
+            name,
+            dtype,
+            dtype,
+            |b| with_numeric!(dtype, T => b.register(scan_kernel::<T>(op)), else undefined(name, dtype)),
+        )?;
         // Blocks over every dimension but the axis, which each block spans.
         let cx = self.context();
         let mut across = shape.as_slice().to_vec();

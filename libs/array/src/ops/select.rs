@@ -11,7 +11,7 @@ use diffuse_ir::{DType, IndexTask, KernelError, Partition, PointTask, Privilege,
 use crate::array::Array;
 use crate::element::with_any;
 use crate::error::{ArrayError, ArrayResult};
-use crate::kinds::kind;
+use crate::kinds::{kind, Kernel};
 use crate::ops::along::write_all;
 
 /// How a mask is cut for compaction: a launch of `[blocks, 1, ..., 1]` giving point `k` the
@@ -94,8 +94,7 @@ fn count_kernel(task: &PointTask<'_>) -> Result<(), KernelError> {
 
 /// A native kernel writing the elements of its block of argument 0 where the boolean
 /// argument 1 (blocked alike) holds into its run of the 1-d argument 2, row-major.
-fn select_kernel<T: diffuse_ir::Element>(
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn select_kernel<T: diffuse_ir::Element>() -> impl Kernel {
     |task| {
         let x = task.read::<T>(0)?;
         let mask = task.read::<bool>(1)?;
@@ -125,9 +124,7 @@ fn select_kernel<T: diffuse_ir::Element>(
 /// A native kernel writing, for every element of its block of the boolean argument 0 that
 /// holds (row-major), its index along dimension `d` into its run of the 1-d argument
 /// `1 + d`. The block of point `k` starts at row `k * rows_per_block` (scalar 0).
-fn nonzero_kernel(
-    dims: usize,
-) -> impl Fn(&PointTask<'_>) -> Result<(), KernelError> + Send + Sync + 'static {
+fn nonzero_kernel(dims: usize) -> impl Kernel {
     move |task| {
         let mask = task.read::<bool>(0)?;
         let shape = mask.shape();
@@ -269,13 +266,7 @@ impl Array {
                 expected: "a bool mask",
             });
         }
-        if mask.shape() != self.shape() {
-            return Err(ArrayError::ShapeMismatch {
-                op: OP,
-                lhs: Box::new(self.shape()),
-                rhs: Box::new(mask.shape()),
-            });
-        }
+        ArrayError::check_same_shape(OP, self.shape(), mask.shape())?;
         let cx = self.context();
         let dtype = self.dtype();
         if self.is_empty() {

@@ -16,20 +16,11 @@ fn flat(index: &[i64], shape: &[i64]) -> usize {
 
 /// Every index of `shape` in row-major order.
 fn indices(shape: &[i64]) -> Vec<Vec<i64>> {
-    let mut out = vec![Vec::new()];
-    for &n in shape {
-        out = out
-            .into_iter()
-            .flat_map(|prefix| {
-                (0..n).map(move |i| {
-                    let mut next = prefix.clone();
-                    next.push(i);
-                    next
-                })
-            })
-            .collect();
-    }
-    out
+    let shape = diffuse_ir::Tuple::shape(shape).expect("a valid shape");
+    diffuse_ir::Rect::from_shape(shape)
+        .points()
+        .map(|p| p.as_slice().to_vec())
+        .collect()
 }
 
 fn shapes() -> impl Strategy<Value = Vec<i64>> {

@@ -15,7 +15,7 @@
 
 use diffuse_array::Array;
 
-use super::{is_converged, norm, precondition, Iterate, Krylov, SharedPreconditioner, Step};
+use super::{is_converged, norm, Iterate, Krylov, Step};
 use crate::{CsrMatrix, SparseError};
 
 /// What an iteration hands to the next one: `p`, `v`, `rho`, `alpha` and `omega` (as
@@ -73,7 +73,6 @@ impl Ratio {
 #[derive(Clone)]
 pub struct BiCgStab {
     it: Iterate,
-    m: Option<SharedPreconditioner>,
     /// The shadow residual, `r` at the start.
     rtilde: Array,
     previous: Option<Carried>,
@@ -84,17 +83,10 @@ impl Krylov for BiCgStab {
     const BREAKDOWN: &'static str = "rtilde . r = 0, rtilde . v = 0 or t . t = 0 for a \
          residual r != 0 (SciPy's info -10)";
 
-    fn start(
-        a: &CsrMatrix,
-        b: &Array,
-        x0: Option<&Array>,
-        m: Option<SharedPreconditioner>,
-    ) -> Result<Self, SparseError> {
-        let it = Iterate::start(a, b, x0)?;
+    fn begin(it: Iterate) -> Result<Self, SparseError> {
         Ok(BiCgStab {
             rtilde: it.r.copy()?,
             it,
-            m,
             previous: None,
         })
     }
@@ -112,7 +104,7 @@ impl Krylov for BiCgStab {
             }
             None => self.it.r.copy()?,
         };
-        let phat = precondition(&self.m, &p)?;
+        let phat = self.it.precondition(&p)?;
         let v = a.spmv(&phat)?;
         let alpha = Ratio::new(rho.clone(), self.rtilde.dot(&v)?)?;
         let s = (&self.it.r - (&v * &alpha.value()?)?)?;
@@ -122,7 +114,7 @@ impl Krylov for BiCgStab {
             self.it.r = s;
             return Ok(Step::Converged);
         }
-        let shat = precondition(&self.m, &s)?;
+        let shat = self.it.precondition(&s)?;
         let t = a.spmv(&shat)?;
         let omega = Ratio::new(t.dot(&s)?, t.dot(&t)?)?;
         self.it.x = ((&self.it.x + (&phat * &alpha.value()?)?)? + (&shat * &omega.value()?)?)?;

@@ -2,14 +2,13 @@
 
 use diffuse_array::Array;
 
-use super::{precondition, Iterate, Krylov, SharedPreconditioner, Step};
+use super::{Iterate, Krylov, Step};
 use crate::{CsrMatrix, SparseError};
 
 /// The CG state: the iterate, the residual, and what the next iteration reuses.
 #[derive(Clone)]
 pub struct Cg {
     it: Iterate,
-    m: Option<SharedPreconditioner>,
     /// The search direction and `r . z` of the previous iteration (none before the first).
     previous: Option<(Array, Array)>,
 }
@@ -20,17 +19,8 @@ impl Krylov for Cg {
     const BREAKDOWN: &'static str = "p . A p = 0 for a search direction p != 0 (or r . z = 0 \
          with a preconditioner), so the (preconditioned) matrix is not positive definite";
 
-    fn start(
-        a: &CsrMatrix,
-        b: &Array,
-        x0: Option<&Array>,
-        m: Option<SharedPreconditioner>,
-    ) -> Result<Self, SparseError> {
-        Ok(Cg {
-            it: Iterate::start(a, b, x0)?,
-            m,
-            previous: None,
-        })
+    fn begin(it: Iterate) -> Result<Self, SparseError> {
+        Ok(Cg { it, previous: None })
     }
 
     fn iterate(&self) -> &Iterate {
@@ -38,7 +28,7 @@ impl Krylov for Cg {
     }
 
     fn step(&mut self, a: &CsrMatrix, _atol: f64, _check: bool) -> Result<Step, SparseError> {
-        let z = precondition(&self.m, &self.it.r)?;
+        let z = self.it.precondition(&self.it.r)?;
         let rho = self.it.r.dot(&z)?;
         let p = match &self.previous {
             Some((p, rho_prev)) => {
@@ -46,7 +36,7 @@ impl Krylov for Cg {
                 ((p * &beta)? + &z)?
             }
             // Unpreconditioned, `z` is `r` itself: the direction is a copy.
-            None if self.m.is_none() => z.copy()?,
+            None if self.it.m.is_none() => z.copy()?,
             None => z,
         };
         let q = a.spmv(&p)?;

@@ -4,15 +4,13 @@
 
 use diffuse_array::Array;
 
-use super::{precondition, Iterate, Krylov, SharedPreconditioner, Step};
+use super::{Iterate, Krylov, Step};
 use crate::{CsrMatrix, SparseError};
 
 /// The CGS state.
 #[derive(Clone)]
 pub struct Cgs {
     it: Iterate,
-    m: Option<SharedPreconditioner>,
-    b: Array,
     /// The shadow residual, `r` at the start.
     rtilde: Array,
     /// `p`, `q` and `rho` of the previous iteration (none before the first).
@@ -24,18 +22,10 @@ impl Krylov for Cgs {
     const BREAKDOWN: &'static str = "rtilde . r = 0 or rtilde . A p = 0 for a residual r != 0 \
          (SciPy's info -10)";
 
-    fn start(
-        a: &CsrMatrix,
-        b: &Array,
-        x0: Option<&Array>,
-        m: Option<SharedPreconditioner>,
-    ) -> Result<Self, SparseError> {
-        let it = Iterate::start(a, b, x0)?;
+    fn begin(it: Iterate) -> Result<Self, SparseError> {
         Ok(Cgs {
             rtilde: it.r.copy()?,
             it,
-            m,
-            b: b.clone(),
             previous: None,
         })
     }
@@ -56,13 +46,13 @@ impl Krylov for Cgs {
             }
             None => (self.it.r.copy()?, self.it.r.copy()?),
         };
-        let phat = precondition(&self.m, &p)?;
+        let phat = self.it.precondition(&p)?;
         let vhat = a.spmv(&phat)?;
         let alpha = (&rho / self.rtilde.dot(&vhat)?)?;
         let q = (&u - (&vhat * &alpha)?)?;
-        let uhat = precondition(&self.m, &(&u + &q)?)?;
+        let uhat = self.it.precondition(&(&u + &q)?)?;
         self.it.x = (&self.it.x + (&uhat * &alpha)?)?;
-        self.it.r = (&self.b - a.spmv(&self.it.x)?)?;
+        self.it.r = (&self.it.b - a.spmv(&self.it.x)?)?;
         self.previous = Some((p, q, rho));
         Ok(Step::Continue)
     }

@@ -44,14 +44,6 @@ impl Preconditioner for CsrMatrix {
 /// A preconditioner shared by a state and its clones.
 pub type SharedPreconditioner = Arc<dyn Preconditioner>;
 
-/// `M v`, or `v` itself without a preconditioner.
-fn precondition(m: &Option<SharedPreconditioner>, v: &Array) -> Result<Array, SparseError> {
-    match m {
-        Some(m) => m.apply(v),
-        None => Ok(v.clone()),
-    }
-}
-
 /// What a method's step reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -62,15 +54,18 @@ pub enum Step {
 }
 
 /// What every method keeps: the iterate `x` and its residual `r` (whose norm the driver
-/// checks).
+/// checks), and the system's right-hand side `b` and preconditioner `M`.
 #[derive(Clone)]
 pub struct Iterate {
     x: Array,
     r: Array,
+    b: Array,
+    m: Option<SharedPreconditioner>,
 }
 
 impl Iterate {
-    /// `x = x0` and `r = b - A x0`; without `x0`, `x = 0` and `r = b` as SciPy starts.
+    /// `x = x0` and `r = b - A x0`; without `x0`, `x = 0` and `r = b` as SciPy starts. No
+    /// preconditioner.
     fn start(a: &CsrMatrix, b: &Array, x0: Option<&Array>) -> Result<Self, SparseError> {
         let rows = a.shape().0;
         for (what, v) in [("b", Some(b)), ("x0", x0)] {
@@ -85,16 +80,24 @@ impl Iterate {
                 }
             }
         }
-        Ok(match x0 {
-            None => Iterate {
-                x: zeros(b.context(), &[rows], DType::F64)?,
-                r: b.copy()?,
-            },
-            Some(x0) => Iterate {
-                x: x0.copy()?,
-                r: (b - a.spmv(x0)?)?,
-            },
+        let (x, r) = match x0 {
+            None => (zeros(b.context(), &[rows], DType::F64)?, b.copy()?),
+            Some(x0) => (x0.copy()?, (b - a.spmv(x0)?)?),
+        };
+        Ok(Iterate {
+            x,
+            r,
+            b: b.clone(),
+            m: None,
         })
+    }
+
+    /// `M v`, or `v` itself without a preconditioner.
+    fn precondition(&self, v: &Array) -> Result<Array, SparseError> {
+        match &self.m {
+            Some(m) => m.apply(v),
+            None => Ok(v.clone()),
+        }
     }
 
     /// The current approximation of the solution.
@@ -126,7 +129,15 @@ pub trait Krylov: Sized + Clone {
         b: &Array,
         x0: Option<&Array>,
         m: Option<SharedPreconditioner>,
-    ) -> Result<Self, SparseError>;
+    ) -> Result<Self, SparseError> {
+        Self::begin(Iterate {
+            m,
+            ..Iterate::start(a, b, x0)?
+        })
+    }
+    /// The state at the first iterate `it`: what [`Krylov::start`] sets up once it has the
+    /// iterate.
+    fn begin(it: Iterate) -> Result<Self, SparseError>;
     /// The current iterate and residual.
     fn iterate(&self) -> &Iterate;
     /// One iteration. `check` is true on iterations whose start checked the residual; a
