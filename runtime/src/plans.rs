@@ -19,7 +19,7 @@ use diffuse_backend::{
 };
 use diffuse_ir::{IndexTask, IrError, Partition, PartitionKind, Shape, StoreId};
 use diffuse_jit::{
-    CpuKernel, GpuJit, GpuRuntime, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
+    CpuKernel, GpuJit, GpuTarget, Jit, KernelParam, KernelSignature, KernelStep, Lookup,
 };
 use hashbrown::HashMap;
 
@@ -384,7 +384,7 @@ fn gpu_jit_for_this_machine() -> GpuJit {
     let chip = diffuse_device::cuda::chip().unwrap_or_else(|| "sm_90".to_string());
     GpuJit::new(
         GpuTarget::for_chip(&chip),
-        GpuRuntime::new(diffuse_device::cuda::mlir_runtime_symbols()),
+        diffuse_device::cuda::mlir_runtime(),
     )
 }
 
