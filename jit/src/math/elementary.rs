@@ -138,36 +138,34 @@ pub(super) fn tanh(s: &mut String) {
 
 /// `sinh(|x|) = (e + e / (e + 1)) / 2` with e = `expm1(|x|)`, with the sign of x.
 pub(super) fn sinh(s: &mut String) {
-    let magnitude = "    %e = math.expm1 %a : f64
+    let terms = "    %e = math.expm1 %a : f64
     %e1 = arith.addf %e, %one : f64
-    %f = arith.divf %e, %e1 : f64
-    %s0 = arith.addf %e, %f : f64
-    %moderate = arith.mulf %half, %s0 : f64
+    %g = arith.divf %e, %e1 : f64
 ";
-    large_or(s, magnitude, "s1");
+    half_sum_or_large(s, terms, "s1");
     with_sign_of_x(s, "s1", "r");
 }
 
 /// `cosh(x) = (exp(|x|) + 1 / exp(|x|)) / 2`.
 pub(super) fn cosh(s: &mut String) {
-    let moderate = "    %e = math.exp %a : f64
-    %inv = arith.divf %one, %e : f64
-    %c0 = arith.addf %e, %inv : f64
-    %moderate = arith.mulf %half, %c0 : f64
+    let terms = "    %e = math.exp %a : f64
+    %g = arith.divf %one, %e : f64
 ";
-    large_or(s, moderate, "r");
+    half_sum_or_large(s, terms, "r");
 }
 
-/// `sinh` or `cosh` of |x| into `%<result>`: `moderate` (which reads `%a` = |x|, `%half`
-/// and `%one`, and defines `%moderate`), or beyond 700, where `exp(|x|)` overflows first,
+/// `sinh` or `cosh` of |x| into `%<result>`: `(e + g) / 2` with `%e` and `%g` from `terms`
+/// (which read `%a` = |x| and `%one`), or beyond 700, where `exp(|x|)` overflows first,
 /// `(exp(|x|/2) / 2) exp(|x|/2)`.
-fn large_or(s: &mut String, moderate: &str, result: &str) {
+fn half_sum_or_large(s: &mut String, terms: &str, result: &str) {
     let _ = write!(
         s,
         "    %a = math.absf %x : f64
     %half = arith.constant 0.5 : f64
     %one = arith.constant 1.0 : f64
-{moderate}    %ah = arith.mulf %half, %a : f64
+{terms}    %sum = arith.addf %e, %g : f64
+    %moderate = arith.mulf %half, %sum : f64
+    %ah = arith.mulf %half, %a : f64
     %h = math.exp %ah : f64
     %hh = arith.mulf %half, %h : f64
     %large = arith.mulf %hh, %h : f64

@@ -105,30 +105,33 @@ fn reduce(s: &mut String) {
 /// `sin x`: for q = 0, 1, 2, 3: sin r, cos r, -sin r, -cos r.
 pub(super) fn sin(s: &mut String) {
     reduce(s);
+    signed_by_quadrant(s, "q", "cos_r", "sin_r");
     s.push_str(
-        "    %q_two = arith.andi %q, %c2 : i64
-    %negate = arith.cmpi ne, %q_two, %c0 : i64
-    %v = arith.select %odd, %cos_r, %sin_r : f64
-    %nv = arith.negf %v : f64
-    %v2 = arith.select %negate, %nv, %v : f64
-    %v3 = arith.select %finite, %v2, %nan : f64
+        "    %v3 = arith.select %finite, %v2, %nan : f64
     %r = arith.select %is_zero, %x, %v3 : f64
 ",
     );
 }
 
-/// `cos x`: for q = 0, 1, 2, 3: cos r, -sin r, -cos r, sin r.
+/// `cos x`: for q = 0, 1, 2, 3: cos r, -sin r, -cos r, sin r (sin's signs for q + 1).
 pub(super) fn cos(s: &mut String) {
     reduce(s);
-    s.push_str(
-        "    %q1 = arith.addi %q, %c1 : i64
-    %q_two = arith.andi %q1, %c2 : i64
+    s.push_str("    %q1 = arith.addi %q, %c1 : i64\n");
+    signed_by_quadrant(s, "q1", "sin_r", "cos_r");
+    s.push_str("    %r = arith.select %finite, %v2, %nan : f64\n");
+}
+
+/// Appends `%v2`: `%<odd>` for an odd quadrant, else `%<even>`, negated when bit 1 of
+/// `%<quadrant>` is set.
+fn signed_by_quadrant(s: &mut String, quadrant: &str, odd: &str, even: &str) {
+    let _ = write!(
+        s,
+        "    %q_two = arith.andi %{quadrant}, %c2 : i64
     %negate = arith.cmpi ne, %q_two, %c0 : i64
-    %v = arith.select %odd, %sin_r, %cos_r : f64
+    %v = arith.select %odd, %{odd}, %{even} : f64
     %nv = arith.negf %v : f64
     %v2 = arith.select %negate, %nv, %v : f64
-    %r = arith.select %finite, %v2, %nan : f64
-",
+"
     );
 }
 
