@@ -22,8 +22,8 @@
 //! broadcasting, scalars, copies of sub-stores, loops over rows whose iterations are
 //! independent (CSR SpMV, one row per thread; see [`host_loops`]), full reductions into 0-d
 //! stores and kernels over 0-d stores only (as explicit launches, see [`launches`]), and the
-//! math functions of the device prelude ([`math`](crate::math): the CPU's `exp`, `log` and
-//! `erf`, and the rest of the libm the kernels use). Kernels that keep a temporary in memory,
+//! math functions of the device prelude ([`math`]: the CPU's `exp`, `log` and `erf`, and the
+//! rest of the libm the kernels use). Kernels that keep a temporary in memory,
 //! reductions of other forms and other math functions are reported as
 //! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
 //! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
