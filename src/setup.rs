@@ -40,7 +40,7 @@ use std::sync::{Arc, OnceLock};
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use diffuse_backend::Backend;
 use diffuse_embedded::EmbeddedConfig;
-use diffuse_jit::{CompileMode, GpuJit, GpuRuntime, GpuTarget, Jit};
+use diffuse_jit::{CompileMode, GpuJit, GpuTarget, Jit};
 use diffuse_legion::LegionConfig;
 use diffuse_runtime::{FusionConfig, MapplePlacement, Placement, Runtime, RuntimeConfig};
 
@@ -520,7 +520,7 @@ pub fn gpu_jit_for(backend: &dyn Backend) -> Option<Arc<GpuJit>> {
                     diffuse_device::cuda::chip().unwrap_or_else(|| REFERENCE_GPU_CHIP.to_string());
                 Arc::new(GpuJit::new(
                     GpuTarget::for_chip(&chip),
-                    GpuRuntime::new(diffuse_device::cuda::mlir_runtime_symbols()),
+                    diffuse_device::cuda::mlir_runtime(),
                 ))
             })
             .clone()

@@ -8,7 +8,7 @@
 //! it. Every call makes the context current on the calling thread first (callers' threads
 //! vary), and no call panics: a driver function missing from an old driver is an error.
 //!
-//! [`mlir_runtime_symbols`] are the functions MLIR's GPU lowering calls from a compiled
+//! [`mlir_runtime`] are the functions MLIR's GPU lowering calls from a compiled
 //! kernel's host code; [`Device::launch`] runs that host code with the device's stream as the
 //! one those functions launch on.
 //!
@@ -26,7 +26,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUcontext, CUevent, CUstream};
 
-pub use runtime::mlir_runtime_symbols;
+pub use runtime::mlir_runtime;
 
 use crate::counters::{Counters, Direction};
 use crate::{

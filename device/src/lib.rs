@@ -114,7 +114,7 @@ pub struct Copy2d {
 
 /// Work a device runs as one kernel launch (see [`Device::launch`]): on a CUDA device a call
 /// of compiled host code that launches kernels on the device's stream through the MLIR GPU
-/// runtime functions ([`cuda::mlir_runtime_symbols`]), run at once on the calling thread; on
+/// runtime functions ([`cuda::mlir_runtime`]), run at once on the calling thread; on
 /// the simulated device a host function over arena memory, run later on the simulator
 /// thread. It returns why it failed, if it did.
 pub type LaunchWork = Box<dyn FnOnce() -> Result<(), String> + Send>;

@@ -103,15 +103,7 @@ fn launch_errors_are_returned_by_the_launch() {
     let failed = unsafe { device.launch(Box::new(|| Err("no kernel".into()))) };
     assert_eq!(failed, Err(DeviceError::Kernel("no kernel".into())));
     let asks_for_the_stream: LaunchWork = Box::new(|| {
-        let symbols = cuda::mlir_runtime_symbols();
-        let address = symbols
-            .iter()
-            .find(|s| s.0 == "mgpuStreamCreate")
-            .map(|s| s.1)
-            .ok_or("no mgpuStreamCreate")?;
-        type Create = unsafe extern "C" fn() -> *mut std::ffi::c_void;
-        // SAFETY: `mgpuStreamCreate` has this signature.
-        let create: Create = unsafe { std::mem::transmute::<usize, Create>(address) };
+        let create = cuda::mlir_runtime().stream_create;
         // SAFETY: takes no arguments.
         if unsafe { create() }.is_null() {
             return Err("the launch's stream is the device's, not null".into());

@@ -35,7 +35,10 @@ mod task;
 mod tuple;
 mod validate;
 
-pub use compiled::{IterationSpace, KernelParam, KernelSignature, KernelStep, MemRef};
+pub use compiled::{
+    GpuHandle, GpuLaunchKernel, GpuRuntime, IterationSpace, KernelParam, KernelSignature,
+    KernelStep, MemRef,
+};
 pub use context::{Context, Detached, Executor};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;

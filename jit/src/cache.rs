@@ -307,7 +307,11 @@ impl Jit {
         signature: &KernelSignature,
         started: Instant,
     ) -> Result<(CpuKernel, bool), JitError> {
-        let composed = compose(signature, math::prelude(), KernelTarget::Host)?;
+        let composed = compose(
+            signature,
+            math::prelude(KernelTarget::Host),
+            KernelTarget::Host,
+        )?;
         let text = composed.text;
         tracing::trace!(kernel = %signature.name, "composed MLIR:\n{text}");
         let kernel = |code| {

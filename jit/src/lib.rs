@@ -23,8 +23,9 @@
 //! reached through one parameter; read-only ones may overlap). The module is lowered to
 //! loops and LLVM and the ORC JIT compiles it for the host CPU at `-O3`, where LLVM
 //! vectorizes the loops. `exp`, `log` and `erf` become branch-free polynomials within 1 ulp
-//! of glibc (`math.rs`, errors measured there), inlined so that transcendental-heavy loops
-//! vectorize too; other math calls libm.
+//! of glibc (`math/`, errors measured there), inlined so that transcendental-heavy loops
+//! vectorize too; other math calls libm. GPU kernels take the same library, with the rest of
+//! the libm they use defined in it too.
 //!
 //! [`Jit`] caches compiled kernels by [`KernelSignature`]: the canonical (alpha-renamed)
 //! description of the fused task with element types, ranks, privileges and broadcast
@@ -88,8 +89,8 @@ mod math;
 mod support;
 
 pub use cache::{CompileMode, Jit, JitStats, Lookup};
-pub use diffuse_ir::{KernelParam, KernelSignature, KernelStep, MemRef};
+pub use diffuse_ir::{GpuRuntime, KernelParam, KernelSignature, KernelStep, MemRef};
 pub use disk::{KernelCache, CACHE_VARIABLE};
 pub use error::JitError;
-pub use gpu::{GpuError, GpuJit, GpuKernel, GpuRuntime, GpuTarget, PtxModule};
+pub use gpu::{GpuError, GpuJit, GpuKernel, GpuTarget, PtxModule};
 pub use kernel::CpuKernel;

@@ -217,19 +217,35 @@ fn add_then_scale() -> KernelSignature {
         }),
         true,
     );
-    let (read, write) = (Privilege::Read, Privilege::Write);
-    KernelSignature {
-        name: "add+mul".into(),
-        steps: vec![
-            step(add, &[(0, read), (1, read), (2, write)]),
-            step(mul, &[(2, read), (0, read), (3, write)]),
-        ],
-        params: vec![
+    chained(
+        "add+mul",
+        [add, mul],
+        Privilege::Write,
+        vec![
             param(0, Privilege::Read, false, 0),
             param(1, Privilege::Read, false, 0b01),
             param(2, Privilege::ReadWrite, true, 0),
             param(3, Privilege::Write, false, 0),
         ],
+    )
+}
+
+/// `t = first(a, b)` into parameter 2, then `second(t, a)` into parameter 3 with `last`
+/// (parameters 0 to 3 given by `params`).
+fn chained(
+    name: &str,
+    [first, second]: [Arc<TaskKind>; 2],
+    last: Privilege,
+    params: Vec<KernelParam>,
+) -> KernelSignature {
+    let (read, write) = (Privilege::Read, Privilege::Write);
+    KernelSignature {
+        name: name.into(),
+        steps: vec![
+            step(first, &[(0, read), (1, read), (2, write)]),
+            step(second, &[(2, read), (0, read), (3, last)]),
+        ],
+        params,
     }
 }
 
@@ -486,14 +502,12 @@ fn add_then_dot(temporary: bool) -> KernelSignature {
         &[("x", Privilege::Read), ("y", Privilege::Read), ("acc", sum)],
         Arc::new(Dot),
     );
-    let (read, write) = (Privilege::Read, Privilege::Write);
-    KernelSignature {
-        name: "add+dot".into(),
-        steps: vec![
-            step(add, &[(0, read), (1, read), (2, write)]),
-            step(dot, &[(2, read), (0, read), (3, sum)]),
-        ],
-        params: vec![
+    let read = Privilege::Read;
+    chained(
+        "add+dot",
+        [add, dot],
+        sum,
+        vec![
             param(0, read, false, 0),
             param(1, read, false, 0),
             param(2, Privilege::ReadWrite, temporary, 0),
@@ -502,7 +516,7 @@ fn add_then_dot(temporary: bool) -> KernelSignature {
                 ..param(3, sum, false, 0)
             },
         ],
-    }
+    )
 }
 
 /// The dot product of a vector update's result is folded in the update's loop nest (one

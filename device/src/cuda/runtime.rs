@@ -20,6 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUcontext, CUfunction, CUmodule, CUstream};
+use diffuse_ir::{GpuHandle, GpuRuntime};
 
 use super::describe;
 use crate::panic_message;
@@ -140,7 +141,7 @@ struct ContextModules {
 
 impl ContextModules {
     /// A handle for `image`, loaded nowhere yet.
-    fn handle(image: *mut c_void, jit: Option<i32>) -> CUmodule {
+    fn handle(image: *mut c_void, jit: Option<i32>) -> GpuHandle {
         Box::into_raw(Box::new(ContextModules {
             image,
             jit,
@@ -215,7 +216,7 @@ fn load_image(image: *const c_void, jit: Option<i32>) -> Result<CUmodule, String
 
 /// `mgpuModuleLoad(data, size)`: a cubin or PTX image, loaded into each context on its
 /// first launch there ([`ContextModules`]).
-unsafe extern "C" fn mgpu_module_load(data: *mut c_void, _size: usize) -> CUmodule {
+unsafe extern "C" fn mgpu_module_load(data: *mut c_void, _size: usize) -> GpuHandle {
     guarded("mgpuModuleLoad", std::ptr::null_mut(), || {
         if failed() || data.is_null() {
             return std::ptr::null_mut();
@@ -226,7 +227,7 @@ unsafe extern "C" fn mgpu_module_load(data: *mut c_void, _size: usize) -> CUmodu
 
 /// `mgpuModuleLoadJIT(ptx, opt_level)`: a NUL-terminated PTX image the driver compiles for
 /// each context's device on its first launch there.
-unsafe extern "C" fn mgpu_module_load_jit(data: *mut c_void, opt_level: i32) -> CUmodule {
+unsafe extern "C" fn mgpu_module_load_jit(data: *mut c_void, opt_level: i32) -> GpuHandle {
     guarded("mgpuModuleLoadJIT", std::ptr::null_mut(), || {
         if failed() || data.is_null() {
             return std::ptr::null_mut();
@@ -238,7 +239,7 @@ unsafe extern "C" fn mgpu_module_load_jit(data: *mut c_void, opt_level: i32) -> 
 /// `mgpuModuleUnload(module)`: run by the engine's global destructor, on any thread;
 /// unloads the module from every context it was loaded into (a context already destroyed,
 /// at exit, is skipped).
-unsafe extern "C" fn mgpu_module_unload(module: CUmodule) {
+unsafe extern "C" fn mgpu_module_unload(module: GpuHandle) {
     guarded("mgpuModuleUnload", (), || {
         if module.is_null() {
             return;
@@ -268,7 +269,7 @@ unsafe extern "C" fn mgpu_module_unload(module: CUmodule) {
 
 /// `mgpuModuleGetFunction(module, name)`: the kernel in the module as loaded into the
 /// current context (loading it there first if needed).
-unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_char) -> CUfunction {
+unsafe extern "C" fn mgpu_module_get_function(module: GpuHandle, name: *const c_char) -> GpuHandle {
     guarded("mgpuModuleGetFunction", std::ptr::null_mut(), || {
         if failed() {
             return std::ptr::null_mut();
@@ -303,7 +304,7 @@ unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_c
         // string of the compiled code.
         let status = unsafe { sys::cuModuleGetFunction(&mut function, loaded, name) };
         match status.result() {
-            Ok(()) => function,
+            Ok(()) => function.cast(),
             Err(e) => {
                 // SAFETY: as above.
                 let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
@@ -319,7 +320,7 @@ unsafe extern "C" fn mgpu_module_get_function(module: CUmodule, name: *const c_c
 /// grid launches nothing: a sub-store with an empty extent.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn mgpu_launch_kernel(
-    function: CUfunction,
+    function: GpuHandle,
     grid_x: isize,
     grid_y: isize,
     grid_z: isize,
@@ -327,7 +328,7 @@ unsafe extern "C" fn mgpu_launch_kernel(
     block_y: isize,
     block_z: isize,
     shared_bytes: i32,
-    stream: CUstream,
+    stream: GpuHandle,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
     _param_count: i64,
@@ -356,7 +357,7 @@ unsafe extern "C" fn mgpu_launch_kernel(
         // parameter, built by the compiled code; the stream is the launch scope's.
         let status = unsafe {
             sys::cuLaunchKernel(
-                function,
+                function.cast(),
                 grid_x as u32,
                 grid_y as u32,
                 grid_z as u32,
@@ -364,7 +365,7 @@ unsafe extern "C" fn mgpu_launch_kernel(
                 block_y as u32,
                 block_z as u32,
                 shared_bytes as u32,
-                stream,
+                stream.cast(),
                 params,
                 extra,
             )
@@ -380,9 +381,9 @@ unsafe extern "C" fn mgpu_launch_kernel(
 
 /// `mgpuStreamCreate()`: the launch scope's stream (outside a scope: null, the legacy
 /// default stream, with a warning).
-unsafe extern "C" fn mgpu_stream_create() -> CUstream {
+unsafe extern "C" fn mgpu_stream_create() -> GpuHandle {
     with_scope(|scope| match scope {
-        Some(s) => s.stream,
+        Some(s) => s.stream.cast(),
         None => {
             tracing::warn!("mgpuStreamCreate outside a launch: using the default stream");
             std::ptr::null_mut()
@@ -392,39 +393,26 @@ unsafe extern "C" fn mgpu_stream_create() -> CUstream {
 
 /// `mgpuStreamSynchronize(stream)`: nothing; the device is asynchronous and its caller
 /// waits (errors of the kernels surface there).
-unsafe extern "C" fn mgpu_stream_synchronize(_stream: CUstream) {}
+unsafe extern "C" fn mgpu_stream_synchronize(_stream: GpuHandle) {}
 
 /// `mgpuStreamDestroy(stream)`: nothing; the stream is the device's.
-unsafe extern "C" fn mgpu_stream_destroy(_stream: CUstream) {}
+unsafe extern "C" fn mgpu_stream_destroy(_stream: GpuHandle) {}
 
-/// The functions MLIR's GPU lowering calls from a compiled kernel's host code, as (name,
-/// address) pairs for the JIT to register with every GPU kernel's engine. Run that host code
-/// through [`Device::launch`](crate::Device::launch) of a
-/// [`CudaDevice`](super::CudaDevice): its kernels then run on the device's stream, and
-/// their failures are the launch's error.
-pub fn mlir_runtime_symbols() -> Vec<(&'static str, usize)> {
-    vec![
-        ("mgpuModuleLoad", mgpu_module_load as *const () as usize),
-        (
-            "mgpuModuleLoadJIT",
-            mgpu_module_load_jit as *const () as usize,
-        ),
-        ("mgpuModuleUnload", mgpu_module_unload as *const () as usize),
-        (
-            "mgpuModuleGetFunction",
-            mgpu_module_get_function as *const () as usize,
-        ),
-        ("mgpuLaunchKernel", mgpu_launch_kernel as *const () as usize),
-        ("mgpuStreamCreate", mgpu_stream_create as *const () as usize),
-        (
-            "mgpuStreamSynchronize",
-            mgpu_stream_synchronize as *const () as usize,
-        ),
-        (
-            "mgpuStreamDestroy",
-            mgpu_stream_destroy as *const () as usize,
-        ),
-    ]
+/// The functions MLIR's GPU lowering calls from a compiled kernel's host code, for the JIT
+/// to link every GPU kernel's host code against. Run that host code through
+/// [`Device::launch`](crate::Device::launch) of a [`CudaDevice`](super::CudaDevice): its
+/// kernels then run on the device's stream, and their failures are the launch's error.
+pub fn mlir_runtime() -> GpuRuntime {
+    GpuRuntime {
+        module_load: mgpu_module_load,
+        module_load_jit: mgpu_module_load_jit,
+        module_unload: mgpu_module_unload,
+        module_get_function: mgpu_module_get_function,
+        launch_kernel: mgpu_launch_kernel,
+        stream_create: mgpu_stream_create,
+        stream_synchronize: mgpu_stream_synchronize,
+        stream_destroy: mgpu_stream_destroy,
+    }
 }
 
 #[cfg(test)]
@@ -477,13 +465,13 @@ mod tests {
             Box::new(|| {
                 // SAFETY: as above.
                 let stream = unsafe { mgpu_stream_create() };
-                if stream != fake_stream() {
+                if stream != fake_stream().cast() {
                     return Err(format!("stream {stream:?}"));
                 }
                 launch(0x6000 as CUstream, Box::new(|| Ok(())))?;
                 // SAFETY: as above.
                 let again = unsafe { mgpu_stream_create() };
-                (again == fake_stream())
+                (again == fake_stream().cast())
                     .then_some(())
                     .ok_or_else(|| format!("restored stream {again:?}"))
             }),
@@ -503,8 +491,8 @@ mod tests {
                 unsafe {
                     launch_null_kernel();
                     mgpu_module_get_function(std::ptr::null_mut(), c"k".as_ptr());
-                    mgpu_stream_synchronize(fake_stream());
-                    mgpu_stream_destroy(fake_stream());
+                    mgpu_stream_synchronize(fake_stream().cast());
+                    mgpu_stream_destroy(fake_stream().cast());
                 }
                 Err("the work's own error".into())
             }),
@@ -574,7 +562,8 @@ mod tests {
 
     #[test]
     fn the_symbols_are_the_eight_lowering_functions() {
-        let names: Vec<_> = mlir_runtime_symbols().iter().map(|s| s.0).collect();
+        let symbols = mlir_runtime().symbols();
+        let names: Vec<_> = symbols.iter().map(|s| s.0).collect();
         assert_eq!(
             names,
             [
@@ -588,6 +577,6 @@ mod tests {
                 "mgpuStreamDestroy"
             ]
         );
-        assert!(mlir_runtime_symbols().iter().all(|s| s.1 != 0));
+        assert!(symbols.iter().all(|s| !s.1.is_null()));
     }
 }

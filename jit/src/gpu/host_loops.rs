@@ -99,13 +99,13 @@ struct Copy<'a> {
 impl<'a> Copy<'a> {
     /// The copy on `line`; `None` for any other line.
     fn parse(line: &'a str) -> Option<Self> {
-        let body = line.trim_start();
+        let (indent, body) = indented(line);
         let rest = body.strip_prefix("memref.copy ")?;
         let (operands, types) = rest.split_once(" : ")?;
         let (source, target) = operands.split_once(", ")?;
         let (source_type, target_type) = types.split_once(" to ")?;
         Some(Copy {
-            indent: &line[..line.len() - body.len()],
+            indent,
             source,
             target,
             source_type,
@@ -114,15 +114,17 @@ impl<'a> Copy<'a> {
     }
 
     fn as_linalg(&self) -> String {
-        let Copy {
-            indent,
-            source,
-            target,
-            source_type,
-            target_type,
-        } = self;
-        format!("{indent}linalg.copy ins({source} : {source_type}) outs({target} : {target_type})")
+        format!(
+            "{}linalg.copy ins({} : {}) outs({} : {})",
+            self.indent, self.source, self.source_type, self.target, self.target_type
+        )
     }
+}
+
+/// A printed line's indentation and the rest of it.
+fn indented(line: &str) -> (&str, &str) {
+    let body = line.trim_start();
+    (&line[..line.len() - body.len()], body)
 }
 
 /// A printed `scf.for %i = %lb to %ub step %step {` line: a loop over `index` that carries
@@ -138,7 +140,7 @@ pub(super) struct RowLoop<'a> {
 impl<'a> RowLoop<'a> {
     /// The loop on `line`; `None` for any other line.
     pub(super) fn parse(line: &'a str) -> Option<Self> {
-        let body = line.trim_start();
+        let (indent, body) = indented(line);
         let rest = body.strip_prefix("scf.for ")?.strip_suffix(" {")?;
         let (index, rest) = rest.split_once(" = ")?;
         let (lower, rest) = rest.split_once(" to ")?;
@@ -147,8 +149,8 @@ impl<'a> RowLoop<'a> {
         [index, lower, upper, step]
             .iter()
             .all(|s| simple(s))
-            .then(|| RowLoop {
-                indent: &line[..line.len() - body.len()],
+            .then_some(RowLoop {
+                indent,
                 index,
                 lower,
                 upper,

@@ -373,18 +373,22 @@ iter_args({p}running = {p}identity) -> ({t}) {{"
         }
     }
     out.push(format!("{j}}}"));
-    let names = |suffix: &str| format!("{p}{suffix}");
-    out.extend(block_tree(
-        &BlockTree {
-            j: &j,
-            q: &names("s1_"),
-            shared: &names("shared"),
-            tx: &names("tx"),
-            value: &names("partial"),
-        },
-        op,
-        t,
-    ));
+    // Stage s folds `value` of every thread `tx` through `shared` (tree values `<p>s<s>_`).
+    let tree = |stage: &str, shared: &str, tx: &str, value: &str| {
+        let names = |suffix: &str| format!("{p}{suffix}");
+        block_tree(
+            &BlockTree {
+                j: &j,
+                q: &names(&format!("{stage}_")),
+                shared: &names(shared),
+                tx: &names(tx),
+                value: &names(value),
+            },
+            op,
+            t,
+        )
+    };
+    out.extend(tree("s1", "shared", "tx", "partial"));
     out.extend([
         format!("{j}{p}s1_first = arith.cmpi eq, {p}tx, {p}zero : index"),
         format!("{j}scf.if {p}s1_first {{"),
@@ -410,17 +414,7 @@ iter_args({p}running2 = {p}identity) -> ({t}) {{"
         format!("{j}  scf.yield {p}folded : {t}"),
         format!("{j}}}"),
     ]);
-    out.extend(block_tree(
-        &BlockTree {
-            j: &j,
-            q: &names("s2_"),
-            shared: &names("shared2"),
-            tx: &names("ux"),
-            value: &names("partial2"),
-        },
-        op,
-        t,
-    ));
+    out.extend(tree("s2", "shared2", "ux", "partial2"));
     let (target, target_type) = (l.target, l.target_type);
     out.extend([
         format!("{j}{p}s2_first = arith.cmpi eq, {p}ux, {p}zero : index"),

@@ -22,7 +22,8 @@
 //! broadcasting, scalars, copies of sub-stores, loops over rows whose iterations are
 //! independent (CSR SpMV, one row per thread; see [`host_loops`]), full reductions into 0-d
 //! stores and kernels over 0-d stores only (as explicit launches, see [`launches`]), and the
-//! math functions of the device prelude ([`math`]). Kernels that keep a temporary in memory,
+//! math functions of the device prelude ([`math`]: the CPU's `exp`, `log` and `erf`, and the
+//! rest of the libm the kernels use). Kernels that keep a temporary in memory,
 //! reductions of other forms and other math functions are reported as
 //! [`JitError::Unsupported`] at compile time. Multiplies and adds are contracted into FMAs
 //! only where the source allows it (`fastmath<contract>`, as the math prelude's polynomials
@@ -31,11 +32,8 @@
 
 mod host_loops;
 mod launches;
-mod libm;
-mod math;
 mod pipeline;
 
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Instant;
 
@@ -47,7 +45,8 @@ use crate::compiler::{descriptor, Descriptor, MlirFailure, MlirSession, NativeCo
 use crate::compose::{compose, ENTRY};
 use crate::error::JitError;
 use crate::kernel::{check_arguments, descriptors};
-use diffuse_ir::{KernelSignature, MemRef};
+use crate::math;
+use diffuse_ir::{GpuRuntime, KernelSignature, MemRef};
 
 /// Why a GPU kernel could not be enqueued (compilation failures are [`JitError`]s, wrapped
 /// in [`GpuError::Compile`] where an enqueue path reports them).
@@ -104,37 +103,6 @@ impl GpuTarget {
             chip: chip.to_string(),
             features: format!("+ptx{ptx}"),
         }
-    }
-}
-
-/// The MLIR GPU runtime functions compiled host code is linked against: (name, address)
-/// of each `mgpu*` function the lowering calls (`mgpuModuleLoad`, `mgpuModuleLoadJIT`,
-/// `mgpuModuleUnload`, `mgpuModuleGetFunction`, `mgpuLaunchKernel`, `mgpuStreamCreate`,
-/// `mgpuStreamSynchronize`, `mgpuStreamDestroy`), with the signatures LLVM declares them
-/// with. The device layer provides them; a missing one makes every compilation fail.
-///
-/// The host code of every call creates a stream, launches the kernels on it, then
-/// synchronizes and destroys it (MLIR's lowering of a synchronous `gpu.launch_func`): for the
-/// call to only enqueue, the runtime answers `mgpuStreamCreate` with the launch scope's
-/// stream and makes `mgpuStreamSynchronize` and `mgpuStreamDestroy` of that stream return
-/// without waiting. `mgpuModuleUnload` runs when the kernel is dropped, on any thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuRuntime {
-    symbols: Vec<(&'static str, usize)>,
-}
-
-impl GpuRuntime {
-    /// The runtime made of `symbols`: (function name, address).
-    pub fn new(symbols: Vec<(&'static str, usize)>) -> Self {
-        GpuRuntime { symbols }
-    }
-
-    /// The symbols as the execution engine registers them.
-    fn addresses(&self) -> Vec<(&'static str, *mut c_void)> {
-        self.symbols
-            .iter()
-            .map(|&(name, address)| (name, address as *mut c_void))
-            .collect()
     }
 }
 
@@ -200,9 +168,14 @@ impl GpuJit {
 
     fn compile(&self, signature: &KernelSignature) -> Result<GpuKernel, JitError> {
         let started = Instant::now();
-        let prelude = math::device_prelude(crate::math::prelude());
-        let text =
-            libm::remainders_as_calls(&compose(signature, &prelude, KernelTarget::Device)?.text);
+        let text = math::remainders_as_calls(
+            &compose(
+                signature,
+                math::prelude(KernelTarget::Device),
+                KernelTarget::Device,
+            )?
+            .text,
+        );
         tracing::trace!(kernel = %signature.name, "composed MLIR for the GPU:\n{text}");
         let mlir_error = |f: MlirFailure| JitError::Mlir {
             kernel: signature.name.clone(),
@@ -246,7 +219,7 @@ impl GpuJit {
         let ptx = pipeline::ptx_modules(&lowered);
         pipeline::check_ptx(&ptx).map_err(unsupported)?;
         let code = session
-            .jit_with_symbols(&lowered, ENTRY, &self.runtime.addresses(), None)
+            .jit_with_symbols(&lowered, ENTRY, &self.runtime.symbols(), None)
             .map_err(mlir_error)?;
         Ok(GpuKernel {
             signature: signature.clone(),

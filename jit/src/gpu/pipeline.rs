@@ -3,7 +3,7 @@
 //!
 //! 1. [`bufferize_pipeline`]: the CPU path's fusion and bufferization (math through the
 //!    device prelude, `arith.remf` through its `fmod` after
-//!    [`remainders_as_calls`](super::libm::remainders_as_calls), element-wise fusion
+//!    [`remainders_as_calls`](crate::math::remainders_as_calls), element-wise fusion
 //!    removing temporaries, in-place bufferization);
 //!    [`to_device_loops`](super::host_loops::to_device_loops) turns the copies and the
 //!    independent row loops bufferization left into parallel loop nests;

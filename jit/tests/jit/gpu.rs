@@ -273,6 +273,19 @@ fn launches_of(kernel: &diffuse_jit::GpuKernel, memrefs: &[MemRef<'_>]) -> Vec<C
         .collect()
 }
 
+/// The grid, block and parameter words of `call`, a launch.
+fn launch_parts(call: &Call) -> (&[isize; 3], &[isize; 3], &[u64]) {
+    let Call::Launch {
+        grid,
+        block,
+        params,
+    } = call
+    else {
+        panic!("expected a launch, got {call:?}");
+    };
+    (grid, block, params)
+}
+
 /// True when `words` contains `descriptor` as consecutive words.
 fn passes(words: &[u64], descriptor: &[i64]) -> bool {
     let descriptor: Vec<u64> = descriptor.iter().map(|&w| w as u64).collect();
@@ -312,14 +325,7 @@ fn the_host_code_loads_the_ptx_once_and_launches_a_grid_over_the_sizes() {
     );
     assert_eq!(get, &Call::GetFunction(kernel_name.clone()));
     assert_eq!(create, &Call::StreamCreate);
-    let Call::Launch {
-        grid,
-        block,
-        params,
-    } = launch
-    else {
-        panic!("expected a launch, got {launch:?}");
-    };
+    let (grid, block, params) = launch_parts(launch);
     assert_eq!((grid, block), (&[3, 4, 1], &[1, 256, 1]));
     // Each store's descriptor reaches the kernel with its own address and strides: nothing
     // packed, nothing copied (the strided `out` included).
@@ -412,17 +418,7 @@ fn square_plus(flags: &'static str) -> KernelSignature {
         ),
         other => panic!("no kernel with flags {other}"),
     };
-    KernelSignature {
-        name: format!("square+x {flags}"),
-        steps: vec![KernelStep {
-            kind: unary_kind(name, body),
-            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
-        }],
-        params: vec![
-            param(0, Privilege::Read, false, 0),
-            param(1, Privilege::Write, false, 0),
-        ],
-    }
+    unary(name, body, DType::F64)
 }
 
 #[test]
@@ -445,20 +441,11 @@ fn multiplies_and_adds_are_not_contracted_unless_the_source_asks() {
 /// `out = x`: an identity `linalg.generic` once the bit casts fold (the array library's
 /// copy kernel, e.g. for slicing and assignment).
 fn copy() -> KernelSignature {
-    KernelSignature {
-        name: "copy".into(),
-        steps: vec![KernelStep {
-            kind: unary_kind(
-                "jit_test.copy",
-                "%i = arith.bitcast %a : {f} to i64\n    %y = arith.bitcast %i : i64 to {f}",
-            ),
-            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
-        }],
-        params: vec![
-            param(0, Privilege::Read, false, 0),
-            param(1, Privilege::Write, false, 0),
-        ],
-    }
+    unary(
+        "jit_test.copy",
+        "%i = arith.bitcast %a : {f} to i64\n    %y = arith.bitcast %i : i64 to {f}",
+        DType::F64,
+    )
 }
 
 #[test]
@@ -728,9 +715,7 @@ fn a_matvec_runs_one_row_per_thread() {
     // row's thread, without contraction.
     assert_eq!(check_sm90(&modules), 2, "{modules:#?}");
     for launch in &launches {
-        let Call::Launch { grid, block, .. } = launch else {
-            unreachable!("launches_of keeps launches")
-        };
+        let (grid, block, _) = launch_parts(launch);
         assert_eq!((grid, block), (&[4, 1, 1], &[256, 1, 1]));
     }
     assert_eq!(launches.len(), 2);
@@ -767,26 +752,12 @@ fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
     };
     // The shapes depend on the number of elements only (one per thread up to 1024 blocks),
     // never on the GPU: neither does the result.
-    let Call::Launch {
-        grid,
-        block,
-        params,
-    } = first
-    else {
-        unreachable!()
-    };
+    let (grid, block, params) = launch_parts(first);
     assert_eq!((*grid, *block), ([391, 1, 1], [256, 1, 1]));
     assert!(params.contains(&(x as u64)), "{params:x?}");
     assert!(params.contains(&(workspace as u64)), "{params:x?}");
     assert!(!params.contains(&(acc as u64)), "{params:x?}");
-    let Call::Launch {
-        grid,
-        block,
-        params,
-    } = second
-    else {
-        unreachable!()
-    };
+    let (grid, block, params) = launch_parts(second);
     assert_eq!((*grid, *block), ([1, 1, 1], [256, 1, 1]));
     assert!(params.contains(&(workspace as u64)), "{params:x?}");
     assert!(params.contains(&(acc as u64)), "{params:x?}");
@@ -814,18 +785,10 @@ fn a_full_reduction_runs_as_two_launches_of_fixed_shape() {
 
 #[test]
 fn a_kernel_over_scalars_runs_in_one_thread() {
-    let zero_d = |store, privilege| diffuse_jit::KernelParam {
-        rank: 0,
-        ..param(store, privilege, false, 0)
-    };
-    let signature = KernelSignature {
-        name: "sqrt_0d".into(),
-        steps: vec![KernelStep {
-            kind: unary_kind("jit_test.sqrt", "%y = math.sqrt %a : {f}"),
-            bindings: vec![(0, Privilege::Read), (1, Privilege::Write)],
-        }],
-        params: vec![zero_d(0, Privilege::Read), zero_d(1, Privilege::Write)],
-    };
+    let mut signature = unary("jit_test.sqrt", "%y = math.sqrt %a : {f}", DType::F64);
+    for param in &mut signature.params {
+        param.rank = 0;
+    }
     let kernel = sm90().kernel(&signature).expect("compiles for the GPU");
     assert!(kernel.workspace_bytes().is_empty());
     let modules = kernel.ptx();

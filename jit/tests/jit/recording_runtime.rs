@@ -114,20 +114,14 @@ unsafe extern "C" fn stream_destroy(_stream: *mut c_void) {
 
 /// The recording runtime's functions, to link a `GpuJit`'s host code against.
 pub fn runtime() -> GpuRuntime {
-    GpuRuntime::new(vec![
-        ("mgpuModuleLoad", module_load as *const () as usize),
-        ("mgpuModuleLoadJIT", module_load_jit as *const () as usize),
-        ("mgpuModuleUnload", module_unload as *const () as usize),
-        (
-            "mgpuModuleGetFunction",
-            module_get_function as *const () as usize,
-        ),
-        ("mgpuLaunchKernel", launch_kernel as *const () as usize),
-        ("mgpuStreamCreate", stream_create as *const () as usize),
-        (
-            "mgpuStreamSynchronize",
-            stream_synchronize as *const () as usize,
-        ),
-        ("mgpuStreamDestroy", stream_destroy as *const () as usize),
-    ])
+    GpuRuntime {
+        module_load,
+        module_load_jit,
+        module_unload,
+        module_get_function,
+        launch_kernel,
+        stream_create,
+        stream_synchronize,
+        stream_destroy,
+    }
 }

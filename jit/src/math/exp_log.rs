@@ -1,19 +1,13 @@
-//! Branch-free `exp`, `log` and `erf` for JIT-compiled kernels, as MLIR text.
-//!
-//! `convert-math-to-libm` turns `math.exp`, `math.log` and `math.erf` into calls to `@exp`,
-//! `@log` and `@erf` (`@expf`, `@logf`, `@erff` on `f32`) and reuses a function of that name
-//! when the module already has one. [`prelude`] defines those six functions in straight-line
-//! `arith` code: no branches, no calls and no `math` ops (a `math.exp` inside `@exp` would
-//! become a call to itself). Pasted into a kernel module before `convert-math-to-libm` and
-//! followed by `inline` (and `symbol-dce` to drop the definitions), transcendental-heavy loops
-//! such as Black-Scholes (`log`, `sqrt`, `erf`, `exp` per element) become plain arithmetic that
-//! LLVM's loop vectorizer turns into AVX2 code instead of one scalar libm call per element.
+//! Branch-free `exp`, `log` and `erf` (and `expf`, `logf`, `erff`) for host and device
+//! kernels: straight-line `arith` code, with no branches, no calls and no `math` ops (a
+//! `math.exp` inside `@exp` would become a call to itself). Inlined into a loop, a
+//! transcendental-heavy kernel such as Black-Scholes (`log`, `sqrt`, `erf`, `exp` per
+//! element) becomes plain arithmetic that LLVM's loop vectorizer turns into AVX2 code instead
+//! of one scalar libm call per element.
 //!
 //! Lowering needs only `convert-arith-to-llvm` and `convert-func-to-llvm` (no `math` op, no
-//! `arith-expand`). The functions carry `llvm.linkage = internal`, so one that is not inlined
-//! neither clashes with libm's symbol of the same name nor is treated as a libm call by LLVM.
-//! Polynomial steps carry `fastmath<contract>`, so LLVM fuses them into FMAs where the CPU
-//! has them; the accuracy below holds with and without. The rounding trick in `exp` (adding
+//! `arith-expand`). Polynomial steps carry `fastmath<contract>`, so LLVM fuses them into FMAs
+//! where the CPU has them; the accuracy below holds with and without. The rounding trick in `exp` (adding
 //! 1.5 * 2^52) needs IEEE semantics: no `reassoc`/`fast` flags may be added to these ops.
 //!
 //! # Methods
@@ -84,41 +78,34 @@
 //! | `log` | 2.2 / 2.2 | 4.7 / 4.7 |
 //! | Black-Scholes call (`log`, `sqrt`, 2 `erf`, `exp`) | 19.4 / 22.3 | 55 / 58 |
 
-use std::sync::OnceLock;
+use super::{horner, Function};
 
-/// Appends the straight-line Horner evaluation at `%<x>` of the polynomial whose
-/// `coefficients` are listed highest degree first, separated by white space: an MLIR float
-/// constant (defined as `%<stem><k>` for the coefficient of degree k) or, starting with `%`,
-/// an SSA value the body defines before. Step k multiplies the running value by x into
-/// `%<stem>m<k>` and adds coefficient k into `%<stem>h<k>`, so the result is `%<stem>h0`.
-/// Each step carries `fastmath<contract>` so that LLVM may fuse it into an FMA.
-pub(crate) fn horner(out: &mut String, stem: &str, x: &str, coefficients: &str) {
-    let coefficients: Vec<&str> = coefficients.split_whitespace().collect();
-    let degree = coefficients.len() - 1;
-    let mut running = String::new();
-    for (k, coefficient) in (0..=degree).rev().zip(coefficients) {
-        let operand = match coefficient.strip_prefix('%') {
-            Some(name) => name.to_string(),
-            None => {
-                out.push_str(&format!(
-                    "    %{stem}{k} = arith.constant {coefficient} : f64\n"
-                ));
-                format!("{stem}{k}")
-            }
-        };
-        if k == degree {
-            running = operand;
-            continue;
-        }
-        out.push_str(&format!(
-            "    %{stem}m{k} = arith.mulf %{running}, %{x} fastmath<contract> : f64\n"
-        ));
-        out.push_str(&format!(
-            "    %{stem}h{k} = arith.addf %{stem}m{k}, %{operand} fastmath<contract> : f64\n"
-        ));
-        running = format!("{stem}h{k}");
-    }
-}
+/// `exp(x)`: reads `%ex_in`, defines `%ex_out`.
+pub(super) const EXP: Function = Function {
+    name: "exp",
+    params: &["ex_in"],
+    result: "ex_out",
+    body: exp_core,
+    on_host: true,
+};
+
+/// `log(x)`: reads `%lg_in`, defines `%lg_out`.
+pub(super) const LOG: Function = Function {
+    name: "log",
+    params: &["lg_in"],
+    result: "lg_out",
+    body: log_core,
+    on_host: true,
+};
+
+/// `erf(x)`: reads `%ef_in`, defines `%ef_out`.
+pub(super) const ERF: Function = Function {
+    name: "erf",
+    params: &["ef_in"],
+    result: "ef_out",
+    body: erf_core,
+    on_host: true,
+};
 
 /// `exp(r) = 1 + r + r^2 q(r)` as one polynomial in r for [`horner`]: q (degree 9), then the
 /// two unit coefficients.
@@ -149,8 +136,7 @@ const ERF_G: &str = "6.6140012694186319e-03 -2.2597341404273778e-02 3.7800523354
 /// start with `%ex_`.
 fn exp_core(out: &mut String) {
     out.push_str(
-        r"
-    // Clamp x to [-760, 760] (exp over/underflows well inside); NaN passes through.
+        r"    // Clamp x to [-760, 760] (exp over/underflows well inside); NaN passes through.
     %ex_lim = arith.constant 7.6000000000000000e+02 : f64
     %ex_nlim = arith.constant -7.6000000000000000e+02 : f64
     %ex_gt = arith.cmpf ogt, %ex_in, %ex_lim : f64
@@ -206,8 +192,7 @@ fn exp_core(out: &mut String) {
 /// start with `%lg_`.
 fn log_core(out: &mut String) {
     out.push_str(
-        r"
-    // Scale subnormals by 2^54 so that the exponent/mantissa split below sees a normal number.
+        r"    // Scale subnormals by 2^54 so that the exponent/mantissa split below sees a normal number.
     %lg_min = arith.constant 2.2250738585072014e-308 : f64
     %lg_tiny = arith.cmpf olt, %lg_in, %lg_min : f64
     %lg_p54 = arith.constant 1.8014398509481984e+16 : f64
@@ -281,8 +266,7 @@ fn log_core(out: &mut String) {
 /// start with `%ef_` (and `%ex_` for the embedded `exp(-x^2)`).
 fn erf_core(out: &mut String) {
     out.push_str(
-        r"
-    // |x| < 1.0: erf(x) = x + x P(x^2), with 1 + P a minimax polynomial of degree 10
+        r"    // |x| < 1.0: erf(x) = x + x P(x^2), with 1 + P a minimax polynomial of degree 10
     // for erf(x) / x (relative error).
     %ef_xb = arith.bitcast %ef_in : f64 to i64
     %ef_absmask = arith.constant 0x7FFFFFFFFFFFFFFF : i64
@@ -317,7 +301,8 @@ fn erf_core(out: &mut String) {
     horner(out, "ef_g", "ef_u", ERF_G);
     out.push_str(
         r"    %ef_xx = arith.mulf %ef_xc, %ef_xc : f64
-    %ex_in = arith.negf %ef_xx : f64",
+    %ex_in = arith.negf %ef_xx : f64
+",
     );
     exp_core(out);
     out.push_str(
@@ -333,76 +318,4 @@ fn erf_core(out: &mut String) {
     %ef_out = arith.select %ef_small, %ef_rs, %ef_rls : f64
 ",
     );
-}
-
-/// MLIR text, to be pasted into a `builtin.module` body, that defines
-/// `func.func private @exp(f64) -> f64`, `@log(f64) -> f64`, `@erf(f64) -> f64` and the `f32`
-/// versions `@expf`, `@logf`, `@erff`, branch-free (see the module documentation).
-pub(crate) fn prelude() -> &'static str {
-    static PRELUDE: OnceLock<String> = OnceLock::new();
-    PRELUDE.get_or_init(|| {
-        // (name, SSA prefix of the body's `_in` and `_out`, body)
-        let functions: [(&str, &str, Body); 3] = [
-            ("exp", "ex", exp_core),
-            ("log", "lg", log_core),
-            ("erf", "ef", erf_core),
-        ];
-        let mut out = String::new();
-        for (name, prefix, body) in functions {
-            out.push_str(&format!(
-                "func.func private @{name}(%{prefix}_in: f64) -> f64 {LINKAGE}"
-            ));
-            body(&mut out);
-            out.push_str(&format!("    return %{prefix}_out : f64\n}}\n"));
-        }
-        // The `f32` versions compute in `f64` and round once at the end.
-        for (name, prefix, body) in functions {
-            out.push_str(&format!(
-                "func.func private @{name}f(%x: f32) -> f32 {LINKAGE}\n    %{prefix}_in = arith.extf %x : f32 to f64"
-            ));
-            body(&mut out);
-            out.push_str(&format!(
-                "    %r = arith.truncf %{prefix}_out : f64 to f32\n    return %r : f32\n}}\n"
-            ));
-        }
-        out
-    })
-}
-
-/// Appends the MLIR body of a prelude function (`exp_core`, `log_core`, `erf_core`).
-type Body = fn(&mut String);
-
-/// The attributes and opening brace of every prelude function: internal linkage, so that a
-/// definition that is not inlined neither clashes with nor stands for libm's.
-pub(crate) const LINKAGE: &str = "attributes {llvm.linkage = #llvm.linkage<internal>} {";
-
-#[cfg(test)]
-mod tests {
-    use super::prelude;
-
-    /// The symbols `convert-math-to-libm` calls for `math.exp`, `math.log`, `math.erf`.
-    const FUNCTIONS: [&str; 6] = ["exp", "log", "erf", "expf", "logf", "erff"];
-
-    #[test]
-    fn defines_each_libm_name_once_in_straight_line_arith() {
-        let text = prelude();
-        for name in FUNCTIONS {
-            let header = format!("func.func private @{name}(");
-            assert_eq!(text.matches(header.as_str()).count(), 1, "{name}");
-        }
-        assert_eq!(text.matches("func.func").count(), FUNCTIONS.len());
-        assert_eq!(text.matches("return").count(), FUNCTIONS.len());
-        assert_eq!(text.matches('{').count(), text.matches('}').count());
-        // A `math` op would be turned into a call to the function being defined.
-        for banned in [
-            "math.",
-            "call",
-            "scf.",
-            "cf.",
-            "#llvm.fastmath<fast>",
-            "reassoc",
-        ] {
-            assert!(!text.contains(banned), "{banned}");
-        }
-    }
 }
