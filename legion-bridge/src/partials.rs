@@ -255,3 +255,30 @@ pub(crate) fn fold(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_point_of_a_launch_gets_its_own_row_of_partials() {
+        let launch = Tuple::shape(&[2, 3]).unwrap();
+        let store = Tuple::shape(&[4]).unwrap();
+        let shape = partials_shape(launch, store).unwrap();
+        assert_eq!(shape, Tuple::shape(&[2, 3, 4]).unwrap());
+        let rows = rows(shape).unwrap();
+        assert!(rows.covers(shape, launch));
+        let p = Tuple::new(&[1, 2]).unwrap();
+        assert_eq!(
+            rows.sub_store(shape, &p),
+            Rect {
+                lo: Tuple::new(&[1, 2, 0]).unwrap(),
+                hi: Tuple::new(&[2, 3, 4]).unwrap(),
+            }
+        );
+        // No partials for an empty store, or past the dimensions a region may have.
+        assert_eq!(partials_shape(launch, Tuple::shape(&[0]).unwrap()), None);
+        let widest = Tuple::splat(diffuse_ir::MAX_DIMS, 1);
+        assert_eq!(partials_shape(widest, store), None);
+    }
+}
