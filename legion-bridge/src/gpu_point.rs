@@ -21,14 +21,12 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diffuse_backend::point::{fits, memrefs, Located};
+use diffuse_backend::point::{fits, memrefs, Located, PointStores};
 use diffuse_backend::{CompiledKernel, KernelParamSource, LaunchPlan, PointKernel, Slot};
 use diffuse_ir::{DType, KernelError, MemRef, Point, Rect, ReductionOp};
 
-use crate::ffi;
-use crate::launch::LaunchEntry;
+use crate::mapped_point::MappedPoint;
 use crate::partials::locate_row;
-use crate::point_task::{locate_instances, point_failure, rows_to_zero};
 
 /// Why a point placed on a GPU runs on a CPU instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +73,7 @@ impl fmt::Display for GpuRefusal {
 
 /// The kernel point `p` of `plan` runs on a GPU, with its GPU version, or why it cannot.
 /// `writes_partials(arg)`: template argument `arg` writes rows of partials
-/// ([`LaunchEntry::writes_partials`]).
+/// ([`LaunchEntry::writes_partials`](crate::launch::LaunchEntry::writes_partials)).
 pub(crate) fn gpu_kernel<'a>(
     plan: &'a LaunchPlan,
     writes_partials: &dyn Fn(usize) -> bool,
@@ -129,24 +127,19 @@ fn zero_is_identity(op: ReductionOp, dtype: DType) -> bool {
     matches!(op, ReductionOp::Sum) || (dtype == DType::Bool && op == ReductionOp::Max)
 }
 
-/// Runs point `p` of `entry`'s plan on the GPU processor Legion runs this task on: the GPU
-/// kernel, one call, memref descriptors into the mapped instances, enqueued on the task's
-/// stream. The mapper only sends points here that [`gpu_kernel`] accepts.
-pub(crate) fn run(
-    api: &ffi::LegionApi,
-    entry: &LaunchEntry,
-    p: &Point,
-    regions: &[ffi::legion_physical_region_t],
-) -> Result<(), KernelError> {
-    let plan = &entry.plan;
+/// Runs `mapped`'s point on the GPU processor Legion runs this task on: the GPU kernel, one
+/// call, memref descriptors into the mapped instances, enqueued on the task's stream. The
+/// mapper only sends points here that [`gpu_kernel`] accepts.
+pub(crate) fn run(mapped: &MappedPoint) -> Result<(), KernelError> {
+    let (entry, plan) = (mapped.entry, mapped.plan());
     let t = plan.template();
-    let fail = point_failure(plan, p);
-    let (kernel, gpu) = gpu_kernel(plan, &|a| entry.writes_partials(a), p)
+    let fail = |reason: String| mapped.fail(reason);
+    let (kernel, gpu) = gpu_kernel(plan, &|a| entry.writes_partials(a), &mapped.p)
         .map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
-    let instances = locate_instances(api, entry, p, regions)?;
-    let mut rows = rows_to_zero(api, entry, p, regions)?;
+    let instances = mapped.instances()?;
+    let mut rows = mapped.rows_to_zero()?;
     let mut located: Vec<Located> = Vec::with_capacity(kernel.params.len());
-    for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, p)) {
+    for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, &mapped.p)) {
         let extent = rect.extent();
         let partials =
             entry.arg_requirement[source.arg].filter(|_| entry.writes_partials(source.arg));
@@ -154,13 +147,12 @@ pub(crate) fn run(
             // The point's row of partials, zeroed before the kernel folds its total into
             // it, its elements row-major from the row's start.
             (Slot::Store(_), Some(r)) if !rect.is_empty() => {
-                let row = locate_row(api, entry, regions, r, p, rect.volume())?;
+                let row = locate_row(mapped, r, rect.volume())?;
                 rows.push((row.ptr, rect.volume() as usize * row.size));
                 (row.ptr, extent.row_major_strides())
             }
             (Slot::Store(_), None) if !rect.is_empty() => {
-                diffuse_backend::point::PointStores::locate(&instances, source.arg, &rect)
-                    .map_err(fail)?
+                instances.locate(source.arg, &rect).map_err(fail)?
             }
             // An empty sub-store (the kernel's grid is empty) or a temporary the kernel
             // keeps in registers: no memory.
@@ -170,7 +162,7 @@ pub(crate) fn run(
     }
     // SAFETY: Legion runs this task on a GPU processor (the GPU variant), so Realm has made
     // the GPU's context current on this thread.
-    let stream = unsafe { api.diffuse_legion_task_cuda_stream() };
+    let stream = unsafe { mapped.api.diffuse_legion_task_cuda_stream() };
     if stream.is_null() {
         return Err(fail(
             "Realm gave the task no CUDA stream (it does not run on a GPU processor)".into(),

@@ -41,6 +41,10 @@ mod launch;
 #[cfg(legion)]
 mod library;
 #[cfg(legion)]
+mod machine;
+#[cfg(legion)]
+mod mapped_point;
+#[cfg(legion)]
 mod mapper;
 #[cfg(legion)]
 mod partials;
