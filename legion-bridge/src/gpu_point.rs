@@ -215,13 +215,14 @@ mod tests {
 
     use std::sync::Arc;
 
-    use diffuse_backend::{KernelParamSource, LaunchPlacement, LaunchTemplate};
+    use diffuse_backend::KernelParamSource;
     use diffuse_ir::{
-        Context, DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
+        DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
         ReductionOp, Scalar, Store, TaskKind, Tuple,
     };
 
     use super::*;
+    use crate::test_plans::{f64_stores, kind, plan_of};
 
     /// A kernel that is never called.
     struct Never;
@@ -230,15 +231,6 @@ mod tests {
         unsafe fn call(&self, _: &[MemRef<'_>], _: &[Scalar]) -> Result<(), String> {
             Err("never called".into())
         }
-    }
-
-    /// A kind with `f64` arguments of `privileges`, never run.
-    fn kind(name: &str, privileges: &[Privilege]) -> Arc<TaskKind> {
-        let mut b = TaskKind::builder(format!("legion-gpu-point-tests::{name}"));
-        for (i, &p) in privileges.iter().enumerate() {
-            b = b.arg(format!("a{i}"), DType::F64, p);
-        }
-        b.register(|_| Ok(())).expect("a fresh kind")
     }
 
     /// One task of `kind` over `points` blocks of the 1-d stores `stores` (one per argument,
@@ -254,11 +246,7 @@ mod tests {
             };
             task = task.arg(s, part, a.privilege);
         }
-        let template = LaunchTemplate::new(std::slice::from_ref(&task), &[], &[], |_, _| {
-            Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
-        })
-        .expect("a template");
-        LaunchPlan::new(Arc::new(template), vec![task]).unwrap_or_else(|_| panic!("it fits"))
+        plan_of(vec![task], &[])
     }
 
     /// A kernel for `plan`'s one task, one parameter per argument (reducing as the task
@@ -329,11 +317,7 @@ mod tests {
 
     #[test]
     fn an_element_wise_launch_with_a_gpu_kernel_runs_on_the_gpu_at_every_point() {
-        let ctx = Context::detached();
-        let (x, y) = (
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-        );
+        let [x, y] = f64_stores([&[8], &[8]]);
         let k = kind("scale", &[Privilege::Read, Privilege::Write]);
         let p = plan(&k, &[&x, &y], 2);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::Compiling));
@@ -344,11 +328,7 @@ mod tests {
 
     #[test]
     fn without_a_gpu_kernel_points_stay_on_the_cpus() {
-        let ctx = Context::detached();
-        let (x, y) = (
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-        );
+        let [x, y] = f64_stores([&[8], &[8]]);
         let k = kind("native", &[Privilege::Read, Privilege::Write]);
         let native = plan(&k, &[&x, &y], 2);
         native.template().decide_kernel(None);
@@ -360,11 +340,9 @@ mod tests {
 
     #[test]
     fn reductions_legion_folds_run_on_the_gpu_only_in_launches_of_one_point() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [x, total] = f64_stores([&[8], &[]]);
         let k = kind(
-            "sum",
+            "sum_on_gpu",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
         );
         let one = plan(&k, &[&x, &total], 1);
@@ -377,9 +355,7 @@ mod tests {
 
     #[test]
     fn sums_over_several_points_run_on_the_gpu_when_their_partials_start_from_zero() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [x, total] = f64_stores([&[8], &[]]);
         let op = |op| {
             kind(
                 &format!("{op:?}"),
@@ -410,8 +386,7 @@ mod tests {
 
     #[test]
     fn a_store_reduced_into_and_read_through_another_parameter_stays_on_the_cpus() {
-        let ctx = Context::detached();
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [total] = f64_stores([&[]]);
         let k = kind(
             "read-and-sum",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
@@ -423,9 +398,7 @@ mod tests {
 
     #[test]
     fn a_point_whose_sub_stores_do_not_fit_the_kernel_stays_on_the_cpus() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let y = ctx.create_store(&[6], DType::F64).expect("a store");
+        let [x, y] = f64_stores([&[8], &[6]]);
         let k = TaskKind::builder("legion-gpu-point-tests::copy")
             .arg("a0", DType::F64, Privilege::Read)
             .arg("a1", DType::F64, Privilege::Write)

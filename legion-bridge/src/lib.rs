@@ -54,6 +54,8 @@ mod point_task;
 mod process;
 #[cfg(legion)]
 mod shared;
+#[cfg(all(legion, test))]
+mod test_plans;
 #[cfg(legion)]
 mod traces;
 #[cfg(legion)]

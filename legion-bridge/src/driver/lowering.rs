@@ -420,21 +420,10 @@ fn point_zeroable(plan: &LaunchPlan, requirements: &[Requirement], s: usize) -> 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use diffuse_backend::{LaunchPlacement, LaunchTemplate};
-    use diffuse_ir::{Context, IndexTask, Store, TaskKind, View};
+    use diffuse_ir::{IndexTask, Store, View};
 
     use super::*;
-
-    /// A kind with `f64` arguments of `privileges`, never run.
-    fn kind(name: &str, privileges: &[Privilege]) -> Arc<TaskKind> {
-        let mut b = TaskKind::builder(format!("legion-driver-tests::{name}"));
-        for (i, &p) in privileges.iter().enumerate() {
-            b = b.arg(format!("a{i}"), DType::F64, p);
-        }
-        b.register(|_| Ok(())).expect("a fresh kind")
-    }
+    use crate::test_plans::{f64_stores, kind, plan_of};
 
     /// One launch point, in two dimensions.
     fn one() -> Shape {
@@ -452,15 +441,6 @@ mod tests {
         .unwrap()
     }
 
-    /// A plan of `tasks` with `stages`, without temporaries.
-    fn plan_of(tasks: Vec<IndexTask>, stages: &[usize]) -> LaunchPlan {
-        let template = LaunchTemplate::new(&tasks, &[], stages, |_, _| {
-            Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
-        })
-        .unwrap();
-        LaunchPlan::new(Arc::new(template), tasks).unwrap_or_else(|_| panic!("it fits"))
-    }
-
     /// A plan of `tasks` in two stages, the second starting at task 1.
     fn staged(tasks: Vec<IndexTask>) -> LaunchPlan {
         plan_of(tasks, &[1])
@@ -468,9 +448,7 @@ mod tests {
 
     #[test]
     fn a_store_written_and_read_through_two_partitions_gets_one_whole_region_requirement() {
-        let c = Context::detached();
-        let grid = c.create_store(&[8, 8], DType::F64).unwrap();
-        let tmp = c.create_store(&[6, 6], DType::F64).unwrap();
+        let [grid, tmp] = f64_stores([&[8, 8], &[6, 6]]);
         let (r, w) = (Privilege::Read, Privilege::Write);
         let sum = IndexTask::new(&kind("sum", &[r, r, w]), one())
             .arg(&grid, view(&grid, [0, 1], [6, 6]), r)
@@ -493,9 +471,7 @@ mod tests {
     /// Plans of `acc = sum(x)` (an 8 x 8 `x` read through its blocks, a 0-d `acc` reduced
     /// into) over one launch point and over two, and `x`.
     fn sums_over_one_and_two_points(name: &str) -> (LaunchPlan, LaunchPlan, Store) {
-        let c = Context::detached();
-        let x = c.create_store(&[8, 8], DType::F64).unwrap();
-        let acc = c.create_store(&[], DType::F64).unwrap();
+        let [x, acc] = f64_stores([&[8, 8], &[]]);
         let (r, sum) = (
             Privilege::Read,
             Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
@@ -567,8 +543,7 @@ mod tests {
         );
         assert!(partials::folded_by_diffuse(&two_points, &reqs, &of_arg, 1).is_empty());
         // A store the launch also reaches otherwise (read here) stays with Legion.
-        let c = Context::detached();
-        let acc = c.create_store(&[], DType::F64).unwrap();
+        let [acc] = f64_stores([&[]]);
         let (r, sum) = (
             Privilege::Read,
             Privilege::Reduce(diffuse_ir::ReductionOp::Sum),
@@ -587,9 +562,7 @@ mod tests {
 
     #[test]
     fn a_merged_requirement_whose_first_write_leaves_part_of_the_store_reads_it() {
-        let c = Context::detached();
-        let x = c.create_store(&[8, 8], DType::F64).unwrap();
-        let y = c.create_store(&[8, 8], DType::F64).unwrap();
+        let [x, y] = f64_stores([&[8, 8], &[8, 8]]);
         let (r, w) = (Privilege::Read, Privilege::Write);
         let head = IndexTask::new(&kind("head", &[w]), one()).arg(&x, view(&x, [0, 0], [4, 8]), w);
         let all = IndexTask::new(&kind("all", &[r, w]), one())
