@@ -300,6 +300,13 @@ mod tests {
         t.decide_kernel(Some(Arc::new(kernel)));
     }
 
+    /// [`plan`] with its kernel decided by [`decide`].
+    fn decided(kind: &Arc<TaskKind>, stores: &[&Store], points: i64, gpu: bool) -> LaunchPlan {
+        let plan = plan(kind, stores, points);
+        decide(&plan, gpu);
+        plan
+    }
+
     fn at(i: i64) -> Point {
         Tuple::new(&[i]).expect("a point")
     }
@@ -333,8 +340,7 @@ mod tests {
         let native = plan(&k, &[&x, &y], 2);
         native.template().decide_kernel(None);
         assert_eq!(refusal(&native, 0), Some(GpuRefusal::NoKernel));
-        let cpu_only = plan(&k, &[&x, &y], 2);
-        decide(&cpu_only, false);
+        let cpu_only = decided(&k, &[&x, &y], 2, false);
         assert_eq!(refusal(&cpu_only, 1), Some(GpuRefusal::NoKernel));
     }
 
@@ -345,11 +351,9 @@ mod tests {
             "sum_on_gpu",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
         );
-        let one = plan(&k, &[&x, &total], 1);
-        decide(&one, true);
+        let one = decided(&k, &[&x, &total], 1, true);
         assert_eq!(refusal(&one, 0), None);
-        let two = plan(&k, &[&x, &total], 2);
-        decide(&two, true);
+        let two = decided(&k, &[&x, &total], 2, true);
         assert_eq!(refusal(&two, 0), Some(GpuRefusal::ReducesAcrossPoints));
     }
 
@@ -362,13 +366,11 @@ mod tests {
                 &[Privilege::Read, Privilege::Reduce(op)],
             )
         };
-        let sum = plan(&op(ReductionOp::Sum), &[&x, &total], 2);
-        decide(&sum, true);
+        let sum = decided(&op(ReductionOp::Sum), &[&x, &total], 2, true);
         assert_eq!(refusal_with_partials(&sum, 1), None);
         // A zeroed row is no starting point for a product, a minimum or a maximum.
         for other in [ReductionOp::Prod, ReductionOp::Min, ReductionOp::Max] {
-            let p = plan(&op(other), &[&x, &total], 2);
-            decide(&p, true);
+            let p = decided(&op(other), &[&x, &total], 2, true);
             assert_eq!(
                 refusal_with_partials(&p, 0),
                 Some(GpuRefusal::ReducesAcrossPoints),
@@ -391,8 +393,7 @@ mod tests {
             "read-and-sum",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
         );
-        let p = plan(&k, &[&total, &total], 1);
-        decide(&p, true);
+        let p = decided(&k, &[&total, &total], 1, true);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::SharedReduction));
     }
 
@@ -406,8 +407,7 @@ mod tests {
             .register(|_| Ok(()))
             .expect("a fresh kind");
         // Blocks of 4 elements read, of 3 written: not the one extent the kernel iterates.
-        let p = plan(&k, &[&x, &y], 2);
-        decide(&p, true);
+        let p = decided(&k, &[&x, &y], 2, true);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::Unfit));
     }
 
