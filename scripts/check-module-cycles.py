@@ -16,7 +16,9 @@ Two graphs are checked:
 - inside each directory module, its own file modules (`driver/mod.rs` as `driver` itself,
   `driver/regions.rs` as `driver::regions`, ...), from the edges among them.
 
-Every cycle found is printed as `cycle: a -> b -> a`, with where each edge is made.
+Each set of modules that all reach each other is reported once, by one shortest cycle
+through it (`cycle ...: a -> b -> a`, with where each edge is made) and, when the set is
+larger, its members.
 """
 
 import os
@@ -76,7 +78,7 @@ def strip_comments_and_strings(text):
 
 
 def file_module(src, path):
-    """The module path of a source file: src/a.rs and src/a/mod.rs -> [a]; src/lib.rs -> []."""
+    """The module path of a source file under `src`: x.rs and x/mod.rs -> [x]; lib.rs -> []."""
     rel = os.path.relpath(path, src)
     parts = rel[: -len(".rs")].split(os.sep)
     if parts[-1] == "mod" or (len(parts) == 1 and parts[0] in ("lib", "main")):
@@ -182,21 +184,55 @@ def resolve(path, here):
     return base + rest
 
 
-def find_cycles(nodes, edges):
-    """Every elementary cycle's node list, each found once (from its smallest node)."""
-    cycles = []
-    order = sorted(nodes)
-    for start in order:
-        allowed = {n for n in order if n >= start}
-        stack = [(start, [start])]
-        while stack:
-            node, path = stack.pop()
-            for nxt in sorted(edges.get(node, {})):
-                if nxt == start:
-                    cycles.append(path + [start])
-                elif nxt in allowed and nxt not in path:
-                    stack.append((nxt, path + [nxt]))
-    return cycles
+def tangles(nodes, edges):
+    """The sets of two or more nodes that all reach each other (strongly connected
+    components, Tarjan's algorithm), each sorted, in sorted order."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, {})):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def shortest_cycle(start, members, edges):
+    """A shortest cycle through `start` within `members`, as a node list ending at `start`."""
+    previous, frontier = {start: None}, [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(edges.get(v, {})):
+                if w == start:
+                    path = [v]
+                    while previous[path[-1]] is not None:
+                        path.append(previous[path[-1]])
+                    return list(reversed(path)) + [start]
+                if w in members and w not in previous:
+                    previous[w] = v
+                    following.append(w)
+        frontier = following
+    return [start]
 
 
 def check(src):
@@ -271,11 +307,14 @@ def check(src):
     failed = False
     for name, g in graphs:
         nodes = set(g) | {b for t in g.values() for b in t}
-        for cycle in find_cycles(nodes, g):
+        for members in tangles(nodes, g):
             failed = True
+            cycle = shortest_cycle(members[0], set(members), g)
             print(f"{src}: cycle among the modules of {name}: {' -> '.join(cycle)}")
             for a, b in zip(cycle, cycle[1:]):
                 print(f"    {a} -> {b} at {g[a][b]}")
+            if len(members) > len(cycle) - 1:
+                print(f"    (all in one loop: {', '.join(members)})")
     return not failed
 
 
