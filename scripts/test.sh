@@ -17,6 +17,7 @@ if [ "${free_gb:-0}" -lt 12 ]; then
 fi
 scripts/setup.sh
 scripts/check-references.sh
+scripts/check-module-cycles.py legion-bridge/src
 start=$(date +%s)
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use diffuse_backend::{check_host_copy, Backend, BackendStats, LaunchPlan, MachineShape, ProcKind};
 use diffuse_ir::{HostData, IrError, Rect, StoreRef};
 
-use crate::driver::{out_of_memory, Driver};
+use crate::driver::Driver;
 use crate::ffi;
 use crate::process::{self, LegionProcess};
-use crate::shared::{legion_error, PointRecord, Shared};
+use crate::shared::{legion_error, out_of_memory, PointRecord, Shared};
 use crate::LegionConfig;
 
 /// The Legion backend: launch plans as Legion index launches, stores as logical regions.

@@ -21,14 +21,12 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use diffuse_backend::point::{fits, memrefs, Located};
+use diffuse_backend::point::{fits, memrefs, Located, PointStores};
 use diffuse_backend::{CompiledKernel, KernelParamSource, LaunchPlan, PointKernel, Slot};
 use diffuse_ir::{DType, KernelError, MemRef, Point, Rect, ReductionOp};
 
-use crate::ffi;
-use crate::launch::LaunchEntry;
+use crate::mapped_point::MappedPoint;
 use crate::partials::locate_row;
-use crate::point_task::{locate_instances, point_failure, rows_to_zero};
 
 /// Why a point placed on a GPU runs on a CPU instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +73,7 @@ impl fmt::Display for GpuRefusal {
 
 /// The kernel point `p` of `plan` runs on a GPU, with its GPU version, or why it cannot.
 /// `writes_partials(arg)`: template argument `arg` writes rows of partials
-/// ([`LaunchEntry::writes_partials`]).
+/// ([`LaunchEntry::writes_partials`](crate::launch::LaunchEntry::writes_partials)).
 pub(crate) fn gpu_kernel<'a>(
     plan: &'a LaunchPlan,
     writes_partials: &dyn Fn(usize) -> bool,
@@ -129,24 +127,19 @@ fn zero_is_identity(op: ReductionOp, dtype: DType) -> bool {
     matches!(op, ReductionOp::Sum) || (dtype == DType::Bool && op == ReductionOp::Max)
 }
 
-/// Runs point `p` of `entry`'s plan on the GPU processor Legion runs this task on: the GPU
-/// kernel, one call, memref descriptors into the mapped instances, enqueued on the task's
-/// stream. The mapper only sends points here that [`gpu_kernel`] accepts.
-pub(crate) fn run(
-    api: &ffi::LegionApi,
-    entry: &LaunchEntry,
-    p: &Point,
-    regions: &[ffi::legion_physical_region_t],
-) -> Result<(), KernelError> {
-    let plan = &entry.plan;
+/// Runs `mapped`'s point on the GPU processor Legion runs this task on: the GPU kernel, one
+/// call, memref descriptors into the mapped instances, enqueued on the task's stream. The
+/// mapper only sends points here that [`gpu_kernel`] accepts.
+pub(crate) fn run(mapped: &MappedPoint) -> Result<(), KernelError> {
+    let (entry, plan) = (mapped.entry, mapped.plan());
     let t = plan.template();
-    let fail = point_failure(plan, p);
-    let (kernel, gpu) = gpu_kernel(plan, &|a| entry.writes_partials(a), p)
+    let fail = |reason: String| mapped.fail(reason);
+    let (kernel, gpu) = gpu_kernel(plan, &|a| entry.writes_partials(a), &mapped.p)
         .map_err(|why| fail(format!("it ran on a GPU, but {why}")))?;
-    let instances = locate_instances(api, entry, p, regions)?;
-    let mut rows = rows_to_zero(api, entry, p, regions)?;
+    let instances = mapped.instances()?;
+    let mut rows = mapped.rows_to_zero()?;
     let mut located: Vec<Located> = Vec::with_capacity(kernel.params.len());
-    for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, p)) {
+    for (source, rect) in kernel.params.iter().zip(kernel.sub_stores(plan, &mapped.p)) {
         let extent = rect.extent();
         let partials =
             entry.arg_requirement[source.arg].filter(|_| entry.writes_partials(source.arg));
@@ -154,13 +147,12 @@ pub(crate) fn run(
             // The point's row of partials, zeroed before the kernel folds its total into
             // it, its elements row-major from the row's start.
             (Slot::Store(_), Some(r)) if !rect.is_empty() => {
-                let row = locate_row(api, entry, regions, r, p, rect.volume())?;
+                let row = locate_row(mapped, r, rect.volume())?;
                 rows.push((row.ptr, rect.volume() as usize * row.size));
                 (row.ptr, extent.row_major_strides())
             }
             (Slot::Store(_), None) if !rect.is_empty() => {
-                diffuse_backend::point::PointStores::locate(&instances, source.arg, &rect)
-                    .map_err(fail)?
+                instances.locate(source.arg, &rect).map_err(fail)?
             }
             // An empty sub-store (the kernel's grid is empty) or a temporary the kernel
             // keeps in registers: no memory.
@@ -170,7 +162,7 @@ pub(crate) fn run(
     }
     // SAFETY: Legion runs this task on a GPU processor (the GPU variant), so Realm has made
     // the GPU's context current on this thread.
-    let stream = unsafe { api.diffuse_legion_task_cuda_stream() };
+    let stream = unsafe { mapped.api.diffuse_legion_task_cuda_stream() };
     if stream.is_null() {
         return Err(fail(
             "Realm gave the task no CUDA stream (it does not run on a GPU processor)".into(),
@@ -223,13 +215,14 @@ mod tests {
 
     use std::sync::Arc;
 
-    use diffuse_backend::{KernelParamSource, LaunchPlacement, LaunchTemplate};
+    use diffuse_backend::KernelParamSource;
     use diffuse_ir::{
-        Context, DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
+        DType, IndexTask, KernelParam, KernelSignature, KernelStep, Partition, Privilege,
         ReductionOp, Scalar, Store, TaskKind, Tuple,
     };
 
     use super::*;
+    use crate::test_plans::{f64_stores, kind, plan_of};
 
     /// A kernel that is never called.
     struct Never;
@@ -238,15 +231,6 @@ mod tests {
         unsafe fn call(&self, _: &[MemRef<'_>], _: &[Scalar]) -> Result<(), String> {
             Err("never called".into())
         }
-    }
-
-    /// A kind with `f64` arguments of `privileges`, never run.
-    fn kind(name: &str, privileges: &[Privilege]) -> Arc<TaskKind> {
-        let mut b = TaskKind::builder(format!("legion-gpu-point-tests::{name}"));
-        for (i, &p) in privileges.iter().enumerate() {
-            b = b.arg(format!("a{i}"), DType::F64, p);
-        }
-        b.register(|_| Ok(())).expect("a fresh kind")
     }
 
     /// One task of `kind` over `points` blocks of the 1-d stores `stores` (one per argument,
@@ -262,11 +246,7 @@ mod tests {
             };
             task = task.arg(s, part, a.privilege);
         }
-        let template = LaunchTemplate::new(std::slice::from_ref(&task), &[], &[], |_, _| {
-            Ok::<_, ()>(LaunchPlacement::default_cpus(Vec::new(), 0))
-        })
-        .expect("a template");
-        LaunchPlan::new(Arc::new(template), vec![task]).unwrap_or_else(|_| panic!("it fits"))
+        plan_of(vec![task], &[])
     }
 
     /// A kernel for `plan`'s one task, one parameter per argument (reducing as the task
@@ -320,6 +300,13 @@ mod tests {
         t.decide_kernel(Some(Arc::new(kernel)));
     }
 
+    /// [`plan`] with its kernel decided by [`decide`].
+    fn decided(kind: &Arc<TaskKind>, stores: &[&Store], points: i64, gpu: bool) -> LaunchPlan {
+        let plan = plan(kind, stores, points);
+        decide(&plan, gpu);
+        plan
+    }
+
     fn at(i: i64) -> Point {
         Tuple::new(&[i]).expect("a point")
     }
@@ -337,11 +324,7 @@ mod tests {
 
     #[test]
     fn an_element_wise_launch_with_a_gpu_kernel_runs_on_the_gpu_at_every_point() {
-        let ctx = Context::detached();
-        let (x, y) = (
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-        );
+        let [x, y] = f64_stores([&[8], &[8]]);
         let k = kind("scale", &[Privilege::Read, Privilege::Write]);
         let p = plan(&k, &[&x, &y], 2);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::Compiling));
@@ -352,55 +335,42 @@ mod tests {
 
     #[test]
     fn without_a_gpu_kernel_points_stay_on_the_cpus() {
-        let ctx = Context::detached();
-        let (x, y) = (
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-            ctx.create_store(&[8], DType::F64).expect("a store"),
-        );
+        let [x, y] = f64_stores([&[8], &[8]]);
         let k = kind("native", &[Privilege::Read, Privilege::Write]);
         let native = plan(&k, &[&x, &y], 2);
         native.template().decide_kernel(None);
         assert_eq!(refusal(&native, 0), Some(GpuRefusal::NoKernel));
-        let cpu_only = plan(&k, &[&x, &y], 2);
-        decide(&cpu_only, false);
+        let cpu_only = decided(&k, &[&x, &y], 2, false);
         assert_eq!(refusal(&cpu_only, 1), Some(GpuRefusal::NoKernel));
     }
 
     #[test]
     fn reductions_legion_folds_run_on_the_gpu_only_in_launches_of_one_point() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [x, total] = f64_stores([&[8], &[]]);
         let k = kind(
-            "sum",
+            "sum_on_gpu",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
         );
-        let one = plan(&k, &[&x, &total], 1);
-        decide(&one, true);
+        let one = decided(&k, &[&x, &total], 1, true);
         assert_eq!(refusal(&one, 0), None);
-        let two = plan(&k, &[&x, &total], 2);
-        decide(&two, true);
+        let two = decided(&k, &[&x, &total], 2, true);
         assert_eq!(refusal(&two, 0), Some(GpuRefusal::ReducesAcrossPoints));
     }
 
     #[test]
     fn sums_over_several_points_run_on_the_gpu_when_their_partials_start_from_zero() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [x, total] = f64_stores([&[8], &[]]);
         let op = |op| {
             kind(
                 &format!("{op:?}"),
                 &[Privilege::Read, Privilege::Reduce(op)],
             )
         };
-        let sum = plan(&op(ReductionOp::Sum), &[&x, &total], 2);
-        decide(&sum, true);
+        let sum = decided(&op(ReductionOp::Sum), &[&x, &total], 2, true);
         assert_eq!(refusal_with_partials(&sum, 1), None);
         // A zeroed row is no starting point for a product, a minimum or a maximum.
         for other in [ReductionOp::Prod, ReductionOp::Min, ReductionOp::Max] {
-            let p = plan(&op(other), &[&x, &total], 2);
-            decide(&p, true);
+            let p = decided(&op(other), &[&x, &total], 2, true);
             assert_eq!(
                 refusal_with_partials(&p, 0),
                 Some(GpuRefusal::ReducesAcrossPoints),
@@ -418,22 +388,18 @@ mod tests {
 
     #[test]
     fn a_store_reduced_into_and_read_through_another_parameter_stays_on_the_cpus() {
-        let ctx = Context::detached();
-        let total = ctx.create_store(&[], DType::F64).expect("a store");
+        let [total] = f64_stores([&[]]);
         let k = kind(
             "read-and-sum",
             &[Privilege::Read, Privilege::Reduce(ReductionOp::Sum)],
         );
-        let p = plan(&k, &[&total, &total], 1);
-        decide(&p, true);
+        let p = decided(&k, &[&total, &total], 1, true);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::SharedReduction));
     }
 
     #[test]
     fn a_point_whose_sub_stores_do_not_fit_the_kernel_stays_on_the_cpus() {
-        let ctx = Context::detached();
-        let x = ctx.create_store(&[8], DType::F64).expect("a store");
-        let y = ctx.create_store(&[6], DType::F64).expect("a store");
+        let [x, y] = f64_stores([&[8], &[6]]);
         let k = TaskKind::builder("legion-gpu-point-tests::copy")
             .arg("a0", DType::F64, Privilege::Read)
             .arg("a1", DType::F64, Privilege::Write)
@@ -441,8 +407,7 @@ mod tests {
             .register(|_| Ok(()))
             .expect("a fresh kind");
         // Blocks of 4 elements read, of 3 written: not the one extent the kernel iterates.
-        let p = plan(&k, &[&x, &y], 2);
-        decide(&p, true);
+        let p = decided(&k, &[&x, &y], 2, true);
         assert_eq!(refusal(&p, 0), Some(GpuRefusal::Unfit));
     }
 

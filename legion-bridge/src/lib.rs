@@ -41,6 +41,10 @@ mod launch;
 #[cfg(legion)]
 mod library;
 #[cfg(legion)]
+mod machine;
+#[cfg(legion)]
+mod mapped_point;
+#[cfg(legion)]
 mod mapper;
 #[cfg(legion)]
 mod partials;
@@ -50,6 +54,8 @@ mod point_task;
 mod process;
 #[cfg(legion)]
 mod shared;
+#[cfg(all(legion, test))]
+mod test_plans;
 #[cfg(legion)]
 mod traces;
 #[cfg(legion)]

@@ -16,6 +16,7 @@ use crate::ffi;
 use crate::geometry::{domain_point_index, launch_point_index};
 use crate::gpu_point::{gpu_kernel, GpuRefusal};
 use crate::launch::{LaunchEntry, Role};
+use crate::machine::realm_cpus_per_node;
 use crate::point_task::POINT_TASK_ID;
 
 /// Installs the diffuse mapper on every processor (before Legion starts).
@@ -78,7 +79,7 @@ unsafe extern "C" fn point_processor(
             // More CPU processors than Realm runs share them (see `LegionConfig::cpus`).
             (
                 ffi::diffuse_proc_kind_t_DIFFUSE_PROC_CPU,
-                proc.index % crate::process::realm_cpus_per_node(),
+                proc.index % realm_cpus_per_node(),
             )
         };
         Some(ffi::diffuse_proc_choice_t {

@@ -20,16 +20,15 @@ use diffuse_ir::{
 };
 use diffuse_ir::{Tuple, MAX_DIMS};
 
-use crate::ffi;
 use crate::launch::{LaunchEntry, Requirement, Role};
-use crate::point_task::{locate, point_failure, whole_of, zero_on_host, Held, Located};
+use crate::mapped_point::{Held, Located, MappedPoint};
 
 /// A reduction that diffuse folds itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Folded {
     /// The reducing template argument.
     pub(crate) arg: usize,
-    /// Its requirement (from `driver::requirements`).
+    /// Its requirement (from `driver::lowering`).
     pub(crate) requirement: usize,
     /// The reduction.
     pub(crate) op: ReductionOp,
@@ -123,19 +122,11 @@ fn row_rect(p: &Point, len: i64) -> Result<Rect, String> {
     })
 }
 
-/// Where point `p`'s row of the partials of `entry`'s requirement `r` lies in the mapped
-/// `regions`, over its first `len` elements (contiguous).
-pub(crate) fn locate_row(
-    api: &ffi::LegionApi,
-    entry: &LaunchEntry,
-    regions: &[ffi::legion_physical_region_t],
-    r: usize,
-    p: &Point,
-    len: i64,
-) -> Result<Located, KernelError> {
-    let fail = point_failure(&entry.plan, p);
-    let row = row_rect(p, len).map_err(fail)?;
-    locate(api, regions, r, &partials_of(entry, r), row, fail)
+/// Where `mapped`'s row of the partials of its launch's requirement `r` lies, over its
+/// first `len` elements (contiguous).
+pub(crate) fn locate_row(mapped: &MappedPoint, r: usize, len: i64) -> Result<Located, KernelError> {
+    let row = row_rect(&mapped.p, len).map_err(|m| mapped.fail(m))?;
+    mapped.locate(r, &partials_of(mapped.entry, r), row)
 }
 
 /// What a partials region of `entry`'s requirement `r` holds, for messages and its dtype.
@@ -147,24 +138,19 @@ fn partials_of(entry: &LaunchEntry, r: usize) -> Held {
     }
 }
 
-/// Writes point `p`'s contributions to the reductions diffuse folds into the point's rows
-/// of their partials (the point's regions are `regions`, mapped for `entry`'s launch); an
-/// error if one has none (its row would hold garbage).
+/// Writes `mapped`'s contributions to the reductions diffuse folds into the point's rows of
+/// their partials; an error if one has none (its row would hold garbage).
 pub(crate) fn write_rows(
-    api: &ffi::LegionApi,
-    entry: &LaunchEntry,
-    p: &Point,
-    regions: &[ffi::legion_physical_region_t],
+    mapped: &MappedPoint,
     contributions: &[Contribution],
 ) -> Result<(), KernelError> {
-    let plan = &entry.plan;
-    let fail = point_failure(plan, p);
+    let (entry, plan) = (mapped.entry, mapped.plan());
     for (a, r) in entry.arg_requirement.iter().enumerate() {
         let Some(r) = r.filter(|&r| entry.requirements[r].partials) else {
             continue;
         };
         let arg = plan.arg(a);
-        let rect = arg.partition.sub_store(arg.store.shape(), p);
+        let rect = arg.partition.sub_store(arg.store.shape(), &mapped.p);
         if rect.is_empty() {
             continue;
         }
@@ -173,12 +159,12 @@ pub(crate) fn write_rows(
             .find(|(c, _)| *c == a)
             .and_then(|(_, place)| place.accumulator.as_ref())
         else {
-            return Err(fail(format!(
+            return Err(mapped.fail(format!(
                 "no contribution to the reduction into store {}",
                 arg.store.id()
             )));
         };
-        let row = locate_row(api, entry, regions, r, p, rect.volume())?;
+        let row = locate_row(mapped, r, rect.volume())?;
         // SAFETY: the point's row holds at least `rect.volume()` contiguous elements (C
         // order, checked by `locate`), mapped write-discard for this point alone; the
         // accumulator holds exactly that many of the same dtype.
@@ -191,52 +177,32 @@ pub(crate) fn write_rows(
 
 /// The fold launch's point: zeroes the new stores it folds into, then folds every
 /// reduction's rows into its store, reductions in argument order, points in row-major
-/// order (as the embedded backend folds them). `p` names the plan's first point in errors.
-pub(crate) fn fold(
-    api: &ffi::LegionApi,
-    entry: &LaunchEntry,
-    p: &Point,
-    regions: &[ffi::legion_physical_region_t],
-) -> Result<(), KernelError> {
-    let plan = &entry.plan;
+/// order (as the embedded backend folds them). `mapped`'s point is the plan's first, which
+/// names the fold in errors.
+pub(crate) fn fold(mapped: &MappedPoint) -> Result<(), KernelError> {
+    let (entry, plan) = (mapped.entry, mapped.plan());
     let t = plan.template();
-    let fail = point_failure(plan, p);
+    let fail = |m: &str| mapped.fail(m.to_string());
     let Role::Fold(folds) = &entry.role else {
-        return Err(fail(
-            "a fold ran for a launch that folds nothing".to_string(),
-        ));
+        return Err(fail("a fold ran for a launch that folds nothing"));
     };
-    zero_on_host(api, entry, p, regions)?;
+    mapped.zero_on_host()?;
     let launch = t.launch_domain();
     for f in folds {
         let arg = plan.arg(f.arg);
         let shape = arg.store.shape();
         let partials = partials_shape(launch, shape)
-            .ok_or_else(|| fail("a reduction's partials do not fit".to_string()))?;
-        let store = locate(
-            api,
-            regions,
-            f.store,
-            &whole_of(&arg.store),
-            Rect::from_shape(shape),
-            fail,
-        )?;
+            .ok_or_else(|| fail("a reduction's partials do not fit"))?;
+        let store = mapped.locate(f.store, &Held::whole(&arg.store), Rect::from_shape(shape))?;
         let held = partials_of(entry, f.partials);
-        let rows = locate(
-            api,
-            regions,
-            f.partials,
-            &held,
-            Rect::from_shape(partials),
-            fail,
-        )?;
+        let rows = mapped.locate(f.partials, &held, Rect::from_shape(partials))?;
         let kind = plan.tasks()[t.args()[f.arg].constituent].kind().name();
         for q in Rect::from_shape(launch).points() {
             let rect = arg.partition.sub_store(shape, &q);
             if rect.is_empty() {
                 continue;
             }
-            let row = row_rect(&q, rect.volume()).map_err(fail)?;
+            let row = row_rect(&q, rect.volume()).map_err(|m| mapped.fail(m))?;
             // SAFETY: `rect` lies inside the store, whose whole region this point holds
             // read-write at `store`; row `q` of the partials lies inside them and holds
             // `rect.volume()` elements of the store's dtype from its start (written by point
@@ -254,4 +220,31 @@ pub(crate) fn fold(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_point_of_a_launch_gets_its_own_row_of_partials() {
+        let launch = Tuple::shape(&[2, 3]).unwrap();
+        let store = Tuple::shape(&[4]).unwrap();
+        let shape = partials_shape(launch, store).unwrap();
+        assert_eq!(shape, Tuple::shape(&[2, 3, 4]).unwrap());
+        let rows = rows(shape).unwrap();
+        assert!(rows.covers(shape, launch));
+        let p = Tuple::new(&[1, 2]).unwrap();
+        assert_eq!(
+            rows.sub_store(shape, &p),
+            Rect {
+                lo: Tuple::new(&[1, 2, 0]).unwrap(),
+                hi: Tuple::new(&[2, 3, 4]).unwrap(),
+            }
+        );
+        // No partials for an empty store, or past the dimensions a region may have.
+        assert_eq!(partials_shape(launch, Tuple::shape(&[0]).unwrap()), None);
+        let widest = Tuple::splat(diffuse_ir::MAX_DIMS, 1);
+        assert_eq!(partials_shape(widest, store), None);
+    }
 }

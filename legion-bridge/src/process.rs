@@ -23,6 +23,7 @@ use crate::config::Limits;
 use crate::driver::{Command, Driver, DriverLimits, DriverThread};
 use crate::ffi;
 use crate::library::Installation;
+use crate::machine;
 use crate::mapper;
 use crate::point_task;
 use crate::LegionConfig;
@@ -94,14 +95,6 @@ fn receive_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
         }
     }
     rx.recv()
-}
-
-/// The CPU processors per node Realm runs (1 before Legion started).
-pub(crate) fn realm_cpus_per_node() -> usize {
-    PROCESS
-        .get()
-        .and_then(|p| p.as_ref().ok())
-        .map_or(1, |p| p.machine.cpus_per_node.max(1))
 }
 
 /// The process's Legion runtime, started with `config` on first use. Later calls get the
@@ -249,7 +242,7 @@ fn drive(
             shard.map_or(-1, |s| s as i32),
         )
     };
-    let machine = machine_shape(api);
+    let machine = machine::discover(api);
     let mut driver = Driver::new(
         api,
         runtime,
@@ -372,18 +365,6 @@ extern "C" fn fatal_while_starting(_signal: c_int) {
 extern "C" fn exit_while_starting() {
     if STARTING.load(std::sync::atomic::Ordering::Acquire) {
         write_startup_line();
-    }
-}
-
-fn machine_shape(api: &ffi::LegionApi) -> MachineShape {
-    let (mut nodes, mut cpus, mut gpus, mut omps) = (0u32, 0u32, 0u32, 0u32);
-    // SAFETY: plain out-parameters; the runtime is running.
-    unsafe { api.diffuse_legion_machine_shape(&mut nodes, &mut cpus, &mut gpus, &mut omps) };
-    MachineShape {
-        nodes: nodes.max(1) as usize,
-        cpus_per_node: cpus.max(1) as usize,
-        gpus_per_node: gpus as usize,
-        omps_per_node: omps as usize,
     }
 }
 

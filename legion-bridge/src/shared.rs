@@ -9,13 +9,29 @@ use std::sync::{Arc, Mutex};
 use diffuse_backend::memory::{physical_memory, BufferCache, MemoryStats};
 use diffuse_backend::point::PointPath;
 use diffuse_backend::{BackendStats, ProcKind, Processor};
-use diffuse_ir::{IrError, Point};
+use diffuse_ir::{IrError, Point, StoreRef};
 
 /// An error of the Legion backend outside any one kernel.
 pub(crate) fn legion_error(message: impl Into<String>) -> IrError {
     IrError::Backend {
         backend: "legion".into(),
         message: message.into(),
+    }
+}
+
+/// The error for a store whose region would take the live stores (`in_use` bytes) past the
+/// `limit` bytes of system memory Legion was given.
+pub(crate) fn out_of_memory(store: &StoreRef, in_use: u64, limit: u64) -> IrError {
+    IrError::OutOfMemory {
+        backend: "legion".into(),
+        store: store.id(),
+        shape: store.shape(),
+        dtype: store.dtype(),
+        bytes: store.size_bytes(),
+        reason: format!(
+            "{in_use} bytes are in use of the {limit}-byte system memory Legion was given \
+             (-ll:csize)"
+        ),
     }
 }
 
