@@ -17,7 +17,11 @@ if [ "${free_gb:-0}" -lt 12 ]; then
 fi
 scripts/setup.sh
 scripts/check-references.sh
-scripts/check-module-cycles.py legion-bridge/src
+# Modules import each other one way: in the Legion bridge (ARCHITECTURE.md) and in every
+# crate whose module graph is acyclic today (ir, jit, mapper and the array library still
+# have loops between a few modules).
+scripts/check-module-cycles.py legion-bridge/src machine/src fusion/src backend/src \
+    device/src runtime/src embedded/src libs/sparse/src src python/src examples/src
 start=$(date +%s)
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

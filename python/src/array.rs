@@ -8,7 +8,8 @@ use pyo3::types::{PyBytes, PySlice, PySliceMethods, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::convert::{binary_op, dtype_name, dtype_of, scalar_of, unary_op};
-use crate::errors::{py_err, report_fp_errors};
+use crate::errors::py_err;
+use crate::runtime::report_fp_errors;
 
 /// A diffuse array (any view of a store).
 #[pyclass(module = "diffuse._native", frozen)]

@@ -48,7 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::refuse_replay, m)?)?;
     m.add_function(wrap_pyfunction!(trace::unrecorded, m)?)?;
     m.add_function(wrap_pyfunction!(functions::from_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(errors::report_fp_categories, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::report_fp_categories, m)?)?;
     m.add_function(wrap_pyfunction!(functions::zeros_, m)?)?;
     m.add_function(wrap_pyfunction!(functions::full_, m)?)?;
     m.add_function(wrap_pyfunction!(functions::arange_, m)?)?;

@@ -1,8 +1,9 @@
 //! The process's one runtime: started on first use from the environment (see the crate's
-//! documentation for the variables), and the module's functions about it (flush, shutdown,
-//! statistics).
+//! documentation for the variables), the module's functions about it (flush, shutdown,
+//! statistics), and the floating-point exceptions its work raised, reported as NumPy's error
+//! state says.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use diffuse_array::ArrayContext;
@@ -11,7 +12,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{py_err, report_fp_errors, FP_REPORTED};
+use crate::errors::py_err;
 
 /// The process's runtime once the array context has started (for what the context does not
 /// expose: the backend's floating-point exception record).
@@ -102,4 +103,43 @@ pub(crate) fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         stats.set_item("compile_seconds", jit.compile_seconds)?;
     }
     Ok(stats)
+}
+
+/// Hands the floating-point exceptions work raised since the last call (`(task name, bits)`:
+/// divide 1, over 2, under 4, invalid 8) to `diffuse._errstate.report`, which warns, raises
+/// or ignores them as NumPy's error state says. Called after everything that runs work.
+pub(crate) fn report_fp_errors(py: Python<'_>) -> PyResult<()> {
+    let Some(runtime) = RUNTIME.get() else {
+        return Ok(());
+    };
+    let raised = runtime.backend().take_fp_errors();
+    if raised.is_empty() {
+        return Ok(());
+    }
+    let raised: Vec<(String, u8)> = raised
+        .iter()
+        .map(|(task, flags)| (task.to_string(), flags.bits()))
+        .collect();
+    py.import("diffuse._errstate")?
+        .call_method1("report", (raised,))?;
+    Ok(())
+}
+
+/// The floating-point exception categories (bits as in `report_fp_errors`) whose raising
+/// the application reports: a fused kernel raising one of them is run again to say which
+/// operation raised it. NumPy's default (divide, over, invalid) until set.
+static FP_REPORTED: AtomicU8 = AtomicU8::new(diffuse::FP_REPORTED_BY_DEFAULT.bits());
+
+/// Sets which floating-point exception categories the application reports (`divide` 1,
+/// `over` 2, `under` 4, `invalid` 8), from NumPy's error state: exceptions of the others
+/// are not attributed to single operations of fused kernels, which spares running them
+/// twice (`diffuse._errstate` calls it whenever the state changes).
+#[pyfunction]
+pub(crate) fn report_fp_categories(bits: u8) {
+    FP_REPORTED.store(bits, Ordering::Relaxed);
+    if let Some(runtime) = RUNTIME.get() {
+        runtime
+            .backend()
+            .attribute_fp_errors(diffuse::FpFlags::from_bits(bits));
+    }
 }

@@ -13,8 +13,9 @@ use pyo3::prelude::*;
 
 use crate::array::{wrap, NativeArray};
 use crate::convert::from_ne;
-use crate::errors::{report_fp_errors, sparse_err};
+use crate::errors::sparse_err;
 use crate::runtime::context;
+use crate::runtime::report_fp_errors;
 
 /// A CSR sparse matrix of float64 values on the runtime.
 #[pyclass(module = "diffuse._native", frozen)]

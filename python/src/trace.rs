@@ -6,8 +6,9 @@ use diffuse_ir::{IrError, View};
 use pyo3::prelude::*;
 
 use crate::array::{wrap, NativeArray};
-use crate::errors::{py_err, report_fp_errors};
+use crate::errors::py_err;
 use crate::runtime::context;
+use crate::runtime::report_fp_errors;
 
 /// The views of `arrays`, for recording and replaying.
 fn views_of(arrays: &[PyRef<'_, NativeArray>]) -> Vec<View> {
