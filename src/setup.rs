@@ -147,6 +147,16 @@ pub fn parse_bytes(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is not a byte count like 512M or 8G"))
 }
 
+/// A yes/no setting: `1`, `on` or `true`; `0`, `off` or `false` (a flag given alone on the
+/// command line is `true`).
+fn parse_flag(text: &str) -> Result<bool, String> {
+    match text {
+        "1" | "on" | "true" => Ok(true),
+        "0" | "off" | "false" => Ok(false),
+        _ => Err("expected `1` or `on` (yes), `0` or `off` (no)".to_string()),
+    }
+}
+
 /// A count of at least one.
 fn parse_positive(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
@@ -204,7 +214,7 @@ pub struct Setup {
     pub jit: JitMode,
     /// Prefer GPUs for every task (a shorthand for the mapper `Task * GPU,CPU;`; compiled
     /// fused kernels run there); without a GPU the run warns and stays on the CPUs.
-    #[arg(long, env = "DIFFUSE_GPU", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "DIFFUSE_GPU", value_parser = parse_flag)]
     pub gpu: bool,
     /// A Mapple mapper deciding which processor runs each point task (default: contiguous
     /// blocks of each launch, one per processor).
@@ -212,7 +222,7 @@ pub struct Setup {
     pub mapper: Option<PathBuf>,
     /// With `--mapper`: record the mapping decisions in the DSL manual's format (the apps
     /// print the warm-up iteration's on stderr).
-    #[arg(long, env = "DIFFUSE_MAPPER_LOG", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "DIFFUSE_MAPPER_LOG", value_parser = parse_flag)]
     pub mapper_log: bool,
     /// The fewest elements an operation gives each processor before it uses fewer of them
     /// (at least one point; `1`: every processor whenever the array has that many elements).
@@ -474,14 +484,15 @@ impl Setup {
             (None, true) => {
                 if machine.gpus_per_node == 0 {
                     eprint_line(&format!(
-                        "warning: {} is on but {}: fused kernels run on the CPU",
+                        "warning: {} is on but the backend has no GPU ({}): fused kernels run \
+                         on the CPU",
                         self.name_of("gpu"),
                         match self.backend {
                             BackendKind::Legion => {
-                                "this Legion run has no GPU processors (give -ll:gpu N on a \
-                                 machine with GPUs)"
+                                "this Legion run has no GPU processors: give -ll:gpu N on a \
+                                 machine with GPUs"
                             }
-                            BackendKind::Embedded => "this machine has no GPU",
+                            BackendKind::Embedded => "no GPU on this machine",
                         }
                     ));
                 }
@@ -638,6 +649,7 @@ mod tests {
             ),
             ("DIFFUSE_PROCS", "many", "expected a processor count"),
             ("DIFFUSE_FUSION", "yes", "expected `on` or `off`"),
+            ("DIFFUSE_GPU", "yes please", "expected `1` or `on`"),
             ("DIFFUSE_MEMORY_LIMIT", "lots", "is not a byte count"),
         ] {
             let message = match from_env_with(&[(name, value)]) {
