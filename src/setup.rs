@@ -403,7 +403,7 @@ impl Setup {
         let procs = self.processors();
         if procs == 0 {
             return Err(SetupError::Invalid(format!(
-                "{} must be at least 1",
+                "{} {procs}: there must be at least 1 processor",
                 self.name_of("procs")
             )));
         }
@@ -683,6 +683,16 @@ mod tests {
         };
         let message = uneven.backend_config().unwrap_err().to_string();
         assert_eq!(message, "--procs 3 must be a multiple of --nodes 2");
+        let none = Setup {
+            procs: Some(0),
+            origin: Origin::Environment,
+            ..Setup::default()
+        };
+        let message = none.backend_config().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "DIFFUSE_PROCS 0: there must be at least 1 processor"
+        );
         let flags_on_embedded = Setup {
             procs: Some(1),
             backend_flags: vec!["-ll:cpu".into(), "2".into()],
