@@ -52,7 +52,8 @@ mkdir -p "$DIR/wheels" "$DIR/site" || fail "cannot create $DIR"
 
 # A private venv only for its pip (Debian's system pip may be absent or externally managed).
 # Nothing is pip-installed: pip only downloads the wheels.
-if [ ! -x "$DIR/venv/bin/pip" ]; then
+# A venv left half-made by an interrupted run (a pip script without its python) is made anew.
+if ! "$DIR/venv/bin/python" -m pip --version >/dev/null 2>&1; then
     rm -rf "$DIR/venv"
     python3 -m venv "$DIR/venv" >&2 ||
         fail "python3 -m venv failed (install python3-venv: scripts/setup.sh)"
