@@ -70,6 +70,14 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// True when a host read or write of a store (`read`, `write`) waits by itself for every
+    /// plan executed before it that uses the store, so the runtime need only run the
+    /// buffered tasks that use it first, not flush everything. False (the safe default)
+    /// makes every host copy flush.
+    fn host_copies_follow_launches(&self) -> bool {
+        false
+    }
+
     /// True when a host write must follow every plan accepted before it, even a write into
     /// a store no plan has used yet: where every process issues the same operations and
     /// they must come in the same order in all of them (Legion's control replication), and
@@ -94,6 +102,13 @@ pub trait Backend: Send + Sync {
 
     /// Copies `rect` of `store` to the host (row-major), after all work accepted so far.
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError>;
+
+    /// `read` into a buffer the caller owns (see [`diffuse_ir::Executor::read_into`]); the
+    /// default reads and copies.
+    fn read_into(&self, store: &StoreRef, rect: Rect, out: &mut [u8]) -> Result<(), IrError> {
+        let data = self.read(store, rect)?;
+        diffuse_ir::copy_host_bytes(store, data.as_bytes(), out)
+    }
 
     /// Overwrites `rect` of `store` with row-major `data`, after all work accepted so far.
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;

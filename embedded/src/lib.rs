@@ -260,6 +260,28 @@ impl EmbeddedBackend {
 
     /// The host buffer of `store`, current for a host copy that uses it as `how` says
     /// (downloaded from the GPU first when only the GPU holds its values).
+    /// Copies the bytes of `rect` of `store` row by row from the store's host buffer to
+    /// `out`, under the order lock.
+    ///
+    /// # Safety
+    /// `rect` lies inside the store and `out` is valid for writes of its bytes.
+    unsafe fn copy_rect(&self, store: &StoreRef, rect: &Rect, out: *mut u8) -> Result<(), IrError> {
+        let _order = self.lock();
+        let buf = self.host_buffer(store, FirstUse::Reads, Use::READ)?;
+        let strides = store.shape().row_major_strides();
+        let size = store.dtype().size_bytes();
+        let base = buf.as_ptr();
+        let mut at = 0;
+        for_each_rect_row(rect, &strides, |start, _, len| {
+            let bytes = len * size;
+            // SAFETY: the row lies inside the store's buffer and `out`'s bytes (the
+            // caller's contract), and the order lock excludes concurrent writers.
+            unsafe { std::ptr::copy_nonoverlapping(base.add(start * size), out.add(at), bytes) };
+            at += bytes;
+        });
+        Ok(())
+    }
+
     fn host_buffer<'s>(
         &self,
         store: &'s StoreRef,
@@ -324,6 +346,12 @@ impl Backend for EmbeddedBackend {
         self.gpu.as_ref().map_or(Ok(()), Gpu::flush)
     }
 
+    fn host_copies_follow_launches(&self) -> bool {
+        // Host points run before `execute` returns; host copies take the order lock and
+        // download from the GPU (after its launches) what only the GPU holds.
+        true
+    }
+
     fn stats(&self) -> BackendStats {
         let device = self
             .gpu
@@ -365,9 +393,6 @@ impl Backend for EmbeddedBackend {
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
         check_host_copy(store, &rect, None)?;
-        let _order = self.lock();
-        let buf = self.host_buffer(store, FirstUse::Reads, Use::READ)?;
-        let strides = store.shape().row_major_strides();
         Ok(with_element_type!(store.dtype(), T => {
             let len = rect.volume().max(0) as usize;
             let mut out: Vec<T> = Vec::new();
@@ -378,15 +403,31 @@ impl Backend for EmbeddedBackend {
                     limit: usize::MAX,
                 })
             })?;
-            let base = buf.as_ptr() as *const T;
-            for_each_rect_row(&rect, &strides, |start, _, len| {
-                // SAFETY: `rect` lies inside the store (checked above), the buffer holds the
-                // whole store, and the order lock excludes concurrent writers.
-                let row = unsafe { std::slice::from_raw_parts(base.add(start), len) };
-                out.extend_from_slice(row);
-            });
+            // SAFETY: the spare capacity holds the `len` elements of `rect`, which
+            // `copy_rect` fills with elements of the store (of type `T`) before `set_len`
+            // exposes them.
+            unsafe {
+                self.copy_rect(store, &rect, out.as_mut_ptr().cast::<u8>())?;
+                out.set_len(len);
+            }
             HostData::from_vec(out)
         }))
+    }
+
+    fn read_into(&self, store: &StoreRef, rect: Rect, out: &mut [u8]) -> Result<(), IrError> {
+        check_host_copy(store, &rect, None)?;
+        let expected = rect.volume().max(0) as usize * store.dtype().size_bytes();
+        if out.len() != expected {
+            return Err(IrError::HostData {
+                store: store.id(),
+                what: format!(
+                    "a host buffer of {} bytes given for box {rect} ({expected} bytes)",
+                    out.len()
+                ),
+            });
+        }
+        // SAFETY: `out` holds exactly the bytes of `rect` (checked above).
+        unsafe { self.copy_rect(store, &rect, out.as_mut_ptr()) }
     }
 
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {

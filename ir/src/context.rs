@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dtype::{DType, Element};
 use crate::error::IrError;
-use crate::host::HostData;
+use crate::host::{bytes_of_mut, HostData};
 use crate::recording::{Recorder, Recording, ReplayStores};
 use crate::store::{Store, StoreRef, View};
 use crate::task::IndexTask;
@@ -42,6 +42,16 @@ pub trait Executor: Send + Sync {
         false
     }
 
+    /// What buffered or running work still does with `store`: what a host copy of it must
+    /// wait for. A read waits only for work that writes the store ([`PendingUse::Writes`]),
+    /// a write for any work that uses it; with [`PendingUse::Nothing`] a host copy runs at
+    /// once and leaves the rest of the buffered work buffered (it keeps fusing). The
+    /// default, `Writes`, is always safe: every host copy waits for everything.
+    fn pending_use(&self, store: &StoreRef) -> PendingUse {
+        let _ = store;
+        PendingUse::Writes
+    }
+
     /// Accepts a validated task. It may run now or later, but before any later `read` or
     /// `write` of a store it touches completes, and in submission order with respect to other
     /// tasks' effects.
@@ -53,6 +63,14 @@ pub trait Executor: Send + Sync {
     /// Copies `rect` of `store` to the host (row-major), after all pending work on it.
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError>;
 
+    /// `read` into a buffer the caller owns: `out` holds exactly the bytes of `rect`'s
+    /// elements (the store's dtype, row-major, native-endian). A caller with its own host
+    /// buffer (NumPy's) gets the elements with one copy; the default reads and copies.
+    fn read_into(&self, store: &StoreRef, rect: Rect, out: &mut [u8]) -> Result<(), IrError> {
+        let data = self.read(store, rect)?;
+        copy_host_bytes(store, data.as_bytes(), out)
+    }
+
     /// Overwrites `rect` of `store` with row-major `data`, ordered after pending work.
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
 
@@ -62,6 +80,34 @@ pub trait Executor: Send + Sync {
     fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {
         self.write(store, store.bounds(), data)
     }
+}
+
+/// Copies `bytes` read from `store` into `out`, which must have the same length.
+pub fn copy_host_bytes(store: &StoreRef, bytes: &[u8], out: &mut [u8]) -> Result<(), IrError> {
+    if bytes.len() != out.len() {
+        return Err(IrError::HostData {
+            store: store.id(),
+            what: format!(
+                "a host buffer of {} bytes given for {} bytes read",
+                out.len(),
+                bytes.len()
+            ),
+        });
+    }
+    out.copy_from_slice(bytes);
+    Ok(())
+}
+
+/// What work buffered in an executor (or still running) does with one store
+/// ([`Executor::pending_use`]), from least to most: what a host copy must wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PendingUse {
+    /// No pending work uses the store: host reads and writes need not wait.
+    Nothing,
+    /// Pending work only reads the store: a host read need not wait, a host write must.
+    Reads,
+    /// Pending work may write the store: every host copy must wait.
+    Writes,
 }
 
 /// An executor that runs nothing: a [`Context`] over it builds stores and index tasks (store
@@ -286,6 +332,12 @@ impl Context {
         stores.outputs()
     }
 
+    /// What buffered work still does with `view`'s store (see [`Executor::pending_use`]):
+    /// a library keeps a small operation on the host when its operands need not wait.
+    pub fn pending_use(&self, view: &View) -> PendingUse {
+        self.executor.pending_use(&view.store().task_ref())
+    }
+
     /// Runs every task submitted so far.
     pub fn flush_window(&self) -> Result<(), IrError> {
         self.executor.flush()
@@ -305,6 +357,17 @@ impl Context {
                 T::DTYPE
             ),
         })
+    }
+
+    /// Reads a view into `out` (row-major), which holds exactly the view's elements,
+    /// waiting as [`Context::read`] does: one copy, into memory the caller owns.
+    pub fn read_into<T: Element>(&self, view: &View, out: &mut [T]) -> Result<(), IrError> {
+        self.refuse_replay(|| "a value was read back".into());
+        let store = view.store();
+        check_dtype::<T>(store)?;
+        check_count(store, out.len(), view.shape())?;
+        self.executor
+            .read_into(&store.task_ref(), view.bounds(), bytes_of_mut(out))
     }
 
     /// Reads a 0-d store's (or one-element view's) single value.

@@ -54,4 +54,36 @@ impl HostData {
     pub fn into_vec<T: Element>(self) -> Result<Vec<T>, HostData> {
         T::unwrap_host(self)
     }
+
+    /// The values' native-endian bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            HostData::F64(v) => bytes_of(v),
+            HostData::F32(v) => bytes_of(v),
+            HostData::I64(v) => bytes_of(v),
+            HostData::I32(v) => bytes_of(v),
+            HostData::Bool(v) => bytes_of(v),
+        }
+    }
+}
+
+/// The native-endian bytes of a slice of elements.
+pub(crate) fn bytes_of<T: Element>(values: &[T]) -> &[u8] {
+    // SAFETY: element types are plain old data without padding (bool is one byte, 0 or 1);
+    // the byte slice covers exactly `values` and borrows it.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// The bytes of a mutable slice of elements, to be filled with values of the same type.
+pub(crate) fn bytes_of_mut<T: Element>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as `bytes_of`; writers fill it only with bytes of valid `T` values (a store
+    // of `T`'s dtype), so every element stays valid.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
 }

@@ -39,7 +39,7 @@ pub use compiled::{
     GpuHandle, GpuLaunchKernel, GpuRuntime, IterationSpace, KernelParam, KernelSignature,
     KernelStep, MemRef,
 };
-pub use context::{Context, Detached, Executor};
+pub use context::{copy_host_bytes, Context, Detached, Executor, PendingUse};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;
 pub use error::{IrError, KernelError};

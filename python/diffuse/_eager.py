@@ -190,6 +190,8 @@ def _eager_operator(name, numpy_op):
             other = other._h
         elif t is not float and t is not int:
             if isinstance(other, ndarray):
+                if other._settled():  # small and computed: NumPy's, no copy into a store
+                    return _eager_wrap(numpy_op(self._h, other._settled_host()))
                 return deferred(self if self._h.ndim == 0 else ndarray(self._a), other)
             return _eager_wrap(numpy_op(self._h, other))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
@@ -262,6 +264,24 @@ def _eager_wrap(x):
     if t is tuple or t is list:
         return t(_eager_wrap(v) for v in x)
     return x
+
+
+def _on_host_if_settled(func, args):
+    """``func(*args)`` on NumPy when every diffuse array among ``args`` is held by NumPy
+    (eager) or small and computed (``_settled_host``), the others being NumPy arrays or
+    scalars: reading the deferred ones costs a copy and no wait, where deferring the
+    operation would cost a task and a copy of each eager argument into a store. None
+    otherwise."""
+    for a in args:
+        t = type(a)
+        if t is _Eager or t is float or t is int or t is bool or t is _host_array \
+                or isinstance(a, _np.generic):
+            continue
+        if not isinstance(a, ndarray) or not a._settled():
+            return None
+    hosts = [a._h if type(a) is _Eager else a._settled_host() if isinstance(a, ndarray)
+             else a for a in args]
+    return _eager_wrap(func(*hosts))
 
 
 def _only_eager(args, kwargs):

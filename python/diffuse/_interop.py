@@ -14,7 +14,8 @@ from . import _layout
 from ._warnings import warn_at_caller
 from ._dtypes import _dtype_name
 from ._ndarray import _make_view, ndarray
-from ._eager import _deferred_copies, _Eager, _eager_call, _eager_scan, _only_eager
+from ._eager import (_deferred_copies, _Eager, _eager_call, _eager_scan, _on_host_if_settled,
+                     _only_eager)
 
 
 _warned = set()
@@ -299,6 +300,11 @@ class _Ufunc:
         if mix == 1:
             return _eager_call(self._ufunc, inputs, kwargs)
         if mix == 2:
+            if not kwargs:
+                # Small computed arrays meeting eager ones: on NumPy, nothing copied in.
+                host = _on_host_if_settled(self._ufunc, inputs)
+                if host is not None:
+                    return host
             # Each eager input copied once for the whole call; out= stays the arrays given,
             # so the result is written into them.
             inputs = _deferred_copies(inputs)

@@ -17,6 +17,31 @@ from . import _errstate, _layout, _native, _state
 from ._dtypes import _DT, _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
 
 
+def _int_slice_bounds(key, shape):
+    """``(bounds, dropped)`` of the box ``key`` selects when it is a tuple of Python ints
+    (in range) and slices without a step, at most one per dimension (the common
+    ``a[i, :j]``, checked quickly); None for anything else (``_basic_bounds``)."""
+    if len(key) > len(shape):
+        return None
+    bounds, dropped = [], []
+    for d, k in enumerate(key):
+        n = shape[d]
+        t = type(k)
+        if t is int:
+            if not -n <= k < n:
+                return None
+            k %= n
+            bounds.append((k, k + 1))
+            dropped.append(d)
+        elif t is slice and k.step is None:
+            start, stop, _ = k.indices(n)
+            bounds.append((start, stop if stop > start else start))
+        else:
+            return None
+    bounds.extend((0, n) for n in shape[len(key):])
+    return bounds, dropped
+
+
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
@@ -78,8 +103,33 @@ class ndarray:
                 "Unable to avoid copy while creating an array as requested: a diffuse "
                 "array's elements are not in host memory"
             )
-        out = _np.frombuffer(self._a.to_bytes(), dtype=self.dtype).reshape(self.shape).copy()
+        out = self._host_copy()
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def _host_copy(self):
+        """A new NumPy array holding the elements (one copy, into NumPy's memory)."""
+        a = self._a
+        try:
+            out = _np.empty(self.shape, dtype=self.dtype)
+        except MemoryError:
+            # The host cannot hold it; but a store that a failed operation left without
+            # contents reports that failure first, as a read does.
+            a.element([0] * self.ndim)
+            raise
+        a.read_into(out.ctypes.data, out.nbytes)
+        return out
+
+    def _settled(self):
+        """True when this array is small enough for NumPy to hold (``_state.eager_limit``)
+        and no pending work writes its store: reading it (``_settled_host``) then neither
+        waits nor cuts the window, so a small operation on it can run on NumPy. False
+        while ``diffuse.trace`` records."""
+        return not _state.recording and 0 < self.size <= _state.eager_limit \
+            and self._a.pending_use() != "writes"
+
+    def _settled_host(self):
+        """The elements of a ``_settled`` array as a NumPy array."""
+        return self._host_copy()
 
     def __copy__(self):
         """``copy.copy(x)``: a new array with its own elements, as NumPy's."""
@@ -239,14 +289,59 @@ class ndarray:
         return whole, sid, store_shape, list(self._a.shape), offset, strides
 
     def __getitem__(self, key):
-        if type(key) is tuple or type(key) is slice:
+        t = type(key)
+        if t is int:
+            shape = self._a.shape
+            if len(shape) == 1:
+                return self._element((key,))
+            simple = _int_slice_bounds((key,), shape)  # a row
+            if simple is not None:
+                return self._dropped_view(*simple)
+        elif t is tuple:
+            if len(key) == len(self._a.shape) and builtins.all(type(k) is int for k in key):
+                return self._element(key)
             view = self._a.box_view(key)  # one step-1 slice per dimension, natively
             if view is not None:
                 return ndarray(view)
+            simple = _int_slice_bounds(key, self._a.shape)
+            if simple is not None:
+                return self._dropped_view(*simple)
+        elif t is slice:
+            view = self._a.box_view(key)
+            if view is not None:
+                return ndarray(view)
         basic = self._basic_bounds(key)
-        if basic is not None and not basic[1]:
-            return ndarray(self._a.slice(basic[0]))
+        if basic is not None:
+            bounds, dropped = basic
+            if not dropped:
+                return ndarray(self._a.slice(bounds))
+            return self._dropped_view(bounds, dropped)
         return self._view(key)
+
+    def _element(self, index):
+        """``self[i, j, ...]`` with one Python int per dimension: the element as a NumPy
+        scalar, read without a task (waiting only for work that writes the store)."""
+        a = self._a
+        return _DT[a.dtype].type(a.element(index))
+
+    def _dropped_view(self, bounds, dropped):
+        """The view of the box ``bounds`` without the dimensions ``dropped`` (integer
+        indices): ``a[i, :j]``, ``a[:, j]``, a row ``a[i]``."""
+        if type(self) is not ndarray:
+            store, sid, store_shape, _, offset, strides = self._as_strided()
+            point = [0] * len(store_shape)
+        else:  # a box of its store: its handle reads in the store's coordinates
+            store = self._a
+            store_shape, point, sid = store.layout()
+            strides = _layout.c_strides(store_shape)
+            offset = 0
+        shape, kept = [], []
+        for d, ((lo, hi), p, s) in enumerate(zip(bounds, point, strides)):
+            offset += (p + lo) * s
+            if d not in dropped:
+                shape.append(hi - lo)
+                kept.append(s)
+        return _make_view(store, sid, store_shape, shape, offset, kept)
 
     def _view(self, key):
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
@@ -276,11 +371,33 @@ class ndarray:
         keys = key if isinstance(key, tuple) else (key,)
         if not vshape and not builtins.any(k is None or k is Ellipsis for k in keys):
             # A single element is a NumPy scalar, as in NumPy.
-            return self.dtype.type(store.gather_strided([], voffset, []).item())
+            return self.dtype.type(_np.frombuffer(store.read_strided([], voffset, []),
+                                                  dtype=self.dtype)[0])
         return _make_view(store, sid, store_shape, vshape, voffset, vstrides)
 
     def __setitem__(self, key, value):
-        target = self._a.box_view(key) if type(key) is tuple or type(key) is slice else None
+        t = type(key)
+        if (t is int or t is tuple) and isinstance(value, (numbers.Number, _np.generic)) \
+                and type(self) is ndarray and not _state.recording:
+            index = (key,) if t is int else key
+            if len(index) == len(self._a.shape) and builtins.all(type(k) is int for k in index):
+                # One element: written from the host when no pending work uses the store,
+                # else by a fill task that joins the window.
+                a = self._a
+                _selection._compact_lazy_selections()
+                if a.pending_use() == "nothing":
+                    a.set_element(index, _scalar_for(value, a.dtype))
+                else:
+                    bounds = []
+                    for d, (i, n) in enumerate(zip(index, a.shape)):
+                        if not -n <= i < n:
+                            raise IndexError(
+                                f"index {i} is out of bounds for axis {d} with size {n}")
+                        bounds.append((i % n, i % n + 1))
+                    a.slice(bounds).assign_scalar(_scalar_for(value, a.dtype))
+                _layout.written(a.store_id)
+                return
+        target = self._a.box_view(key) if t is tuple or t is slice else None
         if target is not None:  # one step-1 slice per leading dimension, natively
             shape, dropped = tuple(target.shape), []
         else:
@@ -462,7 +579,7 @@ class ndarray:
 
     def _inplace(self, op, o):
         try:
-            result = _ufuncs._binary(op, self, o)
+            result = _ufuncs._binary(op, self, o, on_host=False)
         except ValueError:
             # NumPy refuses an output it cannot cast to before computing (bool **= -1 is
             # that casting error, not a negative power).
@@ -558,7 +675,17 @@ class _StridedView(ndarray):
 
     def __init__(self, store, sid, store_shape, shape, offset, strides):
         self._vshape, self._offset, self._strides = tuple(shape), offset, list(strides)
-        self._attach(store, sid, store_shape)
+        # Attached (a handle of its own, watched, registered) when first gathered, written
+        # or settled: a view only read on the host (``a[i, :i] @ x``) costs none of it.
+        self._store, self._sid, self._store_shape = store, sid, tuple(store_shape)
+        self._version, self._seen, self._values = None, -1, None
+        self._box = _box_of(store, self._store_shape, self._vshape, offset, self._strides)
+
+    def _attached(self):
+        """This view, attached to its store (see ``__init__``)."""
+        if self._version is None:
+            self._attach(self._store, self._sid, self._store_shape)
+        return self
 
     def _attach(self, store, sid, store_shape):
         # A handle of its own: the store's handle count then tells views from other arrays.
@@ -573,6 +700,7 @@ class _StridedView(ndarray):
     def _settle(self):
         """Moves this store's views to a copy shaped like this view, when this view is a
         reshape of the whole store and only strided views hold the store."""
+        self._attached()
         shape = self._vshape
         if self._box is not None or self._offset != 0 \
                 or math.prod(shape) != math.prod(self._store_shape) \
@@ -614,6 +742,28 @@ class _StridedView(ndarray):
     def _gather(self):
         return self._store.gather_strided(list(self._vshape), self._offset, self._strides)
 
+    def _read_strided(self):
+        """The elements as a read-only NumPy array, read from the store without a task
+        (waiting for work that writes the store)."""
+        raw = self._store.read_strided(list(self._vshape), self._offset, self._strides)
+        return _np.frombuffer(raw, dtype=self.dtype).reshape(self._vshape)
+
+    def _host_copy(self):
+        if self._box is None and self.size <= _state.eager_limit:
+            return self._read_strided().copy()  # small: no gather task
+        return self._box_host_copy()
+
+    def _settled(self):
+        return not _state.recording and 0 < self.size <= _state.eager_limit \
+            and self._store.pending_use() != "writes"
+
+    def _settled_host(self):
+        return self._read_strided() if self._box is None else self._box_host_copy()
+
+    def _box_host_copy(self):
+        """A NumPy copy through ``_a`` (its box, or a gather task)."""
+        return ndarray._host_copy(self)
+
     @property
     def shape(self):
         return self._vshape
@@ -631,7 +781,7 @@ class _StridedView(ndarray):
         return _DT[self._store.dtype]
 
     def _as_strided(self):
-        self._settle()
+        self._settle()  # (attaches it)
         return (self._store, self._sid, self._store_shape, list(self._vshape), self._offset,
                 list(self._strides))
 

@@ -7,7 +7,7 @@ import numpy as _np
 from . import _layout, _native
 from ._dtypes import _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
 from ._ndarray import ndarray
-from ._eager import _Eager
+from ._eager import _Eager, _on_host_if_settled
 from ._interop import _fallback, _wrap_numpy_names
 from ._creation import asarray, full
 
@@ -40,8 +40,18 @@ _FLOAT_BINARY = {"true_divide", "arctan2"}
 _COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
 
 
-def _binary(op, x, y, reflected=False):
-    """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion."""
+def _binary(op, x, y, reflected=False, on_host=True):
+    """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion; ``on_host=False``
+    keeps it deferred (an in-place operation, whose result is written back into ``x``)."""
+    t = type(y)
+    if on_host and (t is _Eager or t is float or t is int or isinstance(y, ndarray)):
+        # Small computed arrays meeting each other or NumPy's operands: on NumPy (no task,
+        # no copy of an operand into a store).
+        ufunc = getattr(_np, op, None)
+        host = None if ufunc is None else \
+            _on_host_if_settled(ufunc, (y, x) if reflected else (x, y))
+        if host is not None:
+            return host
     # A 0-d eager array meeting a deferred one is a NumPy 0-d array to it: a scalar with its
     # own dtype (no copy into a store).
     if type(y) is _Eager and y._h.ndim == 0:

@@ -1,8 +1,8 @@
 //! `NativeArray`: an array of the array library (any view of a store) and its operations.
 
 use diffuse_array::{ArgOp, Array, Operand, SliceArg, StridedView};
-use diffuse_ir::{with_element_type, ReductionOp, Tuple, View};
-use pyo3::exceptions::PyValueError;
+use diffuse_ir::{with_element_type, Element, PendingUse, ReductionOp, Tuple, View};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PySlice, PySliceMethods, PyTuple};
 use pyo3::IntoPyObjectExt;
@@ -21,6 +21,30 @@ pub(crate) fn wrap(inner: Array) -> NativeArray {
     NativeArray { inner }
 }
 
+/// `index` (one int per dimension of `a`, negative from the end) made non-negative, or
+/// NumPy's `IndexError` naming the axis.
+fn element_index(a: &Array, mut index: Vec<i64>) -> PyResult<Vec<i64>> {
+    let shape = a.shape();
+    if index.len() != shape.dims() {
+        return Err(PyIndexError::new_err(format!(
+            "{} indices given for an array of {} dimensions",
+            index.len(),
+            shape.dims()
+        )));
+    }
+    for (axis, (i, &n)) in index.iter_mut().zip(shape.as_slice()).enumerate() {
+        if !(-n..n).contains(i) {
+            return Err(PyIndexError::new_err(format!(
+                "index {i} is out of bounds for axis {axis} with size {n}"
+            )));
+        }
+        if *i < 0 {
+            *i += n;
+        }
+    }
+    Ok(index)
+}
+
 #[pymethods]
 impl NativeArray {
     /// The shape, as a tuple.
@@ -35,17 +59,97 @@ impl NativeArray {
         dtype_name(self.inner.dtype())
     }
 
-    /// The elements, row-major, as raw native-endian bytes (waits for the work before).
-    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    /// Copies the elements, row-major and native-endian, into the `nbytes` bytes of host
+    /// memory at `address` (a fresh C-contiguous NumPy array of this dtype and shape:
+    /// `numpy.asarray` in one copy), waiting for the work that writes them.
+    ///
+    /// The caller guarantees that `address` is valid for writes of `nbytes` bytes and stays
+    /// alive during the call; a size other than the array's is refused.
+    fn read_into(&self, py: Python<'_>, address: usize, nbytes: usize) -> PyResult<()> {
         with_element_type!(self.inner.dtype(), T => {
-            let values = py.detach(|| self.inner.to_vec::<T>()).map_err(py_err)?;
+            let len = self.inner.size();
+            if nbytes != len * std::mem::size_of::<T>() || (len > 0 && address == 0) {
+                return Err(PyValueError::new_err(format!(
+                    "read_into: {nbytes} bytes at {address:#x} given for {len} elements of {}",
+                    dtype_name(self.inner.dtype())
+                )));
+            }
+            if len > 0 {
+                // SAFETY: the caller guarantees `nbytes` writable bytes at `address`, which
+                // is exactly `len` elements of `T` (checked above); NumPy's buffers are
+                // aligned for their dtype.
+                let out = unsafe { std::slice::from_raw_parts_mut(address as *mut T, len) };
+                py.detach(|| self.inner.read_into(out)).map_err(py_err)?;
+            }
+        });
+        report_fp_errors(py)
+    }
+
+    /// The element at `index` (one int per dimension, negative from the end) as a Python
+    /// number, read without a task: it waits only for work that writes this array's store.
+    fn element<'py>(&self, py: Python<'py>, index: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let a = &self.inner;
+        let index = element_index(a, index)?;
+        let value = with_element_type!(a.dtype(), T => {
+            py.detach(|| a.element::<T>(&index)).map_err(py_err)?.into_bound_py_any(py)?
+        });
+        report_fp_errors(py)?;
+        Ok(value)
+    }
+
+    /// Stores the Python scalar `value` (converted as NumPy's assignment does) at `index`
+    /// (as `element`'s) without a task, after the work that uses this array's store.
+    fn set_element(
+        &self,
+        py: Python<'_>,
+        index: Vec<i64>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let a = &self.inner;
+        let index = element_index(a, index)?;
+        let scalar = scalar_of(value, a.dtype())?;
+        with_element_type!(a.dtype(), T => {
+            let value = T::from_scalar(scalar).ok_or_else(|| {
+                PyValueError::new_err(format!("set_element: {scalar:?} is not a {}", dtype_name(a.dtype())))
+            })?;
+            py.detach(|| a.set_element::<T>(&index, value)).map_err(py_err)?;
+        });
+        report_fp_errors(py)
+    }
+
+    /// What buffered work still does with this array's store: "nothing", "reads" or
+    /// "writes" (a host copy need not wait, a read need not wait, every copy waits).
+    fn pending_use(&self) -> &'static str {
+        match self.inner.pending_use() {
+            PendingUse::Nothing => "nothing",
+            PendingUse::Reads => "reads",
+            PendingUse::Writes => "writes",
+        }
+    }
+
+    /// The store elements a `gather_strided` with the same arguments selects, as raw
+    /// native-endian bytes, read without a task (for small selections: a row, a column).
+    fn read_strided<'py>(
+        &self,
+        py: Python<'py>,
+        shape: Vec<i64>,
+        offset: i64,
+        strides: Vec<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let view = StridedView {
+            shape,
+            offset,
+            strides,
+        };
+        with_element_type!(self.inner.dtype(), T => {
+            let values = py.detach(|| self.inner.read_strided::<T>(&view)).map_err(py_err)?;
             report_fp_errors(py)?;
             // SAFETY: the element types are plain old data (bool is one byte, 0 or 1); the
             // slice covers exactly the vector's initialized elements.
             let bytes = unsafe {
                 std::slice::from_raw_parts(
                     values.as_ptr() as *const u8,
-                    values.len() * std::mem::size_of::<T>(),
+                    std::mem::size_of_val(values.as_slice()),
                 )
             };
             // Fallible (MemoryError), where `PyBytes::new` panics when Python cannot

@@ -241,3 +241,84 @@ def test_sparse_products_take_eager_vectors():
     x = numpy.linspace(0, 1, 30)
     got = dsp.csr_matrix(a) @ dnp.asarray(x)
     numpy.testing.assert_allclose(numpy.asarray(got), a @ x, rtol=1e-12)
+
+
+def test_loops_of_small_operations_on_deferred_arrays_match_numpy():
+    """Forward and back substitution and column updates written as NumPy users write them:
+    scalars and short rows or columns of a deferred matrix meet eager vectors (run on
+    NumPy once the matrix is computed), elements read and written one by one."""
+    def program(np):
+        n = 12  # 144 elements: the matrix is deferred, its rows and columns small
+        L = np.asarray(numpy.tril(numpy.arange(1.0, n * n + 1).reshape(n, n) / 50.0)) \
+            + np.eye(n) * 3.0
+        b = np.linspace(1.0, 2.0, n)
+        x = np.zeros(n)
+        for i in range(n):
+            x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+        U = L.T.copy()
+        y = np.zeros(n)
+        for i in range(n - 1, -1, -1):
+            y[i] = (x[i] - U[i, i + 1:] @ y[i + 1:]) / U[i, i]
+        M = L * 1.0
+        for j in range(n):
+            M[:, j] = M[:, j] * 2.0 - y[j]  # a strided column, read and written back
+            M[j, j] = M[j, j] + 1.0
+        total = 0.0
+        for j in range(n):
+            total += np.tanh(M[j, j])
+        return x, y, M, np.asarray(total)
+
+    want = program(numpy)
+    got = program(dnp)
+    for w, g in zip(want, got):
+        numpy.testing.assert_allclose(numpy.asarray(g), w, rtol=1e-13, atol=0)
+
+
+def test_elements_of_deferred_arrays_read_and_written_one_by_one():
+    def program(np):
+        a = np.arange(120.0).reshape(10, 12)
+        i = np.arange(100, dtype="int32")
+        reads = [a[3, 4], a[-1, -2], a[0, 0], i[7], i[-1]]
+        a[2:5] += 1.0         # pending work on the store: the write below is a task
+        a[3, 1] = 7.5
+        reads += [a[3, 1], a[3, 2]]
+        a[9, 11] = -1         # nothing pending after the read: written from the host
+        i[5] = 3.9            # truncated, as NumPy assigns a float into an int array
+        a[0] = 2.0            # a whole row
+        reads += [a[9, 11], i[5], a[0, 5]]
+        return a, i, reads
+
+    want, got = program(numpy), program(dnp)
+    numpy.testing.assert_array_equal(numpy.asarray(got[0]), want[0])
+    numpy.testing.assert_array_equal(numpy.asarray(got[1]), want[1])
+    assert got[2] == want[2]
+    assert [type(v) for v in got[2]] == [type(v) for v in want[2]]
+
+
+def test_element_indices_out_of_range_raise_numpy_errors():
+    a = dnp.arange(120.0).reshape(10, 12)
+    for bad in ((10, 0), (0, -13)):
+        with pytest.raises(IndexError, match="out of bounds"):
+            a[bad]
+        with pytest.raises(IndexError, match="out of bounds"):
+            a[bad] = 1.0
+    with pytest.raises(OverflowError):
+        dnp.arange(100, dtype="int32")[3] = 2 ** 40
+
+
+def test_small_computed_views_meet_eager_arrays_on_numpy():
+    """A small view of a computed deferred array meeting an eager operand runs on NumPy
+    (an eager result); with work still writing it, the operation is deferred."""
+    big = dnp.asarray(numpy.arange(200.0))  # copied in: computed, nothing pending
+    small = dnp.ones(8)
+    assert is_eager(big[:8] + small) and is_eager(small * big[10:18])
+    assert is_eager(big[:8] * 2.0) and is_eager(big[:16].reshape(2, 8) @ small)
+    assert type(big[:8] @ small) is numpy.float64 and big[:8] @ small == 28.0  # as NumPy
+    column = dnp.asarray(numpy.arange(200.0).reshape(20, 10))[:, 3]
+    assert is_eager(column * 2.0)
+    numpy.testing.assert_array_equal(numpy.asarray(column * 2.0),
+                                     numpy.arange(200.0).reshape(20, 10)[:, 3] * 2.0)
+    big[:8] *= 3.0  # buffered: the store has pending writes
+    pending = big[:8] + small
+    assert not is_eager(pending)
+    numpy.testing.assert_array_equal(numpy.asarray(pending), numpy.arange(8.0) * 3.0 + 1.0)

@@ -36,7 +36,9 @@ use diffuse_fusion::{
     cheapest_cut, group_launch, temporaries, Group, HeldStores, Plan, PlanOptions, Planner,
     PlannerStats,
 };
-use diffuse_ir::{Executor, HostData, IndexTask, IrError, Rect, Shape, StoreId, StoreRef};
+use diffuse_ir::{
+    Executor, HostData, IndexTask, IrError, PendingUse, Rect, Shape, StoreId, StoreRef,
+};
 use diffuse_jit::{GpuJit, Jit};
 
 use crate::placement::Placement;
@@ -194,6 +196,19 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Runs what a host read of `store` must follow (buffered work that writes it; work
+    /// that only reads it, or uses other stores, stays buffered) and fails if a failed
+    /// task left the store without valid contents.
+    fn settle_for_read(&self, store: &StoreRef) -> Result<(), IrError> {
+        if self.pending_use(store) == PendingUse::Writes {
+            self.flush()?;
+        }
+        match self.lock().poisoned.get(store.id()) {
+            Some(failure) => Err(failure.error_for(store.id())),
+            None => Ok(()),
+        }
+    }
+
     /// A runtime in front of `backend`.
     pub fn new(backend: Arc<dyn Backend>, config: RuntimeConfig) -> Self {
         let fusion = config.fusion;
@@ -705,12 +720,32 @@ impl Executor for Runtime {
         drained.and(settled)
     }
 
-    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
-        self.flush()?;
-        if let Some(failure) = self.lock().poisoned.get(store.id()) {
-            return Err(failure.error_for(store.id()));
+    fn pending_use(&self, store: &StoreRef) -> PendingUse {
+        if !self.backend.host_copies_follow_launches() {
+            return PendingUse::Writes;
         }
+        let id = store.id();
+        let window = self.lock();
+        let mut pending = PendingUse::Nothing;
+        for arg in window.tasks.iter().flat_map(IndexTask::args) {
+            if arg.store.id() == id {
+                if arg.privilege.mutates() {
+                    return PendingUse::Writes;
+                }
+                pending = PendingUse::Reads;
+            }
+        }
+        pending
+    }
+
+    fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
+        self.settle_for_read(store)?;
         self.backend.read(store, rect)
+    }
+
+    fn read_into(&self, store: &StoreRef, rect: Rect, out: &mut [u8]) -> Result<(), IrError> {
+        self.settle_for_read(store)?;
+        self.backend.read_into(store, rect, out)
     }
 
     fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {
@@ -723,7 +758,9 @@ impl Executor for Runtime {
     }
 
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
-        self.flush()?;
+        if self.pending_use(store) != PendingUse::Nothing {
+            self.flush()?;
+        }
         let whole = rect == store.bounds();
         self.backend.write(store, rect, data)?;
         if whole {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use diffuse_ir::{DType, Element, Partition, Shape, Store, Tuple, View};
+use diffuse_ir::{DType, Element, Partition, PendingUse, Shape, Store, Tuple, View};
 
 use crate::context::ArrayContext;
 use crate::error::{ArrayError, ArrayResult};
@@ -125,6 +125,14 @@ impl Array {
         Ok(self.cx.ir().read::<T>(&self.view)?)
     }
 
+    /// Copies the elements into `out` (row-major), which holds exactly `size()` elements,
+    /// waiting for pending operations that write them: one copy into memory the caller
+    /// owns (a NumPy array's buffer).
+    pub fn read_into<T: Element>(&self, out: &mut [T]) -> Result<(), ArrayError> {
+        self.check_host_dtype::<T>("read_into")?;
+        Ok(self.cx.ir().read_into::<T>(&self.view, out)?)
+    }
+
     /// The single value of a one-element (e.g. 0-d) array, waiting for pending operations.
     pub fn item<T: Element>(&self) -> Result<T, ArrayError> {
         self.check_host_dtype::<T>("item")?;
@@ -158,7 +166,50 @@ impl Array {
         Ok(self.cx.ir().write(&self.view, data)?)
     }
 
-    fn check_host_dtype<T: Element>(&self, op: &'static str) -> Result<(), ArrayError> {
+    /// What buffered work still does with this array's store (see
+    /// [`diffuse_ir::Executor::pending_use`]): a front end runs a small operation on host
+    /// copies when its operands need not wait, instead of deferring it.
+    pub fn pending_use(&self) -> PendingUse {
+        self.cx.ir().pending_use(&self.view)
+    }
+
+    /// The one-element view at `index` (relative to this array), or an error naming the
+    /// index and the shape.
+    fn element_view(&self, op: &'static str, index: &[i64]) -> Result<View, ArrayError> {
+        let shape = self.shape();
+        let inside = index.len() == shape.dims()
+            && index
+                .iter()
+                .zip(shape.as_slice())
+                .all(|(&i, &n)| (0..n).contains(&i));
+        if !inside {
+            return Err(ArrayError::BadArgument {
+                op,
+                reason: format!("index {index:?} is outside an array of shape {shape}"),
+            });
+        }
+        Ok(self
+            .view
+            .subview(Tuple::new(index)?, Tuple::shape(&vec![1; index.len()])?)?)
+    }
+
+    /// The element at `index`, read without a task: it waits only for pending work that
+    /// writes this array's store.
+    pub fn element<T: Element>(&self, index: &[i64]) -> Result<T, ArrayError> {
+        self.check_host_dtype::<T>("element")?;
+        let view = self.element_view("element", index)?;
+        Ok(self.cx.ir().read_scalar::<T>(&view)?)
+    }
+
+    /// Stores `value` at `index` without a task, after pending work that uses this array's
+    /// store (callers that want it buffered and fused submit a fill instead).
+    pub fn set_element<T: Element>(&self, index: &[i64], value: T) -> Result<(), ArrayError> {
+        self.check_host_dtype::<T>("set_element")?;
+        let view = self.element_view("set_element", index)?;
+        Ok(self.cx.ir().write(&view, vec![value])?)
+    }
+
+    pub(crate) fn check_host_dtype<T: Element>(&self, op: &'static str) -> Result<(), ArrayError> {
         if T::DTYPE == self.dtype() {
             Ok(())
         } else {

@@ -9,6 +9,8 @@
 //! - `reduce_prop`: reductions and matrix products over random views and shapes.
 //! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
+//! - `host_copies_prop`: host reads and writes of elements and boxes interleaved with tasks,
+//!   and that they wait only for work on their own store.
 //! - `creation_prop`: `astype`, `random`, `arange`, `linspace`, `zeros`/`ones`/`full`.
 //! - `select_prop`: `a[mask]` over random masks and views.
 //! - `scan_prop`: cumulative sums and products along an axis.
@@ -33,6 +35,8 @@ mod errors;
 mod expr_prop;
 #[path = "array/float_errors.rs"]
 mod float_errors;
+#[path = "array/host_copies_prop.rs"]
+mod host_copies_prop;
 #[path = "array/indexed_prop.rs"]
 mod indexed_prop;
 #[path = "array/join_prop.rs"]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use diffuse_ir::{
     DType, Element, IndexTask, KernelError, Partition, PointTask, Privilege, Shape, TaskKind,
-    Tuple, MAX_DIMS,
+    Tuple, View, MAX_DIMS,
 };
 
 use crate::array::Array;
@@ -206,7 +206,100 @@ fn with_selection(mut task: IndexTask, view: &StridedView) -> IndexTask {
     task
 }
 
+/// The row-major store indices of `view`'s elements, in the selection's row-major order.
+fn selected_indices(view: &StridedView) -> Vec<i64> {
+    let mut flats = Vec::with_capacity(view.volume().max(0) as usize);
+    let mut counter = vec![0i64; view.shape.len()];
+    let mut flat = view.offset;
+    for _ in 0..view.volume() {
+        flats.push(flat);
+        // Step the innermost dimension, carrying into the outer ones.
+        for d in (0..counter.len()).rev() {
+            counter[d] += 1;
+            flat += view.strides[d];
+            if counter[d] < view.shape[d] {
+                break;
+            }
+            flat -= view.strides[d] * counter[d];
+            counter[d] = 0;
+        }
+    }
+    flats
+}
+
+/// The box of a store of `store_shape` (lower corner, extent) whose row-major elements are
+/// exactly `view`'s in its order, when there is one: each dimension of the selection longer
+/// than 1 walks a distinct store dimension at that dimension's row-major stride, in
+/// increasing dimension order (a row, a column, a block, with integer-indexed dimensions
+/// dropped). None for steps, transposes and repeated elements.
+fn as_box(view: &StridedView, store_shape: &Shape) -> Option<(Vec<i64>, Vec<i64>)> {
+    let strides = store_shape.row_major_strides();
+    let dims = store_shape.dims();
+    let mut lo = vec![0i64; dims];
+    unflatten(view.offset, &strides, &mut lo);
+    let mut extent = vec![1i64; dims];
+    let mut next = 0;
+    for (&n, &s) in view.shape.iter().zip(&view.strides) {
+        if n == 1 {
+            continue;
+        }
+        let d = (next..dims).find(|&d| strides[d] == s && store_shape[d] > 1)?;
+        if lo[d] + n > store_shape[d] {
+            return None;
+        }
+        extent[d] = n;
+        next = d + 1;
+    }
+    Some((lo, extent))
+}
+
 impl Array {
+    /// The elements of this array's store that `view` selects, copied to the host in the
+    /// selection's row-major order without a task, waiting only for pending work that
+    /// writes the store: a selection that is a box of the store (a row, a column, a block)
+    /// is read as that box; any other, from the smallest box holding it. Meant for small
+    /// selections; a large sparse one costs a copy of its whole bounding box.
+    pub fn read_strided<T: Element>(&self, view: &StridedView) -> Result<Vec<T>, ArrayError> {
+        self.check_host_dtype::<T>("read_strided")?;
+        let store = self.store();
+        let store_shape = store.shape();
+        view.check("read_strided", store_shape.volume())?;
+        if view.volume() == 0 {
+            return Ok(Vec::new());
+        }
+        let read_box = |lo: &[i64], extent: &[i64]| -> Result<Vec<T>, ArrayError> {
+            let boxed = View::new(store, Tuple::new(lo)?, Tuple::shape(extent)?)?;
+            Ok(self.context().ir().read::<T>(&boxed)?)
+        };
+        if let Some((lo, extent)) = as_box(view, &store_shape) {
+            return read_box(&lo, &extent);
+        }
+        let strides = store_shape.row_major_strides();
+        let dims = store_shape.dims();
+        let flats = selected_indices(view);
+        // Each element's store coordinates (a 0-d store: one unused slot per element).
+        let width = dims.max(1);
+        let mut points = vec![0i64; flats.len() * width];
+        let (mut lo, mut hi) = (vec![i64::MAX; dims], vec![i64::MIN; dims]);
+        for (point, &flat) in points.chunks_exact_mut(width).zip(&flats) {
+            unflatten(flat, &strides, &mut point[..dims]);
+            for d in 0..dims {
+                lo[d] = lo[d].min(point[d]);
+                hi[d] = hi[d].max(point[d]);
+            }
+        }
+        let extent: Vec<i64> = (0..dims).map(|d| hi[d] - lo[d] + 1).collect();
+        let box_strides = Tuple::shape(&extent)?.row_major_strides();
+        let values = read_box(&lo, &extent)?;
+        Ok(points
+            .chunks_exact(width)
+            .map(|point| {
+                let at: i64 = (0..dims).map(|d| (point[d] - lo[d]) * box_strides[d]).sum();
+                values[at as usize]
+            })
+            .collect())
+    }
+
     /// A new array holding the elements of this array's store that `view` selects (offsets
     /// and strides count in the whole store, not in this array's window).
     pub fn gather_strided(&self, view: &StridedView) -> ArrayResult {

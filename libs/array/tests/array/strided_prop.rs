@@ -4,6 +4,8 @@
 //! processor count (fused, unfused and JIT contexts); the gathered values also feed an
 //! element-wise operation and a reduction in the same window, and a scatter is followed by
 //! reads through a box view, so the dependences around the whole-store tasks are exercised.
+//! The same selections read on the host without a task (`read_strided`) before, between
+//! and after those tasks give the same values.
 
 use diffuse_array::{s, Array, ArrayContext, StridedView};
 use proptest::prelude::*;
@@ -104,12 +106,21 @@ fn check(cx: &ArrayContext, c: &Case) -> Result<(), TestCaseError> {
     )?;
     let at = positions(&c.view);
 
-    // Gather, then compute with the result in the same window.
+    // Read on the host (no task), then gather and compute with the result in the same
+    // window; the host read of the selection, between them, sees the same values.
+    let want: Vec<i64> = at.iter().map(|&p| c.data[p]).collect();
+    prop_assert_eq!(
+        ok(base.read_strided::<i64>(&c.view), "read_strided")?,
+        want.clone()
+    );
     let got = ok(base.gather_strided(&c.view), "gather_strided")?;
+    prop_assert_eq!(
+        ok(base.read_strided::<i64>(&c.view), "read_strided")?,
+        want.clone()
+    );
     prop_assert_eq!(got.shape().as_slice().to_vec(), c.view.shape.clone());
     let twice = ok(&got * 2i64, "multiply")?;
     let total = ok(got.sum(), "sum")?;
-    let want: Vec<i64> = at.iter().map(|&p| c.data[p]).collect();
     prop_assert_eq!(ok(got.to_vec::<i64>(), "to_vec")?, want.clone());
     prop_assert_eq!(
         ok(twice.to_vec::<i64>(), "to_vec")?,
@@ -128,6 +139,12 @@ fn check(cx: &ArrayContext, c: &Case) -> Result<(), TestCaseError> {
     for (&p, &v) in at.iter().zip(&c.values) {
         model[p] = v + 1;
     }
+    // The host read waits for the scatter still buffered.
+    let scattered: Vec<i64> = at.iter().map(|&p| model[p]).collect();
+    prop_assert_eq!(
+        ok(base.read_strided::<i64>(&c.view), "read_strided")?,
+        scattered
+    );
     let whole = ok(base.slice(&s![..]), "slice")?;
     prop_assert_eq!(ok(whole.to_vec::<i64>(), "to_vec")?, model);
     Ok(())
