@@ -256,11 +256,11 @@ grep -q "legion-setup.sh" target/no-legion.txt || {
 # (differential against NumPy with hypothesis).
 python=$(scripts/python-setup.sh)
 (cd python && timeout --kill-after=60 1800 "$(dirname "$python")/pytest" -q)
-# The same differential, view, solver and trace tests with the package on the Legion backend (one
+# The same differential, view, solver, trace and eager tests with the package on the Legion backend (one
 # Legion runtime for the whole pytest process).
 (cd python && DIFFUSE_BACKEND=legion timeout --kill-after=60 1200 "$(dirname "$python")/pytest" -q \
     tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py \
-    tests/test_trace.py)
+    tests/test_trace.py tests/test_eager.py)
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt

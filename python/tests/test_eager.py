@@ -306,6 +306,8 @@ def test_element_indices_out_of_range_raise_numpy_errors():
         dnp.arange(100, dtype="int32")[3] = 2 ** 40
 
 
+@pytest.mark.skipif(os.environ.get("DIFFUSE_BACKEND") == "legion",
+                    reason="Legion flushes on every host copy: no array is computed early")
 def test_small_computed_views_meet_eager_arrays_on_numpy():
     """A small view of a computed deferred array meeting an eager operand runs on NumPy
     (an eager result); with work still writing it, the operation is deferred."""
