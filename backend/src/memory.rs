@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use diffuse_ir::{DType, Element, Rect, Tuple};
+use diffuse_ir::{DType, Element, Rect, Tuple, MAX_DIMS};
 
 /// Alignment of every buffer: a cache line, so vector loads never straddle one at row starts.
 const ALIGN: usize = 64;
@@ -540,20 +540,58 @@ pub fn for_each_rect_row(rect: &Rect, strides: &Tuple, mut f: impl FnMut(usize, 
         return;
     }
     let row_len = extent[dims - 1] as usize;
-    let outer = Rect {
-        lo: rect.lo.truncated(dims - 1),
-        hi: rect.hi.truncated(dims - 1),
-    };
-    let inner_start = rect.lo[dims - 1] * strides[dims - 1];
-    for (row, p) in outer.points().enumerate() {
-        let start: i64 = (0..dims - 1).map(|d| p[d] * strides[d]).sum::<i64>() + inner_start;
+    let outer = dims - 1;
+    let rows: i64 = (0..outer).map(|d| extent[d]).product();
+    let mut start: i64 = (0..dims).map(|d| rect.lo[d] * strides[d]).sum();
+    // An odometer over the outer dimensions, the row start kept up to date with it (a
+    // column of a matrix is one row per element: this loop is its whole cost).
+    let mut counter = [0i64; MAX_DIMS];
+    for row in 0..rows as usize {
         f(start as usize, row, row_len);
+        for d in (0..outer).rev() {
+            counter[d] += 1;
+            start += strides[d];
+            if counter[d] < extent[d] {
+                break;
+            }
+            start -= strides[d] * extent[d];
+            counter[d] = 0;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rect_rows_are_visited_in_row_major_order_at_their_offsets() {
+        let shape = Tuple::shape(&[4, 3, 5]).unwrap();
+        let strides = shape.row_major_strides();
+        for lo in [[0, 0, 0], [1, 2, 3], [3, 0, 4], [0, 1, 0]] {
+            for hi in [[4, 3, 5], [2, 3, 4], [4, 1, 5], [1, 2, 1]] {
+                let rect = Rect {
+                    lo: Tuple::new(&lo).unwrap(),
+                    hi: Tuple::new(&hi).unwrap(),
+                };
+                let mut got = Vec::new();
+                for_each_rect_row(&rect, &strides, |start, row, len| {
+                    got.push((start, row, len))
+                });
+                // Every point of the box, by rows of consecutive elements.
+                let mut want: Vec<(usize, usize, usize)> = Vec::new();
+                if !rect.is_empty() {
+                    for i in lo[0]..hi[0] {
+                        for j in lo[1]..hi[1] {
+                            let start = i * strides[0] + j * strides[1] + lo[2] * strides[2];
+                            want.push((start as usize, want.len(), (hi[2] - lo[2]) as usize));
+                        }
+                    }
+                }
+                assert_eq!(got, want, "{rect}");
+            }
+        }
+    }
 
     #[test]
     fn size_classes_round_up_by_at_most_an_eighth_and_are_their_own_class() {
