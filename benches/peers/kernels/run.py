@@ -22,7 +22,8 @@ and how many kernels are slower than NumPy by more than 1.25x. ``--validate-only
 each kernel once per system and prints only the validation. ``--json FILE`` writes one
 JSON record per kernel and size (one per line): kernel, class, size, n, numpy_s,
 diffuse_s, speedup (null when not timed), repeats, valid, difference, error,
-fallback_warnings, the first (untimed) runs' seconds, and machine. Exits with status 1 when
+fallback_warnings, the first (untimed) runs' seconds, the machine and its load average
+when the case ended. Exits with status 1 when
 any result is invalid.
 """
 
@@ -269,6 +270,8 @@ def main(argv=None):
             for kernel in args.kernels:
                 record = run_case(kernel, size, args)
                 record["machine"] = machine
+                # Other processes on the machine skew the timings: the 1-minute load.
+                record["load"] = os.getloadavg()[0]
                 records.append(record)
                 print_row(record, timed)
                 if out:
