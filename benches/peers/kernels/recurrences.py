@@ -10,11 +10,11 @@ def recursive_filter(np, img, a, b):
     (``y[:, j] = a img[:, j] + b y[:, j-1]``, a column at a time), then anti-causal down
     the columns (``z[i] = a y[i] + b z[i+1]``, a row at a time)."""
     h, w = img.shape
-    y = np.empty_like(img)
+    y = np.zeros_like(img)
     y[:, 0] = a * img[:, 0]
     for j in range(1, w):
         y[:, j] = a * img[:, j] + b * y[:, j - 1]
-    z = np.empty_like(y)
+    z = np.zeros_like(y)
     z[h - 1, :] = a * y[h - 1, :]
     for i in range(h - 2, -1, -1):
         z[i, :] = a * y[i, :] + b * z[i + 1, :]
@@ -40,11 +40,11 @@ def _thomas(np, d, r, axis):
     for _ in range(1, n):
         denominators.append(diag - off * upper[-1])
         upper.append(off / denominators[-1])
-    dp = np.empty_like(d)
+    dp = np.zeros_like(d)
     dp[at(0)] = d[at(0)] / diag
     for j in range(1, n):
         dp[at(j)] = (d[at(j)] - off * dp[at(j - 1)]) / denominators[j]
-    x = np.empty_like(d)
+    x = np.zeros_like(d)
     x[at(n - 1)] = dp[at(n - 1)]
     for j in range(n - 2, -1, -1):
         x[at(j)] = dp[at(j)] - upper[j] * x[at(j + 1)]
@@ -68,7 +68,7 @@ def adi_inputs(n, rng):
 def moving_average(np, x, alpha):
     """An exponential moving average along the first axis of many series at once:
     ``s[t] = alpha x[t] + (1 - alpha) s[t-1]``, a row at a time."""
-    s = np.empty_like(x)
+    s = np.zeros_like(x)
     s[0] = x[0]
     for t in range(1, x.shape[0]):
         s[t] = alpha * x[t] + (1.0 - alpha) * s[t - 1]
@@ -105,7 +105,7 @@ def seam_energy(np, energy):
     """The cumulative minimal energy of seam carving: each row adds its energy to the
     least of the three neighbours above, ``M[i, j] = e[i, j] + min(M[i-1, j-1:j+2])``,
     a row at a time."""
-    m = np.empty_like(energy)
+    m = np.zeros_like(energy)
     m[0] = energy[0]
     for i in range(1, energy.shape[0]):
         above = m[i - 1]

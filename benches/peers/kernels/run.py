@@ -206,6 +206,7 @@ def machine_info():
     return {"host": platform.node(), "platform": platform.platform(), "cpu": cpu,
             "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": numpy.__version__, "blas": blas, "diffuse": diffuse_version,
+            "python_executable": sys.executable,
             "commit": commit,
             "diffuse_env": {k: v for k, v in sorted(os.environ.items())
                             if k.startswith("DIFFUSE_")},
