@@ -134,10 +134,11 @@ def difference(got, want, rtol, atol):
         bad = ~numpy.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
         err = numpy.where(bad, numpy.abs(g.astype(numpy.float64) - w), 0.0)
         worst = numpy.unravel_index(numpy.argmax(err), err.shape) if err.ndim else ()
-        return (f"output {i}: {int(bad.sum())} of {w.size} elements differ; worst at "
-                f"{tuple(int(j) for j in worst)}: diffuse {g[worst]!r}, NumPy {w[worst]!r} "
-                f"(abs {err[worst]:.3e}, rel {err[worst] / max(abs(float(w[worst])), 1e-300):.3e};"
-                f" rtol {rtol:g}, atol {atol:g})")
+        at = tuple(int(j) for j in worst)
+        rel = err[worst] / max(abs(float(w[worst])), 1e-300)
+        return (f"output {i}: {int(bad.sum())} of {w.size} elements differ; worst at {at}: "
+                f"diffuse {g[worst].item()!r}, NumPy {w[worst].item()!r} (abs "
+                f"{err[worst]:.3e}, rel {rel:.3e}; rtol {rtol:g}, atol {atol:g})")
     return None
 
 
