@@ -361,8 +361,10 @@ mod tests {
 {"kernel": "sobel", "class": "image", "size": "small", "speedup": 4.0, "repeats": 3, "valid": true, "fallback_warnings": []}
 "#;
 
-    fn records() -> Vec<KernelRecord> {
-        let path = std::env::temp_dir().join(format!("kernels-{}.jsonl", std::process::id()));
+    /// The records of `RECORDS`, read from a file of `test`'s own (tests run in parallel).
+    fn records(test: &str) -> Vec<KernelRecord> {
+        let name = format!("kernels-{test}-{}.jsonl", std::process::id());
+        let path = std::env::temp_dir().join(name);
         std::fs::write(&path, RECORDS).unwrap();
         let records = crate::records::read_records(&path).unwrap();
         let _ = std::fs::remove_file(&path);
@@ -371,7 +373,7 @@ mod tests {
 
     #[test]
     fn records_group_by_kernel_and_size_in_order_and_a_rerun_replaces() {
-        let records = records();
+        let records = records("grouping");
         assert_eq!(records.len(), 7);
         assert_eq!(records[0].machine.as_ref().unwrap()["cores"], 2);
         let table = table(&records);
@@ -386,7 +388,7 @@ mod tests {
 
     #[test]
     fn geomeans_and_the_slower_kernels_per_size() {
-        let table = table(&records());
+        let table = table(&records("geomeans"));
         // small: 0.5, 4.0, 0.1.
         let g = table.geomean("small").unwrap();
         assert!((g - 0.2f64.cbrt()).abs() < 1e-12, "{g}");
@@ -408,7 +410,7 @@ mod tests {
 
     #[test]
     fn the_markdown_has_every_cell_the_geomeans_and_what_went_wrong() {
-        let md = markdown(&table(&records()));
+        let md = markdown(&table(&records("markdown")));
         for want in [
             "| kernel | class | small | medium | large |",
             "| gemm | dense | 0.50x | 8.00x | – |",
@@ -446,7 +448,7 @@ mod tests {
     #[test]
     fn the_report_writes_the_figure_and_the_table() {
         let dir = std::env::temp_dir().join(format!("kernels-report-{}", std::process::id()));
-        let md = report(&records(), &dir).unwrap();
+        let md = report(&records("report"), &dir).unwrap();
         let svg = std::fs::read_to_string(dir.join("kernels-speedup.svg")).unwrap();
         let written = std::fs::read_to_string(dir.join("kernels.md")).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
