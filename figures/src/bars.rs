@@ -77,6 +77,17 @@ fn format_tick(v: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Pixels left of a panel's axis for its bars' labels: room for the longest one, within
+/// bounds that keep the bars most of the panel.
+fn label_width(bars: &[&Bar]) -> u32 {
+    let longest = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    (longest as u32 * 7 + 12).clamp(120, 190)
+}
+
 /// Draws `panels` into the SVG file `path`.
 pub fn draw(path: &Path, style: &Style, panels: &[Panel]) -> anyhow::Result<()> {
     if panels.is_empty() {
@@ -96,6 +107,17 @@ pub fn draw(path: &Path, style: &Style, panels: &[Panel]) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Whether a bar of `value` can be drawn on `scale`: a finite value, positive on a log axis,
+/// within 1e±300 (the room the axis leaves around larger values overflows, and around
+/// smaller ones is subnormal, where plotters' ticks never end); others are left out.
+fn drawable(value: f64, scale: Scale) -> bool {
+    const LIMIT: f64 = 1e300;
+    match scale {
+        Scale::Linear => value.abs() <= LIMIT,
+        Scale::Log => (1.0 / LIMIT..=LIMIT).contains(&value),
+    }
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     style: &Style,
@@ -107,7 +129,7 @@ where
     let bars: Vec<&Bar> = panel
         .bars
         .iter()
-        .filter(|b| b.value.is_finite() && (style.scale == Scale::Linear || b.value > 0.0))
+        .filter(|b| drawable(b.value, style.scale))
         .collect();
     if bars.is_empty() {
         return Ok(());
@@ -127,7 +149,7 @@ where
         .caption(&panel.title, ("sans-serif", 17))
         .margin(10)
         .x_label_area_size(38)
-        .y_label_area_size(120);
+        .y_label_area_size(label_width(&bars));
     match style.scale {
         // Room for the value text right of the longest bar.
         Scale::Log => {
@@ -259,6 +281,24 @@ mod tests {
         assert_eq!(format_tick(100.0), "100");
         assert_eq!(format_tick(0.5), "0.5");
         assert_eq!(format_tick(2.25), "2.25");
+    }
+
+    #[test]
+    fn values_an_axis_cannot_span_are_left_out() {
+        for (value, linear, log) in [
+            (1.0, true, true),
+            (-2.0, true, false),
+            (0.0, true, false),
+            (1e300, true, true),
+            (1e308, false, false),
+            (1e-300, true, true),
+            (1e-320, true, false),
+            (f64::NAN, false, false),
+            (f64::INFINITY, false, false),
+        ] {
+            assert_eq!(drawable(value, Scale::Linear), linear, "{value} linear");
+            assert_eq!(drawable(value, Scale::Log), log, "{value} log");
+        }
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //!   figure of a multi-process Legion run (`scripts/weak-scaling.sh`).
 //! - `diffuse-figures peers RECORDS --out DIR`: the peer report (`scripts/peers.sh`):
 //!   time per iteration, speedups, tasks per iteration, warm-up and break-even, memory.
+//! - `diffuse-figures kernels RECORDS --out DIR`: the kernel suite's report
+//!   (`scripts/kernels.sh`): speedup over NumPy per kernel and size.
 
 mod bars;
 // diffuse's own command-line output (a shared source file: this crate does not depend on the
 // runtime): results written with errors returned, a broken pipe ending quietly.
 #[path = "../../src/cli_output.rs"]
 mod cli_output;
+mod kernels;
 mod peers;
 mod records;
 mod weak_scaling;
@@ -53,6 +56,14 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The kernel suite against NumPy: `kernels-speedup.svg` and `kernels.md` in `--out`.
+    Kernels {
+        /// JSON records, one per line (`benches/peers/kernels/run.py --json`).
+        records: PathBuf,
+        /// The folder the figure and the table go to.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -78,6 +89,10 @@ fn run() -> anyhow::Result<()> {
         }
         Command::Peers { records, out } => {
             let report = peers::report(&read_records(&records)?, &out)?;
+            cli_output::print(&report).context("writing the report to stdout")?;
+        }
+        Command::Kernels { records, out } => {
+            let report = kernels::report(&read_records(&records)?, &out)?;
             cli_output::print(&report).context("writing the report to stdout")?;
         }
     }

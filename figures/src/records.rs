@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context as _;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 /// The fields of a record the figures use. Apps' records carry all of them; the peers'
@@ -79,9 +80,10 @@ impl Record {
     }
 }
 
-/// Reads `path`, one JSON record per line (blank lines skipped); a line that is not a
-/// record is an error naming `path:line`.
-pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
+/// Reads `path`, one JSON record per line (blank lines skipped): the apps' [`Record`]s or
+/// the kernel suite's records; a line that is not such a record is an error naming
+/// `path:line`.
+pub fn read_records<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
@@ -89,7 +91,7 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not an app record", path.display(), i + 1))
+                .with_context(|| format!("{}:{}: not a record", path.display(), i + 1))
         })
         .collect()
 }

@@ -1,4 +1,4 @@
-//! Fuzz of `diffuse-figures`: both subcommands with missing, empty, garbage and extreme
+//! Fuzz of `diffuse-figures`: every subcommand with missing, empty, garbage and extreme
 //! record files, unwritable outputs, and a stdout that is full, closed or a pipe without a
 //! reader. No run may crash, hang or fail without one `error:` line (see
 //! `tests/cli/harness.rs`).
@@ -49,6 +49,13 @@ fn no_input_crashes_or_hangs_the_figures() {
             .concat(),
         ),
         write(
+            "kernels.jsonl",
+            "{\"kernel\":\"gemm\",\"class\":\"dense\",\"size\":\"small\",\"speedup\":0.5,\"valid\":true}\n\
+             {\"kernel\":\"gemm\",\"class\":\"dense\",\"size\":\"huge\",\"speedup\":1e308,\"valid\":false}\n\
+             {\"kernel\":\"\",\"class\":\"\",\"size\":\"small\",\"speedup\":-1,\"valid\":true}\n\
+             {\"kernel\":\"lu\",\"class\":\"x\",\"size\":\"large\",\"speedup\":1e-320,\"valid\":true}\n",
+        ),
+        write(
             "wrong-types.jsonl",
             "{\"app\":1,\"n\":-1,\"seconds_per_iter\":\"x\"}\n",
         ),
@@ -76,6 +83,10 @@ fn no_input_crashes_or_hangs_the_figures() {
         }
         for out in outputs("peers") {
             let args = ["peers", file, "--out", &out];
+            cases.push((args.iter().map(|s| s.to_string()).collect(), Stdout::Null));
+        }
+        for out in outputs("kernels") {
+            let args = ["kernels", file, "--out", &out];
             cases.push((args.iter().map(|s| s.to_string()).collect(), Stdout::Null));
         }
     }
