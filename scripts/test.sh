@@ -261,6 +261,9 @@ python=$(scripts/python-setup.sh)
 (cd python && DIFFUSE_BACKEND=legion timeout --kill-after=60 1200 "$(dirname "$python")/pytest" -q \
     tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py \
     tests/test_trace.py tests/test_eager.py)
+# The kernel suite (benches/peers/kernels) at its smallest size: every kernel's result
+# validated against NumPy, no timing.
+timeout --kill-after=60 900 "$python" benches/peers/kernels/run.py --sizes small --validate-only
 # Smoke run of the benchmarks: every benchmark body runs once (no timing).
 cargo bench --quiet -p diffuse-benches --bench fusion_analysis -- --test >target/bench-smoke.txt
 cargo bench --quiet -p diffuse-benches --bench stream -- --test >>target/bench-smoke.txt

@@ -109,8 +109,10 @@ def ones_like(a, dtype=None):
     return ones(_shape_of(a), dtype or _dtype_of(a))
 
 
-def empty_like(a, dtype=None):
-    return zeros_like(a, dtype)
+def empty_like(prototype, dtype=None):
+    """NumPy's ``empty_like`` (its first parameter named as NumPy's, so that calls naming
+    it stay native): zeros, as every diffuse array starts."""
+    return zeros_like(prototype, dtype)
 
 
 def full_like(a, fill_value, dtype=None):

@@ -207,3 +207,16 @@ def test_fallback_warnings_name_the_users_line(tmp_path):
     for line, what in [(4, "sort"), (5, "nancumprod"), (6, "assignment through arrays")]:
         assert f"program.py:{line}: RuntimeWarning: diffuse.numpy: {what}" in done.stderr, \
             done.stderr
+
+
+def test_like_constructors_stay_native_with_numpys_argument_names():
+    """``numpy.empty_like(prototype=...)`` and the other ``*_like`` constructors called as
+    NumPy documents them, on deferred arrays, run natively (no fallback warning)."""
+    x = dnp.ones(10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        made = [onp.empty_like(x), onp.empty_like(prototype=x), dnp.empty_like(x, dtype="int64"),
+                onp.zeros_like(x), onp.ones_like(a=x), onp.full_like(x, 2.0)]
+    assert all(isinstance(m, dnp.ndarray) for m in made)
+    assert [m.shape for m in made] == [(10_000,)] * 6
+    assert made[2].dtype == onp.int64 and float(made[5].sum()) == 20_000.0
