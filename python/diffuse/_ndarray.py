@@ -377,6 +377,15 @@ class ndarray:
 
     def __setitem__(self, key, value):
         t = type(key)
+        vt = type(value)
+        if (vt is _eager._Eager or vt is _np.ndarray) and type(self) is ndarray:
+            # NumPy's values into a box (``a[:, j] = v``, ``a[i] = row``): from the host when
+            # small and nothing pending uses the store.
+            shape = self._a.shape
+            simple = _int_slice_bounds(key, shape) if t is tuple else \
+                _int_slice_bounds((key,), shape) if t is int or t is slice else None
+            if simple is not None and self._box_from_host(*simple, value):
+                return
         if (t is int or t is tuple) and isinstance(value, (numbers.Number, _np.generic)) \
                 and type(self) is ndarray and not _state.recording:
             index = (key,) if t is int else key
@@ -410,7 +419,10 @@ class ndarray:
             shape = tuple(hi - lo for lo, hi in bounds)
         if isinstance(value, (numbers.Number, _np.generic)):
             _selection._compact_lazy_selections()
-            target.assign_scalar(_scalar_for(value, self._a.dtype))
+            scalar = _scalar_for(value, self._a.dtype)
+            if not self._written_on_host(target, lambda shape: _np.full(shape, scalar,
+                                                                        self.dtype)):
+                target.assign_scalar(scalar)
         else:
             # Nested sequences convert as NumPy's do (Python integers checked against the
             # dtype); arrays cast.
@@ -429,8 +441,43 @@ class ndarray:
                 kept = iter((1,) * (len(dst_shape) - src.ndim) + src.shape)
                 src = src.reshape([1 if d in dropped else next(kept) for d in range(len(shape))])
             _selection._compact_lazy_selections()
-            target.assign(src._a)
+            if type(src) is not _eager._Eager or not self._written_on_host(
+                    target, lambda shape: _np.broadcast_to(src._h, shape)):
+                target.assign(src._a)
         _layout.written(self._a.store_id)
+
+    def _box_from_host(self, bounds, dropped, value):
+        """``self[box] = value`` for the box ``bounds`` (without the dimensions ``dropped``)
+        and a NumPy-held ``value``, written from the host as ``_written_on_host`` does, and
+        True; False (nothing written) where that does not apply or the shapes do not
+        broadcast (the general path then raises NumPy's error)."""
+        host = value._h if type(value) is _eager._Eager else value
+        if _dtype_name(host.dtype) is None:
+            return False  # (converted by the general path first)
+        dst_shape = tuple(hi - lo for d, (lo, hi) in enumerate(bounds) if d not in dropped)
+        if _layout.broadcast_or_none(host.shape, dst_shape) != dst_shape:
+            return False
+        _selection._compact_lazy_selections()
+        if not self._written_on_host(self._a.slice(bounds),
+                                     lambda _: _np.broadcast_to(host, dst_shape)):
+            return False
+        _layout.written(self._a.store_id)
+        return True
+
+    def _written_on_host(self, target, values):
+        """Writes ``values(shape)`` (a NumPy array of the box ``target``'s shape) into
+        ``target`` from the host, without a task, and says so, when the box is small
+        (``_state.eager_limit``) and no pending work uses its store: the store stays
+        computed, so the reads that follow (a loop's next row or column) need no task
+        either. False otherwise (the caller assigns by a task)."""
+        if type(self) is not ndarray or _state.recording:
+            return False
+        shape = tuple(target.shape)
+        if not 0 < math.prod(shape) <= _state.eager_limit or target.pending_use() != "nothing":
+            return False
+        host = _np.ascontiguousarray(values(shape), dtype=self.dtype)  # NumPy's cast
+        target.write_from(host.ctypes.data, host.nbytes)
+        return True
 
     def _write(self, key, value):
         """``self[key] = value`` for any index: into a box, through a strided view, or (for

@@ -85,6 +85,33 @@ impl NativeArray {
         report_fp_errors(py)
     }
 
+    /// Overwrites the elements with the `nbytes` bytes of host memory at `address` (a
+    /// C-contiguous NumPy array of this dtype and shape), ordered after the work that uses
+    /// this array's store: a small NumPy value written into a computed array without a
+    /// task. The caller guarantees that `address` is valid for reads of `nbytes` bytes;
+    /// a size other than the array's is refused.
+    fn write_from(&self, py: Python<'_>, address: usize, nbytes: usize) -> PyResult<()> {
+        with_element_type!(self.inner.dtype(), T => {
+            let len = self.inner.size();
+            if nbytes != len * std::mem::size_of::<T>() || (len > 0 && address == 0) {
+                return Err(PyValueError::new_err(format!(
+                    "write_from: {nbytes} bytes at {address:#x} given for {len} elements of {}",
+                    dtype_name(self.inner.dtype())
+                )));
+            }
+            let values: Vec<T> = if len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: the caller guarantees `nbytes` readable bytes at `address`, exactly
+                // `len` elements of `T` of this array's dtype (checked above), aligned as
+                // NumPy aligns its buffers.
+                unsafe { std::slice::from_raw_parts(address as *const T, len) }.to_vec()
+            };
+            py.detach(|| self.inner.write_from(values)).map_err(py_err)?;
+        });
+        report_fp_errors(py)
+    }
+
     /// The element at `index` (one int per dimension, negative from the end) as a Python
     /// number, read without a task: it waits only for work that writes this array's store.
     fn element<'py>(&self, py: Python<'py>, index: Vec<i64>) -> PyResult<Bound<'py, PyAny>> {
