@@ -309,3 +309,70 @@ fn transposes_read_in_place_equal_copied_transposes() -> Result<(), TestCaseErro
     }
     Ok(())
 }
+
+/// On the simulated GPU, with a placement that prefers GPUs, the products (transposed
+/// operands included, and fused with element-wise work) run their compiled MLIR bodies, not
+/// the native kernels preferred on CPUs, and give the loop's exact values.
+#[test]
+fn products_placed_on_the_simulated_gpu_run_compiled() -> Result<(), TestCaseError> {
+    use diffuse::{BackendConfig, EmbeddedConfig, MapplePlacement, Placement, RuntimeConfig};
+    let backend = diffuse::start_backend(&BackendConfig::Embedded(EmbeddedConfig {
+        procs: Some(2),
+        device: Some(diffuse::device::DeviceChoice::Simulated),
+        ..Default::default()
+    }))
+    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let gpus = MapplePlacement::prefer_gpus(backend.machine())
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let runtime = diffuse::start_runtime(
+        backend,
+        RuntimeConfig {
+            jit: Some(std::sync::Arc::new(diffuse_jit::Jit::new())),
+            placement: Some(std::sync::Arc::new(gpus) as std::sync::Arc<dyn Placement>),
+            ..Default::default()
+        },
+    );
+    let cx = ArrayContext::new(diffuse_ir::Context::new(runtime.clone()));
+    let (m, k, n) = (5, 7, 3);
+    use Orientation::Transposed;
+    let p = Case {
+        m,
+        k,
+        n,
+        a: (0..m * k).map(|i| (i * 5 % 17) as i8 - 8).collect(),
+        b: (0..k * n).map(|i| (i * 3 % 13) as i8 - 6).collect(),
+        x: (0..k).map(|i| i as i8 - 3).collect(),
+        orientations: [Transposed, Transposed],
+        windowed: false,
+    };
+    let (c, y) = model(&p);
+    let a = matrix::<f64>(&cx, &p.a, stored(m, k, Transposed), false)?;
+    let b = matrix::<f64>(&cx, &p.b, stored(k, n, Transposed), false)?;
+    let x = ok(
+        Array::from_vec(
+            &cx,
+            &[k as i64],
+            p.x.iter().map(|&e| f64::from(e)).collect(),
+        ),
+        "from_vec",
+    )?;
+    let product = ok(a.matmul_with(Transposed, &b, Transposed), "matmul_with")?;
+    let doubled = ok(&product + &product, "add")?;
+    prop_assert_eq!(values::<f64>(&product)?, c.clone());
+    let want: Vec<i64> = c.iter().map(|&e| 2 * e).collect();
+    prop_assert_eq!(values::<f64>(&doubled)?, want);
+    let matvec = ok(a.matvec_with(Transposed, &x), "matvec_with")?;
+    prop_assert_eq!(values::<f64>(&matvec)?, y);
+    let built = runtime.gpu_kernels().built;
+    for kind in ["array.matmul.f64.tt", "array.matvec.f64.t"] {
+        prop_assert!(
+            built.iter().any(|name| name.contains(kind)),
+            "{} was not built for the GPU: {:?} (declined: {:?})",
+            kind,
+            built,
+            runtime.gpu_kernels().declined
+        );
+    }
+    prop_assert!(runtime.stats().gpu_points > 0, "{:?}", runtime.stats());
+    Ok(())
+}
