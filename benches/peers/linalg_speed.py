@@ -7,7 +7,9 @@ Cases: ``gemm`` of 1000^3 and of 1000 x 1100 x 1200 (float64), ``A @ x`` and ``A
 on a 10000 x 12500 float64 matrix (the transpose read in place), and a chained product
 ``(A @ B) @ C`` of 900-ish matrices. ``--scale`` multiplies every extent (0.2 for a smoke
 run). Each timed call includes ``diffuse.flush()``, so diffuse's time is the product's, not
-its submission's; results are checked against NumPy's.
+its submission's; results are checked against NumPy's. Every timed call starts after a pause
+(``SETTLE_SECONDS``): OpenBLAS's threads spin for a while after a call, and would otherwise
+take a core from whichever system runs next.
 """
 
 import argparse
@@ -16,6 +18,9 @@ import statistics
 import time
 
 import numpy
+
+#: The pause before each timed call, longer than OpenBLAS's threads spin after a call.
+SETTLE_SECONDS = 0.3
 
 
 def cases(scale):
@@ -64,6 +69,7 @@ def main():
         for _ in range(args.repeats):
             for system, (np, operands, flush) in systems.items():
                 flush()
+                time.sleep(SETTLE_SECONDS)
                 start = time.perf_counter()
                 result = product(np, *operands)
                 flush()

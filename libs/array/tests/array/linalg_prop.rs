@@ -376,3 +376,50 @@ fn products_placed_on_the_simulated_gpu_run_compiled() -> Result<(), TestCaseErr
     prop_assert!(runtime.stats().gpu_points > 0, "{:?}", runtime.stats());
     Ok(())
 }
+
+/// A float product large enough to run on several threads (one launch point per host, its
+/// GEMM on the host's cores), with a transposed operand, equals the plain loop within
+/// rounding on every processor count.
+#[test]
+fn a_threaded_product_equals_the_loop() -> Result<(), TestCaseError> {
+    let (m, k, n) = (257, 263, 255);
+    let (a, bt) = (mixed(m, k, 4), mixed(n, k, 5));
+    let mut want = vec![0.0; m * n];
+    let mut scale = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for q in 0..k {
+                let t = a[i * k + q] * bt[j * k + q];
+                want[i * n + j] += t;
+                scale[i * n + j] += t.abs();
+            }
+        }
+    }
+    for procs in PROCS {
+        let cx = cx(procs);
+        let aa = ok(
+            Array::from_vec(&cx, &[m as i64, k as i64], a.clone()),
+            "from_vec",
+        )?;
+        let ba = ok(
+            Array::from_vec(&cx, &[n as i64, k as i64], bt.clone()),
+            "from_vec",
+        )?;
+        let got = ok(
+            aa.matmul_with(Orientation::AsStored, &ba, Orientation::Transposed),
+            "matmul_with",
+        )?;
+        let got = ok(got.to_vec::<f64>(), "to_vec")?;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            prop_assert!(
+                close(*g, *w, scale[i]),
+                "procs {}: [{}] = {}, loop {}",
+                procs,
+                i,
+                g,
+                w
+            );
+        }
+    }
+    Ok(())
+}

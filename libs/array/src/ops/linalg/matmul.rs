@@ -1,13 +1,17 @@
 //! `C = op(A) op(B)`: launched over the output's grid, each point reading the band of rows
 //! of `op(A)` and the band of columns of `op(B)` its block of `C` needs.
 
-use diffuse_ir::{IndexTask, Partition, Privilege, ProjComponent, Projection, Shape, Tuple};
+use diffuse_ir::{DType, IndexTask, Partition, Privilege, ProjComponent, Projection, Shape, Tuple};
 
 use crate::array::Array;
 use crate::broadcast::block;
+use crate::context::ArrayContext;
+use crate::element::is_float;
 use crate::error::{ArrayError, ArrayResult};
 use crate::mlir::Product;
+use crate::partitioner::Partitioner;
 
+use super::gemm::{points_per_host, THREADED_WORK};
 use super::{check_operands, oriented_dims, product_kind, Orientation};
 
 impl Array {
@@ -40,7 +44,7 @@ impl Array {
         if c.is_empty() || k == 0 {
             return Ok(c);
         }
-        let launch = cx.launch_for(out_shape);
+        let launch = product_launch(cx, out_shape, dtype, [m, k, n]);
         let name = match (a_orientation, b_orientation) {
             (Orientation::AsStored, Orientation::AsStored) => format!("array.matmul.{dtype}"),
             (a, b) => format!("array.matmul.{dtype}.{}{}", a.letter(), b.letter()),
@@ -70,6 +74,24 @@ impl Array {
         cx.submit(task)?;
         Ok(c)
     }
+}
+
+/// The launch of a product of `m x k` and `k x n` matrices of `dtype` into `out`: a float
+/// product large enough to run on several threads gets one point per host, whose product
+/// then uses the host's cores (one multi-threaded GEMM beats a GEMM per core on blocks);
+/// others get the output's blocks over every processor.
+fn product_launch(cx: &ArrayContext, out: Shape, dtype: DType, [m, k, n]: [i64; 3]) -> Shape {
+    let work = [m, k, n]
+        .iter()
+        .map(|&e| usize::try_from(e).unwrap_or(0))
+        .fold(1usize, usize::saturating_mul);
+    if !is_float(dtype) || work < THREADED_WORK {
+        return cx.launch_for(out);
+    }
+    let all = cx.partitioner();
+    Partitioner::new(points_per_host(all.procs()))
+        .with_min_block(all.min_block())
+        .launch_for(out)
 }
 
 /// The tiling that gives each point of `launch` its band of `op(matrix)` (the matrix read

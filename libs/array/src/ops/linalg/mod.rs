@@ -9,8 +9,10 @@
 //!
 //! Either matrix may be read transposed ([`Orientation::Transposed`]): its tiles are the
 //! transposed bands, and the kernel swaps the strides, so `A.T @ y` or `A @ B.T` never copies
-//! the transpose. Each point runs one strided product (`gemm.rs`: the `gemm` crate's tuned
-//! kernels for floats, a blocked loop for integers). Both products carry an MLIR body (for
+//! the transpose. Each point runs one strided product (`gemm.rs`: `faer`'s tuned kernels for
+//! floats, a blocked loop for integers). A large float `matmul` launches one point per host
+//! (per group of as many processors as the host has cores), and that point's product uses
+//! the host's cores. Both products carry an MLIR body (for
 //! fusion on GPUs) but prefer their native kernel on CPUs (`TaskKindBuilder::native_on_cpu`),
 //! where a tuned GEMM is far faster than the JIT's loop nest.
 
@@ -142,7 +144,8 @@ fn product_kernel<T: Gemm>(
         if out.dims() != (m, n) || k != k_b {
             return Err(mismatch());
         }
-        T::gemm(out, a, b, accumulate);
+        let points = usize::try_from(task.launch_domain().volume()).unwrap_or(1);
+        T::gemm(out, a, b, accumulate, gemm::threads(m * n * k, points));
         Ok(())
     }
 }
