@@ -177,6 +177,19 @@ impl<T: Element> ReadView<'_, T> {
         }
     }
 
+    /// The distance in elements between neighbours along each dimension (the innermost is
+    /// 1), for routines that address the view themselves from [`ReadView::as_ptr`].
+    pub fn strides(&self) -> Tuple {
+        self.layout.strides
+    }
+
+    /// The address of the sub-store's first element (index 0 in every dimension): every
+    /// element the shape and [`ReadView::strides`] address from it may be read while the
+    /// view is borrowed.
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+
     /// The element at `idx` (sub-store-relative), or `None` outside the view.
     #[inline]
     pub fn get(&self, idx: &[i64]) -> Option<T> {
@@ -214,6 +227,13 @@ impl<T: Element> WriteView<'_, T> {
         unsafe {
             std::slice::from_raw_parts_mut(ptr.offset(layout.row_offset(r)), layout.row_len())
         }
+    }
+
+    /// The address of the sub-store's first element, for writing: every element the shape
+    /// and [`ReadView::strides`] address from it may be read and written while the view is
+    /// borrowed mutably.
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr_mut()
     }
 
     /// Stores `value` at `idx`; returns false (and stores nothing) outside the view.

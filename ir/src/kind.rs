@@ -33,6 +33,7 @@ pub struct TaskKind {
     scalars: Vec<DType>,
     aligned: Vec<Vec<usize>>,
     elementwise: bool,
+    native_on_cpu: bool,
     native: NativeKernel,
     mlir: Option<Arc<dyn MlirGenerator>>,
 }
@@ -46,6 +47,7 @@ impl TaskKind {
             scalars: Vec::new(),
             aligned: Vec::new(),
             elementwise: false,
+            native_on_cpu: false,
             mlir: None,
         }
     }
@@ -114,6 +116,18 @@ impl TaskKind {
     pub fn mlir_generator(&self) -> Option<&Arc<dyn MlirGenerator>> {
         self.mlir.as_ref()
     }
+
+    /// True when the native kernel is preferred on CPUs (see
+    /// [`TaskKindBuilder::native_on_cpu`]).
+    pub fn prefers_native_on_cpu(&self) -> bool {
+        self.native_on_cpu
+    }
+
+    /// True when the kind runs compiled on host processors: it has an MLIR generator and
+    /// does not prefer its native kernel there.
+    pub fn compiles_on_cpu(&self) -> bool {
+        self.mlir.is_some() && !self.native_on_cpu
+    }
 }
 
 impl fmt::Debug for TaskKind {
@@ -129,6 +143,7 @@ pub struct TaskKindBuilder {
     scalars: Vec<DType>,
     aligned: Vec<Vec<usize>>,
     elementwise: bool,
+    native_on_cpu: bool,
     mlir: Option<Arc<dyn MlirGenerator>>,
 }
 
@@ -175,6 +190,16 @@ impl TaskKindBuilder {
         self
     }
 
+    /// Declares the native kernel faster on CPUs than what the JIT makes of the MLIR body
+    /// (a tuned library routine, such as a blocked matrix product): on host processors the
+    /// runtime runs the kind natively, also inside a fused group (its neighbours compiled
+    /// as segments around it). The MLIR body still serves GPUs, where only compiled kernels
+    /// run.
+    pub fn native_on_cpu(mut self) -> Self {
+        self.native_on_cpu = true;
+        self
+    }
+
     /// Registers the kind with its native variant. Fails if the name is taken or the
     /// declaration is inconsistent.
     pub fn register(
@@ -215,6 +240,7 @@ impl TaskKindBuilder {
             scalars: self.scalars,
             aligned: self.aligned,
             elementwise: self.elementwise,
+            native_on_cpu: self.native_on_cpu,
             native: Arc::new(native),
             mlir: self.mlir,
         });

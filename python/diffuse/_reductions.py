@@ -1,6 +1,6 @@
 """Reductions (``sum``, ``mean``, ``amax``, ``argmax``, ``any``, ``count_nonzero``, ...),
-cumulative sums and products, and products of arrays (``dot``, ``matmul``, ``outer``) and
-``allclose``.
+cumulative sums and products, and ``allclose``. Products of arrays are ``_products``'s
+(``dot`` and ``matmul`` are imported here, where the array's methods find them).
 """
 
 import builtins
@@ -15,6 +15,7 @@ from ._dtypes import _dtype_name, _is_scalar
 from ._ndarray import ndarray
 from ._interop import _fallback, _wrap_numpy_names
 from ._creation import asarray
+from ._products import dot, matmul  # noqa: F401 (``ndarray.dot`` and ``@`` find them here)
 from ._ufuncs import (
     absolute,
     add,
@@ -63,17 +64,6 @@ def cumsum(a, axis=None, dtype=None, out=None):
 def cumprod(a, axis=None, dtype=None, out=None):
     """NumPy's ``cumprod``: running products along ``axis``."""
     return _cumulate("prod", a, axis, dtype, out)
-
-
-def outer(a, b, out=None):
-    """NumPy's ``outer``: the flattened ``a`` as a column times the flattened ``b`` as a
-    row (one element-wise task)."""
-    a, b = asarray(a).ravel(), asarray(b).ravel()
-    result = multiply(a.reshape(-1, 1), b.reshape(1, -1))
-    if out is None:
-        return result
-    out[...] = result
-    return out
 
 
 def _axes(axis, ndim):
@@ -244,43 +234,6 @@ def count_nonzero(a, axis=None, keepdims=False):
     return int(counts.item()) if axis is None and not keepdims else counts
 
 
-def dot(a, b):
-    """Dot product: vector . vector (lazy 0-d), matrix @ vector, matrix @ matrix."""
-    a, b = asarray(a), asarray(b)
-    if a.ndim == 1 and b.ndim == 1 and a.dtype == b.dtype == _np.float64:
-        if a.shape != b.shape:
-            raise ValueError(
-                f"shapes {a.shape} and {b.shape} not aligned: {a.shape[0]} (dim 0) != "
-                f"{b.shape[0]} (dim 0)"
-            )
-        return ndarray(a._a.dot(b._a))
-    return matmul(a, b)
-
-
-def matmul(a, b):
-    """``a @ b`` for vectors and matrices of a numeric dtype, NumPy's promotion of the two
-    (vector @ vector is a lazy 0-d array; integers wrap, as NumPy's)."""
-    a, b = asarray(a), asarray(b)
-    dtype = _np.result_type(a.dtype, b.dtype)
-    if dtype.kind in "if" and _dtype_name(dtype) is not None \
-            and 1 <= a.ndim <= 2 and 1 <= b.ndim <= 2:
-        a = a if a.dtype == dtype else a.astype(dtype)
-        b = b if b.dtype == dtype else b.astype(dtype)
-        k_a, k_b = a.shape[-1], b.shape[0]
-        if k_a != k_b:
-            raise ValueError(
-                "matmul: Input operand 1 has a mismatch in its core dimension 0, with "
-                f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {k_b} is different "
-                f"from {k_a})"
-            )
-        if a.ndim == 1 and b.ndim == 1:
-            return ndarray(a._a.dot(b._a))
-        if a.ndim == 1:  # vector @ matrix is the transposed matrix times the vector
-            return ndarray(b.T._a.matvec(a._a))
-        return ndarray(a._a.matvec(b._a) if b.ndim == 1 else a._a.matmul(b._a))
-    return _fallback("matmul", _np.matmul, a, b)
-
-
 def allclose(a, b, rtol=1e-05, atol=1e-08):
     """NumPy's ``allclose``: everywhere ``|a - b| <= atol + rtol * |b|`` with ``b``
     finite, or ``a == b`` (equal infinities); ``b`` in a float dtype first, as NumPy's
@@ -311,12 +264,9 @@ NATIVE = (
     "count_nonzero",
     "cumprod",
     "cumsum",
-    "dot",
-    "matmul",
     "max",
     "mean",
     "min",
-    "outer",
     "prod",
     "sum",
 )

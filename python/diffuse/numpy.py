@@ -10,15 +10,15 @@ This module gathers the package's modules, each of which holds one part, from th
 up: ``_state`` (settings read as it runs), ``_dtypes``, ``_layout`` (view arithmetic),
 ``_ndarray`` (the array and its strided views), ``_eager`` (small arrays NumPy holds),
 ``_interop`` (NumPy's fallback and protocols), ``_creation``, ``_ufuncs``, ``_selection``,
-``_indexing``, ``_manipulation`` and ``_reductions``. A module imports the names of those
-below it, and those above it last, as modules; importing ``_ndarray`` first, as this module
-does, loads them all in that order.
+``_indexing``, ``_manipulation``, ``_products`` and ``_reductions``. A module imports the
+names of those below it, and those above it last, as modules; importing ``_ndarray`` first,
+as this module does, loads them all in that order.
 """
 
 import numpy as _np
 
 from . import _native, _ndarray  # noqa: F401 (first: see above)
-from . import _creation, _indexing, _manipulation, _reductions, _selection, _ufuncs
+from . import _creation, _indexing, _manipulation, _products, _reductions, _selection, _ufuncs
 from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 from ._ndarray import ndarray  # noqa: F401
 from ._creation import (  # noqa: F401
@@ -43,9 +43,12 @@ from ._manipulation import (  # noqa: F401
     concatenate, diff, expand_dims, hstack, meshgrid, ravel, repeat, reshape, roll, squeeze,
     stack, swapaxes, tile, transpose, vstack,
 )
+from ._products import (  # noqa: F401
+    dot, inner, matmul, outer, tensordot, vdot,
+)
 from ._reductions import (  # noqa: F401
-    all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, dot,
-    matmul, max, mean, min, outer, prod, sum,
+    all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, max, mean,
+    min, prod, sum,
 )
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)
 # and the tests reach through this module.
@@ -60,7 +63,7 @@ __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
 #: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
 NATIVE = sorted({*_creation.NATIVE, *_ufuncs.NATIVE, *_selection.NATIVE, *_indexing.NATIVE,
-                 *_manipulation.NATIVE, *_reductions.NATIVE})
+                 *_manipulation.NATIVE, *_products.NATIVE, *_reductions.NATIVE})
 
 
 def flush():

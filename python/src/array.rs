@@ -1,6 +1,6 @@
 //! `NativeArray`: an array of the array library (any view of a store) and its operations.
 
-use diffuse_array::{ArgOp, Array, Operand, SliceArg, StridedView};
+use diffuse_array::{ArgOp, Array, Operand, Orientation, SliceArg, StridedView};
 use diffuse_ir::{with_element_type, Element, PendingUse, ReductionOp, Tuple, View};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
@@ -491,5 +491,26 @@ impl NativeArray {
     /// Matrix-matrix product.
     fn matmul(&self, b: &NativeArray) -> PyResult<NativeArray> {
         self.inner.matmul(&b.inner).map(wrap).map_err(py_err)
+    }
+
+    /// `op(self) @ op(b)` (`b` a matrix or a vector), each matrix transposed in place when
+    /// its flag says so: `A.T @ B` without a copy of `A.T`.
+    fn matmul_oriented(
+        &self,
+        b: &NativeArray,
+        self_transposed: bool,
+        b_transposed: bool,
+    ) -> PyResult<NativeArray> {
+        let oriented = |transposed: bool| {
+            if transposed {
+                Orientation::Transposed
+            } else {
+                Orientation::AsStored
+            }
+        };
+        self.inner
+            .matmul_with(oriented(self_transposed), &b.inner, oriented(b_transposed))
+            .map(wrap)
+            .map_err(py_err)
     }
 }

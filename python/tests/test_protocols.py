@@ -361,8 +361,8 @@ def test_means_of_empty_arrays_are_numpys(shape, axis, keepdims, dtype):
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_matmul_of_any_numeric_dtypes_is_native(data):
-    """``a @ b`` of vectors and matrices of numeric dtypes, mixed as NumPy promotes them:
-    NumPy's dtype and values (integers exactly, wrapping as NumPy's; float32 to its
+    """``a @ b`` of vectors and matrices of numeric dtypes, mixed as NumPy promotes them,
+    matrices as stored or as transpose views: NumPy's dtype and values (integers exactly, wrapping as NumPy's; float32 to its
     precision), with no fallback."""
     m, k, n = (data.draw(st.integers(1, 5)) for _ in range(3))
     adtype, bdtype = (data.draw(st.sampled_from(["float64", "float32", "int64", "int32"]))
@@ -374,9 +374,14 @@ def test_matmul_of_any_numeric_dtypes_is_native(data):
     x = (onp.arange(math.prod(a_shape)).reshape(a_shape) * scale - 5).astype(adtype)
     y = (onp.arange(math.prod(b_shape)).reshape(b_shape) * scale + 3).astype(bdtype)
     want = onp.matmul(x, y)
+    # A matrix may come as the transpose view of its transpose (read in place).
+    flip = [data.draw(st.booleans()) and v.ndim == 2 for v in (x, y)]
+
+    def operand(v, flipped):
+        return dnp.asarray(onp.ascontiguousarray(v.T)).T if flipped else dnp.asarray(v)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*not native to diffuse.*")
-        got = onp.asarray(dnp.matmul(dnp.asarray(x), dnp.asarray(y)))
+        got = onp.asarray(dnp.matmul(operand(x, flip[0]), operand(y, flip[1])))
     assert got.dtype == want.dtype and got.shape == want.shape
     if want.dtype.kind == "i":
         onp.testing.assert_array_equal(got, want)

@@ -230,7 +230,10 @@ impl Launcher {
             .processors
             .iter()
             .any(|p| p.kind == ProcKind::Gpu);
-        let compilable = |t: &IndexTask| t.kind().mlir_generator().is_some();
+        // On host processors a kind compiles when it has MLIR and does not prefer its native
+        // kernel there (`TaskKind::native_on_cpu`: a tuned GEMM beats the JIT's loop nest);
+        // segments always run on the host. On a GPU every kind with MLIR compiles.
+        let compilable = |t: &IndexTask| t.kind().compiles_on_cpu();
         let staged = !stages.is_empty();
         // A task placed on a GPU needs a kernel even alone: only compiled kernels run there.
         // A task of several stages has none (its stages may alias what a whole kernel would

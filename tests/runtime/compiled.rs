@@ -379,3 +379,94 @@ fn a_fused_task_with_a_constituent_without_mlir_runs_its_compilable_run_compiled
         }
     }
 }
+
+/// `t1 = a + b`, `t2 = copy(t1)` by a kind that prefers its native kernel on CPUs
+/// (`native_on_cpu`, as the array library's matrix products do), `t3 = t2 * a`,
+/// `d = t3 + b` in one fused task: with a JIT the copy still runs its native kernel at every
+/// point, and the compilable run after it compiles as a segment; alone, the copy runs
+/// natively too. Its MLIR body is never compiled for the host.
+#[test]
+fn a_kind_preferring_its_native_kernel_runs_natively_in_a_fused_task() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NATIVE_RUNS: AtomicU64 = AtomicU64::new(0);
+    let copy = crate::common::kind_once(
+        "fusion.native_preferred_copy",
+        |b| {
+            crate::common::unary_args(b, Privilege::Write)
+                .elementwise()
+                .mlir(Arc::new(crate::common::generators::Elementwise {
+                    out: 0,
+                    inputs: &[1],
+                    body: crate::common::COPY.mlir,
+                }))
+                .native_on_cpu()
+        },
+        |t| {
+            NATIVE_RUNS.fetch_add(1, Ordering::Relaxed);
+            diffuse_ir::for_each_row::<f64>(t, 0, &[1], |out, ins| out.copy_from_slice(ins[0]))
+        },
+    );
+    assert!(copy.prefers_native_on_cpu() && !copy.compiles_on_cpu());
+    let n = 16usize;
+    let (x, y) = (random_data(n, 41), random_data(n, 42));
+    let want: Vec<u64> = (0..n)
+        .map(|i| ((x[i] + y[i]) * x[i] + y[i]).to_bits())
+        .collect();
+    let run = |fusion: FusionConfig, jit: Option<Arc<Jit>>, alone: bool| {
+        let r = rig(2, fusion, None, jit);
+        let c = &r.ctx;
+        let launch = Tuple::shape(&[2]).unwrap();
+        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
+        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
+        let (t1, t2, t3) = (
+            whole(c, &[n as i64]),
+            whole(c, &[n as i64]),
+            whole(c, &[n as i64]),
+        );
+        let d = whole(c, &[n as i64]);
+        submit_blocked(c, &ew_add_kind(), launch, &t1, &a, &b).unwrap();
+        if alone {
+            c.flush_window().unwrap();
+        }
+        c.submit(
+            IndexTask::new(&copy, launch)
+                .arg(&t2, t2.view().blocked(launch).unwrap(), Privilege::Write)
+                .arg(&t1, t1.view().blocked(launch).unwrap(), Privilege::Read),
+        )
+        .unwrap();
+        if alone {
+            c.flush_window().unwrap();
+        }
+        submit_blocked(c, &ew_mul_kind(), launch, &t3, &t2, &a).unwrap();
+        submit_blocked(c, &ew_add_kind(), launch, &d, &t3, &b).unwrap();
+        drop((t1, t2, t3));
+        c.flush_window().unwrap();
+        let stats = r.backend.stats();
+        (
+            bits(&c.read::<f64>(&d.view()).unwrap()),
+            stats.tasks_executed,
+            stats.segment_points,
+        )
+    };
+    for alone in [false, true] {
+        let jit = Arc::new(Jit::new());
+        let before = NATIVE_RUNS.load(Ordering::Relaxed);
+        let (d, executed, segments) = run(fused(Some(8)), Some(jit.clone()), alone);
+        assert_eq!(d, want, "alone: {alone}");
+        assert_eq!(
+            NATIVE_RUNS.load(Ordering::Relaxed) - before,
+            2,
+            "alone: {alone}: the copy's native kernel at both points"
+        );
+        let stats = jit.stats();
+        if alone {
+            // The copy alone, then the multiplication and addition fused into one kernel.
+            assert_eq!(executed, 3, "three launches");
+            assert_eq!(stats.kernels_compiled, 1, "{stats:?}");
+        } else {
+            assert_eq!(executed, 1, "one fused task");
+            assert_eq!(segments, 2, "both points ran the segment after the copy");
+            assert_eq!(stats.kernels_compiled, 1, "the segment's kernel: {stats:?}");
+        }
+    }
+}

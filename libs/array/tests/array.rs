@@ -7,6 +7,8 @@
 //! - `expr_prop`: random expression trees and assignments over random views (the core
 //!   property).
 //! - `reduce_prop`: reductions and matrix products over random views and shapes.
+//! - `linalg_prop`: matrix products with operands transposed in place, every numeric dtype,
+//!   empty and one-wide shapes, fused with element-wise work.
 //! - `along_prop`: reductions and arg reductions along an axis.
 //! - `strided_prop`: strided selections (steps, transposes) gathered and scattered.
 //! - `host_copies_prop`: host reads and writes of elements and boxes interleaved with tasks,
@@ -41,6 +43,8 @@ mod host_copies_prop;
 mod indexed_prop;
 #[path = "array/join_prop.rs"]
 mod join_prop;
+#[path = "array/linalg_prop.rs"]
+mod linalg_prop;
 #[path = "array/mlir_kernels.rs"]
 mod mlir_kernels;
 #[path = "array/model.rs"]

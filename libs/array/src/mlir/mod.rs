@@ -8,7 +8,8 @@
 //! - [`ReductionGenerator`]: `sum`, `prod`, `max`, `min` and `dot` into a 0-d partial value
 //!   (float sums, products and dot products as `scf.for` loops folding eight lanes in the
 //!   native kernels' order, the others as one `linalg.generic`);
-//! - [`ProductGenerator`]: `matvec` (written or summed into the output) and `matmul`.
+//! - [`ProductGenerator`]: `matvec` (written or summed into the output) and `matmul`, each
+//!   matrix read as stored or transposed (its indexing map's results swapped).
 //!
 //! The bodies compute what the native kernels compute, bit for bit where the operations are
 //! exact: integers wrap; float `maximum`/`minimum` are NaN if either operand is, and of two
@@ -17,9 +18,9 @@
 //! NaN, as in Rust); casts follow Rust's `as` through `f64` when either side is a float
 //! (float-to-integer saturates with NaN to 0, `x != 0` to bool, `i64` to `f32` rounds twice)
 //! and through `i64` otherwise; float sums, products and dot products add in the native
-//! kernels' eight-lane order, and `matmul` in its native order. What can differ: `matvec`
-//! adds in a different order from its native kernel's eight-lane fold, so float results may
-//! round differently, a `max` or `min` reduction over both `-0.0` and `0.0` may return the
+//! kernels' eight-lane order. What can differ: float `matvec` and `matmul` add in a
+//! different order from their native kernels (a tuned GEMM's blocks and fused multiply-adds,
+//! which the runtime prefers on CPUs), so float results may round differently, a `max` or `min` reduction over both `-0.0` and `0.0` may return the
 //! other zero, and the JIT evaluates `exp`, `log` and `erf` with its own polynomials rather
 //! than libm.
 //!

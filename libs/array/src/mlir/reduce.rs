@@ -18,6 +18,7 @@ use super::{
 };
 use crate::element::is_float;
 use crate::ops::elementwise::BinaryOp;
+use crate::ops::linalg::Orientation;
 
 /// The independent partial results the native reduction kernels (`ops/reduce.rs`) fold each
 /// row into ([`diffuse_ir::REDUCTION_LANES`]). The lane-parallel kernels repeat exactly that
@@ -287,24 +288,38 @@ impl ReductionGenerator {
     }
 }
 
-/// A matrix product a [`ProductGenerator`] implements.
+/// A matrix product a [`ProductGenerator`] implements, with how it reads its matrices.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Product {
-    /// `y = A x` (or `y += A x` through a `Reduce(Sum)` output): `A` 2-d, `x` and `y` 1-d.
-    Matvec,
-    /// `C = A B`, all 2-d.
-    Matmul,
+    /// `y = op(A) x` (or `y += op(A) x` through a `Reduce(Sum)` output): `A` 2-d, `x` and `y`
+    /// 1-d.
+    Matvec(Orientation),
+    /// `C = op(A) op(B)`, all 2-d.
+    Matmul(Orientation, Orientation),
 }
 
 impl Product {
-    /// The loops and the indexing-map results of the two inputs and the output.
+    /// The loops and the indexing-map results of the two inputs and the output: `d0` runs
+    /// over the output's rows, `d1` over its columns (matmul), the last loop over the summed
+    /// dimension; a transposed matrix swaps its map's results.
     fn layout(self) -> (&'static [Loop], [&'static str; 3]) {
         use Loop::*;
+        let transposed = |o: Orientation, stored: &'static str, swapped: &'static str| match o {
+            Orientation::AsStored => stored,
+            Orientation::Transposed => swapped,
+        };
         match self {
-            Product::Matvec => (&[Parallel, Reduction], ["d0, d1", "d1", "d0"]),
-            Product::Matmul => (
+            Product::Matvec(a) => (
+                &[Parallel, Reduction],
+                [transposed(a, "d0, d1", "d1, d0"), "d1", "d0"],
+            ),
+            Product::Matmul(a, b) => (
                 &[Parallel, Parallel, Reduction],
-                ["d0, d2", "d2, d1", "d0, d1"],
+                [
+                    transposed(a, "d0, d2", "d2, d0"),
+                    transposed(b, "d2, d1", "d1, d2"),
+                    "d0, d1",
+                ],
             ),
         }
     }
@@ -327,8 +342,8 @@ impl MlirGenerator for ProductGenerator {
         check_counts(name, sig, 3, &[])?;
         let dtype = sig.args[0].dtype;
         let out_privileges: &[Privilege] = match self.product {
-            Product::Matvec => &[Privilege::Write, Privilege::Reduce(ReductionOp::Sum)],
-            Product::Matmul => &[Privilege::Write],
+            Product::Matvec(_) => &[Privilege::Write, Privilege::Reduce(ReductionOp::Sum)],
+            Product::Matmul(..) => &[Privilege::Write],
         };
         let operand = |i: usize, privileges: &[Privilege]| {
             let arg = check_arg(name, sig, i, dtype, privileges)?;
@@ -540,7 +555,7 @@ mod tests {
     fn products_start_from_zero_or_from_the_partial_value() {
         let g = ProductGenerator {
             name: "array.matvec.f64".into(),
-            product: Product::Matvec,
+            product: Product::Matvec(Orientation::AsStored),
         };
         let mut args = product_args(DType::F64, [2, 1, 1], Privilege::Write);
         let text = generate(&g, "k0", &args);
@@ -560,7 +575,7 @@ mod tests {
         assert_contains(&text, &["outs(%a2 : tensor<?xf64>)"]);
         let g = ProductGenerator {
             name: "array.matmul.i32".into(),
-            product: Product::Matmul,
+            product: Product::Matmul(Orientation::AsStored, Orientation::AsStored),
         };
         let args = product_args(DType::I32, [2, 2, 2], Privilege::Write);
         let text = generate(&g, "k0", &args);
@@ -577,5 +592,34 @@ mod tests {
             arg(DType::I32, 2, Privilege::Reduce(ReductionOp::Sum)),
         ];
         assert!(rejects(&g, "k0", &wrong));
+    }
+
+    #[test]
+    fn transposed_matrices_swap_their_indexing_maps() {
+        use Orientation::{AsStored, Transposed};
+        let maps = |product: Product, ranks: [usize; 3]| {
+            let g = ProductGenerator {
+                name: "array.product.f64".into(),
+                product,
+            };
+            generate(&g, "k0", &product_args(DType::F64, ranks, Privilege::Write))
+        };
+        assert_contains(
+            &maps(Product::Matvec(Transposed), [2, 1, 1]),
+            &["affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>"],
+        );
+        for (a, b, a_map, b_map) in [
+            (Transposed, AsStored, "(d2, d0)", "(d2, d1)"),
+            (AsStored, Transposed, "(d0, d2)", "(d1, d2)"),
+            (Transposed, Transposed, "(d2, d0)", "(d1, d2)"),
+        ] {
+            let expected = format!(
+                "affine_map<(d0, d1, d2) -> {a_map}>, affine_map<(d0, d1, d2) -> {b_map}>, affine_map<(d0, d1, d2) -> (d0, d1)>"
+            );
+            assert_contains(
+                &maps(Product::Matmul(a, b), [2, 2, 2]),
+                &[expected.as_str()],
+            );
+        }
     }
 }

@@ -5,7 +5,7 @@ pub(crate) mod elementwise;
 pub(crate) mod gather;
 pub(crate) mod indexed;
 pub(crate) mod join;
-mod linalg;
+pub(crate) mod linalg;
 mod methods;
 mod operators;
 pub(crate) mod reduce;

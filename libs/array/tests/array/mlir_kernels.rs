@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use diffuse_array::{
-    binary, full, unary, where_, Array, ArrayContext, BinaryOp, DType, Operand, UnaryOp,
+    binary, full, unary, where_, Array, ArrayContext, BinaryOp, DType, Operand, Orientation,
+    UnaryOp,
 };
 use diffuse_ir::{
     tensor_type, Element, HostData, MlirArg, MlirSignature, Privilege, ReductionOp, Scalar,
@@ -898,6 +899,37 @@ fn product_kernels_match_native() {
             vec![],
             &c,
         ));
+        // Matrices read transposed in place: `at` is a `4 x 3` matrix read as `3 x 4`, `bt`
+        // a `2 x 4` one read as `4 x 2`.
+        use Orientation::{AsStored, Transposed};
+        let at = Tensor::new(&[4, 3], small(dtype, &a_values));
+        let bt = Tensor::new(&[2, 4], small(dtype, &[2, -7, 1, 8, 2, 8, -1, 8]));
+        let y = at
+            .array(&one)
+            .matvec_with(Transposed, &x.array(&one))
+            .unwrap();
+        cases.push(native_case(
+            format!("array.matvec.{dtype}.t"),
+            &[&at, &x],
+            vec![],
+            &y,
+        ));
+        for (lhs, lo, rhs, ro, letters) in [
+            (&at, Transposed, &b, AsStored, "tn"),
+            (&a, AsStored, &bt, Transposed, "nt"),
+            (&at, Transposed, &bt, Transposed, "tt"),
+        ] {
+            let c = lhs
+                .array(&one)
+                .matmul_with(lo, &rhs.array(&one), ro)
+                .unwrap();
+            cases.push(native_case(
+                format!("array.matmul.{dtype}.{letters}"),
+                &[lhs, rhs],
+                vec![],
+                &c,
+            ));
+        }
         // A wide matrix on four processors splits its columns: the partial kind adds into
         // its output.
         let four = cx(4);
