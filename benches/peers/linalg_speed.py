@@ -13,11 +13,12 @@ take a core from whichever system runs next.
 """
 
 import argparse
-import json
 import statistics
 import time
 
 import numpy
+
+from _table import emit
 
 #: The pause before each timed call, longer than OpenBLAS's threads spin after a call.
 SETTLE_SECONDS = 0.3
@@ -79,15 +80,9 @@ def main():
         rows.append({"case": name, "numpy_ms": ms["numpy"], "diffuse_ms": ms["diffuse"],
                      "ratio": ms["diffuse"] / ms["numpy"], "repeats": args.repeats})
         del systems, host
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
-        return
-    print(f"{'case':32} {'numpy ms':>10} {'diffuse ms':>11} {'ratio':>7}")
-    for row in rows:
-        print(f"{row['case']:32} {row['numpy_ms']:10.2f} {row['diffuse_ms']:11.2f} "
-              f"{row['ratio']:7.2f}")
-
+    emit(rows, [("case", "case", 32, ""), ("numpy_ms", "numpy ms", 10, ".2f"),
+                ("diffuse_ms", "diffuse ms", 11, ".2f"), ("ratio", "ratio", 7, ".2f")],
+         args.json)
 
 if __name__ == "__main__":
     main()

@@ -11,11 +11,12 @@ diffuse while n is within its eager limit, ``DIFFUSE_EAGER_ELEMENTS``, deferred 
 """
 
 import argparse
-import json
 import statistics
 import time
 
 import numpy
+
+from _table import emit
 
 
 def primitives(np, A, x, b, calls):
@@ -118,15 +119,9 @@ def main():
         us = {s: statistics.median(timings[(name, s)]) for s in systems}
         rows.append({"op": name, "n": args.n, "numpy_us": us["numpy"], "diffuse_us": us["diffuse"],
                      "ratio": us["diffuse"] / us["numpy"]})
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
-        return
-    print(f"{'operation':48} {'numpy us':>10} {'diffuse us':>11} {'ratio':>7}")
-    for row in rows:
-        print(f"{row['op']:48} {row['numpy_us']:10.2f} {row['diffuse_us']:11.2f} "
-              f"{row['ratio']:7.2f}")
-
+    emit(rows, [("op", "operation", 48, ""), ("numpy_us", "numpy us", 10, ".2f"),
+                ("diffuse_us", "diffuse us", 11, ".2f"), ("ratio", "ratio", 7, ".2f")],
+         args.json)
 
 if __name__ == "__main__":
     main()

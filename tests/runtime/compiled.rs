@@ -311,6 +311,20 @@ fn scalar_work_fused_into_a_launch_compiles_and_runs_at_every_point() {
     assert_eq!(compiled, 4, "every point runs the compiled kernel");
 }
 
+/// The stores of the chains `t1 = a + b`, ..., `d = t3 + b` below: `a` and `b` holding `x`
+/// and `y`, then `t1`, `t2`, `t3` and `d`, fresh, of the same length.
+fn chain_stores(c: &diffuse_ir::Context, x: &[f64], y: &[f64]) -> [Store; 6] {
+    let n = [x.len() as i64];
+    [
+        c.store_from_vec(&n, x.to_vec()).unwrap(),
+        c.store_from_vec(&n, y.to_vec()).unwrap(),
+        whole(c, &n),
+        whole(c, &n),
+        whole(c, &n),
+        whole(c, &n),
+    ]
+}
+
 /// `t1 = a + b`, `t2 = opaque(t1)` (a kind without an MLIR body), `t3 = t2 * a`,
 /// `d = t3 + b`, `acc += sum(d)` in one fused task: it has no kernel of its own, so its last
 /// three constituents run as one compiled segment between the native ones (`t2` passed in
@@ -324,14 +338,7 @@ fn a_fused_task_with_a_constituent_without_mlir_runs_its_compilable_run_compiled
         let r = rig(2, fusion, None, jit);
         let c = &r.ctx;
         let launch = Tuple::shape(&[2]).unwrap();
-        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
-        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
-        let (t1, t2, t3) = (
-            whole(c, &[n as i64]),
-            whole(c, &[n as i64]),
-            whole(c, &[n as i64]),
-        );
-        let d = whole(c, &[n as i64]);
+        let [a, b, t1, t2, t3, d] = chain_stores(c, &x, &y);
         let acc = c.store_from_vec(&[], vec![0.5f64]).unwrap();
         submit_blocked(c, &ew_add_kind(), launch, &t1, &a, &b).unwrap();
         c.submit(
@@ -416,14 +423,7 @@ fn a_kind_preferring_its_native_kernel_runs_natively_in_a_fused_task() {
         let r = rig(2, fusion, None, jit);
         let c = &r.ctx;
         let launch = Tuple::shape(&[2]).unwrap();
-        let a = c.store_from_vec(&[n as i64], x.clone()).unwrap();
-        let b = c.store_from_vec(&[n as i64], y.clone()).unwrap();
-        let (t1, t2, t3) = (
-            whole(c, &[n as i64]),
-            whole(c, &[n as i64]),
-            whole(c, &[n as i64]),
-        );
-        let d = whole(c, &[n as i64]);
+        let [a, b, t1, t2, t3, d] = chain_stores(c, &x, &y);
         submit_blocked(c, &ew_add_kind(), launch, &t1, &a, &b).unwrap();
         if alone {
             c.flush_window().unwrap();
