@@ -21,6 +21,19 @@ pub(crate) fn wrap(inner: Array) -> NativeArray {
     NativeArray { inner }
 }
 
+/// The number of `a`'s elements in the `nbytes` bytes of host memory at `address` that `op`
+/// copies to or from, or a `ValueError` when they are not exactly `a`'s elements of `T`.
+fn host_buffer_len<T>(op: &str, a: &Array, address: usize, nbytes: usize) -> PyResult<usize> {
+    let len = a.size();
+    if nbytes != len * std::mem::size_of::<T>() || (len > 0 && address == 0) {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {nbytes} bytes at {address:#x} given for {len} elements of {}",
+            dtype_name(a.dtype())
+        )));
+    }
+    Ok(len)
+}
+
 /// `index` (one int per dimension of `a`, negative from the end) made non-negative, or
 /// NumPy's `IndexError` naming the axis.
 fn element_index(a: &Array, mut index: Vec<i64>) -> PyResult<Vec<i64>> {
@@ -67,13 +80,7 @@ impl NativeArray {
     /// alive during the call; a size other than the array's is refused.
     fn read_into(&self, py: Python<'_>, address: usize, nbytes: usize) -> PyResult<()> {
         with_element_type!(self.inner.dtype(), T => {
-            let len = self.inner.size();
-            if nbytes != len * std::mem::size_of::<T>() || (len > 0 && address == 0) {
-                return Err(PyValueError::new_err(format!(
-                    "read_into: {nbytes} bytes at {address:#x} given for {len} elements of {}",
-                    dtype_name(self.inner.dtype())
-                )));
-            }
+            let len = host_buffer_len::<T>("read_into", &self.inner, address, nbytes)?;
             if len > 0 {
                 // SAFETY: the caller guarantees `nbytes` writable bytes at `address`, which
                 // is exactly `len` elements of `T` (checked above); NumPy's buffers are
@@ -92,13 +99,7 @@ impl NativeArray {
     /// a size other than the array's is refused.
     fn write_from(&self, py: Python<'_>, address: usize, nbytes: usize) -> PyResult<()> {
         with_element_type!(self.inner.dtype(), T => {
-            let len = self.inner.size();
-            if nbytes != len * std::mem::size_of::<T>() || (len > 0 && address == 0) {
-                return Err(PyValueError::new_err(format!(
-                    "write_from: {nbytes} bytes at {address:#x} given for {len} elements of {}",
-                    dtype_name(self.inner.dtype())
-                )));
-            }
+            let len = host_buffer_len::<T>("write_from", &self.inner, address, nbytes)?;
             let values: Vec<T> = if len == 0 {
                 Vec::new()
             } else {

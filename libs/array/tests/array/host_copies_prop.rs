@@ -1,7 +1,8 @@
 //! Host copies that wait only for the work they depend on (`element`, `set_element`,
 //! `read_into`, `read_strided`): random streams of tasks on two arrays (assignments into
 //! boxes, in-place updates, products with the other array) interleaved with host reads and
-//! writes of single elements and boxes, on every processor count, against a sequential model;
+//! writes of single elements and boxes, on every processor count and on the simulated GPU,
+//! against a sequential model;
 //! and on a runtime of its own, that a host copy of one store leaves the buffered work on
 //! another store buffered, and waits for work that writes its own.
 
@@ -141,7 +142,35 @@ proptest! {
         for procs in PROCS {
             run(&cx(procs), &steps)?;
         }
+        run(simulated_gpu(), &steps)?;
     }
+}
+
+/// A context whose tasks all run on the simulated GPU (the store's newest data on the
+/// device), shared by the cases: host copies must download, and host writes must reach the
+/// device, around the launches.
+fn simulated_gpu() -> &'static ArrayContext {
+    use diffuse::{BackendConfig, EmbeddedConfig, MapplePlacement, Placement, RuntimeConfig};
+    use std::sync::{Arc, OnceLock};
+    static CX: OnceLock<ArrayContext> = OnceLock::new();
+    CX.get_or_init(|| {
+        let backend = diffuse::start_backend(&BackendConfig::Embedded(EmbeddedConfig {
+            procs: Some(2),
+            device: Some(diffuse::device::DeviceChoice::Simulated),
+            ..Default::default()
+        }))
+        .expect("the embedded backend starts with a simulated GPU");
+        let gpus = MapplePlacement::prefer_gpus(backend.machine()).expect("a GPU placement");
+        let runtime = diffuse::start_runtime(
+            backend,
+            RuntimeConfig {
+                jit: Some(Arc::new(diffuse_jit::Jit::new())),
+                placement: Some(Arc::new(gpus) as Arc<dyn Placement>),
+                ..Default::default()
+            },
+        );
+        ArrayContext::new(diffuse_ir::Context::new(runtime))
+    })
 }
 
 /// On a runtime that buffers a window (3 processors: a window of 5 tasks), a host read of
