@@ -10,7 +10,8 @@
 //! Either matrix may be read transposed ([`Orientation::Transposed`]): its tiles are the
 //! transposed bands, and the kernel swaps the strides, so `A.T @ y` or `A @ B.T` never copies
 //! the transpose. Each point runs one strided product (`gemm.rs`: `faer`'s tuned kernels for
-//! floats, a blocked loop for integers). A large float `matmul` launches one point per host
+//! floats, a blocked loop for integers), except a matrix read as stored times a vector,
+//! which streams several rows at once against the vector ([`matvec_by_rows`]). A large float `matmul` launches one point per host
 //! (per group of as many processors as the host has cores), and that point's product uses
 //! the host's cores. Both products carry an MLIR body (for
 //! fusion on GPUs) but prefer their native kernel on CPUs (`TaskKindBuilder::native_on_cpu`),
@@ -22,13 +23,17 @@ mod matvec;
 
 use std::sync::Arc;
 
-use diffuse_ir::{DType, IrError, Privilege, Shape, TaskKind, TaskKindBuilder, Tuple};
+use diffuse_ir::{
+    DType, IrError, KernelError, PointTask, Privilege, ReadView, ReductionOp, Shape, TaskKind,
+    TaskKindBuilder, Tuple, WriteView,
+};
 
 use crate::array::Array;
-use crate::element::with_numeric;
+use crate::element::{with_numeric, Num};
 use crate::error::ArrayError;
 use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::{Product, ProductGenerator};
+use crate::ops::reduce::{fold_products, fold_products_of_rows};
 
 use gemm::{Gemm, MatMut, MatRef};
 
@@ -133,6 +138,9 @@ fn product_kernel<T: Gemm>(
     move |task| {
         let (a, b) = (task.read::<T>(0)?, task.read::<T>(1)?);
         let mut out = task.write::<T>(2)?;
+        if a_orientation == Orientation::AsStored && b.shape().dims() == 1 {
+            return matvec_by_rows(task, &a, &b, &mut out, accumulate);
+        }
         let shapes = format!("{} x {} into {}", a.shape(), b.shape(), out.shape());
         let mismatch = || task.error(format!("blocks {shapes} do not multiply"));
         let (Some(a), Some(b)) = (MatRef::of(&a), MatRef::of(&b)) else {
@@ -148,6 +156,48 @@ fn product_kernel<T: Gemm>(
         T::gemm(out, a, b, accumulate, gemm::threads(m * n * k, points));
         Ok(())
     }
+}
+
+/// Rows of the matrix [`matvec_by_rows`] streams side by side.
+const ROWS_AT_ONCE: usize = 4;
+
+/// `y (+)= A x` for a matrix block read as stored: each row's dot product with `x`,
+/// [`ROWS_AT_ONCE`] rows streaming from memory side by side with prefetching
+/// ([`fold_products_of_rows`]). A memory-bound product reads every element of `A` once
+/// either way; measured on the jacobi app (8000^2 on two cores), this is ~10% faster than
+/// the general GEMM with one column.
+fn matvec_by_rows<T: Num>(
+    task: &PointTask<'_>,
+    a: &ReadView<'_, T>,
+    x: &ReadView<'_, T>,
+    y: &mut WriteView<'_, T>,
+    accumulate: bool,
+) -> Result<(), KernelError> {
+    let x = x.row(0);
+    let y = y.row_mut(0);
+    if a.rows() != y.len() || a.shape()[1] as usize != x.len() {
+        return Err(task.error(format!(
+            "matrix block {} does not match vector blocks of {} and {}",
+            a.shape(),
+            x.len(),
+            y.len()
+        )));
+    }
+    let zero = T::reduction_identity(ReductionOp::Sum);
+    let store = |yi: &mut T, s: T| *yi = if accumulate { yi.add(s) } else { s };
+    let banded = y.len() / ROWS_AT_ONCE * ROWS_AT_ONCE;
+    for (band, ys) in y[..banded].chunks_exact_mut(ROWS_AT_ONCE).enumerate() {
+        let first = band * ROWS_AT_ONCE;
+        let rows = std::array::from_fn(|r| a.row(first + r));
+        let sums = fold_products_of_rows([zero; ROWS_AT_ONCE], zero, rows, x, Num::add);
+        for (yi, s) in ys.iter_mut().zip(sums) {
+            store(yi, s);
+        }
+    }
+    for (i, yi) in y.iter_mut().enumerate().skip(banded) {
+        store(yi, fold_products(zero, zero, a.row(i), x, Num::add));
+    }
+    Ok(())
 }
 
 /// Registers (once) the kind `name` of a matrix `product` on `dtype`: two inputs read and the
