@@ -378,14 +378,21 @@ class ndarray:
     def __setitem__(self, key, value):
         t = type(key)
         vt = type(value)
-        if (vt is _eager._Eager or vt is _np.ndarray) and type(self) is ndarray:
-            # NumPy's values into a box (``a[:, j] = v``, ``a[i] = row``): from the host when
-            # small and nothing pending uses the store.
+        if type(self) is ndarray and (vt is _eager._Eager or vt is _np.ndarray
+                                      or vt is ndarray or vt is _StridedView):
+            # NumPy's values, or a small computed array's (``s[t] = x[t]``, read without a
+            # task), into a box (``a[:, j] = v``, ``a[i] = row``): from the host when small
+            # and nothing pending uses the store, so that a loop's next read of it needs no
+            # task either.
             shape = self._a.shape
             simple = _int_slice_bounds(key, shape) if t is tuple else \
                 _int_slice_bounds((key,), shape) if t is int or t is slice else None
-            if simple is not None and self._box_from_host(*simple, value):
-                return
+            if simple is not None:
+                host = value if vt is _eager._Eager or vt is _np.ndarray else \
+                    value._settled_host() if value._settled() \
+                    and self._a.pending_use() == "nothing" else None  # (a copy: may overlap)
+                if host is not None and self._box_from_host(*simple, host):
+                    return
         if (t is int or t is tuple) and isinstance(value, (numbers.Number, _np.generic)) \
                 and type(self) is ndarray and not _state.recording:
             index = (key,) if t is int else key
@@ -458,8 +465,9 @@ class ndarray:
         if _layout.broadcast_or_none(host.shape, dst_shape) != dst_shape:
             return False
         _selection._compact_lazy_selections()
-        if not self._written_on_host(self._a.slice(bounds),
-                                     lambda _: _np.broadcast_to(host, dst_shape)):
+        if not self._written_on_host(
+                self._a.slice(bounds),
+                lambda _: host if host.shape == dst_shape else _np.broadcast_to(host, dst_shape)):
             return False
         _layout.written(self._a.store_id)
         return True

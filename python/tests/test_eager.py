@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import diffuse.numpy as dnp
-from diffuse import _state
+from diffuse import _native, _state
 import diffuse.sparse as dsp
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -369,3 +369,39 @@ def test_small_values_written_into_computed_arrays_need_no_task():
     assert y._a.pending_use() == "nothing"
     numpy.testing.assert_array_equal(numpy.asarray(y[:, 4]), numpy.r_[[3.0] * 7, 6.0,
                                                                       [3.0] * 32])
+
+
+def test_small_computed_views_written_into_computed_arrays_match_numpy():
+    """``s[t] = x[t]``, ``a[1:] = a[:-1]`` (overlapping), a cast and a broadcast row: the
+    values of small views of computed arrays, written into boxes of computed arrays."""
+    def program(np):
+        x = np.asarray(numpy.arange(300.0).reshape(30, 10) % 11.0)
+        s = np.zeros_like(x)
+        s[0] = x[0]
+        for t in range(1, 30):
+            s[t] = 0.25 * x[t] + 0.75 * s[t - 1]
+        a = np.asarray(numpy.arange(100.0))
+        a[1:51] = a[:50]         # the source overlaps the box it is written into
+        c = np.zeros((30, 10), dtype="int32")
+        c[:, 2] = x[:, 7]        # a strided column, truncated to int32 as NumPy casts
+        c[4:6] = x[29]           # one row broadcast into two
+        return s, a, c
+
+    want = program(numpy)
+    got = program(dnp)
+    for w, g in zip(want, got):
+        numpy.testing.assert_allclose(numpy.asarray(g), w, rtol=1e-13, atol=0)
+        assert numpy.asarray(g).dtype == w.dtype
+
+
+@pytest.mark.skipif(os.environ.get("DIFFUSE_BACKEND") == "legion",
+                    reason="Legion flushes on every host copy: no array is computed early")
+def test_recurrences_over_rows_of_computed_arrays_need_no_task():
+    x = dnp.asarray(numpy.random.default_rng(3).random((40, 40)))
+    s = dnp.zeros_like(x)
+    before = _native.tasks_submitted()
+    s[0] = x[0]
+    for t in range(1, 40):
+        s[t] = 0.1 * x[t] + 0.9 * s[t - 1]
+    assert _native.tasks_submitted() == before  # every row read and written on the host
+    assert s._a.pending_use() == "nothing"
