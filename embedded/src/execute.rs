@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use diffuse_backend::memory::{FirstUse, HostBuffer};
 use diffuse_backend::point::{self, PointPath, PointRunner, PointStores};
 use diffuse_backend::{LaunchPlan, ProcKind, Slot};
-use diffuse_ir::{IrError, Point, Privilege, Rect, Shape, Tuple};
+use diffuse_ir::{IndexTask, IrError, Point, Privilege, Rect, Shape, Tuple};
 
 use crate::residency::{StoreUse, Use};
 use crate::{gpu, EmbeddedBackend};
@@ -141,9 +141,10 @@ pub(super) fn run(backend: &EmbeddedBackend, plan: &LaunchPlan) -> Result<(), Ir
 
 /// Runs `run_point(i)` for every point index and returns the results in point order. Point
 /// `i` runs on the worker thread of the processor its placement names. A launch placed by
-/// default (not pinned by a mapper) whose stores are smaller than the backend's
+/// default (not pinned by a mapper) that reaches fewer bytes than the backend's
 /// `inline_bytes` runs on the calling thread: handing it to the workers would cost more than
-/// it saves.
+/// it saves. What counts is the part of each store its arguments' partitions reach, not the
+/// whole store, so a row or a column of a large matrix (a loop's step) is small.
 fn dispatch<R, F>(
     backend: &EmbeddedBackend,
     plan: &LaunchPlan,
@@ -156,7 +157,15 @@ where
 {
     let placement = plan.template().placement();
     let small = || {
-        let bytes: usize = plan.stores().iter().map(|s| s.size_bytes()).sum();
+        let bytes: usize = plan
+            .tasks()
+            .iter()
+            .flat_map(IndexTask::args)
+            .map(|arg| {
+                let reached = arg.partition.reachable_bounds(arg.store.shape());
+                reached.volume().max(0) as usize * arg.store.dtype().size_bytes()
+            })
+            .sum();
         bytes <= backend.inline_bytes
     };
     if !placement.pinned && (count <= 1 || small()) {
