@@ -415,6 +415,11 @@ class ndarray:
                 return
         target = self._a.box_view(key) if t is tuple or t is slice else None
         if target is not None:  # one step-1 slice per leading dimension, natively
+            if type(value) is ndarray and value._a.dtype == target.dtype \
+                    and value._a.shape == target.shape \
+                    and value._a.layout() == target.layout():
+                # The box itself (``x[a:b] *= 2`` stores ``x[a:b]`` back): nothing to copy.
+                return
             shape, dropped = tuple(target.shape), []
         else:
             basic = self._basic_bounds(key)
@@ -757,10 +762,7 @@ class _StridedView(ndarray):
         reshape of the whole store and only strided views hold the store."""
         self._attached()
         shape = self._vshape
-        if self._box is not None or self._offset != 0 \
-                or math.prod(shape) != math.prod(self._store_shape) \
-                or builtins.any(n != 1 and s != c for n, s, c in
-                                zip(shape, self._strides, _layout.c_strides(shape))):
+        if not self._reshapes_whole_store():
             return
         views = _layout.views(self._sid)
         # (A recording whose tasks use the store holds it too: its views stay where they
@@ -775,6 +777,15 @@ class _StridedView(ndarray):
         for view in views:
             view._attach(copy, copy.store_id, shape)
         _layout.forget(old)
+
+    def _reshapes_whole_store(self):
+        """True when this view is a C-ordered reshape of its whole store (which ``_settle``
+        may move to a store of this view's shape)."""
+        shape = self._vshape
+        return self._box is None and self._offset == 0 \
+            and math.prod(shape) == math.prod(self._store_shape) \
+            and builtins.all(n == 1 or s == c for n, s, c in
+                             zip(shape, self._strides, _layout.c_strides(shape)))
 
     @property
     def _a(self):
@@ -841,6 +852,21 @@ class _StridedView(ndarray):
                 list(self._strides))
 
     def __getitem__(self, key):
+        t = type(key)
+        if self._version is None and (t is int or t is slice or t is tuple and builtins.all(
+                type(k) is int or type(k) is slice for k in key)) \
+                and not self._reshapes_whole_store():
+            # Integers and slices of a view not yet attached (a row ``m[i]`` read in a
+            # loop): the view's view over the same handle, or the element, without
+            # attaching this one (``_view`` would, and settle a reshape of a whole store).
+            got = _layout.index(self._vshape, self._offset, self._strides, key)
+            vshape, voffset, vstrides, _ = got
+            if not vshape:
+                dtype = self.dtype
+                return dtype.type(_np.frombuffer(self._store.read_strided([], voffset, []),
+                                                 dtype=dtype)[0])
+            return _make_view(self._store, self._sid, self._store_shape, vshape, voffset,
+                              vstrides)
         return self._view(key)
 
     def __setitem__(self, key, value):

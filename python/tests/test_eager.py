@@ -405,3 +405,19 @@ def test_recurrences_over_rows_of_computed_arrays_need_no_task():
         s[t] = 0.1 * x[t] + 0.9 * s[t - 1]
     assert _native.tasks_submitted() == before  # every row read and written on the host
     assert s._a.pending_use() == "nothing"
+
+
+def test_storing_a_box_back_into_itself_copies_nothing():
+    """``x[a:b] *= 2`` is ``v = x[a:b]; v *= 2; x[a:b] = v``: the last store is the box
+    itself, and costs no task."""
+    x = dnp.asarray(numpy.arange(1000.0))
+    view = x[100:200]
+    before = _native.tasks_submitted()
+    x[100:200] = view
+    assert _native.tasks_submitted() == before
+    x[100:200] *= 2.0
+    x[150:250] += x[100:200]  # overlapping, not the same box: copied
+    want = numpy.arange(1000.0)
+    want[100:200] *= 2.0
+    want[150:250] += want[100:200].copy()
+    numpy.testing.assert_array_equal(numpy.asarray(x), want)
