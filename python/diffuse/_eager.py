@@ -266,18 +266,18 @@ def _eager_wrap(x):
     return x
 
 
-def _on_host_if_settled(func, args):
+def _on_host_if_settled(func, args, limit=None):
     """``func(*args)`` on NumPy when every diffuse array among ``args`` is held by NumPy
-    (eager) or small and computed (``_settled_host``), the others being NumPy arrays or
-    scalars: reading the deferred ones costs a copy and no wait, where deferring the
-    operation would cost a task and a copy of each eager argument into a store. None
-    otherwise."""
+    (eager) or small and computed (``_settled_host``; at most ``limit`` elements when
+    given, else the eager limit), the others being NumPy arrays or scalars: reading the
+    deferred ones costs a copy and no wait, where deferring the operation would cost a
+    task and a copy of each eager argument into a store. None otherwise."""
     for a in args:
         t = type(a)
         if t is _Eager or t is float or t is int or t is bool or t is _host_array \
                 or isinstance(a, _np.generic):
             continue
-        if not isinstance(a, ndarray) or not a._settled():
+        if not isinstance(a, ndarray) or not a._settled(limit):
             return None
     hosts = [a._h if type(a) is _Eager else a._settled_host() if isinstance(a, ndarray)
              else a for a in args]

@@ -119,12 +119,12 @@ class ndarray:
         a.read_into(out.ctypes.data, out.nbytes)
         return out
 
-    def _settled(self):
-        """True when this array is small enough for NumPy to hold (``_state.eager_limit``)
-        and no pending work writes its store: reading it (``_settled_host``) then neither
-        waits nor cuts the window, so a small operation on it can run on NumPy. False
-        while ``diffuse.trace`` records."""
-        return not _state.recording and 0 < self.size <= _state.eager_limit \
+    def _settled(self, limit=None):
+        """True when this array is small enough for NumPy to hold (``_state.eager_limit``
+        elements, or ``limit``) and no pending work writes its store: reading it
+        (``_settled_host``) then neither waits nor cuts the window, so a small operation
+        on it can run on NumPy. False while ``diffuse.trace`` records."""
+        return not _state.recording and 0 < self.size <= (limit or _state.eager_limit) \
             and self._a.pending_use() != "writes"
 
     def _settled_host(self):
@@ -819,8 +819,8 @@ class _StridedView(ndarray):
             return self._read_strided().copy()  # small: no gather task
         return self._box_host_copy()
 
-    def _settled(self):
-        return not _state.recording and 0 < self.size <= _state.eager_limit \
+    def _settled(self, limit=None):
+        return not _state.recording and 0 < self.size <= (limit or _state.eager_limit) \
             and self._store.pending_use() != "writes"
 
     def _settled_host(self):

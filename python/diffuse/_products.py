@@ -14,7 +14,9 @@ import math
 
 import numpy as _np
 
+from . import _state
 from ._dtypes import _dtype_name
+from ._eager import _on_host_if_settled
 from ._ndarray import ndarray, _StridedView, _box_of
 from ._interop import _fallback, _wrap_numpy_names
 from ._creation import asarray
@@ -26,6 +28,11 @@ from ._manipulation import stack
 _MAX_STACKED = 16
 
 _SIGNATURE = "gufunc signature (n?,k),(k,m?)->(n?,m?)"
+
+#: The most elements a computed deferred operand of a product with a small result may have
+#: for the product to run on NumPy (``_small_product_on_host``): 2 MiB of float64, a copy of
+#: which costs about what NumPy's matrix-vector product over it does.
+_HOST_OPERAND_LIMIT = 1 << 18
 
 
 def _product_dtype(a, b):
@@ -83,9 +90,28 @@ def _numpy_error(function, a, b, **kwargs):
     raise AssertionError(f"NumPy accepted the shapes {a.shape} and {b.shape}")
 
 
+def _small_product_on_host(a, b):
+    """``a @ b`` on NumPy, or None: when the product of these 1-d or 2-d operands is small
+    (within the eager limit) and each deferred operand is computed and at most
+    ``_HOST_OPERAND_LIMIT`` elements (``L[j+1:, :j] @ L[j, :j]`` in a factorization's
+    loop). Reading such an operand costs about what NumPy's product itself does, where a
+    task would cost a window and leave the loop's next steps deferred too."""
+    for x in (a, b):
+        if not isinstance(x, (ndarray, _np.ndarray)) or not 1 <= x.ndim <= 2:
+            return None
+    rows = a.shape[0] if a.ndim == 2 else 1
+    columns = b.shape[-1] if b.ndim == 2 else 1
+    if rows * columns > _state.eager_limit:
+        return None
+    return _on_host_if_settled(_np.matmul, (a, b), _HOST_OPERAND_LIMIT)
+
+
 def matmul(a, b):
     """``a @ b`` for numeric dtypes, with NumPy's promotion (vector @ vector is a lazy 0-d
     array; integers wrap, as NumPy's) and NumPy's broadcasting of stacks of matrices."""
+    host = _small_product_on_host(a, b)
+    if host is not None:
+        return host
     a, b = asarray(a), asarray(b)
     dtype = _product_dtype(a, b)
     if dtype is None:

@@ -421,3 +421,38 @@ def test_storing_a_box_back_into_itself_copies_nothing():
     want[100:200] *= 2.0
     want[150:250] += want[100:200].copy()
     numpy.testing.assert_array_equal(numpy.asarray(x), want)
+
+
+def test_small_products_of_computed_arrays_run_on_numpy():
+    """A product with a small result whose deferred operands are computed runs on NumPy
+    even when an operand is larger than the eager limit (a factorization's matrix-vector
+    step), and gives NumPy's values; with pending writes on an operand, it is a task."""
+    def program(np):
+        n = 20  # the matrix (400 elements) and its trailing blocks exceed LIMIT
+        m = np.asarray(numpy.arange(1.0, n * n + 1).reshape(n, n) / (n * n))
+        spd = m @ m.T + np.eye(n) * n
+        lower = np.zeros_like(spd)
+        for j in range(n):
+            lower[j, j] = np.sqrt(spd[j, j] - lower[j, :j] @ lower[j, :j])
+            lower[j + 1:, j] = (spd[j + 1:, j] - lower[j + 1:, :j] @ lower[j, :j]) / lower[j, j]
+        row = spd[3] @ spd        # vector @ matrix: a small result
+        both = spd[:2] @ spd[:, :2]
+        return lower, row, both
+
+    want = program(numpy)
+    got = program(dnp)
+    for w, g in zip(want, got):
+        numpy.testing.assert_allclose(numpy.asarray(g), w, rtol=1e-12, atol=0)
+
+
+@pytest.mark.skipif(os.environ.get("DIFFUSE_BACKEND") == "legion",
+                    reason="Legion flushes on every host copy: no array is computed early")
+def test_small_products_of_computed_arrays_need_no_task():
+    a = dnp.asarray(numpy.random.default_rng(5).random((30, 30)))  # 900 elements > LIMIT
+    x = dnp.ones(30)
+    before = _native.tasks_submitted()
+    y = a[5:, :10] @ x[:10]
+    assert is_eager(y) and _native.tasks_submitted() == before
+    a[0] += 1.0  # pending work writes the matrix: the product is a task
+    assert not is_eager(a[5:, :10] @ x[:10])
+    assert _native.tasks_submitted() > before
