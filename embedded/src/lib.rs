@@ -49,9 +49,9 @@ pub struct EmbeddedConfig {
     /// (default 1 MiB: the strip's rows of every store the task touches stay in a core's L2
     /// or nearby cache; strips never go below 2048 elements, to amortize kernel calls).
     pub strip_bytes: usize,
-    /// A launch whose stores hold at most this many bytes in all, placed by default (no
-    /// mapper), runs on the submitting thread: waking the workers costs more than it saves
-    /// (default 256 KiB).
+    /// A launch that reaches at most this many bytes of its stores in all (the regions its
+    /// arguments' partitions reach), placed by default (no mapper), runs on the submitting
+    /// thread: waking the workers costs more than it saves (default 256 KiB).
     pub inline_bytes: usize,
     /// Most bytes store data, cached buffers and point-local temporaries may take; an
     /// allocation past it fails with `IrError::OutOfMemory` (after the buffer cache is
