@@ -10,8 +10,10 @@ exception in diffuse is a failure), then ``--repeats`` timed runs alternating Nu
 diffuse, whose medians are reported (fewer repeats where one round would take more than
 ``--budget`` seconds in all; at least one). Inputs are made by NumPy, copied afresh for
 every run outside the timed region (diffuse's with ``diffuse.numpy.array``), since kernels
-may update them in place. A diffuse run's time ends when ``diffuse.flush()`` returns, so
-deferred work is counted; converting its results to NumPy for validation is not timed.
+may update them in place. Each timed run starts after a pause (``SETTLE``), so that the
+BLAS threads of the run before it have stopped spinning. A diffuse run's time ends when
+``diffuse.flush()`` returns, so deferred work is counted; converting its results to NumPy
+for validation is not timed.
 
 diffuse warns once per process when a routine is not native ("... is not native to
 diffuse; it runs on NumPy"); the runner forgets those warnings before every diffuse run,
@@ -54,6 +56,8 @@ FALLBACK_MARK = "is not native to diffuse"
 # Slower than NumPy by more than this counts as slower (issue 50's bound at the smallest
 # size).
 SLOWER = 1.25
+# Seconds each timed run waits first (``settle``).
+SETTLE = 0.2
 
 
 def parse_args(argv):
@@ -96,19 +100,29 @@ def outputs(result):
     return tuple(numpy.asarray(p) for p in parts)
 
 
-def run_numpy(kernel, inputs):
-    """One NumPy run: (seconds, result)."""
+def settle(pause):
+    """Waits ``pause`` seconds before a timed run, so that the run before it has let go of
+    the cores: OpenBLAS's threads spin for about 0.1 s after a BLAS call before they sleep,
+    and whichever system ran right after NumPy's product would share the cores with them."""
+    if pause:
+        time.sleep(pause)
+
+
+def run_numpy(kernel, inputs, pause=0.0):
+    """One NumPy run (after ``settle(pause)``): (seconds, result)."""
     args = fresh(inputs, numpy.array)
+    settle(pause)
     start = time.perf_counter()
     result = kernel.function(numpy, *args)
     return time.perf_counter() - start, result
 
 
-def run_diffuse(kernel, inputs):
-    """One diffuse run, until ``diffuse.flush()`` returns: (seconds, result, the fallback
-    warnings raised)."""
+def run_diffuse(kernel, inputs, pause=0.0):
+    """One diffuse run (after ``settle(pause)``), until ``diffuse.flush()`` returns:
+    (seconds, result, the fallback warnings raised)."""
     args = fresh(inputs, dnp.array)
     diffuse.flush()
+    settle(pause)
     # diffuse warns once per routine and process: forget, so this run reports its own.
     _interop._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
@@ -169,8 +183,8 @@ def run_case(kernel, size, args):
                              int(args.budget // max(numpy_first + diffuse_first, 1e-9))))
         times = {"numpy": [], "diffuse": []}
         for _ in range(repeats):
-            times["numpy"].append(run_numpy(kernel, inputs)[0])
-            seconds, _, met = run_diffuse(kernel, inputs)
+            times["numpy"].append(run_numpy(kernel, inputs, SETTLE)[0])
+            seconds, _, met = run_diffuse(kernel, inputs, SETTLE)
             fallbacks |= met
             times["diffuse"].append(seconds)
         record.update(numpy_s=statistics.median(times["numpy"]),
