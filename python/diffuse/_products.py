@@ -10,13 +10,14 @@ few matrices on both sides; more fall back to NumPy.
 """
 
 import builtins
+import functools
 import math
 
 import numpy as _np
 
-from . import _state
+from . import _native, _state
 from ._dtypes import _dtype_name
-from ._eager import _on_host_if_settled
+from ._eager import _Eager, _on_host_if_settled
 from ._ndarray import ndarray, _StridedView, _box_of
 from ._interop import _fallback, _wrap_numpy_names
 from ._creation import asarray
@@ -95,7 +96,13 @@ def _small_product_on_host(a, b):
     (within the eager limit) and each deferred operand is computed and at most
     ``_HOST_OPERAND_LIMIT`` elements (``L[j+1:, :j] @ L[j, :j]`` in a factorization's
     loop). Reading such an operand costs about what NumPy's product itself does, where a
-    task would cost a window and leave the loop's next steps deferred too."""
+    task would cost a window and leave the loop's next steps deferred too.
+
+    An operand that pending work still writes is computed first (a flush) when the result
+    is a vector or a matrix and the runtime tells which stores pending work writes
+    (``_pending_use_is_precise``): the loop's next steps then find their stores computed
+    and stay on the host (``centred[:, j] @ centred[:, j:]`` after ``centred`` was made by
+    deferred work). Not for a 0-d result (a solver's ``p @ Ap``), which stays lazy."""
     for x in (a, b):
         if not isinstance(x, (ndarray, _np.ndarray)) or not 1 <= x.ndim <= 2:
             return None
@@ -103,7 +110,24 @@ def _small_product_on_host(a, b):
     columns = b.shape[-1] if b.ndim == 2 else 1
     if rows * columns > _state.eager_limit:
         return None
+    host = _on_host_if_settled(_np.matmul, (a, b), _HOST_OPERAND_LIMIT)
+    if host is not None or (a.ndim == 1 and b.ndim == 1) or _state.recording:
+        return host
+    deferred = [x for x in (a, b) if isinstance(x, ndarray) and type(x) is not _Eager]
+    if not all(0 < x.size <= _HOST_OPERAND_LIMIT for x in deferred) \
+            or not _pending_use_is_precise():
+        return None
+    _native.flush()
     return _on_host_if_settled(_np.matmul, (a, b), _HOST_OPERAND_LIMIT)
+
+
+@functools.cache
+def _pending_use_is_precise():
+    """True when the runtime tells which stores pending work writes (the embedded backend:
+    a flush leaves every store computed, so the host paths apply after it); False where
+    every host copy waits for all pending work whatever it uses (Legion), where a flush
+    would gain nothing. Probed once on a new store, which no work uses."""
+    return _native.zeros_([1], "float64").pending_use() == "nothing"
 
 
 def matmul(a, b):

@@ -453,6 +453,10 @@ def test_small_products_of_computed_arrays_need_no_task():
     before = _native.tasks_submitted()
     y = a[5:, :10] @ x[:10]
     assert is_eager(y) and _native.tasks_submitted() == before
-    a[0] += 1.0  # pending work writes the matrix: the product is a task
-    assert not is_eager(a[5:, :10] @ x[:10])
+    a[0] += 1.0  # pending work writes the matrix: it runs first, then the product on NumPy
     assert _native.tasks_submitted() > before
+    assert is_eager(a[5:, :10] @ x[:10]) and a._a.pending_use() == "nothing"
+    a[0] += 1.0  # a 0-d result stays lazy: no flush for a solver's p @ Ap
+    assert not is_eager(a[0, :10] @ x[:10])
+    numpy.testing.assert_allclose(numpy.asarray(a[0, :10] @ x[:10]),
+                                  numpy.asarray(a)[0, :10].sum(), rtol=1e-12)
