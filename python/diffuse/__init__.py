@@ -11,7 +11,8 @@ the same settings as the apps' flags, each read from the variable named after it
 ``DIFFUSE_LEGION_FOLDS`` (the table is ``diffuse::Setup``, ``src/setup.rs``); a value a
 setting does not take is a ``RuntimeError`` naming the variable. Compiled kernels are kept
 in ``DIFFUSE_KERNEL_CACHE`` (default ``~/.cache/diffuse/kernels``, ``off`` for none), and
-arrays of at most ``DIFFUSE_EAGER_ELEMENTS`` elements run eagerly on NumPy.
+arrays of at most ``DIFFUSE_EAGER_ELEMENTS`` elements run eagerly on NumPy, as do those of at most
+``DIFFUSE_LOOP_ELEMENTS`` that a loop indexes piece by piece.
 """
 
 import atexit

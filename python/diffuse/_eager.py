@@ -69,9 +69,12 @@ class _Eager(ndarray):
         return ndarray.__array_function__(self, func, types, args, kwargs)
 
     def __getitem__(self, key):
-        r = self._h[_host_key(key)]
-        if type(r) is _host_array and r.size <= _state.eager_limit:
-            # (a view of a held array: a dtype diffuse holds)
+        h = self._h
+        r = h[_host_key(key)]
+        if type(r) is _host_array and (r.size <= _state.eager_limit or r.base is not None
+                                       and _np.may_share_memory(r, h)):
+            # (small, or a view of a held array, which NumPy holds as it holds the array: a
+            # dtype diffuse holds)
             e = _new_object(_Eager)
             e._h = r
             return e
@@ -113,7 +116,7 @@ class _Eager(ndarray):
         return _Eager(self._h.copy())
 
     def astype(self, dtype, copy=True):
-        return _eager_wrap(self._h.astype(dtype, copy=copy))
+        return _eager_wrap(self._h.astype(dtype, copy=copy), _held(self._h))
 
     def fill(self, value):
         self._h.fill(_to_numpy(value))
@@ -145,6 +148,7 @@ def _defer_in_place(x):
     ndarray._h.__delete__(x)
     x.__class__ = ndarray
     ndarray._a.__set__(x, native)
+    ndarray._n.__set__(x, 0)
     return True
 
 
@@ -168,7 +172,7 @@ def _eager_method(name):
 
     def method(self, *args, **kwargs):
         if not args and not kwargs:
-            return _eager_wrap(on_numpy(self._h))
+            return _eager_wrap(on_numpy(self._h), _held(self._h))
         if _only_eager((self,) + args, kwargs):
             return _eager_call(on_numpy, (self,) + args, kwargs)
         # A deferred argument (a value, or out=): NumPy's method on host copies, what it
@@ -195,8 +199,10 @@ def _eager_operator(name, numpy_op):
                 return deferred(self if self._h.ndim == 0 else ndarray(self._a), other)
             return _eager_wrap(numpy_op(self._h, other))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
-        r = numpy_op(self._h, other)
-        if type(r) is _host_array and r.size <= _state.eager_limit:
+        h = self._h
+        r = numpy_op(h, other)
+        if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)
+                                       or t is _Eager and r.size <= _held(other)):
             e = _new_object(_Eager)
             e._h = r
             return e
@@ -218,7 +224,7 @@ def _eager_inplace(name, numpy_op):
 
 def _eager_unary(numpy_op):
     """``_Eager``'s unary operator: ``numpy_op`` on its elements."""
-    return lambda self: _eager_wrap(numpy_op(self._h))
+    return lambda self: _eager_wrap(numpy_op(self._h), _held(self._h))
 
 
 def _reflected(numpy_op):
@@ -249,20 +255,28 @@ for _name in ("shape", "ndim", "size", "dtype"):
     setattr(_Eager, _name, property(operator.attrgetter(f"_h.{_name}")))
 
 
-def _eager_wrap(x):
+def _held(h):
+    """The number of elements of the NumPy array holding ``h``'s memory (``h`` itself, or
+    the array it is a view of)."""
+    b = h.base
+    return b.size if type(b) is _host_array else h.size
+
+
+def _eager_wrap(x, held=0):
     """A NumPy result of an eager operation as diffuse returns it: an array of a dtype
-    diffuse holds as an eager array when small (sharing NumPy's memory: views stay views),
-    else as a deferred copy; other arrays and scalars as NumPy gave them; tuples and lists
-    element by element."""
+    diffuse holds as an eager array when small (at most the eager limit, or ``held``
+    elements: the largest array NumPy held among the operands, which a loop moved there)
+    (sharing NumPy's memory: views stay views), else as a deferred copy; other arrays and
+    scalars as NumPy gave them; tuples and lists element by element."""
     if _state.recording:
         _native.refuse_replay("it computes on a small array NumPy holds")
     t = type(x)
     if t is _np.ndarray:
-        if x.dtype in _EAGER_DTYPES and x.size <= _state.eager_limit:
+        if x.dtype in _EAGER_DTYPES and x.size <= builtins.max(_state.eager_limit, held):
             return _Eager(x)
         return _creation.asarray(x) if _dtype_name(x.dtype) is not None else x
     if t is tuple or t is list:
-        return t(_eager_wrap(v) for v in x)
+        return t(_eager_wrap(v, held) for v in x)
     return x
 
 
@@ -333,12 +347,13 @@ def _eager_call(func, args, kwargs):
         given.extend(e for e in (a if type(a) is tuple else (a,)) if type(e) is _Eager)
     if not given:
         return _eager_wrap(result)
+    held = builtins.max(_held(e._h) for e in given)
 
     def back(r):
         for e in given:
             if r is e._h:
                 return e
-        return _eager_wrap(r)
+        return _eager_wrap(r, held)
     return tuple(back(r) for r in result) if type(result) is tuple else back(result)
 
 

@@ -10,6 +10,7 @@ and looks their functions up when a method is called.
 import builtins
 import math
 import numbers
+import sys
 
 import numpy as _np
 
@@ -46,9 +47,9 @@ class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
     # `_a`: the native array; `_h`: an eager array's NumPy elements (declared here, not in
-    # `_Eager`, so that both have one layout and an eager array can become deferred in place:
-    # `_defer_in_place`).
-    __slots__ = ("_a", "_h")
+    # `_Eager`, so that both have one layout and an array can change kind in place:
+    # `_defer_in_place`, `_moved_to_numpy`); `_n`: the piecewise accesses counted so far.
+    __slots__ = ("_a", "_h", "_n")
     # Named where users find it (reprs, pickles of the class), as NumPy names its classes.
     __module__ = "diffuse.numpy"
     # NumPy defers binary operators with a NumPy array on the left to us.
@@ -56,6 +57,7 @@ class ndarray:
 
     def __init__(self, native):
         self._a = native
+        self._n = 0
         if _errstate.eager:
             # An error state that raises (or calls) applies at the operation, as in NumPy.
             _errstate.settle()
@@ -288,7 +290,56 @@ class ndarray:
             else self._a.window([0] * len(store_shape), list(store_shape))
         return whole, sid, store_shape, list(self._a.shape), offset, strides
 
+    def _moved_to_numpy(self, key):
+        """Counts ``key`` when it holds a Python int (an element, a row, a column,
+        ``a[i, :i]``: a piece, as loops take them) and, at the ``_state.loop_accesses``-th
+        piece, moves this array to NumPy (``_Eager``) when it can: the loop then runs at
+        NumPy's speed. True when it moved (the caller indexes the array again)."""
+        t = type(key)
+        if t is tuple:
+            for k in key:
+                if type(k) is int:
+                    break
+            else:
+                return False
+        elif t is not int:
+            return False
+        n = self._n + 1
+        self._n = n
+        if n < _state.loop_accesses:
+            return False
+        if self._move_to_numpy():
+            return True
+        self._n = -n  # tried again after as many pieces again
+        return False
+
+    def _move_to_numpy(self):
+        """Makes this array NumPy-held (``_Eager``, the same object, so every reference to it
+        sees the change) holding its current elements, and says whether it did: only an
+        array of at most ``_state.loop_limit`` elements that is its whole store, and that
+        nothing else holds (no view, no other array over the store, no recording), since a
+        write to NumPy's elements would not reach them."""
+        if _state.recording or type(self) is not ndarray:
+            return False
+        a = self._a
+        # References to `a`: this array's slot, the local `a` and getrefcount's argument.
+        if sys.getrefcount(a) > 3 or a.store_handles != 1:
+            return False
+        store_shape, point, _ = a.layout()
+        if builtins.any(point) or tuple(a.shape) != tuple(store_shape) \
+                or not 0 < math.prod(store_shape) <= _state.loop_limit:
+            return False
+        _selection._compact_lazy_selections()  # (selections of it read it first)
+        host = self._host_copy()
+        del a
+        ndarray._a.__delete__(self)
+        self.__class__ = _eager._Eager
+        self._h = host
+        return True
+
     def __getitem__(self, key):
+        if type(self) is ndarray and self._moved_to_numpy(key):
+            return self[key]
         t = type(key)
         if t is int:
             shape = self._a.shape
@@ -376,6 +427,9 @@ class ndarray:
         return _make_view(store, sid, store_shape, vshape, voffset, vstrides)
 
     def __setitem__(self, key, value):
+        if type(self) is ndarray and self._moved_to_numpy(key):
+            self[key] = value
+            return
         t = type(key)
         vt = type(value)
         if type(self) is ndarray and (vt is _eager._Eager or vt is _np.ndarray

@@ -25,6 +25,30 @@ def eager_limit_from_env():
 #: exceeds NumPy's whole operation. Tests set it per test.
 eager_limit = eager_limit_from_env()
 
+def loop_limit_from_env():
+    """``DIFFUSE_LOOP_ELEMENTS``: the largest deferred array (in elements) that moves to NumPy
+    once a loop reads or writes it piece by piece (0: none moves)."""
+    text = os.environ.get("DIFFUSE_LOOP_ELEMENTS", str(1 << 20))
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise ValueError(f"DIFFUSE_LOOP_ELEMENTS={text!r}: expected a number of elements "
+                         "(0 keeps every deferred array deferred)")
+    return limit
+
+
+#: The largest deferred array (elements) NumPy takes over when a program keeps reading or
+#: writing it piece by piece (an element, a row, a column: ``ndarray._moved_to_numpy``): each
+#: piece costs a host round trip where NumPy pays a view, and a loop over pieces cannot fuse.
+#: Above it, the loop's pieces stay deferred (NumPy would cost more copies than it saves).
+loop_limit = loop_limit_from_env()
+
+#: How many piecewise accesses of one array (indices holding an integer) count as a loop:
+#: a few element reads of a large array do not move it.
+loop_accesses = 32
+
 #: True while ``diffuse.trace`` records a function (``_trace``): what the function does that
 #: a replay would not repeat (computing or writing with NumPy on small arrays NumPy holds,
 #: reading a strided view's gathered copy) marks the recording unreplayable.

@@ -7,6 +7,8 @@ import os
 # The tests exercise diffuse's own (deferred) execution on small arrays; test_eager.py turns
 # NumPy's eager execution of small arrays on where it tests it. (Set before diffuse loads.)
 os.environ.setdefault("DIFFUSE_EAGER_ELEMENTS", "0")
+# ... nor moves an array a loop reads piece by piece to NumPy (test_eager.py tests it).
+os.environ.setdefault("DIFFUSE_LOOP_ELEMENTS", "0")
 # ... and split them over every processor, as large arrays are (test_min_block_env.py tests
 # the default, which runs small operations on fewer points).
 os.environ.setdefault("DIFFUSE_MIN_BLOCK", "1")

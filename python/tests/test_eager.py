@@ -460,3 +460,118 @@ def test_small_products_of_computed_arrays_need_no_task():
     assert not is_eager(a[0, :10] @ x[:10])
     numpy.testing.assert_allclose(numpy.asarray(a[0, :10] @ x[:10]),
                                   numpy.asarray(a)[0, :10].sum(), rtol=1e-12)
+
+
+# -- arrays a loop reads and writes piece by piece move to NumPy (``DIFFUSE_LOOP_ELEMENTS``) --
+@pytest.fixture
+def loops(monkeypatch):
+    """Deferred arrays of up to 10^4 elements move to NumPy after ``_state.loop_accesses``
+    pieces."""
+    monkeypatch.setattr(_state, "loop_limit", 10_000)
+
+
+def lu_in_place(np, a):
+    """LU without pivoting, in place: a loop of element reads, column writes and trailing
+    updates larger than the eager limit."""
+    n = a.shape[0]
+    for k in range(n - 1):
+        a[k + 1:, k] = a[k + 1:, k] / a[k, k]
+        a[k + 1:, k + 1:] -= a[k + 1:, k:k + 1] * a[k:k + 1, k + 1:]
+    return a
+
+
+def dominant(n):
+    return numpy.random.default_rng(7).random((n, n)) + n * numpy.eye(n)
+
+
+def test_an_array_a_loop_takes_apart_moves_to_numpy_and_keeps_numpys_values(loops):
+    a = dnp.asarray(dominant(40))  # 1600 elements: deferred, above the eager limit
+    assert not is_eager(a)
+    got = lu_in_place(dnp, a)
+    assert got is a and is_eager(a)  # the same object, now NumPy's
+    numpy.testing.assert_allclose(numpy.asarray(a), lu_in_place(numpy, dominant(40)),
+                                  rtol=1e-12, atol=0)
+    # Its views and results no larger than it stay NumPy's (a view writes through) ...
+    corner = a[1:, 1:]
+    assert is_eager(corner) and is_eager(a * 2.0) and is_eager(a @ a)
+    corner[0, 0] = -5.0
+    assert a[1, 1] == -5.0
+    # ... and it still meets deferred arrays.
+    b = dnp.asarray(numpy.ones((40, 40)))
+    numpy.testing.assert_allclose(numpy.asarray(a + b), numpy.asarray(a) + 1.0)
+
+
+def test_a_few_pieces_do_not_move_an_array(loops):
+    a = dnp.asarray(numpy.arange(1600.0).reshape(40, 40))
+    for i in range(_state.loop_accesses - 1):
+        assert a[i, i] == 41.0 * i
+    assert not is_eager(a)
+    a[0, 0] = 1.0
+    assert is_eager(a) and a[0, 0] == 1.0
+
+
+def test_arrays_larger_than_the_loop_limit_stay_deferred(loops):
+    a = dnp.asarray(numpy.ones((101, 100)))  # 10100 elements > 10^4
+    for i in range(3 * _state.loop_accesses):
+        a[i % 101, 0] = float(i)
+    assert not is_eager(a) and a[(3 * _state.loop_accesses - 1) % 101, 0] == 95.0
+
+
+def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
+    """A box view, another array over the store or a strided view (a row kept from an
+    earlier iteration) would miss writes made on NumPy's copy: the array stays deferred
+    while one is alive, and moves once none is."""
+    def program(np, keep):
+        a = np.asarray(numpy.zeros((30, 40)))
+        kept = keep(a)
+        for i in range(30):
+            a[i, i] = i + 1.0
+            a[i, 0] += kept.sum() if hasattr(kept, "sum") else 0.0
+        return a, kept
+
+    for keep in (lambda a: a[:, 1:], lambda a: a[2], lambda a: a[::2, ::3], lambda a: a.T):
+        want_a, want_kept = program(numpy, keep)
+        got_a, got_kept = program(dnp, keep)
+        assert not is_eager(got_a)
+        numpy.testing.assert_array_equal(numpy.asarray(got_a), want_a)
+        numpy.testing.assert_array_equal(numpy.asarray(got_kept), want_kept)
+    a = dnp.asarray(numpy.zeros((30, 40)))
+    row = a[0]
+    for i in range(2 * _state.loop_accesses):
+        a[i % 30, 1] = 1.0
+    assert not is_eager(a)
+    del row
+    for i in range(4 * _state.loop_accesses):
+        a[i % 30, 2] = 2.0
+    assert is_eager(a)
+    numpy.testing.assert_array_equal(numpy.asarray(a)[:, 1:3], numpy.tile([1.0, 2.0], (30, 1)))
+
+
+def test_recorded_functions_keep_their_arrays_deferred(loops):
+    import diffuse
+
+    @diffuse.trace
+    def sweep(a):
+        for i in range(2 * _state.loop_accesses):
+            a[i % 30, 0] = float(i)
+        return a * 1.0
+
+    want = numpy.zeros((30, 40))
+    for i in range(2 * _state.loop_accesses):
+        want[i % 30, 0] = float(i)
+    for _ in range(2):  # recorded, then replayed
+        a = dnp.asarray(numpy.zeros((30, 40)))
+        got = sweep(a)
+        assert not is_eager(a)
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+
+
+def test_loop_limit_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("DIFFUSE_LOOP_ELEMENTS", "17")
+    assert _state.loop_limit_from_env() == 17
+    monkeypatch.delenv("DIFFUSE_LOOP_ELEMENTS")
+    assert _state.loop_limit_from_env() == 1 << 20
+    for bad in ("lots", "-1"):
+        monkeypatch.setenv("DIFFUSE_LOOP_ELEMENTS", bad)
+        with pytest.raises(ValueError, match="DIFFUSE_LOOP_ELEMENTS"):
+            _state.loop_limit_from_env()
