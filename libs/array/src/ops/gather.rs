@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use diffuse_ir::{
-    DType, Element, IndexTask, KernelError, Partition, PointTask, Privilege, Shape, TaskKind,
-    Tuple, View, MAX_DIMS,
+    DType, Element, IndexTask, KernelError, Partition, PointTask, Privilege, ReadView, Shape,
+    TaskKind, Tuple, View, MAX_DIMS,
 };
 
 use crate::array::Array;
@@ -101,6 +101,35 @@ fn selection(task: &PointTask<'_>, rank: usize) -> Result<(i64, [i64; MAX_DIMS])
     Ok((task.scalar::<i64>(0)?, strides))
 }
 
+/// The elements of a whole store as one row-major slice, when the view of it is laid out
+/// row-major without padding (the backends' host instances are): selected elements are then
+/// found by their flat index alone, without a point and a bounds check per element.
+fn whole_store_slice<'v, T: Element>(
+    view: &'v ReadView<'_, T>,
+    store_strides: &Tuple,
+) -> Option<&'v [T]> {
+    let shape = view.shape();
+    let contiguous = shape.dims() == 0 || view.strides() == *store_strides;
+    let len = usize::try_from(shape.volume()).ok()?;
+    // SAFETY: a view whose strides are the row-major strides of its shape addresses exactly
+    // the `len` elements after its first, all readable while it is borrowed.
+    contiguous.then(|| unsafe { std::slice::from_raw_parts(view.as_ptr(), len) })
+}
+
+/// The flat store indices of one selected row: `len` elements from `first`, `step` apart,
+/// when they all lie in a store of `volume` elements.
+fn row_indices(
+    first: i64,
+    step: i64,
+    len: usize,
+    volume: usize,
+) -> Option<impl Iterator<Item = usize>> {
+    let last = first + step * (len as i64 - 1).max(0);
+    let inside = |f: i64| usize::try_from(f).is_ok_and(|f| f < volume);
+    (len == 0 || inside(first) && inside(last))
+        .then(|| (0..len).map(move |k| (first + step * k as i64) as usize))
+}
+
 /// A native kernel copying the selection (scalars) of argument 0, a whole store, into this
 /// point's block of argument 1.
 fn gather_kernel<T: Element>() -> impl Kernel {
@@ -110,6 +139,7 @@ fn gather_kernel<T: Element>() -> impl Kernel {
         let rank = sub.dims();
         let (offset, strides) = selection(task, rank)?;
         let base = task.read::<T>(0)?;
+        let flat_base = whole_store_slice(&base, &store_strides);
         let mut out = task.write::<T>(1)?;
         let mut idx = [0i64; MAX_DIMS];
         let idx = &mut idx[..store_strides.dims()];
@@ -122,6 +152,13 @@ fn gather_kernel<T: Element>() -> impl Kernel {
             }
             if rank > 0 {
                 flat += sub.lo[rank - 1] * inner;
+            }
+            if let Some(all) = flat_base {
+                match row_indices(flat, inner, row.len(), all.len()) {
+                    Some(at) => row.iter_mut().zip(at).for_each(|(x, f)| *x = all[f]),
+                    None => missing = true,
+                }
+                return;
             }
             for x in row.iter_mut() {
                 unflatten(flat, &store_strides, idx);
@@ -149,6 +186,7 @@ fn scatter_kernel<T: Element>() -> impl Kernel {
         let (offset, strides) = selection(task, rank)?;
         let values = task.read::<T>(0)?;
         let mut base = task.write::<T>(1)?;
+        let contiguous = whole_store_slice(&base, &store_strides).map(<[T]>::len);
         let mut idx = [0i64; MAX_DIMS];
         let idx = &mut idx[..store_strides.dims()];
         let inner = if rank == 0 { 0 } else { strides[rank - 1] };
@@ -158,12 +196,23 @@ fn scatter_kernel<T: Element>() -> impl Kernel {
             for d in 0..rank.saturating_sub(1) {
                 flat += lead[d] * strides[d];
             }
-            for &v in values.row(r) {
-                unflatten(flat, &store_strides, idx);
-                if !base.set(idx, v) {
-                    return Err(task.error("the selection leaves the store"));
+            let row = values.row(r);
+            if let Some(len) = contiguous {
+                let at = row_indices(flat, inner, row.len(), len)
+                    .ok_or_else(|| task.error("the selection leaves the store"))?;
+                // SAFETY: the store is one row-major run of `len` elements from
+                // `as_mut_ptr` (whole_store_slice), this task writes it exclusively, and
+                // `row_indices` checked every index against `len`.
+                let all = unsafe { std::slice::from_raw_parts_mut(base.as_mut_ptr(), len) };
+                row.iter().zip(at).for_each(|(&v, f)| all[f] = v);
+            } else {
+                for &v in row {
+                    unflatten(flat, &store_strides, idx);
+                    if !base.set(idx, v) {
+                        return Err(task.error("the selection leaves the store"));
+                    }
+                    flat += inner;
                 }
-                flat += inner;
             }
             for d in (0..rank.saturating_sub(1)).rev() {
                 lead[d] += 1;
