@@ -59,6 +59,10 @@ class _Eager(ndarray):
         return _np.array(self._h, dtype=dtype, copy=copy)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            r = _ufunc_on_numpy(ufunc, inputs)
+            if r is not None:
+                return r
         if _only_eager(inputs, kwargs):
             return _eager_call(getattr(ufunc, method), inputs, kwargs)
         return ndarray.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
@@ -71,9 +75,8 @@ class _Eager(ndarray):
     def __getitem__(self, key):
         h = self._h
         r = h[_host_key(key)]
-        if type(r) is _host_array and (r.size <= _state.eager_limit or r.base is not None
-                                       and _np.may_share_memory(r, h)):
-            # (small, or a view of a held array, which NumPy holds as it holds the array: a
+        if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)):
+            # (small, or no larger than the array NumPy holds: a view of it stays a view; a
             # dtype diffuse holds)
             e = _new_object(_Eager)
             e._h = r
@@ -257,7 +260,10 @@ for _name in ("shape", "ndim", "size", "dtype"):
 
 def _held(h):
     """The number of elements of the NumPy array holding ``h``'s memory (``h`` itself, or
-    the array it is a view of)."""
+    the array it is a view of): results no larger stay NumPy's (``_eager_wrap``). 0 while
+    ``diffuse.trace`` records, where every result on NumPy refuses the replay."""
+    if _state.recording:
+        return 0
     b = h.base
     return b.size if type(b) is _host_array else h.size
 
@@ -278,6 +284,36 @@ def _eager_wrap(x, held=0):
     if t is tuple or t is list:
         return t(_eager_wrap(v, held) for v in x)
     return x
+
+
+def _ufunc_on_numpy(ufunc, inputs):
+    """NumPy's ``ufunc(*inputs)`` when the inputs are eager arrays (one at least), NumPy
+    arrays and scalars, its result as ``_eager_wrap`` gives it: the common call (``a * x``
+    with a NumPy scalar ``a``, ``np.minimum(x, y)``) without the general path's scans of
+    lists, tuples and keywords. None for any other input."""
+    hosts = []
+    held = -1  # (no eager input yet)
+    for a in inputs:
+        t = type(a)
+        if t is _Eager:
+            h = a._h
+            n = _held(h)
+            held = n if n > held else held
+            hosts.append(h)
+        elif t is float or t is int or t is bool or t is _host_array \
+                or isinstance(a, _np.generic):
+            hosts.append(a)
+        else:
+            return None
+    if held < 0:
+        return None
+    r = ufunc(*hosts)
+    if type(r) is _host_array and r.dtype in _EAGER_DTYPES \
+            and (r.size <= _state.eager_limit or r.size <= held):
+        e = _new_object(_Eager)
+        e._h = r
+        return e
+    return _eager_wrap(r, held)
 
 
 def _on_host_if_settled(func, args, limit=None):

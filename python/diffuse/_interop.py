@@ -15,7 +15,7 @@ from ._warnings import warn_at_caller
 from ._dtypes import _dtype_name
 from ._ndarray import _make_view, ndarray
 from ._eager import (_deferred_copies, _Eager, _eager_call, _eager_scan, _on_host_if_settled,
-                     _only_eager)
+                     _only_eager, _ufunc_on_numpy)
 
 
 _warned = set()
@@ -291,6 +291,10 @@ class _Ufunc:
 
     def __call__(self, *inputs, **kwargs):
         nin = self._ufunc.nin
+        if not kwargs and len(inputs) == nin:
+            r = _ufunc_on_numpy(self._ufunc, inputs)  # eager inputs: NumPy's, directly
+            if r is not None:
+                return r
         if len(inputs) > nin:  # outputs given by position, as NumPy takes them
             if "out" in kwargs:
                 raise TypeError("cannot specify 'out' as both a positional and keyword "

@@ -575,3 +575,29 @@ def test_loop_limit_comes_from_the_environment(monkeypatch):
         monkeypatch.setenv("DIFFUSE_LOOP_ELEMENTS", bad)
         with pytest.raises(ValueError, match="DIFFUSE_LOOP_ELEMENTS"):
             _state.loop_limit_from_env()
+
+
+def test_ufuncs_of_eager_arrays_with_numpy_scalars_are_numpys():
+    """NumPy scalars with eager arrays (``alpha * y`` in a recursion) and diffuse's ufuncs
+    on eager arrays run NumPy's ufunc directly: NumPy's values, dtypes and errors."""
+    y = numpy.linspace(-1.0, 2.0, 40)
+    x = dnp.asarray(y)
+    i = dnp.arange(10, dtype="int32")
+    cases = [
+        (numpy.float64(0.5) * x, numpy.float64(0.5) * y),
+        (numpy.float32(2) + i, numpy.float32(2) + numpy.arange(10, dtype="int32")),
+        (dnp.minimum(x[:-1], x[1:]), numpy.minimum(y[:-1], y[1:])),
+        (dnp.sqrt(dnp.abs(x)), numpy.sqrt(numpy.abs(y))),
+        (dnp.add(x, 1), y + 1),
+        (dnp.less(x, 0.5), y < 0.5),
+        (numpy.multiply(x, True), y * True),
+    ]
+    for got, want in cases:
+        assert is_eager(got)
+        assert numpy.asarray(got).dtype == want.dtype
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+    assert type(dnp.add(x[3], 1.0)) is numpy.float64  # NumPy's scalars, as NumPy gives them
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        dnp.add(x, x[:3])
+    with pytest.raises(TypeError):
+        dnp.add(x, "a")
