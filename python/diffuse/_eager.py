@@ -288,11 +288,13 @@ def _eager_wrap(x, held=0):
 
 def _ufunc_on_numpy(ufunc, inputs):
     """NumPy's ``ufunc(*inputs)`` when the inputs are eager arrays (one at least), NumPy
-    arrays and scalars, its result as ``_eager_wrap`` gives it: the common call (``a * x``
-    with a NumPy scalar ``a``, ``np.minimum(x, y)``) without the general path's scans of
+    arrays and scalars, its result as ``_eager_wrap`` gives it, or when they are scalars
+    only (NumPy's scalar, as NumPy gives it): the common calls (``a * x`` with a NumPy
+    scalar ``a``, ``np.minimum(x, y)``, ``np.sqrt(s)``) without the general path's scans of
     lists, tuples and keywords. None for any other input."""
     hosts = []
     held = -1  # (no eager input yet)
+    arrays = False
     for a in inputs:
         t = type(a)
         if t is _Eager:
@@ -300,13 +302,15 @@ def _ufunc_on_numpy(ufunc, inputs):
             n = _held(h)
             held = n if n > held else held
             hosts.append(h)
-        elif t is float or t is int or t is bool or t is _host_array \
-                or isinstance(a, _np.generic):
+        elif t is float or t is int or t is bool or isinstance(a, _np.generic):
+            hosts.append(a)
+        elif t is _host_array:
+            arrays = True
             hosts.append(a)
         else:
             return None
     if held < 0:
-        return None
+        return None if arrays else ufunc(*hosts)
     r = ufunc(*hosts)
     if type(r) is _host_array and r.dtype in _EAGER_DTYPES \
             and (r.size <= _state.eager_limit or r.size <= held):

@@ -43,6 +43,11 @@ def _int_slice_bounds(key, shape):
     return bounds, dropped
 
 
+# How many pieces one piece of an array that pending work writes counts as
+# (``ndarray._moved_to_numpy``): each costs a window, not a host copy.
+_WAITING_PIECE = 4
+
+
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
@@ -304,13 +309,15 @@ class ndarray:
                 return False
         elif t is not int:
             return False
-        n = self._n + 1
+        # A piece that waits for pending writes (a window per piece) counts as several.
+        n = self._n + (_WAITING_PIECE if self._a.pending_use() == "writes" else 1)
         self._n = n
         if n < _state.loop_accesses:
             return False
         if self._move_to_numpy():
             return True
-        self._n = -n  # tried again after as many pieces again
+        # Tried again after as many pieces again, unless it can never move.
+        self._n = 0 if 0 < self.size <= _state.loop_limit else -(1 << 62)
         return False
 
     def _move_to_numpy(self):
