@@ -151,7 +151,7 @@ def _defer_in_place(x):
     ndarray._h.__delete__(x)
     x.__class__ = ndarray
     ndarray._a.__set__(x, native)
-    ndarray._n.__set__(x, 0)
+    ndarray._n.__set__(x, None)
     return True
 
 

@@ -43,17 +43,13 @@ def _int_slice_bounds(key, shape):
     return bounds, dropped
 
 
-# How many pieces one piece of an array that pending work writes counts as
-# (``ndarray._moved_to_numpy``): each costs a window, not a host copy.
-_WAITING_PIECE = 4
-
-
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
     # `_a`: the native array; `_h`: an eager array's NumPy elements (declared here, not in
     # `_Eager`, so that both have one layout and an array can change kind in place:
-    # `_defer_in_place`, `_moved_to_numpy`); `_n`: the piecewise accesses counted so far.
+    # `_defer_in_place`, `_moved_to_numpy`); `_n`: the pieces of it a loop took so far (a
+    # set of their integer indices; None before the first, False where it cannot move).
     __slots__ = ("_a", "_h", "_n")
     # Named where users find it (reprs, pickles of the class), as NumPy names its classes.
     __module__ = "diffuse.numpy"
@@ -62,7 +58,7 @@ class ndarray:
 
     def __init__(self, native):
         self._a = native
-        self._n = 0
+        self._n = None
         if _errstate.eager:
             # An error state that raises (or calls) applies at the operation, as in NumPy.
             _errstate.settle()
@@ -296,28 +292,36 @@ class ndarray:
         return whole, sid, store_shape, list(self._a.shape), offset, strides
 
     def _moved_to_numpy(self, key):
-        """Counts ``key`` when it holds a Python int (an element, a row, a column,
-        ``a[i, :i]``: a piece, as loops take them) and, at the ``_state.loop_accesses``-th
-        piece, moves this array to NumPy (``_Eager``) when it can: the loop then runs at
-        NumPy's speed. True when it moved (the caller indexes the array again)."""
+        """Notes ``key`` when it holds Python ints (an element, a row, a column,
+        ``a[i, :i]``: a piece, as loops take them) and, once ``_state.loop_pieces`` different
+        pieces were taken, moves this array to NumPy (``_Eager``) when it can: the loop then
+        runs at NumPy's speed. Pieces told apart by their ints, so that a fused time loop
+        writing the same few boundary rows every step stays deferred. True when it moved (the
+        caller indexes the array again)."""
         t = type(key)
         if t is tuple:
+            ints = ()
             for k in key:
                 if type(k) is int:
-                    break
-            else:
+                    ints += (k,)
+            if not ints:
                 return False
-        elif t is not int:
+        elif t is int:
+            ints = key
+        else:
             return False
-        # A piece that waits for pending writes (a window per piece) counts as several.
-        n = self._n + (_WAITING_PIECE if self._a.pending_use() == "writes" else 1)
-        self._n = n
-        if n < _state.loop_accesses:
+        seen = self._n
+        if seen is None:
+            seen = self._n = set()
+        elif seen is False:
+            return False
+        seen.add(ints)
+        if len(seen) < _state.loop_pieces:
             return False
         if self._move_to_numpy():
             return True
-        # Tried again after as many pieces again, unless it can never move.
-        self._n = 0 if 0 < self.size <= _state.loop_limit else -(1 << 62)
+        # Tried again after as many new pieces, unless it can never move.
+        self._n = set() if 0 < self.size <= _state.loop_limit else False
         return False
 
     def _move_to_numpy(self):

@@ -45,9 +45,9 @@ def loop_limit_from_env():
 #: Above it, the loop's pieces stay deferred (NumPy would cost more copies than it saves).
 loop_limit = loop_limit_from_env()
 
-#: How many piecewise accesses of one array (indices holding an integer) count as a loop:
-#: a few element reads of a large array do not move it.
-loop_accesses = 32
+#: How many different pieces of one array (indices holding integers, told apart by them)
+#: make a loop: a few element reads, or boundary rows written every step, do not move it.
+loop_pieces = 16
 
 #: True while ``diffuse.trace`` records a function (``_trace``): what the function does that
 #: a replay would not repeat (computing or writing with NumPy on small arrays NumPy holds,

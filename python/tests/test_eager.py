@@ -465,8 +465,8 @@ def test_small_products_of_computed_arrays_need_no_task():
 # -- arrays a loop reads and writes piece by piece move to NumPy (``DIFFUSE_LOOP_ELEMENTS``) --
 @pytest.fixture
 def loops(monkeypatch):
-    """Deferred arrays of up to 10^4 elements move to NumPy after ``_state.loop_accesses``
-    pieces."""
+    """Deferred arrays of up to 10^4 elements move to NumPy after ``_state.loop_pieces``
+    different pieces."""
     monkeypatch.setattr(_state, "loop_limit", 10_000)
 
 
@@ -503,18 +503,39 @@ def test_an_array_a_loop_takes_apart_moves_to_numpy_and_keeps_numpys_values(loop
 
 def test_a_few_pieces_do_not_move_an_array(loops):
     a = dnp.asarray(numpy.arange(1600.0).reshape(40, 40))
-    for i in range(_state.loop_accesses - 1):
+    for i in range(_state.loop_pieces - 1):
         assert a[i, i] == 41.0 * i
+        assert a[i, i] == 41.0 * i  # (the same piece again)
     assert not is_eager(a)
-    a[0, 0] = 1.0
-    assert is_eager(a) and a[0, 0] == 1.0
+    a[39, 39] = 1.0
+    assert is_eager(a) and a[39, 39] == 1.0 and a[2, 2] == 82.0
+
+
+def test_boundaries_written_every_step_keep_a_time_loop_deferred(loops):
+    """A stencil writing the same boundary rows and columns every step takes few different
+    pieces: it stays deferred (and fused)."""
+    def program(np):
+        u = np.asarray(numpy.zeros((30, 40)))
+        for _ in range(4 * _state.loop_pieces):
+            u[0] = 1.0
+            u[-1] = 2.0
+            u[:, 0] = 3.0
+            u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        return u
+
+    got = program(dnp)
+    assert not is_eager(got)
+    numpy.testing.assert_allclose(numpy.asarray(got), program(numpy), rtol=1e-12)
 
 
 def test_arrays_larger_than_the_loop_limit_stay_deferred(loops):
     a = dnp.asarray(numpy.ones((101, 100)))  # 10100 elements > 10^4
-    for i in range(3 * _state.loop_accesses):
-        a[i % 101, 0] = float(i)
-    assert not is_eager(a) and a[(3 * _state.loop_accesses - 1) % 101, 0] == 95.0
+    want = numpy.ones((101, 100))
+    for i in range(3 * _state.loop_pieces):
+        a[i, 0] = float(i)
+        want[i, 0] = float(i)
+    assert not is_eager(a)
+    numpy.testing.assert_array_equal(numpy.asarray(a), want)
 
 
 def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
@@ -537,11 +558,11 @@ def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
         numpy.testing.assert_array_equal(numpy.asarray(got_kept), want_kept)
     a = dnp.asarray(numpy.zeros((30, 40)))
     row = a[0]
-    for i in range(2 * _state.loop_accesses):
+    for i in range(2 * _state.loop_pieces):
         a[i % 30, 1] = 1.0
     assert not is_eager(a)
     del row
-    for i in range(4 * _state.loop_accesses):
+    for i in range(4 * _state.loop_pieces):
         a[i % 30, 2] = 2.0
     assert is_eager(a)
     numpy.testing.assert_array_equal(numpy.asarray(a)[:, 1:3], numpy.tile([1.0, 2.0], (30, 1)))
@@ -552,12 +573,12 @@ def test_recorded_functions_keep_their_arrays_deferred(loops):
 
     @diffuse.trace
     def sweep(a):
-        for i in range(2 * _state.loop_accesses):
+        for i in range(2 * _state.loop_pieces):
             a[i % 30, 0] = float(i)
         return a * 1.0
 
     want = numpy.zeros((30, 40))
-    for i in range(2 * _state.loop_accesses):
+    for i in range(2 * _state.loop_pieces):
         want[i % 30, 0] = float(i)
     for _ in range(2):  # recorded, then replayed
         a = dnp.asarray(numpy.zeros((30, 40)))
