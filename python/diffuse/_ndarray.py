@@ -43,6 +43,13 @@ def _int_slice_bounds(key, shape):
     return bounds, dropped
 
 
+# A large array moves to NumPy after one piece per 2^16 of its elements at least: copying it
+# costs about what that many pieces cost deferred (a host round trip, tens of microseconds
+# each, against about a nanosecond per element copied), so a loop never pays more than a
+# few times the cheaper of the two.
+_PIECE_ELEMENTS_LOG2 = 16
+
+
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
 
@@ -316,12 +323,18 @@ class ndarray:
         elif seen is False:
             return False
         seen.add(ints)
-        if len(seen) < _state.loop_pieces:
+        pieces = len(seen)
+        if pieces < _state.loop_pieces:
             return False
+        size = self.size
+        if not 0 < size <= _state.loop_limit:
+            self._n = False  # it can never move
+            return False
+        if pieces < size >> _PIECE_ELEMENTS_LOG2:
+            return False  # (its copy to NumPy would cost more than the pieces so far)
         if self._move_to_numpy():
             return True
-        # Tried again after as many new pieces, unless it can never move.
-        self._n = set() if 0 < self.size <= _state.loop_limit else False
+        self._n = set()  # tried again after as many new pieces
         return False
 
     def _move_to_numpy(self):

@@ -28,7 +28,7 @@ eager_limit = eager_limit_from_env()
 def loop_limit_from_env():
     """``DIFFUSE_LOOP_ELEMENTS``: the largest deferred array (in elements) that moves to NumPy
     once a loop reads or writes it piece by piece (0: none moves)."""
-    text = os.environ.get("DIFFUSE_LOOP_ELEMENTS", str(1 << 20))
+    text = os.environ.get("DIFFUSE_LOOP_ELEMENTS", str(1 << 25))
     try:
         limit = int(text)
     except ValueError:
@@ -42,11 +42,13 @@ def loop_limit_from_env():
 #: The largest deferred array (elements) NumPy takes over when a program keeps reading or
 #: writing it piece by piece (an element, a row, a column: ``ndarray._moved_to_numpy``): each
 #: piece costs a host round trip where NumPy pays a view, and a loop over pieces cannot fuse.
-#: Above it, the loop's pieces stay deferred (NumPy would cost more copies than it saves).
+#: Above it (256 MB of float64), the pieces stay deferred: a host copy that large is a
+#: memory spike, and on a GPU a transfer, that few loops repay.
 loop_limit = loop_limit_from_env()
 
 #: How many different pieces of one array (indices holding integers, told apart by them)
 #: make a loop: a few element reads, or boundary rows written every step, do not move it.
+#: (Arrays of more than 2^20 elements need one piece per 2^16 elements: ``_ndarray``.)
 loop_pieces = 16
 
 #: True while ``diffuse.trace`` records a function (``_trace``): what the function does that

@@ -591,7 +591,7 @@ def test_loop_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("DIFFUSE_LOOP_ELEMENTS", "17")
     assert _state.loop_limit_from_env() == 17
     monkeypatch.delenv("DIFFUSE_LOOP_ELEMENTS")
-    assert _state.loop_limit_from_env() == 1 << 20
+    assert _state.loop_limit_from_env() == 1 << 25
     for bad in ("lots", "-1"):
         monkeypatch.setenv("DIFFUSE_LOOP_ELEMENTS", bad)
         with pytest.raises(ValueError, match="DIFFUSE_LOOP_ELEMENTS"):
@@ -622,3 +622,16 @@ def test_ufuncs_of_eager_arrays_with_numpy_scalars_are_numpys():
         dnp.add(x, x[:3])
     with pytest.raises(TypeError):
         dnp.add(x, "a")
+
+
+def test_larger_arrays_need_pieces_in_proportion_to_their_size(loops, monkeypatch):
+    from diffuse import _ndarray
+
+    monkeypatch.setattr(_ndarray, "_PIECE_ELEMENTS_LOG2", 6)  # one piece per 64 elements
+    a = dnp.asarray(numpy.zeros((40, 40)))  # 1600 elements: 25 pieces
+    for i in range(24):
+        a[i, 0] = float(i)
+    assert not is_eager(a)
+    a[24, 0] = 24.0
+    assert is_eager(a)
+    assert numpy.asarray(a)[:25, 0].tolist() == [float(i) for i in range(25)]
