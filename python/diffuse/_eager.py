@@ -74,7 +74,7 @@ class _Eager(ndarray):
 
     def __getitem__(self, key):
         h = self._h
-        r = h[_host_key(key)]
+        r = h[key if type(key) is int else _host_key(key)]
         if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)):
             # (small, or no larger than the array NumPy holds: a view of it stays a view; a
             # dtype diffuse holds)
@@ -86,7 +86,9 @@ class _Eager(ndarray):
     def __setitem__(self, key, value):
         if _state.recording:
             _native.refuse_replay("it writes a small array NumPy holds")
-        self._h[_host_key(key)] = value._h if type(value) is _Eager else _to_numpy(value)
+        t = type(value)
+        self._h[key if type(key) is int else _host_key(key)] = \
+            value._h if t is _Eager else value if t is float or t is int else _to_numpy(value)
 
     def __iter__(self):
         return map(_eager_wrap, self._h)
@@ -193,16 +195,16 @@ def _eager_operator(name, numpy_op):
 
     def method(self, other):
         t = type(other)
+        h = self._h
         if t is _Eager:
             other = other._h
         elif t is not float and t is not int:
             if isinstance(other, ndarray):
                 if other._settled():  # small and computed: NumPy's, no copy into a store
-                    return _eager_wrap(numpy_op(self._h, other._settled_host()))
-                return deferred(self if self._h.ndim == 0 else ndarray(self._a), other)
-            return _eager_wrap(numpy_op(self._h, other))
+                    return _eager_wrap(numpy_op(h, other._settled_host()), _held(h))
+                return deferred(self if h.ndim == 0 else ndarray(self._a), other)
+            return _eager_wrap(numpy_op(h, other), _held(h))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
-        h = self._h
         r = numpy_op(h, other)
         if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)
                                        or t is _Eager and r.size <= _held(other)):

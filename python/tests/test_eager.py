@@ -494,6 +494,7 @@ def test_an_array_a_loop_takes_apart_moves_to_numpy_and_keeps_numpys_values(loop
     # Its views and results no larger than it stay NumPy's (a view writes through) ...
     corner = a[1:, 1:]
     assert is_eager(corner) and is_eager(a * 2.0) and is_eager(a @ a)
+    assert is_eager(a / a[0, 0]) and is_eager(numpy.float64(2.0) * a) and is_eager(a.T[::-1])
     corner[0, 0] = -5.0
     assert a[1, 1] == -5.0
     # ... and it still meets deferred arrays.
