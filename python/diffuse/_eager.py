@@ -12,7 +12,7 @@ import numpy as _np
 
 from . import _native, _state
 from ._dtypes import _DT, _dtype_name, _scalar_for
-from ._ndarray import ndarray
+from ._ndarray import ndarray, _StridedView
 
 
 _EAGER_DTYPES = frozenset(_DT.values())
@@ -29,18 +29,13 @@ _new_object = object.__new__
 _host_array = _np.ndarray
 
 
-class _Eager(ndarray):
-    """A small array held by NumPy (at most ``_eager_limit`` elements): its operations run on
-    NumPy as they are issued, because deferring them would cost more than running them
-    (cuPyNumeric's eager arrays). Views of it are NumPy's views, so writes through them
-    reach it as in NumPy. Where it meets a deferred array, the operation is deferred and
-    reads a copy of its current elements (``_a``); results of deferred operations stay
-    deferred."""
+class _HostHeld:
+    """What an array NumPy holds (its elements ``_h``, a NumPy array) does: its operations
+    run on NumPy as they are issued; where it meets a deferred array, the operation is
+    deferred and reads a copy of its current elements (``_a``). The arrays are ``_Eager``
+    and ``_EagerView``."""
 
     __slots__ = ()
-
-    def __init__(self, host):
-        self._h = host
 
     @property
     def _a(self):
@@ -128,6 +123,49 @@ class _Eager(ndarray):
 
     def _holds_its_elements(self):
         return True
+
+    def _host_copy(self):
+        return self._h.copy()
+
+    def _settled(self, limit=None):
+        # (NumPy's elements: reading them costs nothing and waits for nothing)
+        return not _state.recording
+
+    def _settled_host(self):
+        return self._h
+
+
+class _Eager(_HostHeld, ndarray):
+    """A small array held by NumPy (at most ``_eager_limit`` elements), or one a loop moved
+    there (``ndarray._move_to_numpy``): its operations run on NumPy as they are issued,
+    because deferring them would cost more than running them (cuPyNumeric's eager arrays).
+    Views of it are NumPy's views, so writes through them reach it as in NumPy. Results of
+    deferred operations stay deferred."""
+
+    __slots__ = ()
+
+    def __init__(self, host):
+        self._h = host
+
+
+class _EagerView(_HostHeld, _StridedView):
+    """A strided view that was alive when its array moved to NumPy: NumPy's view of the
+    array's elements, as views taken after the move are (a ``_StridedView`` takes this class
+    in place, ``_follow_to_numpy``). The eager fast paths test for ``_Eager`` by type and
+    take it as a computed array on the host (``_settled``)."""
+
+    __slots__ = ()
+
+
+def _follow_to_numpy(view, host):
+    """Makes the strided ``view`` of an array whose elements NumPy now holds (``host``,
+    C-ordered like the store it viewed) NumPy's view of them (``_EagerView``)."""
+    item = host.itemsize
+    h = _np.ndarray(view._vshape, host.dtype, buffer=host, offset=view._offset * item,
+                    strides=[s * item for s in view._strides])
+    view._store = view._box = view._values = view._peers = None
+    view.__class__ = _EagerView
+    view._h = h
 
 
 def _defer_in_place(x):
@@ -239,25 +277,25 @@ def _reflected(numpy_op):
 for _name in ("reshape", "ravel", "flatten", "transpose", "swapaxes", "diagonal", "squeeze",
               "sum", "prod", "mean", "cumsum", "cumprod", "nonzero", "argmax", "argmin",
               "min", "max", "dot", "any", "all"):
-    setattr(_Eager, _name, _eager_method(_name))
+    setattr(_HostHeld, _name, _eager_method(_name))
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
               "lshift", "rshift", "matmul"):
     _fn = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
-    setattr(_Eager, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
-    setattr(_Eager, f"__r{_name}__", _eager_operator(f"__r{_name}__", _reflected(_fn)))
+    setattr(_HostHeld, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
+    setattr(_HostHeld, f"__r{_name}__", _eager_operator(f"__r{_name}__", _reflected(_fn)))
     if _name != "matmul":
-        setattr(_Eager, f"__i{_name}__",
+        setattr(_HostHeld, f"__i{_name}__",
                 _eager_inplace(f"__i{_name}__", getattr(operator, f"i{_name}")))
 for _name in ("lt", "le", "gt", "ge", "eq", "ne", "divmod"):
     _fn = divmod if _name == "divmod" else getattr(operator, _name)
-    setattr(_Eager, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
-setattr(_Eager, "__rdivmod__", _eager_operator("__rdivmod__", _reflected(divmod)))
+    setattr(_HostHeld, f"__{_name}__", _eager_operator(f"__{_name}__", _fn))
+setattr(_HostHeld, "__rdivmod__", _eager_operator("__rdivmod__", _reflected(divmod)))
 for _name in ("neg", "pos", "abs", "invert"):
-    setattr(_Eager, f"__{_name}__", _eager_unary(getattr(operator, _name)))
-_Eager.T = property(lambda self: _Eager(self._h.T))
+    setattr(_HostHeld, f"__{_name}__", _eager_unary(getattr(operator, _name)))
+_HostHeld.T = property(lambda self: _Eager(self._h.T))
 # The description is NumPy's array's.
 for _name in ("shape", "ndim", "size", "dtype"):
-    setattr(_Eager, _name, property(operator.attrgetter(f"_h.{_name}")))
+    setattr(_HostHeld, _name, property(operator.attrgetter(f"_h.{_name}")))
 
 
 def _held(h):

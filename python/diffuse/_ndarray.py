@@ -11,6 +11,7 @@ import builtins
 import math
 import numbers
 import sys
+import weakref
 
 import numpy as _np
 
@@ -56,8 +57,10 @@ class ndarray:
     # `_a`: the native array; `_h`: an eager array's NumPy elements (declared here, not in
     # `_Eager`, so that both have one layout and an array can change kind in place:
     # `_defer_in_place`, `_moved_to_numpy`); `_n`: the pieces of it a loop took so far (a
-    # set of their integer indices; None before the first, False where it cannot move).
-    __slots__ = ("_a", "_h", "_n")
+    # set of their integer indices; None before the first, False where it cannot move);
+    # `_views`: weak references to the strided views taken of it and not attached, which
+    # follow it when it moves (a list shared by their views, or None).
+    __slots__ = ("_a", "_h", "_n", "_views")
     # Named where users find it (reprs, pickles of the class), as NumPy names its classes.
     __module__ = "diffuse.numpy"
     # NumPy defers binary operators with a NumPy array on the left to us.
@@ -66,6 +69,7 @@ class ndarray:
     def __init__(self, native):
         self._a = native
         self._n = None
+        self._views = None
         if _errstate.eager:
             # An error state that raises (or calls) applies at the operation, as in NumPy.
             _errstate.settle()
@@ -346,8 +350,14 @@ class ndarray:
         if _state.recording or type(self) is not ndarray:
             return False
         a = self._a
-        # References to `a`: this array's slot, the local `a` and getrefcount's argument.
-        if sys.getrefcount(a) > 3 or a.store_handles != 1:
+        if a.store_handles != 1:
+            return False
+        # References to `a`: this array's slot, the local `a` and getrefcount's argument, and
+        # one from each strided view of it not attached (``_views``), which follow it.
+        extra = sys.getrefcount(a) - 3
+        followers = [v for v in (r() for r in self._views or ())
+                     if type(v) is _StridedView and v._version is None and v._store is a]
+        if len(followers) != extra:
             return False
         store_shape, point, _ = a.layout()
         if builtins.any(point) or tuple(a.shape) != tuple(store_shape) \
@@ -355,11 +365,26 @@ class ndarray:
             return False
         _selection._compact_lazy_selections()  # (selections of it read it first)
         host = self._host_copy()
-        del a
+        for view in followers:
+            _eager._follow_to_numpy(view, host)
+        del a, followers
         ndarray._a.__delete__(self)
+        self._views = None
         self.__class__ = _eager._Eager
         self._h = host
         return True
+
+    def _taken(self, view):
+        """``view`` (a strided view of this array's store, not attached) noted in
+        ``_views``, so that it follows this array to NumPy."""
+        views = self._views
+        if views is None:
+            views = self._views = []
+        elif len(views) >= 16:
+            views[:] = [r for r in views if r() is not None]
+        views.append(weakref.ref(view))
+        view._peers = views
+        return view
 
     def __getitem__(self, key):
         if type(self) is ndarray and self._moved_to_numpy(key):
@@ -416,7 +441,9 @@ class ndarray:
             if d not in dropped:
                 shape.append(hi - lo)
                 kept.append(s)
-        return _make_view(store, sid, store_shape, shape, offset, kept)
+        view = _make_view(store, sid, store_shape, shape, offset, kept)
+        return self._taken(view) if type(view) is _StridedView and type(self) is ndarray \
+            else view
 
     def _view(self, key):
         """The view ``self[key]`` for any basic index; NumPy's copy for advanced ones."""
@@ -808,10 +835,12 @@ class _StridedView(ndarray):
     reshape being used, and all its views move there: their element positions are the same
     in the copy, and those that are boxes of it run natively from then on."""
 
+    # `_peers`: the `_views` list of the array it was taken from, while not attached.
     __slots__ = ("_store", "_sid", "_store_shape", "_vshape", "_offset", "_strides",
-                 "_version", "_seen", "_values", "_box", "__weakref__")
+                 "_version", "_seen", "_values", "_box", "_peers", "__weakref__")
 
     def __init__(self, store, sid, store_shape, shape, offset, strides):
+        self._peers = None
         self._vshape, self._offset, self._strides = tuple(shape), offset, list(strides)
         # Attached (a handle of its own, watched, registered) when first gathered, written
         # or settled: a view only read on the host (``a[i, :i] @ x``) costs none of it.
@@ -943,8 +972,13 @@ class _StridedView(ndarray):
                 dtype = self.dtype
                 return dtype.type(_np.frombuffer(self._store.read_strided([], voffset, []),
                                                  dtype=dtype)[0])
-            return _make_view(self._store, self._sid, self._store_shape, vshape, voffset,
+            view = _make_view(self._store, self._sid, self._store_shape, vshape, voffset,
                               vstrides)
+            peers = self._peers
+            if peers is not None and type(view) is _StridedView:
+                peers.append(weakref.ref(view))  # (it follows the same array)
+                view._peers = peers
+            return view
         return self._view(key)
 
     def __setitem__(self, key, value):

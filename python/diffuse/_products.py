@@ -50,7 +50,7 @@ def _cast(a, dtype):
 def _oriented(a):
     """``(native array, transposed)`` for the 2-d ``a``: the box of its store that ``a`` is
     the transpose of, flagged, when it is one; otherwise ``a``'s own elements."""
-    if isinstance(a, _StridedView):
+    if type(a) is _StridedView:
         store, _, store_shape, shape, offset, strides = a._as_strided()
         box = _box_of(store, store_shape, shape[::-1], offset, strides[::-1])
         if box is not None:

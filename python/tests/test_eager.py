@@ -540,15 +540,15 @@ def test_arrays_larger_than_the_loop_limit_stay_deferred(loops):
 
 
 def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
-    """A box view, another array over the store or a strided view (a row kept from an
-    earlier iteration) would miss writes made on NumPy's copy: the array stays deferred
-    while one is alive, and moves once none is."""
+    """A box view, another array over the store or an attached strided view (one an
+    operation gathered) would miss writes made on NumPy's copy: the array stays deferred while
+    one is alive, and moves once none is."""
     def program(np, keep):
         a = np.asarray(numpy.zeros((30, 40)))
         kept = keep(a)
         for i in range(30):
             a[i, i] = i + 1.0
-            a[i, 0] += kept.sum() if hasattr(kept, "sum") else 0.0
+            a[i, 0] += kept.sum()
         return a, kept
 
     for keep in (lambda a: a[:, 1:], lambda a: a[2], lambda a: a[::2, ::3], lambda a: a.T):
@@ -558,15 +558,37 @@ def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
         numpy.testing.assert_array_equal(numpy.asarray(got_a), want_a)
         numpy.testing.assert_array_equal(numpy.asarray(got_kept), want_kept)
     a = dnp.asarray(numpy.zeros((30, 40)))
-    row = a[0]
+    box = a[:, 1:]
     for i in range(2 * _state.loop_pieces):
         a[i % 30, 1] = 1.0
     assert not is_eager(a)
-    del row
+    del box
     for i in range(4 * _state.loop_pieces):
         a[i % 30, 2] = 2.0
     assert is_eager(a)
     numpy.testing.assert_array_equal(numpy.asarray(a)[:, 1:3], numpy.tile([1.0, 2.0], (30, 1)))
+
+
+def test_strided_views_alive_when_their_array_moves_follow_it(loops):
+    """``above = m[i - 1]`` kept across iterations (seam carving): the row, and views of it,
+    become NumPy's views of the moved array, seeing its writes and writing into it."""
+    def program(np):
+        m = np.asarray(numpy.arange(1200.0).reshape(30, 40))
+        above = m[0]
+        every_other = above[::2]
+        for i in range(1, 30):
+            above = m[i - 1]
+            m[i, 1:-1] = m[i, 1:-1] + np.minimum(above[:-2], above[2:])
+            m[i, 0] = m[i, 0] + min(above[0], above[1])
+        m[0, 4] = -7.0       # written through the array: the old views see it
+        every_other[3] = -9.0  # written through a view: the array sees it
+        return m, above, every_other
+
+    got, want = program(dnp), program(numpy)
+    assert is_eager(got[0])
+    for g, w in zip(got, want):
+        numpy.testing.assert_array_equal(numpy.asarray(g), w)
+    assert got[2][2] == -7.0 and got[0][0, 6] == -9.0
 
 
 def test_recorded_functions_keep_their_arrays_deferred(loops):
