@@ -423,3 +423,61 @@ fn a_threaded_product_equals_the_loop() -> Result<(), TestCaseError> {
     }
     Ok(())
 }
+
+/// A matrix times its own transpose (`a @ a.T`, `a.T @ a`: the symmetric product, computed as
+/// one triangle and mirrored) equals the plain loop within rounding, is exactly symmetric,
+/// and so is the same product through a copy, on every processor count; a product
+/// accumulated into its output (`c += a aᵀ` of a fused update) is not mirrored.
+#[test]
+fn a_matrix_times_its_own_transpose_equals_the_loop() -> Result<(), TestCaseError> {
+    let (m, k) = (261, 300);
+    let a = mixed(m, k, 6);
+    for (orientation, n, inner) in [
+        (Orientation::AsStored, m, k),   // a aᵀ: m x m
+        (Orientation::Transposed, k, m), // aᵀ a: k x k
+    ] {
+        let at = |i: usize, q: usize| match orientation {
+            Orientation::AsStored => a[i * k + q],
+            Orientation::Transposed => a[q * k + i],
+        };
+        let (mut want, mut scale) = (vec![0.0; n * n], vec![0.0; n * n]);
+        for i in 0..n {
+            for j in 0..n {
+                for q in 0..inner {
+                    let t = at(i, q) * at(j, q);
+                    want[i * n + j] += t;
+                    scale[i * n + j] += t.abs();
+                }
+            }
+        }
+        let other = match orientation {
+            Orientation::AsStored => Orientation::Transposed,
+            Orientation::Transposed => Orientation::AsStored,
+        };
+        for procs in PROCS {
+            let cx = cx(procs);
+            let aa = ok(
+                Array::from_vec(&cx, &[m as i64, k as i64], a.clone()),
+                "from_vec",
+            )?;
+            let got = ok(aa.matmul_with(orientation, &aa, other), "matmul_with")?;
+            let got = ok(got.to_vec::<f64>(), "to_vec")?;
+            for i in 0..n {
+                for j in 0..n {
+                    let g = got[i * n + j];
+                    prop_assert!(
+                        close(g, want[i * n + j], scale[i * n + j]),
+                        "procs {}: [{}, {}] = {}, loop {}",
+                        procs,
+                        i,
+                        j,
+                        g,
+                        want[i * n + j]
+                    );
+                    prop_assert_eq!(g.to_bits(), got[j * n + i].to_bits());
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -13,6 +13,7 @@
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
+use faer::linalg::matmul::triangular::BlockStructure;
 use faer::{Accum, Par};
 
 use diffuse_ir::{Element, ReadView, ReductionOp, WriteView};
@@ -101,6 +102,15 @@ impl<'a, T: Num> MatRef<'a, T> {
         (self.layout.rows, self.layout.cols)
     }
 
+    /// True when `other` is this matrix's transpose, the same elements (`a @ a.T`,
+    /// `z.T @ z`): their product is symmetric.
+    fn is_transpose_of(&self, other: &MatRef<'_, T>) -> bool {
+        let (l, o) = (self.layout, other.layout);
+        std::ptr::eq(self.ptr, other.ptr)
+            && (l.rows, l.cols, l.row_stride, l.col_stride)
+                == (o.cols, o.rows, o.col_stride, o.row_stride)
+    }
+
     /// Element `(i, j)`.
     ///
     /// # Safety
@@ -145,6 +155,17 @@ impl<'a, T: Num> MatMut<'a, T> {
         // SAFETY: in bounds by the caller's promise; the view this came from gives this
         // matrix the elements to itself while `'a` lasts.
         unsafe { &mut *self.ptr.offset(self.layout.offset(i, j)) }
+    }
+
+    /// Copies the lower triangle onto the upper one (a square matrix made symmetric).
+    fn mirror_lower(&mut self) {
+        let n = self.layout.rows.min(self.layout.cols);
+        for i in 0..n {
+            for j in i + 1..n {
+                // SAFETY: `i < j < n`, within both dimensions.
+                unsafe { *self.at(i, j) = *self.at(j, i) };
+            }
+        }
     }
 
     /// Sets every element to zero.
@@ -232,6 +253,23 @@ macro_rules! tuned_gemm {
                 };
                 let accum = if accumulate { Accum::Add } else { Accum::Replace };
                 let par = if threads > 1 { Par::rayon(threads) } else { Par::Seq };
+                if !accumulate && a.is_transpose_of(&b) {
+                    // `a aᵀ` is symmetric: its lower triangle alone, with half the
+                    // multiply-adds (BLAS's syrk, which NumPy calls for it), then mirrored.
+                    faer::linalg::matmul::triangular::matmul(
+                        dst,
+                        BlockStructure::TriangularLower,
+                        accum,
+                        lhs,
+                        BlockStructure::Rectangular,
+                        rhs,
+                        BlockStructure::Rectangular,
+                        1.0,
+                        par,
+                    );
+                    c.mirror_lower();
+                    return;
+                }
                 faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0, par);
             }
         }
