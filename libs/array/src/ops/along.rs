@@ -136,6 +136,18 @@ pub(crate) fn along_kind(
     })
 }
 
+/// Folds `row` element by element into `acc` by `op`: one loop per operation, so that each
+/// vectorizes (a reduction along a leading axis adds whole rows, as NumPy's does).
+fn fold_row_into<T: Num>(op: ReductionOp, acc: &mut [T], row: &[T]) {
+    let pairs = acc.iter_mut().zip(row);
+    match op {
+        ReductionOp::Sum => pairs.for_each(|(a, &v)| *a = a.add(v)),
+        ReductionOp::Prod => pairs.for_each(|(a, &v)| *a = a.mul(v)),
+        ReductionOp::Max => pairs.for_each(|(a, &v)| *a = a.maximum(v)),
+        ReductionOp::Min => pairs.for_each(|(a, &v)| *a = a.minimum(v)),
+    }
+}
+
 /// A native kernel reducing argument 0 by `op` along the axis in scalar 0 into argument 1.
 fn reduce_along_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
     move |task| {
@@ -152,9 +164,7 @@ fn reduce_along_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
                 acc[r] = fold_slice(acc[r], identity, row, combine);
             } else {
                 let at = result_row(lead, axis, shape) * row_len;
-                for (a, &v) in acc[at..at + row_len].iter_mut().zip(row) {
-                    *a = combine(*a, v);
-                }
+                fold_row_into(op, &mut acc[at..at + row_len], row);
             }
         });
         write_all(&mut out, &acc);
