@@ -134,6 +134,9 @@ class _HostHeld:
     def _settled_host(self):
         return self._h
 
+    # (A strided view's own description would name the store an `_EagerView` left.)
+    _as_strided = ndarray._as_strided
+
 
 class _Eager(_HostHeld, ndarray):
     """A small array held by NumPy (at most ``_eager_limit`` elements), or one a loop moved
@@ -337,7 +340,7 @@ def _ufunc_on_numpy(ufunc, inputs):
     arrays = False
     for a in inputs:
         t = type(a)
-        if t is _Eager:
+        if t is _Eager or t is _EagerView:
             h = a._h
             n = _held(h)
             held = n if n > held else held
@@ -390,7 +393,7 @@ def _deferred_copies(x):
     implementation may read an operand several times); a 0-d one as its NumPy 0-d array.
     Never for an argument the operation writes: the write would go to the copy."""
     t = type(x)
-    if t is _Eager:
+    if t is _Eager or t is _EagerView:
         # (a 0-d one as NumPy's 0-d array: the operations take those as scalars of a dtype)
         return x._h if x._h.ndim == 0 else ndarray(x._a)
     if (t is list or t is tuple) and _eager_scan(x, 0):
@@ -403,7 +406,7 @@ def _eager_scan(items, state):
     deferred array."""
     for a in items:
         t = type(a)
-        if t is _Eager:
+        if t is _Eager or t is _EagerView:
             state = state or 1
         elif t is list or t is tuple:
             state = _eager_scan(a, state)
@@ -424,7 +427,8 @@ def _eager_call(func, args, kwargs):
     result = func(*[_to_numpy(a) for a in args], **{k: _to_numpy(v) for k, v in kwargs.items()})
     given = []  # the eager arguments, also inside tuples (``out=(q, r)``)
     for a in (*args, *kwargs.values()):
-        given.extend(e for e in (a if type(a) is tuple else (a,)) if type(e) is _Eager)
+        given.extend(e for e in (a if type(a) is tuple else (a,))
+                     if isinstance(e, _HostHeld))
     if not given:
         return _eager_wrap(result)
     held = builtins.max(_held(e._h) for e in given)
@@ -459,7 +463,7 @@ def _to_numpy(x):
     """``x`` with its diffuse arrays (also inside lists and tuples) as NumPy arrays: an eager
     array's own elements, a copy of a deferred one's."""
     t = type(x)
-    if t is _Eager:
+    if t is _Eager or t is _EagerView:
         return x._h
     if t is list or t is tuple:
         if builtins.any(isinstance(v, (ndarray, list, tuple)) for v in x):

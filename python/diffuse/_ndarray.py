@@ -345,8 +345,10 @@ class ndarray:
         """Makes this array NumPy-held (``_Eager``, the same object, so every reference to it
         sees the change) holding its current elements, and says whether it did: only an
         array of at most ``_state.loop_limit`` elements that is its whole store, and that
-        nothing else holds (no view, no other array over the store, no recording), since a
-        write to NumPy's elements would not reach them."""
+        nothing else holds (no box view, no other array over the store, no attached strided
+        view, no recording), since a write to NumPy's elements would not reach them. Its
+        strided views not attached become NumPy's views of the moved elements
+        (``_eager._follow_to_numpy``)."""
         if _state.recording or type(self) is not ndarray:
             return False
         a = self._a

@@ -589,6 +589,13 @@ def test_strided_views_alive_when_their_array_moves_follow_it(loops):
     for g, w in zip(got, want):
         numpy.testing.assert_array_equal(numpy.asarray(g), w)
     assert got[2][2] == -7.0 and got[0][0, 6] == -9.0
+    # The views that followed work with every kind of operation, as NumPy's views.
+    for f in (lambda np, r, e: np.concatenate([r, e]), lambda np, r, e: np.where(r > 600, r, e[0]),
+              lambda np, r, e: r.reshape(4, 10).T @ np.ones(4), lambda np, r, e: r[[1, 3]],
+              lambda np, r, e: np.sum(r.reshape(4, 10), axis=0), lambda np, r, e: r.astype("int32"),
+              lambda np, r, e: np.broadcast_to(e, (2, 20)), lambda np, r, e: np.cumsum(r)):
+        numpy.testing.assert_allclose(numpy.asarray(f(dnp, got[1], got[2])),
+                                      f(numpy, want[1], want[2]), rtol=1e-13)
 
 
 def test_recorded_functions_keep_their_arrays_deferred(loops):
