@@ -1,23 +1,30 @@
 """What every module of ``diffuse.numpy`` reads as it runs, settable in one place: how small
-an array NumPy holds (``eager_limit``) and whether ``diffuse.trace`` is recording
+an array NumPy holds (``eager_limit``), how large an array a loop moves to NumPy
+(``loop_limit``, ``loop_pieces``) and whether ``diffuse.trace`` is recording
 (``recording``, ``recording_guards``). Read as attributes of this module, so that setting
 one (tests, ``diffuse._trace``) reaches every reader."""
 
 import os
 
 
-def eager_limit_from_env():
-    """``DIFFUSE_EAGER_ELEMENTS``: arrays of at most this many elements are held and computed
-    by NumPy (0: none)."""
-    text = os.environ.get("DIFFUSE_EAGER_ELEMENTS", "8192")
+def _elements_from_env(name, default, zero_means):
+    """The number of elements the environment variable ``name`` gives (``default`` when it
+    is unset); a ``ValueError`` naming it for anything but a non-negative integer."""
+    text = os.environ.get(name, str(default))
     try:
         limit = int(text)
     except ValueError:
         limit = -1
     if limit < 0:
-        raise ValueError(f"DIFFUSE_EAGER_ELEMENTS={text!r}: expected a number of elements "
-                         "(0 turns eager execution of small arrays off)")
+        raise ValueError(f"{name}={text!r}: expected a number of elements (0 {zero_means})")
     return limit
+
+
+def eager_limit_from_env():
+    """``DIFFUSE_EAGER_ELEMENTS``: arrays of at most this many elements are held and computed
+    by NumPy (0: none)."""
+    return _elements_from_env("DIFFUSE_EAGER_ELEMENTS", 8192,
+                              "turns eager execution of small arrays off")
 
 
 #: The largest number of elements an array diffuse runs eagerly on NumPy holds: below it, one
@@ -28,15 +35,8 @@ eager_limit = eager_limit_from_env()
 def loop_limit_from_env():
     """``DIFFUSE_LOOP_ELEMENTS``: the largest deferred array (in elements) that moves to NumPy
     once a loop reads or writes it piece by piece (0: none moves)."""
-    text = os.environ.get("DIFFUSE_LOOP_ELEMENTS", str(1 << 25))
-    try:
-        limit = int(text)
-    except ValueError:
-        limit = -1
-    if limit < 0:
-        raise ValueError(f"DIFFUSE_LOOP_ELEMENTS={text!r}: expected a number of elements "
-                         "(0 keeps every deferred array deferred)")
-    return limit
+    return _elements_from_env("DIFFUSE_LOOP_ELEMENTS", 1 << 25,
+                              "keeps every deferred array deferred")
 
 
 #: The largest deferred array (elements) NumPy takes over when a program keeps reading or

@@ -214,6 +214,22 @@ fn mixed(rows: usize, cols: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// `a bᵀ` for row-major `m x k` `a` and `n x k` `b` by the plain loop, with the sums of the
+/// products' magnitudes (the rounding scale of each element).
+fn product_loop(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut scale) = (vec![0.0; m * n], vec![0.0; m * n]);
+    for i in 0..m {
+        for j in 0..n {
+            for q in 0..k {
+                let t = a[i * k + q] * b[j * k + q];
+                want[i * n + j] += t;
+                scale[i * n + j] += t.abs();
+            }
+        }
+    }
+    (want, scale)
+}
+
 /// The transpose of row-major `rows x cols` data.
 fn transpose(data: &[f64], rows: usize, cols: usize) -> Vec<f64> {
     (0..rows * cols)
@@ -384,17 +400,7 @@ fn products_placed_on_the_simulated_gpu_run_compiled() -> Result<(), TestCaseErr
 fn a_threaded_product_equals_the_loop() -> Result<(), TestCaseError> {
     let (m, k, n) = (257, 263, 255);
     let (a, bt) = (mixed(m, k, 4), mixed(n, k, 5));
-    let mut want = vec![0.0; m * n];
-    let mut scale = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            for q in 0..k {
-                let t = a[i * k + q] * bt[j * k + q];
-                want[i * n + j] += t;
-                scale[i * n + j] += t.abs();
-            }
-        }
-    }
+    let (want, scale) = product_loop(&a, &bt, m, k, n);
     for procs in PROCS {
         let cx = cx(procs);
         let aa = ok(
@@ -432,24 +438,16 @@ fn a_threaded_product_equals_the_loop() -> Result<(), TestCaseError> {
 fn a_matrix_times_its_own_transpose_equals_the_loop() -> Result<(), TestCaseError> {
     let (m, k) = (261, 300);
     let a = mixed(m, k, 6);
-    for (orientation, n, inner) in [
-        (Orientation::AsStored, m, k),   // a aᵀ: m x m
-        (Orientation::Transposed, k, m), // aᵀ a: k x k
+    for (orientation, n) in [
+        (Orientation::AsStored, m),   // a aᵀ: m x m
+        (Orientation::Transposed, k), // aᵀ a: k x k
     ] {
-        let at = |i: usize, q: usize| match orientation {
-            Orientation::AsStored => a[i * k + q],
-            Orientation::Transposed => a[q * k + i],
+        let rows = match orientation {
+            Orientation::AsStored => a.clone(),
+            Orientation::Transposed => transpose(&a, m, k),
         };
-        let (mut want, mut scale) = (vec![0.0; n * n], vec![0.0; n * n]);
-        for i in 0..n {
-            for j in 0..n {
-                for q in 0..inner {
-                    let t = at(i, q) * at(j, q);
-                    want[i * n + j] += t;
-                    scale[i * n + j] += t.abs();
-                }
-            }
-        }
+        let inner = m * k / n;
+        let (want, scale) = product_loop(&rows, &rows, n, inner, n);
         let other = match orientation {
             Orientation::AsStored => Orientation::Transposed,
             Orientation::Transposed => Orientation::AsStored,
