@@ -74,7 +74,8 @@ pub(crate) struct Driver {
     /// The last launches of each task with a `Backpressure` limit (at most the limit),
     /// oldest first: those not yet waited for by a later launch of the task, finished or not.
     in_flight: HashMap<Arc<str>, VecDeque<ffi::legion_future_map_t>>,
-    /// Regions of dead stores kept for reuse, by shape and dtype.
+    /// Regions of dead stores kept for reuse, by shape and dtype, in falling tree-id
+    /// order, so that `pop` takes the oldest (see `Driver::release_region`).
     free: HashMap<(Shape, DType), Vec<ffi::legion_logical_region_t>>,
     /// Bytes of the free regions.
     free_bytes: u64,

@@ -216,13 +216,14 @@ impl Driver {
         let bytes = (shape.volume().max(0) as u64) * dtype.size_bytes() as u64;
         if self.free_bytes + bytes <= self.limits.region_cache_bytes {
             self.free_bytes += bytes;
-            // Kept ordered by tree id, so that which region the next store takes depends on
-            // which regions are free, not on when each was taken back: the regions of a
-            // step's temporaries may come back in one call or in several (another backend of
-            // the process settling in between), and a step repeated on other regions makes
-            // new Legion traces.
+            // Kept in falling tree-id order, so that the next store takes the oldest free
+            // region: a step's temporaries may come back in one call or in several (another
+            // backend of the process settling or making a region in between), and oldest
+            // first hands a repeated step the same regions either way (its first store took
+            // the oldest of them, which is the first to come back). A step repeated on other
+            // regions makes new Legion traces.
             let free = self.free.entry((shape, dtype)).or_default();
-            let at = free.partition_point(|r| r.tree_id < region.tree_id);
+            let at = free.partition_point(|r| r.tree_id > region.tree_id);
             free.insert(at, region);
         } else {
             self.destroy_region(region, shape);
