@@ -40,7 +40,7 @@ pub use diffuse_machine::{
     ProcKind, Processor, StealScope,
 };
 
-use diffuse_ir::{HostData, IrError, Rect, StoreRef};
+use diffuse_ir::{HostBlock, HostData, IrError, Rect, StoreRef};
 
 /// An execution backend: runs launch plans and moves data. Implementations keep tasks'
 /// effects in submission order with respect to each other and to `read` and `write`.
@@ -112,6 +112,15 @@ pub trait Backend: Send + Sync {
 
     /// Overwrites `rect` of `store` with row-major `data`, after all work accepted so far.
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
+
+    /// Hands over the elements of `store` in the host buffer that holds them, after all work
+    /// accepted so far (see [`diffuse_ir::Executor::take_host`]: the store is used no more,
+    /// and no accepted work still uses it). `None` where they are not in one host buffer of
+    /// the backend's; the default.
+    fn take_host(&self, store: &StoreRef) -> Result<Option<HostBlock>, IrError> {
+        let _ = store;
+        Ok(None)
+    }
 
     /// Counters of the work done so far.
     fn stats(&self) -> BackendStats;

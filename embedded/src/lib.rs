@@ -19,6 +19,7 @@ mod residency;
 
 pub use capabilities::CAPABILITIES;
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -26,7 +27,7 @@ use diffuse_backend::{
     check_host_copy, Backend, BackendStats, Capabilities, LaunchPlan, MachineShape,
 };
 use diffuse_device::{Device, DeviceChoice};
-use diffuse_ir::{with_element_type, HostData, IrError, Rect, StoreRef};
+use diffuse_ir::{with_element_type, HostBlock, HostData, IrError, Rect, StoreRef};
 use residency::{Gpu, StoreMemory, Use};
 
 use diffuse_backend::memory::{
@@ -258,8 +259,6 @@ impl EmbeddedBackend {
         )
     }
 
-    /// The host buffer of `store`, current for a host copy that uses it as `how` says
-    /// (downloaded from the GPU first when only the GPU holds its values).
     /// Copies the bytes of `rect` of `store` row by row from the store's host buffer to
     /// `out`, under the order lock.
     ///
@@ -267,7 +266,7 @@ impl EmbeddedBackend {
     /// `rect` lies inside the store and `out` is valid for writes of its bytes.
     unsafe fn copy_rect(&self, store: &StoreRef, rect: &Rect, out: *mut u8) -> Result<(), IrError> {
         let _order = self.lock();
-        let buf = self.host_buffer(store, FirstUse::Reads, Use::READ)?;
+        let buf = self.host_memory(store, FirstUse::Reads, Use::READ)?.host();
         let strides = store.shape().row_major_strides();
         let size = store.dtype().size_bytes();
         let base = buf.as_ptr();
@@ -282,17 +281,19 @@ impl EmbeddedBackend {
         Ok(())
     }
 
-    fn host_buffer<'s>(
+    /// The memory of `store`, its host buffer current for a host copy that uses it as `how`
+    /// says (downloaded from the GPU first when only the GPU holds its values).
+    fn host_memory<'s>(
         &self,
         store: &'s StoreRef,
         first_use: FirstUse,
         how: Use,
-    ) -> Result<&'s HostBuffer, IrError> {
+    ) -> Result<&'s Arc<StoreMemory>, IrError> {
         let memory = self.memory(store, first_use)?;
         if let Some(gpu) = &self.gpu {
             gpu.to_host(&[(store, memory, how)])?;
         }
-        Ok(memory.host())
+        Ok(memory)
     }
 
     /// The device the backend launches GPU points on, if it has one.
@@ -430,6 +431,24 @@ impl Backend for EmbeddedBackend {
         unsafe { self.copy_rect(store, &rect, out.as_mut_ptr()) }
     }
 
+    fn take_host(&self, store: &StoreRef) -> Result<Option<HostBlock>, IrError> {
+        let _order = self.lock();
+        // The new holder reads and writes the buffer: no transfer may still use it.
+        let memory = self.host_memory(store, FirstUse::Reads, Use::UPDATE)?;
+        let host = memory.host();
+        let Some(ptr) = NonNull::new(host.as_ptr()).filter(|_| !host.is_empty()) else {
+            return Ok(None);
+        };
+        let bytes = host.len() * host.dtype().size_bytes();
+        // SAFETY: the buffer holds the store's `bytes` bytes, aligned for its dtype, and
+        // lives as long as the store's memory, which the block owns a share of; the store
+        // is used no more (the caller's contract) and no plan still uses it (the runtime
+        // ran them all), so the block's holder alone touches the bytes.
+        Ok(Some(unsafe {
+            HostBlock::new(ptr, bytes, host.dtype(), Box::new(Arc::clone(memory)))
+        }))
+    }
+
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError> {
         check_host_copy(store, &rect, Some(data.len()))?;
         let _order = self.lock();
@@ -442,7 +461,7 @@ impl Backend for EmbeddedBackend {
             reads: first_use == FirstUse::Reads,
             writes: true,
         };
-        let buf = self.host_buffer(store, first_use, how)?;
+        let buf = self.host_memory(store, first_use, how)?.host();
         let strides = store.shape().row_major_strides();
         with_element_type!(store.dtype(), T => {
             let values: Vec<T> = data.into_vec::<T>().map_err(|d| IrError::HostData {

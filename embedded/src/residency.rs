@@ -50,8 +50,7 @@ impl Use {
     };
 
     /// Reads and changes the store (an update in place, or a partial write).
-    #[cfg(test)]
-    const UPDATE: Use = Use {
+    pub(crate) const UPDATE: Use = Use {
         reads: true,
         writes: true,
     };

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::dtype::{DType, Element};
 use crate::error::IrError;
-use crate::host::{bytes_of_mut, HostData};
+use crate::host::{bytes_of_mut, HostBlock, HostData};
 use crate::recording::{Recorder, Recording, ReplayStores};
 use crate::store::{Store, StoreRef, View};
 use crate::task::IndexTask;
@@ -73,6 +73,17 @@ pub trait Executor: Send + Sync {
 
     /// Overwrites `rect` of `store` with row-major `data`, ordered after pending work.
     fn write(&self, store: &StoreRef, rect: Rect, data: HostData) -> Result<(), IrError>;
+
+    /// Hands over the elements of `store`, which the application is done with, in the host
+    /// memory that holds them, after all pending work that uses the store: an array moving
+    /// to a host library (NumPy) without a copy. `None` where the executor cannot (the
+    /// elements are not in one host buffer of its own); the caller then copies with
+    /// [`Executor::read_into`]. The caller uses the store no more afterwards: the block is
+    /// its elements. The default: `None`.
+    fn take_host(&self, store: &StoreRef) -> Result<Option<HostBlock>, IrError> {
+        let _ = store;
+        Ok(None)
+    }
 
     /// Fills a store that no task has used yet (it was just created) with row-major `data`.
     /// No pending work can touch it, so an executor need not wait for any; by default this
@@ -368,6 +379,17 @@ impl Context {
         check_count(store, out.len(), view.shape())?;
         self.executor
             .read_into(&store.task_ref(), view.bounds(), bytes_of_mut(out))
+    }
+
+    /// The elements of `view`'s store, handed over in the host memory that holds them
+    /// ([`Executor::take_host`]), when `view` is the whole store; `None` where the executor
+    /// cannot, or `view` is a part of its store. The caller uses the store no more.
+    pub fn take_host(&self, view: &View) -> Result<Option<HostBlock>, IrError> {
+        self.refuse_replay(|| "a value was read back".into());
+        if !view.is_whole_store() {
+            return Ok(None);
+        }
+        self.executor.take_host(&view.store().task_ref())
     }
 
     /// Reads a 0-d store's (or one-element view's) single value.

@@ -87,3 +87,62 @@ pub(crate) fn bytes_of_mut<T: Element>(values: &mut [T]) -> &mut [u8] {
         )
     }
 }
+
+/// A store's elements handed over in the host memory that held them, without a copy
+/// ([`crate::Executor::take_host`]): row-major, native-endian, of one dtype, kept alive by
+/// the owner the backend gave with them (its buffer, freed when the block is dropped).
+/// Whoever holds the block may read and write the bytes; nothing else uses them.
+pub struct HostBlock {
+    ptr: std::ptr::NonNull<u8>,
+    bytes: usize,
+    dtype: DType,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+// SAFETY: the bytes belong to the block alone (`HostBlock::new`'s contract) and live as long
+// as its owner, which is itself `Send + Sync`.
+unsafe impl Send for HostBlock {}
+// SAFETY: as above; shared access only hands out the address.
+unsafe impl Sync for HostBlock {}
+
+impl HostBlock {
+    /// A block of `bytes` bytes of `dtype` elements at `ptr`, alive as long as `owner`.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads and writes of `bytes` bytes, aligned for `dtype`, for as long
+    /// as `owner` lives, and nothing but the block's holder reads or writes them meanwhile.
+    pub unsafe fn new(
+        ptr: std::ptr::NonNull<u8>,
+        bytes: usize,
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        HostBlock {
+            ptr,
+            bytes,
+            dtype,
+            _owner: owner,
+        }
+    }
+
+    /// The address of the first element.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The length in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+}
+
+impl std::fmt::Debug for HostBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostBlock({} bytes of {})", self.bytes, self.dtype)
+    }
+}

@@ -43,7 +43,7 @@ pub use context::{copy_host_bytes, Context, Detached, Executor, PendingUse};
 pub use dtype::{DType, Element, Scalar};
 pub use elementwise::for_each_row;
 pub use error::{IrError, KernelError};
-pub use host::HostData;
+pub use host::{HostBlock, HostData};
 pub use kernel::{NativeKernel, PointTask, RawView, ReadView, WriteView, MAX_ARGS};
 pub use kind::{ArgDecl, TaskKind, TaskKindBuilder};
 pub use memo::Memo;

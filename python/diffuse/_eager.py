@@ -185,6 +185,8 @@ def _defer_in_place(x):
     # another array's `base` (a view) or a holder outside.
     if owner is None:
         shared = sys.getrefcount(h) > 3
+    elif type(owner) is _native.HostMemory:  # (a store's buffer handed over: `h`'s alone)
+        shared = sys.getrefcount(h) > 3 or sys.getrefcount(owner) > 3
     else:
         shared = (type(owner) is not _np.ndarray or owner.base is not None
                   or sys.getrefcount(h) > 3 or sys.getrefcount(owner) > 3)

@@ -44,10 +44,11 @@ def _int_slice_bounds(key, shape):
     return bounds, dropped
 
 
-# A large array moves to NumPy after one piece per 2^16 of its elements at least: copying it
-# costs about what that many pieces cost deferred (a host round trip, tens of microseconds
-# each, against about a nanosecond per element copied), so a loop never pays more than a
-# few times the cheaper of the two.
+# Where the runtime cannot hand a store's host buffer over to NumPy (``take_host``: Legion),
+# a large array moves after one piece per 2^16 of its elements at least: copying it costs
+# about what that many pieces cost deferred (a host round trip, tens of microseconds each,
+# against about a nanosecond per element copied), so a loop never pays more than a few times
+# the cheaper of the two.
 _PIECE_ELEMENTS_LOG2 = 16
 
 
@@ -334,20 +335,22 @@ class ndarray:
         if not 0 < size <= _state.loop_limit:
             self._n = False  # it can never move
             return False
-        if pieces < size >> _PIECE_ELEMENTS_LOG2:
-            return False  # (its copy to NumPy would cost more than the pieces so far)
-        if self._move_to_numpy():
+        repaid = pieces >= size >> _PIECE_ELEMENTS_LOG2  # (by the pieces so far: a copy)
+        if not repaid and _state.hands_over_host is False:
+            return False
+        if self._move_to_numpy(copy=repaid):
             return True
         self._n = set()  # tried again after as many new pieces
         return False
 
-    def _move_to_numpy(self):
+    def _move_to_numpy(self, copy):
         """Makes this array NumPy-held (``_Eager``, the same object, so every reference to it
-        sees the change) holding its current elements, and says whether it did: only an
-        array of at most ``_state.loop_limit`` elements that is its whole store, and that
-        nothing else holds (no box view, no other array over the store, no attached strided
-        view, no recording), since a write to NumPy's elements would not reach them. Its
-        strided views not attached become NumPy's views of the moved elements
+        sees the change) holding its current elements (its store's own host buffer where the
+        runtime hands it over, else a copy where ``copy`` allows one), and says whether it
+        did: only an array of at most ``_state.loop_limit`` elements that is its whole store,
+        and that nothing else holds (no box view, no other array over the store, no attached
+        strided view, no recording), since a write to NumPy's elements would not reach them.
+        Its strided views not attached become NumPy's views of the moved elements
         (``_eager._follow_to_numpy``)."""
         if _state.recording or type(self) is not ndarray:
             return False
@@ -366,7 +369,14 @@ class ndarray:
                 or not 0 < math.prod(store_shape) <= _state.loop_limit:
             return False
         _selection._compact_lazy_selections()  # (selections of it read it first)
-        host = self._host_copy()
+        memory = a.take_host()
+        _state.hands_over_host = memory is not None
+        if memory is not None:
+            host = _np.asarray(memory)
+        elif copy:
+            host = self._host_copy()
+        else:
+            return False
         for view in followers:
             _eager._follow_to_numpy(view, host)
         del a, followers

@@ -46,9 +46,16 @@ def loop_limit_from_env():
 #: memory spike, and on a GPU a transfer, that few loops repay.
 loop_limit = loop_limit_from_env()
 
+#: Whether the runtime hands a store's host buffer over to NumPy when an array moves there
+#: (the embedded backend does; Legion's regions are copied): None until an array first
+#: moves, as it learns. Without hand-over, a large array needs more pieces to move
+#: (``_ndarray``).
+hands_over_host = None
+
 #: How many different pieces of one array (indices holding integers, told apart by them)
 #: make a loop: a few element reads, or boundary rows written every step, do not move it.
-#: (Arrays of more than 2^20 elements need one piece per 2^16 elements: ``_ndarray``.)
+#: (Arrays of more than 2^20 elements need one piece per 2^16 elements where the runtime
+#: does not hand buffers over: ``_ndarray``.)
 loop_pieces = 16
 
 #: True while ``diffuse.trace`` records a function (``_trace``): what the function does that

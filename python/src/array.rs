@@ -9,6 +9,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::convert::{binary_op, dtype_name, dtype_of, scalar_of, unary_op};
 use crate::errors::py_err;
+use crate::host::HostMemory;
 use crate::runtime::report_fp_errors;
 
 /// A diffuse array (any view of a store).
@@ -90,6 +91,17 @@ impl NativeArray {
             }
         });
         report_fp_errors(py)
+    }
+
+    /// The elements, handed over without a copy (`numpy.asarray` of the result views them)
+    /// when this array is its whole store and the backend holds that store in one host
+    /// buffer, after the work that uses it; `None` otherwise (copy with `read_into`). The
+    /// caller uses this array no more: the elements are NumPy's from now on.
+    fn take_host(&self, py: Python<'_>) -> PyResult<Option<HostMemory>> {
+        let block = py.detach(|| self.inner.take_host()).map_err(py_err)?;
+        report_fp_errors(py)?;
+        let shape = self.inner.shape().as_slice().to_vec();
+        Ok(block.map(|block| HostMemory::new(block, shape)))
     }
 
     /// Overwrites the elements with the `nbytes` bytes of host memory at `address` (a

@@ -16,6 +16,7 @@ mod array;
 mod convert;
 mod errors;
 mod functions;
+mod host;
 mod runtime;
 mod sparse;
 mod trace;
@@ -23,6 +24,7 @@ mod trace;
 use pyo3::prelude::*;
 
 pub use array::NativeArray;
+pub use host::HostMemory;
 pub use sparse::NativeCsr;
 pub use trace::NativeRecording;
 
@@ -41,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .try_init();
     m.add_class::<NativeArray>()?;
     m.add_class::<NativeCsr>()?;
+    m.add_class::<HostMemory>()?;
     m.add_class::<NativeRecording>()?;
     m.add_function(wrap_pyfunction!(trace::start_recording, m)?)?;
     m.add_function(wrap_pyfunction!(trace::finish_recording, m)?)?;

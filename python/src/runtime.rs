@@ -91,6 +91,7 @@ pub(crate) fn runtime_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     stats.set_item("strip_points", backend.strip_points)?;
     stats.set_item("segment_points", backend.segment_points)?;
     stats.set_item("traced_launches", backend.traced_launches)?;
+    stats.set_item("store_bytes", backend.store_bytes)?;
     stats.set_item("windows_analysed", planner.analysed)?;
     stats.set_item("windows_replayed", planner.replayed)?;
     stats.set_item("window_size", runtime.window_size())?;

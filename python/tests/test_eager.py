@@ -654,9 +654,12 @@ def test_ufuncs_of_eager_arrays_with_numpy_scalars_are_numpys():
         dnp.add(x, "a")
 
 
-def test_larger_arrays_need_pieces_in_proportion_to_their_size(loops, monkeypatch):
+def test_larger_arrays_need_pieces_in_proportion_to_their_size_where_copied(loops,
+                                                                           monkeypatch):
     from diffuse import _ndarray
 
+    # (as on a runtime that does not hand its buffers over to NumPy: the move copies)
+    monkeypatch.setattr(_state, "hands_over_host", False)
     monkeypatch.setattr(_ndarray, "_PIECE_ELEMENTS_LOG2", 6)  # one piece per 64 elements
     a = dnp.asarray(numpy.zeros((40, 40)))  # 1600 elements: 25 pieces
     for i in range(24):
@@ -665,3 +668,42 @@ def test_larger_arrays_need_pieces_in_proportion_to_their_size(loops, monkeypatc
     a[24, 0] = 24.0
     assert is_eager(a)
     assert numpy.asarray(a)[:25, 0].tolist() == [float(i) for i in range(25)]
+
+
+@pytest.mark.skipif(os.environ.get("DIFFUSE_BACKEND") == "legion",
+                    reason="Legion's regions are copied to NumPy")
+def test_a_moved_array_keeps_its_store_buffer_until_numpy_lets_it_go(loops, monkeypatch):
+    from diffuse import _ndarray
+
+    monkeypatch.setattr(_ndarray, "_PIECE_ELEMENTS_LOG2", 6)  # (a copy: 25 pieces)
+    _native.flush()
+    before = _native.runtime_stats()["store_bytes"]
+    a = dnp.asarray(numpy.zeros((40, 40))) + 1.0  # (computed by a task)
+    row = a[3]  # a strided view, not attached: it follows
+    for i in range(_state.loop_pieces):
+        a[i, 0] = float(i)
+    assert is_eager(a)
+    # NumPy holds the store's own buffer (no copy), so the store's bytes stay in use.
+    assert type(a._h.base) is _native.HostMemory
+    assert _native.runtime_stats()["store_bytes"] >= before + 1600 * 8
+    a[3, 5] = -2.0
+    expected = numpy.ones((40, 40))
+    expected[:_state.loop_pieces, 0] = numpy.arange(_state.loop_pieces)
+    expected[3, 5] = -2.0
+    numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+    numpy.testing.assert_array_equal(numpy.asarray(row), expected[3])
+    del a, row
+    assert _native.runtime_stats()["store_bytes"] <= before
+
+
+@pytest.mark.skipif(os.environ.get("DIFFUSE_BACKEND") == "legion",
+                    reason="Legion's regions are copied to NumPy")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "bool"])
+def test_arrays_of_every_dtype_move_in_their_own_buffer(loops, dtype):
+    values = (numpy.arange(600).reshape(30, 20) % 3).astype(dtype)
+    a = dnp.asarray(values)
+    for i in range(_state.loop_pieces):
+        assert a[i, 1].item() == values[i, 1]
+    assert is_eager(a) and type(a._h.base) is _native.HostMemory
+    assert a._h.dtype == values.dtype and a._h.flags.writeable
+    numpy.testing.assert_array_equal(numpy.asarray(a), values)

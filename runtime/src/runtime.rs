@@ -37,7 +37,7 @@ use diffuse_fusion::{
     PlannerStats,
 };
 use diffuse_ir::{
-    Executor, HostData, IndexTask, IrError, PendingUse, Rect, Shape, StoreId, StoreRef,
+    Executor, HostBlock, HostData, IndexTask, IrError, PendingUse, Rect, Shape, StoreId, StoreRef,
 };
 use diffuse_jit::{GpuJit, Jit};
 
@@ -196,11 +196,12 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Runs what a host read of `store` must follow (buffered work that writes it; work
-    /// that only reads it, or uses other stores, stays buffered) and fails if a failed
-    /// task left the store without valid contents.
-    fn settle_for_read(&self, store: &StoreRef) -> Result<(), IrError> {
-        if self.pending_use(store) == PendingUse::Writes {
+    /// Runs what a host copy of `store` must follow: buffered work whose use of it is at
+    /// least `waits_for` (`Writes` for a read, which leaves work that only reads the store,
+    /// or uses other stores, buffered; `Reads` for a hand-over, whose new holder writes it),
+    /// and fails if a failed task left the store without valid contents.
+    fn settle_for(&self, store: &StoreRef, waits_for: PendingUse) -> Result<(), IrError> {
+        if self.pending_use(store) >= waits_for {
             self.flush()?;
         }
         match self.lock().poisoned.get(store.id()) {
@@ -739,13 +740,19 @@ impl Executor for Runtime {
     }
 
     fn read(&self, store: &StoreRef, rect: Rect) -> Result<HostData, IrError> {
-        self.settle_for_read(store)?;
+        self.settle_for(store, PendingUse::Writes)?;
         self.backend.read(store, rect)
     }
 
     fn read_into(&self, store: &StoreRef, rect: Rect, out: &mut [u8]) -> Result<(), IrError> {
-        self.settle_for_read(store)?;
+        self.settle_for(store, PendingUse::Writes)?;
         self.backend.read_into(store, rect, out)
+    }
+
+    fn take_host(&self, store: &StoreRef) -> Result<Option<HostBlock>, IrError> {
+        // The block's holder writes the elements: buffered work reading them runs first.
+        self.settle_for(store, PendingUse::Reads)?;
+        self.backend.take_host(store)
     }
 
     fn initialize(&self, store: &StoreRef, data: HostData) -> Result<(), IrError> {

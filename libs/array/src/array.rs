@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use diffuse_ir::{DType, Element, Partition, PendingUse, Shape, Store, Tuple, View};
+use diffuse_ir::{DType, Element, HostBlock, Partition, PendingUse, Shape, Store, Tuple, View};
 
 use crate::context::ArrayContext;
 use crate::error::{ArrayError, ArrayResult};
@@ -131,6 +131,14 @@ impl Array {
     pub fn read_into<T: Element>(&self, out: &mut [T]) -> Result<(), ArrayError> {
         self.check_host_dtype::<T>("read_into")?;
         Ok(self.cx.ir().read_into::<T>(&self.view, out)?)
+    }
+
+    /// The elements, handed over in the host memory that holds them, when this array is its
+    /// whole store and the runtime's backend keeps it in one host buffer (see
+    /// [`diffuse_ir::Executor::take_host`]); `None` otherwise. The caller uses the array's
+    /// store no more afterwards: an array moving to a host library without a copy.
+    pub fn take_host(&self) -> Result<Option<HostBlock>, ArrayError> {
+        Ok(self.cx.ir().take_host(&self.view)?)
     }
 
     /// The single value of a one-element (e.g. 0-d) array, waiting for pending operations.

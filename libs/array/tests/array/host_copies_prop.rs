@@ -1,8 +1,8 @@
 //! Host copies that wait only for the work they depend on (`element`, `set_element`,
-//! `read_into`, `read_strided`): random streams of tasks on two arrays (assignments into
-//! boxes, in-place updates, products with the other array) interleaved with host reads and
-//! writes of single elements and boxes, on every processor count and on the simulated GPU,
-//! against a sequential model;
+//! `read_into`, `read_strided`, `take_host`): random streams of tasks on two arrays
+//! (assignments into boxes, in-place updates, products with the other array) interleaved
+//! with host reads and writes of single elements and boxes and hand-overs of a whole array,
+//! on every processor count and on the simulated GPU, against a sequential model;
 //! and on a runtime of its own, that a host copy of one store leaves the buffered work on
 //! another store buffered, and waits for work that writes its own.
 
@@ -55,6 +55,10 @@ enum Step {
     Element { on: usize, at: (usize, usize) },
     /// `a[box]` read into a host buffer, checked against the model.
     ReadInto { on: usize, at: Rect },
+    /// `a` handed over in its host buffer (`take_host`), checked against the model, then
+    /// overwritten there (nothing else may see that) and replaced by a new array of the
+    /// buffer's values; a box of it is never handed over.
+    Take { on: usize, at: Rect },
 }
 
 fn rect() -> impl Strategy<Value = Rect> {
@@ -76,6 +80,7 @@ fn step() -> impl Strategy<Value = Step> {
         }),
         (0..2usize, at).prop_map(|(on, at)| Step::Element { on, at }),
         (0..2usize, rect()).prop_map(|(on, at)| Step::ReadInto { on, at }),
+        (0..2usize, rect()).prop_map(|(on, at)| Step::Take { on, at }),
     ]
 }
 
@@ -85,7 +90,7 @@ fn run(cx: &ArrayContext, steps: &[Step]) -> Result<(), TestCaseError> {
         (0..(ROWS * COLS) as i64).map(|v| 100 - v).collect(),
     ];
     let shape = [ROWS as i64, COLS as i64];
-    let arrays = [
+    let mut arrays = [
         ok(Array::from_vec(cx, &shape, model[0].clone()), "from_vec")?,
         ok(Array::from_vec(cx, &shape, model[1].clone()), "from_vec")?,
     ];
@@ -123,6 +128,27 @@ fn run(cx: &ArrayContext, steps: &[Step]) -> Result<(), TestCaseError> {
                 ok(view.read_into(&mut got), "read_into")?;
                 let want: Vec<i64> = at.positions().map(|p| model[on][p]).collect();
                 prop_assert_eq!(got, want, "{:?}", step);
+            }
+            Step::Take { on, at } => {
+                let view = ok(arrays[on].slice(&at.spec()), "slice")?;
+                if view.size() < ROWS * COLS {
+                    prop_assert!(ok(view.take_host(), "take_host")?.is_none());
+                }
+                drop(view);
+                let Some(block) = ok(arrays[on].take_host(), "take_host")? else {
+                    return Err(TestCaseError::fail(
+                        "the embedded backend hands stores over",
+                    ));
+                };
+                prop_assert_eq!(block.len_bytes(), ROWS * COLS * 8);
+                // SAFETY: the block holds ROWS * COLS i64 elements, aligned, ours alone.
+                let taken = unsafe {
+                    std::slice::from_raw_parts_mut(block.as_ptr().cast::<i64>(), ROWS * COLS)
+                };
+                prop_assert_eq!(&*taken, &model[on][..], "{:?}", step);
+                let values = taken.to_vec();
+                taken.fill(-1000);
+                arrays[on] = ok(Array::from_vec(cx, &shape, values), "from_vec")?;
             }
         }
     }
