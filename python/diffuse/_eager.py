@@ -27,6 +27,7 @@ def _eager_shape(shape):
 # `_new_object(_Eager)` with `_h` set).
 _new_object = object.__new__
 _host_array = _np.ndarray
+_float64 = _np.float64
 
 
 class _HostHeld:
@@ -68,9 +69,19 @@ class _HostHeld:
         return ndarray.__array_function__(self, func, types, args, kwargs)
 
     def __getitem__(self, key):
+        # (The hot path of loops: `_host_key`, `_held` and `_eager_wrap` inlined for the
+        # common keys and results.)
         h = self._h
-        r = h[key if type(key) is int else _host_key(key)]
-        if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)):
+        try:
+            r = h[key]  # (ints, slices, and diffuse arrays NumPy reads through `__array__`)
+        except (IndexError, TypeError, ValueError):
+            r = h[_host_key(key)]  # (the error NumPy gives, or keys in lists)
+        if type(r) is not _host_array:  # (a NumPy scalar)
+            return _eager_wrap(r) if _state.recording else r
+        size = r.size
+        b = h.base
+        if size <= _state.eager_limit or size <= (b.size if type(b) is _host_array else h.size) \
+                and not _state.recording:
             # (small, or no larger than the array NumPy holds: a view of it stays a view; a
             # dtype diffuse holds)
             e = _new_object(_Eager)
@@ -82,8 +93,14 @@ class _HostHeld:
         if _state.recording:
             _native.refuse_replay("it writes a small array NumPy holds")
         t = type(value)
-        self._h[key if type(key) is int else _host_key(key)] = \
-            value._h if t is _Eager else value if t is float or t is int else _to_numpy(value)
+        if t is _Eager:
+            value = value._h
+        elif t is not float and t is not int and t is not _float64:
+            value = _to_numpy(value)
+        try:
+            self._h[key] = value
+        except (IndexError, TypeError, ValueError):
+            self._h[_host_key(key)] = value
 
     def __iter__(self):
         return map(_eager_wrap, self._h)
@@ -249,11 +266,15 @@ def _eager_operator(name, numpy_op):
             return _eager_wrap(numpy_op(h, other), _held(h))
         # Eager arrays and Python scalars give NumPy results of dtypes diffuse holds.
         r = numpy_op(h, other)
-        if type(r) is _host_array and (r.size <= _state.eager_limit or r.size <= _held(h)
-                                       or t is _Eager and r.size <= _held(other)):
-            e = _new_object(_Eager)
-            e._h = r
-            return e
+        tr = type(r)
+        if tr is _host_array:
+            if r.size <= _state.eager_limit or r.size <= _held(h) \
+                    or t is _Eager and r.size <= _held(other):
+                e = _new_object(_Eager)
+                e._h = r
+                return e
+        elif tr is not tuple and not _state.recording:
+            return r  # (a NumPy scalar)
         return _eager_wrap(r)
     method.__name__ = name
     return method

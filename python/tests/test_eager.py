@@ -707,3 +707,32 @@ def test_arrays_of_every_dtype_move_in_their_own_buffer(loops, dtype):
     assert is_eager(a) and type(a._h.base) is _native.HostMemory
     assert a._h.dtype == values.dtype and a._h.flags.writeable
     numpy.testing.assert_array_equal(numpy.asarray(a), values)
+
+
+def test_eager_arrays_take_diffuse_arrays_in_their_indices_as_numpy_does():
+    host = numpy.arange(48.0).reshape(6, 8)
+    deferred_rows = dnp.asarray(numpy.tile([4, 1, 5], 30))  # 90 elements: deferred
+    mask = dnp.asarray(numpy.arange(100) % 3 == 0)[:8]  # a deferred view
+    cases = [
+        (lambda i: i[dnp.asarray([5, 0, 2])], lambda i: i[[5, 0, 2]]),
+        (lambda i: i[deferred_rows[:3], 1:], lambda i: i[[4, 1, 5], 1:]),
+        (lambda i: i[:, mask], lambda i: i[:, numpy.arange(8) % 3 == 0]),
+        (lambda i: i[dnp.asarray([1, 3]), dnp.asarray([0, 7])],
+         lambda i: i[numpy.array([1, 3]), numpy.array([0, 7])]),
+        (lambda i: i[[1, dnp.asarray(3)]], lambda i: i[[1, 3]]),
+        (lambda i: i[dnp.asarray(2), -1], lambda i: i[2, -1]),
+    ]
+    for diffuse_key, numpy_key in cases:
+        a = dnp.asarray(host)  # 48 elements: eager
+        assert is_eager(a)
+        numpy.testing.assert_array_equal(numpy.asarray(diffuse_key(a)), numpy_key(host))
+    a, expected = dnp.asarray(host), host.copy()
+    a[deferred_rows[:3], 0] = -1.0
+    expected[[4, 1, 5], 0] = -1.0
+    a[:, mask] = dnp.asarray(numpy.full(3, 9.0))
+    expected[:, numpy.arange(8) % 3 == 0] = 9.0
+    numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+    with pytest.raises(IndexError):
+        a[6, 0]
+    with pytest.raises(IndexError):
+        a[dnp.asarray([0, 6])] = 1.0
