@@ -51,6 +51,9 @@ def _int_slice_bounds(key, shape):
 # the cheaper of the two.
 _PIECE_ELEMENTS_LOG2 = 16
 
+# Arrays larger than this need twice ``_state.loop_pieces`` pieces to move.
+_LARGE_LOOP_ELEMENTS = 1 << 18
+
 
 class ndarray:
     """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
@@ -334,6 +337,8 @@ class ndarray:
         size = self.size
         if not 0 < size <= _state.loop_limit:
             self._n = False  # it can never move
+            return False
+        if size > _LARGE_LOOP_ELEMENTS and pieces < 2 * _state.loop_pieces:
             return False
         repaid = pieces >= size >> _PIECE_ELEMENTS_LOG2  # (by the pieces so far: a copy)
         if not repaid and _state.hands_over_host is False:

@@ -53,10 +53,11 @@ loop_limit = loop_limit_from_env()
 hands_over_host = None
 
 #: How many different pieces of one array (indices holding integers, told apart by them)
-#: make a loop: a few element reads, or boundary rows written every step, do not move it.
-#: (Arrays of more than 2^20 elements need one piece per 2^16 elements where the runtime
-#: does not hand buffers over: ``_ndarray``.)
-loop_pieces = 16
+#: make a loop: a few element reads, or boundary rows written every step (ghost cells up to
+#: three deep on each side), do not move it. Arrays of more than 2^18 elements, whose
+#: whole-array operations gain most from staying deferred, need twice as many (and one
+#: piece per 2^16 elements where the runtime does not hand buffers over: ``_ndarray``).
+loop_pieces = 8
 
 #: True while ``diffuse.trace`` records a function (``_trace``): what the function does that
 #: a replay would not repeat (computing or writing with NumPy on small arrays NumPy holds,

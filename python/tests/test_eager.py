@@ -559,12 +559,13 @@ def test_an_array_others_share_stays_deferred_and_they_see_its_writes(loops):
         numpy.testing.assert_array_equal(numpy.asarray(got_kept), want_kept)
     a = dnp.asarray(numpy.zeros((30, 40)))
     box = a[:, 1:]
-    for i in range(2 * _state.loop_pieces):
-        a[i % 30, 1] = 1.0
+    assert 30 > 2 * _state.loop_pieces  # (30 different pieces each)
+    for i in range(30):
+        a[i, 1] = 1.0
     assert not is_eager(a)
     del box
-    for i in range(4 * _state.loop_pieces):
-        a[i % 30, 2] = 2.0
+    for i in range(30):
+        a[i, 2] = 2.0
     assert is_eager(a)
     numpy.testing.assert_array_equal(numpy.asarray(a)[:, 1:3], numpy.tile([1.0, 2.0], (30, 1)))
 
@@ -736,3 +737,17 @@ def test_eager_arrays_take_diffuse_arrays_in_their_indices_as_numpy_does():
         a[6, 0]
     with pytest.raises(IndexError):
         a[dnp.asarray([0, 6])] = 1.0
+
+
+def test_arrays_past_a_quarter_million_elements_need_twice_the_pieces(monkeypatch):
+    from diffuse import _ndarray
+
+    monkeypatch.setattr(_state, "loop_limit", 1 << 20)
+    big = dnp.asarray(numpy.zeros((520, 520)))  # 270400 elements > 2^18
+    assert big.size > _ndarray._LARGE_LOOP_ELEMENTS
+    for i in range(2 * _state.loop_pieces - 1):
+        big[i, 0] = 1.0
+    assert not is_eager(big)
+    big[2 * _state.loop_pieces, 0] = 1.0
+    assert is_eager(big)
+    assert numpy.asarray(big)[:, 0].sum() == 2 * _state.loop_pieces
