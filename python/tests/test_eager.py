@@ -751,3 +751,20 @@ def test_arrays_past_a_quarter_million_elements_need_twice_the_pieces(monkeypatc
     big[2 * _state.loop_pieces, 0] = 1.0
     assert is_eager(big)
     assert numpy.asarray(big)[:, 0].sum() == 2 * _state.loop_pieces
+
+
+def test_new_arrays_like_a_numpy_held_one_are_numpy_held(loops):
+    a = dnp.asarray(numpy.arange(1600.0).reshape(40, 40))  # 1600 elements: deferred
+    assert not is_eager(dnp.zeros_like(a))
+    for i in range(_state.loop_pieces):
+        a[i, 0] = -1.0
+    assert is_eager(a)
+    for made, want in ((dnp.zeros_like(a), numpy.zeros((40, 40))),
+                       (dnp.ones_like(a, dtype="int32"), numpy.ones((40, 40), "int32")),
+                       (dnp.full_like(a, 2.5), numpy.full((40, 40), 2.5))):
+        assert is_eager(made)
+        assert made.dtype == want.dtype
+        numpy.testing.assert_array_equal(numpy.asarray(made), want)
+    assert is_eager(dnp.empty_like(a[:, :3])) and dnp.empty_like(a[:, :3]).shape == (40, 3)
+    with pytest.raises(OverflowError, match="int32"):
+        dnp.full_like(a, 2**40, dtype="int32")
