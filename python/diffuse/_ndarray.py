@@ -89,7 +89,7 @@ class ndarray:
 
     @property
     def size(self):
-        return math.prod(self._a.shape)
+        return self._a.size
 
     @property
     def dtype(self):
@@ -142,7 +142,7 @@ class ndarray:
         elements, or ``limit``) and no pending work writes its store: reading it
         (``_settled_host``) then neither waits nor cuts the window, so a small operation
         on it can run on NumPy. False while ``diffuse.trace`` records."""
-        return not _state.recording and 0 < self.size <= (limit or _state.eager_limit) \
+        return not _state.recording and 0 < self._a.size <= (limit or _state.eager_limit) \
             and self._a.pending_use() != "writes"
 
     def _settled_host(self):
@@ -501,7 +501,8 @@ class ndarray:
         t = type(key)
         vt = type(value)
         if type(self) is ndarray and (vt is _eager._Eager or vt is _np.ndarray
-                                      or vt is ndarray or vt is _StridedView):
+                                      or (vt is ndarray or vt is _StridedView)
+                                      and value._settled()):
             # NumPy's values, or a small computed array's (``s[t] = x[t]``, read without a
             # task), into a box (``a[:, j] = v``, ``a[i] = row``): from the host when small
             # and nothing pending uses the store, so that a loop's next read of it needs no
@@ -511,8 +512,8 @@ class ndarray:
                 _int_slice_bounds((key,), shape) if t is int or t is slice else None
             if simple is not None:
                 host = value if vt is _eager._Eager or vt is _np.ndarray else \
-                    value._settled_host() if value._settled() \
-                    and self._a.pending_use() == "nothing" else None  # (a copy: may overlap)
+                    value._settled_host() if self._a.pending_use() == "nothing" \
+                    else None  # (a copy: may overlap)
                 if host is not None and self._box_from_host(*simple, host):
                     return
         if (t is int or t is tuple) and isinstance(value, (numbers.Number, _np.generic)) \

@@ -44,7 +44,8 @@ def _binary(op, x, y, reflected=False, on_host=True):
     """``op(x, y)`` (``op(y, x)`` when reflected) with NumPy's promotion; ``on_host=False``
     keeps it deferred (an in-place operation, whose result is written back into ``x``)."""
     t = type(y)
-    if on_host and (t is _Eager or t is float or t is int or isinstance(y, ndarray)):
+    if on_host and (t is _Eager or t is float or t is int or isinstance(y, ndarray)) \
+            and (type(x) is not ndarray or x._settled()):  # (else it stays deferred)
         # Small computed arrays meeting each other or NumPy's operands: on NumPy (no task,
         # no copy of an operand into a store).
         ufunc = getattr(_np, op, None)

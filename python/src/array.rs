@@ -67,6 +67,12 @@ impl NativeArray {
         PyTuple::new(py, self.inner.shape().as_slice().iter().copied())
     }
 
+    /// The number of elements (the product of the shape, without building its tuple).
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
     /// NumPy's name of the dtype.
     #[getter]
     fn dtype(&self) -> &'static str {
