@@ -47,7 +47,7 @@ pub(crate) fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl F
 
 /// Folds the products `xs[i] * ys[i]` (equal lengths) into `acc` with `combine`, `LANES` at
 /// a time.
-#[inline]
+#[inline(always)]
 pub(crate) fn fold_products<T: Num>(
     acc: T,
     identity: T,
@@ -68,8 +68,9 @@ const PREFETCH_AHEAD: usize = 64;
 /// the lanes fold into the row's value in order, then the row's last `len % LANES` products
 /// one by one. Each row's result does not depend on `R`; several rows at once stream from
 /// memory side by side, which keeps more cache misses in flight than one row at a time, and
-/// each loaded element of `ys` serves all `R` rows.
-#[inline]
+/// each loaded element of `ys` serves all `R` rows. Always inlined, so that a caller
+/// compiled for wider vectors (`linalg`'s AVX2 product) compiles it so too.
+#[inline(always)]
 pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
     accs: [T; R],
     identity: T,

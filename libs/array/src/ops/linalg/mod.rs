@@ -183,6 +183,33 @@ fn matvec_by_rows<T: Num>(
             y.len()
         )));
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { fold_rows_avx2(a, x, y, accumulate) };
+        return Ok(());
+    }
+    fold_rows(a, x, y, accumulate);
+    Ok(())
+}
+
+/// [`fold_rows`] compiled for AVX2: the same operations in the same order (so the same
+/// results, bit for bit), four `f64` lanes to an instruction where the baseline has two, and
+/// the accumulators of [`ROWS_AT_ONCE`] rows in registers. Measured on a 2000^2 product whose
+/// matrix stays in cache: see the commit that added it.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fold_rows_avx2<T: Num>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
+    fold_rows(a, x, y, accumulate)
+}
+
+/// `y (+)= A x` row by row for [`matvec_by_rows`], whose checks passed: bands of
+/// [`ROWS_AT_ONCE`] rows folded side by side, then the rows left over one at a time.
+#[inline(always)]
+fn fold_rows<T: Num>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
     let zero = T::reduction_identity(ReductionOp::Sum);
     let store = |yi: &mut T, s: T| *yi = if accumulate { yi.add(s) } else { s };
     let banded = y.len() / ROWS_AT_ONCE * ROWS_AT_ONCE;
@@ -197,7 +224,6 @@ fn matvec_by_rows<T: Num>(
     for (i, yi) in y.iter_mut().enumerate().skip(banded) {
         store(yi, fold_products(zero, zero, a.row(i), x, Num::add));
     }
-    Ok(())
 }
 
 /// Registers (once) the kind `name` of a matrix `product` on `dtype`: two inputs read and the
