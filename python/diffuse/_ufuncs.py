@@ -4,7 +4,7 @@ scalars) and its errors, and ``where`` and ``clip``.
 
 import numpy as _np
 
-from . import _layout, _native
+from . import _layout, _native, _state
 from ._dtypes import _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
 from ._ndarray import ndarray
 from ._eager import _Eager, _on_host_if_settled
@@ -45,9 +45,10 @@ def _binary(op, x, y, reflected=False, on_host=True):
     keeps it deferred (an in-place operation, whose result is written back into ``x``)."""
     t = type(y)
     if on_host and (t is _Eager or t is float or t is int or isinstance(y, ndarray)) \
-            and (type(x) is not ndarray or x._settled()):  # (else it stays deferred)
+            and (type(x) is not ndarray or x._a.size <= _state.eager_limit):
         # Small computed arrays meeting each other or NumPy's operands: on NumPy (no task,
-        # no copy of an operand into a store).
+        # no copy of an operand into a store). A large deferred left operand keeps the
+        # operation deferred without the check.
         ufunc = getattr(_np, op, None)
         host = None if ufunc is None else \
             _on_host_if_settled(ufunc, (y, x) if reflected else (x, y))
