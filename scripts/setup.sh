@@ -14,6 +14,9 @@ APT_PACKAGES=(
     build-essential pkg-config python3 python3-venv
     # Open MPI's `mpirun`, one of the launchers of several Legion nodes (tested in CI).
     openmpi-bin
+    # OpenBLAS, single-threaded (each point's product runs on its own thread): the float
+    # matrix products load it at run time (`DIFFUSE_BLAS`), and fall back to faer without it.
+    libopenblas0-serial
 )
 
 missing=()

@@ -9,14 +9,16 @@
 //!
 //! Either matrix may be read transposed ([`Orientation::Transposed`]): its tiles are the
 //! transposed bands, and the kernel swaps the strides, so `A.T @ y` or `A @ B.T` never copies
-//! the transpose. Each point runs one strided product (`gemm.rs`: `faer`'s tuned kernels for
-//! floats, a blocked loop for integers), except a matrix read as stored times a vector,
-//! which streams several rows at once against the vector ([`matvec_by_rows`]). A large float `matmul` launches one point per host
+//! the transpose. Each point runs one strided product (`gemm.rs`: the host's BLAS,
+//! `blas.rs`, or `faer`'s tuned kernels for floats, a blocked loop for integers), except a
+//! matrix read as stored times a vector, which streams several rows at once against the
+//! vector ([`matvec_by_rows`]). A large float `matmul` launches one point per host
 //! (per group of as many processors as the host has cores), and that point's product uses
 //! the host's cores. Both products carry an MLIR body (for
 //! fusion on GPUs) but prefer their native kernel on CPUs (`TaskKindBuilder::native_on_cpu`),
 //! where a tuned GEMM is far faster than the JIT's loop nest.
 
+mod blas;
 mod gemm;
 mod matmul;
 mod matvec;
