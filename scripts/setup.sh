@@ -14,9 +14,10 @@ APT_PACKAGES=(
     build-essential pkg-config python3 python3-venv
     # Open MPI's `mpirun`, one of the launchers of several Legion nodes (tested in CI).
     openmpi-bin
-    # OpenBLAS, single-threaded (each point's product runs on its own thread): the float
-    # matrix products load it at run time (`DIFFUSE_BLAS`), and fall back to faer without it.
-    libopenblas0-serial
+    # OpenBLAS, for the float matrix products, which load it at run time (`DIFFUSE_BLAS`)
+    # and fall back to faer without it. The threaded build, set to one thread: it locks its
+    # buffers, so the points' concurrent calls are safe (the sequential build does not).
+    libopenblas0-pthread
 )
 
 missing=()

@@ -2,6 +2,12 @@
 //! floats: GEMM, SYRK and GEMV per point, each on the calling thread (the launch's points,
 //! and [`super::gemm`]'s bands of a threaded product, bring their own parallelism).
 //!
+//! Calls come from several threads at once. OpenBLAS's threaded builds lock their buffers
+//! and are set to one thread here, so each call runs on its caller's thread; its
+//! sequential build may not lock (it hands two concurrent calls one buffer, and both
+//! products come out wrong), so calls into a library that reports itself sequential take
+//! turns.
+//!
 //! It is loaded at run time rather than linked, so that a host without it (a machine that
 //! only runs a bundle built elsewhere) still runs every product, through `faer`, after one
 //! warning. `DIFFUSE_BLAS` chooses the library: unset, Debian's `libopenblas.so.0`; a path or
@@ -12,7 +18,7 @@
 //! blocks do not map (negative, zero or doubly strided steps) stay with `faer`.
 
 use std::ffi::c_int;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use libloading::Library;
 
@@ -72,7 +78,15 @@ pub(super) struct Routines<T> {
     gemm: GemmFn<T>,
     syrk: SyrkFn<T>,
     gemv: GemvFn<T>,
+    /// Whether calls take turns ([`TURNS`]): the library is a sequential build.
+    take_turns: bool,
 }
+
+/// The turns of calls into a sequential BLAS, which may not be safe to call concurrently.
+static TURNS: Mutex<()> = Mutex::new(());
+
+/// `openblas_get_parallel`'s answer for a sequential build.
+const SEQUENTIAL: c_int = 0;
 
 /// A loaded BLAS: its routines for `f64` and `f32`, valid while the library stays loaded
 /// (for the life of the process: it is never unloaded).
@@ -124,7 +138,7 @@ pub(super) fn blas() -> Option<&'static Blas> {
             Err(e) => {
                 tracing::warn!(
                     "no BLAS ({name}: {e}); float matrix products run the built-in kernels, \
-                     slower (install Debian's libopenblas0-serial, or set {BLAS_VARIABLE}={BUILTIN})"
+                     slower (install Debian's libopenblas0-pthread, or set {BLAS_VARIABLE}={BUILTIN})"
                 );
                 None
             }
@@ -138,23 +152,30 @@ pub(super) fn blas() -> Option<&'static Blas> {
 fn load(name: &str) -> Result<Blas, libloading::Error> {
     // SAFETY: loading a BLAS runs only its initialisers, which set up its own state.
     let library = unsafe { Library::new(name)? };
-    // SAFETY: each symbol is looked up with the type CBLAS declares for it.
+    // SAFETY: each symbol is looked up with the type CBLAS (or OpenBLAS, for its own
+    // functions) declares for it.
     unsafe {
-        let double = Routines {
-            gemm: *library.get::<GemmFn<f64>>(b"cblas_dgemm\0")?,
-            syrk: *library.get::<SyrkFn<f64>>(b"cblas_dsyrk\0")?,
-            gemv: *library.get::<GemvFn<f64>>(b"cblas_dgemv\0")?,
-        };
-        let single = Routines {
-            gemm: *library.get::<GemmFn<f32>>(b"cblas_sgemm\0")?,
-            syrk: *library.get::<SyrkFn<f32>>(b"cblas_ssyrk\0")?,
-            gemv: *library.get::<GemvFn<f32>>(b"cblas_sgemv\0")?,
-        };
         if let Ok(set_threads) =
             library.get::<unsafe extern "C" fn(c_int)>(b"openblas_set_num_threads\0")
         {
             set_threads(1);
         }
+        // A library that does not say it is threaded is taken to be sequential.
+        let take_turns = library
+            .get::<unsafe extern "C" fn() -> c_int>(b"openblas_get_parallel\0")
+            .map_or(true, |parallel| parallel() == SEQUENTIAL);
+        let double = Routines {
+            gemm: *library.get::<GemmFn<f64>>(b"cblas_dgemm\0")?,
+            syrk: *library.get::<SyrkFn<f64>>(b"cblas_dsyrk\0")?,
+            gemv: *library.get::<GemvFn<f64>>(b"cblas_dgemv\0")?,
+            take_turns,
+        };
+        let single = Routines {
+            gemm: *library.get::<GemmFn<f32>>(b"cblas_sgemm\0")?,
+            syrk: *library.get::<SyrkFn<f32>>(b"cblas_ssyrk\0")?,
+            gemv: *library.get::<GemvFn<f32>>(b"cblas_sgemv\0")?,
+            take_turns,
+        };
         Ok(Blas {
             double,
             single,
@@ -240,6 +261,12 @@ impl Extents {
 }
 
 impl<T: BlasFloat> Routines<T> {
+    /// This call's turn, when calls take turns.
+    fn turn(&self) -> Option<MutexGuard<'static, ()>> {
+        self.take_turns
+            .then(|| TURNS.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// `c = a b` (or `c += a b` when `accumulate`) with `c` row-major.
     ///
     /// # Safety
@@ -256,6 +283,7 @@ impl<T: BlasFloat> Routines<T> {
     ) {
         let (m, n, k) = extents.ints();
         let beta = if accumulate { T::ONE } else { T::ZERO };
+        let _turn = self.turn();
         // SAFETY: by the caller's promise.
         unsafe {
             (self.gemm)(
@@ -288,6 +316,7 @@ impl<T: BlasFloat> Routines<T> {
         (c, c_ptr): (Operand, *mut T),
     ) {
         let (m, _, k) = extents.ints();
+        let _turn = self.turn();
         // SAFETY: by the caller's promise.
         unsafe {
             (self.syrk)(
@@ -323,6 +352,7 @@ impl<T: BlasFloat> Routines<T> {
         let beta = if accumulate { T::ONE } else { T::ZERO };
         // A transposed operand is the stored `k x m` row-major matrix, read transposed.
         let (rows, cols) = if a.trans == NO_TRANS { (m, k) } else { (k, m) };
+        let _turn = self.turn();
         // SAFETY: by the caller's promise.
         unsafe {
             (self.gemv)(

@@ -787,7 +787,7 @@ mod tests {
         fn blas_products_equal_the_loop(p in case()) {
             let Some(blas) = blas::blas() else {
                 return Err(TestCaseError::fail(
-                    "no BLAS could be loaded: scripts/setup.sh installs Debian's libopenblas0-serial",
+                    "no BLAS could be loaded: scripts/setup.sh installs Debian's libopenblas0-pthread",
                 ));
             };
             check(p, |mut c, a, b| {
@@ -800,6 +800,62 @@ mod tests {
         fn faer_products_equal_the_loop(p in case()) {
             check(p, |c, a, b| f64::faer_product(c, a, b, p.accumulate, p.threads))?;
         }
+    }
+
+    /// Products on several threads at once (as a launch's points run them) each give the
+    /// loop's exact values: the library's buffers are not shared between concurrent calls.
+    #[test]
+    fn concurrent_blas_products_equal_the_loop() {
+        let Some(blas) = blas::blas() else {
+            panic!(
+                "no BLAS could be loaded: scripts/setup.sh installs Debian's libopenblas0-pthread"
+            );
+        };
+        let n = 96;
+        let layout = Layout {
+            rows: n,
+            cols: n,
+            row_stride: n as isize,
+            col_stride: 1,
+        };
+        std::thread::scope(|scope| {
+            for seed in 0..4 {
+                scope.spawn(move || {
+                    let a: Vec<f64> = (0..n * n).map(|e| entry(seed, e / n, e % n)).collect();
+                    let b: Vec<f64> = (0..n * n).map(|e| entry(seed + 9, e / n, e % n)).collect();
+                    let want: Vec<f64> = (0..n * n)
+                        .map(|e| (0..n).map(|q| a[e / n * n + q] * b[q * n + e % n]).sum())
+                        .collect();
+                    for round in 0..150 {
+                        let mut c = vec![0.0; n * n];
+                        let mut out = MatMut {
+                            ptr: c.as_mut_ptr(),
+                            layout,
+                            _borrow: PhantomData,
+                        };
+                        let lhs = MatRef {
+                            ptr: a.as_ptr(),
+                            layout,
+                            _borrow: PhantomData,
+                        };
+                        let rhs = MatRef {
+                            ptr: b.as_ptr(),
+                            layout,
+                            _borrow: PhantomData,
+                        };
+                        assert!(blas_product(
+                            f64::routines(blas),
+                            &mut out,
+                            lhs,
+                            rhs,
+                            false,
+                            1
+                        ));
+                        assert!(c == want, "thread {seed}, round {round}: a wrong product");
+                    }
+                });
+            }
+        });
     }
 
     #[test]
@@ -833,7 +889,7 @@ mod tests {
     fn blocks_without_a_unit_stride_stay_with_faer() {
         let Some(blas) = blas::blas() else {
             panic!(
-                "no BLAS could be loaded: scripts/setup.sh installs Debian's libopenblas0-serial"
+                "no BLAS could be loaded: scripts/setup.sh installs Debian's libopenblas0-pthread"
             );
         };
         let data = vec![1.0; 64];
