@@ -813,11 +813,12 @@ def _inplace_operator(name, op):
     return _method(name, lambda self, o: self._inplace(op, o))
 
 
-def _reduction_method(name, function):
-    """``ndarray``'s method ``name``: NumPy's ``function`` of the array, the method's
-    arguments after it."""
+def _reduction_method(name, function, module="_reductions"):
+    """``ndarray``'s method ``name``: NumPy's ``function`` (of the package's ``module``) of
+    the array, the method's arguments after it."""
+    namespace = globals()
     return _method(name, lambda self, *args, **kwargs:
-                   getattr(_reductions, function)(self, *args, **kwargs))
+                   getattr(namespace[module], function)(self, *args, **kwargs))
 
 
 # Python's operators and the ufuncs they are: each with its reflected and in-place forms, the
@@ -841,6 +842,8 @@ for _name, _op in _COMPARISONS.items():
     setattr(ndarray, f"__{_name}__", _binary_operator(f"__{_name}__", _op))
 for _name, _function in _REDUCTIONS.items():
     setattr(ndarray, _name, _reduction_method(_name, _function))
+for _name in ("var", "std"):
+    setattr(ndarray, _name, _reduction_method(_name, _name, "_statistics"))
 
 
 class _StridedView(ndarray):
@@ -1036,4 +1039,4 @@ def _make_view(store, sid, store_shape, shape, offset, strides):
 # The modules above this one, which import its names: imported last, as modules, their
 # functions looked up when called.
 from . import _eager, _interop, _creation, _ufuncs, _selection, _indexing  # noqa: E402
-from . import _reductions  # noqa: E402
+from . import _reductions, _statistics  # noqa: E402

@@ -111,6 +111,10 @@ def _reduce(name, a, axis, keepdims, dtype=None):
                              dtype=dtype)
         source = a.astype(dname)
     source = _accumulating(source, name)
+    if name in ("max", "min") and builtins.any(a.shape[ax] == 0 for ax in axes):
+        # (NumPy's error even where the result has no elements either: no identity)
+        raise ValueError(f"zero-size array to reduction operation "
+                         f"{'maximum' if name == 'max' else 'minimum'} which has no identity")
     if not axes:  # axis=() reduces nothing
         return source.copy()
     out = _along(source, "reduce", axes, keepdims, name)

@@ -10,15 +10,16 @@ This module gathers the package's modules, each of which holds one part, from th
 up: ``_state`` (settings read as it runs), ``_dtypes``, ``_layout`` (view arithmetic),
 ``_ndarray`` (the array and its strided views), ``_eager`` (small arrays NumPy holds),
 ``_interop`` (NumPy's fallback and protocols), ``_creation``, ``_ufuncs``, ``_selection``,
-``_indexing``, ``_manipulation``, ``_products`` and ``_reductions``. A module imports the
-names of those below it, and those above it last, as modules; importing ``_ndarray`` first,
-as this module does, loads them all in that order.
+``_indexing``, ``_manipulation``, ``_products``, ``_reductions`` and ``_statistics``. A
+module imports the names of those below it, and those above it last, as modules; importing
+``_ndarray`` first, as this module does, loads them all in that order.
 """
 
 import numpy as _np
 
 from . import _native, _ndarray  # noqa: F401 (first: see above)
 from . import _creation, _indexing, _manipulation, _products, _reductions, _selection, _ufuncs
+from . import _statistics
 from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 from ._ndarray import ndarray  # noqa: F401
 from ._creation import (  # noqa: F401
@@ -50,6 +51,9 @@ from ._reductions import (  # noqa: F401
     all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, max, mean,
     min, prod, sum,
 )
+from ._statistics import (  # noqa: F401
+    average, isclose, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std, var,
+)
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)
 # and the tests reach through this module.
 from ._eager import _defer_in_place, _Eager  # noqa: F401
@@ -63,7 +67,8 @@ __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 
 #: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
 NATIVE = sorted({*_creation.NATIVE, *_ufuncs.NATIVE, *_selection.NATIVE, *_indexing.NATIVE,
-                 *_manipulation.NATIVE, *_products.NATIVE, *_reductions.NATIVE})
+                 *_manipulation.NATIVE, *_products.NATIVE, *_reductions.NATIVE,
+                 *_statistics.NATIVE})
 
 
 def flush():
