@@ -256,11 +256,12 @@ grep -q "legion-setup.sh" target/no-legion.txt || {
 # (differential against NumPy with hypothesis).
 python=$(scripts/python-setup.sh)
 (cd python && timeout --kill-after=60 1800 "$(dirname "$python")/pytest" -q)
-# The same differential, view, solver, trace, eager and statistics tests with the package on
-# the Legion backend (one Legion runtime for the whole pytest process).
+# The same differential, view, solver, trace, eager, statistics and routine tests with the
+# package on the Legion backend (one Legion runtime for the whole pytest process).
 (cd python && DIFFUSE_BACKEND=legion timeout --kill-after=60 1200 "$(dirname "$python")/pytest" -q \
     tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py \
-    tests/test_trace.py tests/test_eager.py tests/test_statistics.py)
+    tests/test_trace.py tests/test_eager.py tests/test_statistics.py tests/test_routines.py \
+    tests/test_rearrangements.py)
 # The kernel suite (benches/peers/kernels) at its smallest size: every kernel's result
 # validated against NumPy, no timing.
 timeout --kill-after=60 900 "$python" benches/peers/kernels/run.py --sizes small --validate-only

@@ -200,6 +200,40 @@ def linspace(start, stop, num=50, dtype=None):
     return (values if name == "bool" else _ufuncs.floor(values)).astype(name)
 
 
+def logspace(start, stop, num=50, base=10.0, dtype=None):
+    """NumPy's ``logspace``: ``base ** linspace(start, stop, num)`` for scalar bounds and
+    base (arrays of them, and ``endpoint=False``, run on NumPy)."""
+    if not (_is_scalar(start) and _is_scalar(stop) and _is_scalar(base)):
+        return _fallback("logspace", _np.logspace, start, stop, num, base=base, dtype=dtype)
+    powers = _ufuncs.power(_np.float64(base), linspace(start, stop, num))
+    return powers if dtype is None else powers.astype(dtype)
+
+
+def indices(dimensions, dtype=int, sparse=False):
+    """NumPy's ``indices``: for each axis of ``dimensions``, every position's index along
+    it (one array of shape ``(len(dimensions), *dimensions)``), or with ``sparse`` a tuple
+    of ranges shaped to broadcast against each other."""
+    dimensions = tuple(int(d) for d in dimensions)
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("indices", _np.indices, dimensions, dtype=dtype, sparse=sparse)
+    ranges = [arange(d, dtype="int64").reshape(
+        tuple(d if j == i else 1 for j in range(len(dimensions)))).astype(name)
+        for i, d in enumerate(dimensions)]
+    if sparse:
+        return tuple(ranges)
+    grid = zeros((len(dimensions),) + dimensions, dtype=name)
+    for i, r in enumerate(ranges):
+        grid[i] = r
+    return grid
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """NumPy's ``fromfunction``: ``function`` called once with the index arrays of
+    ``shape`` (``indices``), its result as it returns it."""
+    return function(*indices(shape, dtype=dtype), **kwargs)
+
+
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
 #: any other module imports them.
 NATIVE = (
@@ -210,10 +244,13 @@ NATIVE = (
     "empty",
     "empty_like",
     "eye",
+    "fromfunction",
     "full",
     "full_like",
     "identity",
+    "indices",
     "linspace",
+    "logspace",
     "ones",
     "ones_like",
     "zeros",

@@ -239,8 +239,40 @@ def _ufunc(ufunc, method, inputs, kwargs):
         for o, r in zip(outs, results):
             _store_output(o, r, ufunc.__name__, where)
         return outs if len(outs) > 1 else outs[0]
+    if method in _UFUNC_METHODS and ufunc.__name__ in _UFUNCS:
+        result = _UFUNC_METHODS[method](ufunc, inputs, kwargs)
+        if result is not NotImplemented:
+            return result
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     return _fallback(name, getattr(ufunc, method), *inputs, **kwargs)
+
+
+# The reductions that are a binary ufunc's ``reduce``, by the ufunc's name.
+_UFUNC_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "amax", "minimum": "amin",
+                     "logical_and": "all", "logical_or": "any"}
+
+
+def _ufunc_reduce(ufunc, inputs, kwargs):
+    """``ufunc.reduce(a, axis=0, keepdims=...)`` as diffuse's reduction of the same (its
+    dtypes are NumPy's ``reduce``'s); NotImplemented for other ufuncs and keywords."""
+    function = _UFUNC_REDUCTIONS.get(ufunc.__name__)
+    if function is None or len(inputs) != 1 or not kwargs.keys() <= {"axis", "keepdims"}:
+        return NotImplemented
+    return getattr(_reductions, function)(inputs[0], axis=kwargs.get("axis", 0),
+                                          keepdims=kwargs.get("keepdims", False))
+
+
+def _ufunc_outer(ufunc, inputs, kwargs):
+    """``ufunc.outer(a, b)``: the ufunc of ``a`` with unit axes for ``b``'s, and ``b``
+    (``result[i..., j...] = ufunc(a[i...], b[j...])``); NotImplemented with keywords."""
+    if len(inputs) != 2 or kwargs or ufunc.nin != 2:
+        return NotImplemented
+    a, b = (_creation.asarray(x) for x in inputs)
+    return _UFUNCS[ufunc.__name__](a.reshape(a.shape + (1,) * b.ndim), b)
+
+
+# A ufunc's methods diffuse runs natively, by name.
+_UFUNC_METHODS = {"reduce": _ufunc_reduce, "outer": _ufunc_outer}
 
 
 def _same_keyword(value, default):
@@ -321,10 +353,19 @@ class _Ufunc:
         attr = getattr(self._ufunc, name)
         if not callable(attr):
             return attr
+        if name in _UFUNC_METHODS:
+            return functools.partial(self._method, name)
 
         def method(*args, **kwargs):
             return _ufunc(self._ufunc, name, args, kwargs)
         return method
+
+    def _method(self, name, *args, **kwargs):
+        """The ufunc's method ``name`` (``reduce``, ``outer``): NumPy's for eager arrays,
+        else diffuse's where it has one (``_UFUNC_METHODS``), else NumPy's on host copies."""
+        if _only_eager(args, kwargs):
+            return _eager_call(getattr(self._ufunc, name), args, kwargs)
+        return _ufunc(self._ufunc, name, args, kwargs)
 
     def __repr__(self):
         return f"<diffuse ufunc '{self.__name__}'>"
@@ -393,4 +434,4 @@ def _wrap_numpy_names(namespace, names):
 
 # The modules above this one, which import its names: imported last, as modules, their
 # functions looked up when called.
-from . import _creation, _indexing  # noqa: E402
+from . import _creation, _indexing, _reductions  # noqa: E402

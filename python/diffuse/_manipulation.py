@@ -1,6 +1,7 @@
-"""Shape changes (views where NumPy gives views: ``reshape``, ``transpose``, ``squeeze``, ...)
-and joins and rearrangements (``concatenate``, ``stack``, ``roll``, ``tile``, ``diff``,
-``meshgrid``, ``repeat``).
+"""Shape changes (views where NumPy gives views: ``reshape``, ``transpose``, ``squeeze``, ...),
+joins and rearrangements (``concatenate``, ``stack``, ``roll``, ``tile``, ``diff``,
+``meshgrid``, ``repeat``), and views and selections NumPy names (``flip``, ``moveaxis``,
+``split``, ``triu``, ``take``, ...).
 """
 
 import numbers
@@ -11,8 +12,8 @@ from . import _layout, _native
 from ._dtypes import _dtype_name
 from ._ndarray import ndarray
 from ._interop import _fallback, _FUNCTIONS, _wrap_numpy_names
-from ._creation import asarray, full, zeros
-from ._ufuncs import not_equal, subtract, where
+from ._creation import arange, asarray, full, zeros
+from ._ufuncs import greater_equal, less_equal, not_equal, subtract, where
 
 
 # -- views -------------------------------------------------------------------------------
@@ -232,22 +233,170 @@ def repeat(a, repeats, axis=None):
 _FUNCTIONS[_np.meshgrid] = meshgrid
 
 
+# -- rearrangements as views and selections --------------------------------------------
+def copy(a, order="K", subok=False):
+    """A new array holding ``a``'s elements."""
+    return asarray(a).copy()
+
+
+def flip(m, axis=None):
+    """The view of ``m`` with the order of its elements along ``axis`` (every axis by
+    default) reversed."""
+    m = asarray(m)
+    axes = range(m.ndim) if axis is None else _np.lib.array_utils.normalize_axis_tuple(
+        axis, m.ndim)
+    return m[tuple(slice(None, None, -1) if d in axes else slice(None)
+                   for d in range(m.ndim))]
+
+
+def fliplr(m):
+    """The view of ``m`` with its columns (axis 1) reversed."""
+    m = asarray(m)
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(m, 1)
+
+
+def flipud(m):
+    """The view of ``m`` with its rows (axis 0) reversed."""
+    m = asarray(m)
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(m, 0)
+
+
+def moveaxis(a, source, destination):
+    """The view of ``a`` with the axes ``source`` moved to ``destination`` (NumPy's
+    errors for axes out of range, repeated, or not matched one to one)."""
+    a = asarray(a)
+    source = _np.lib.array_utils.normalize_axis_tuple(source, a.ndim, "source")
+    destination = _np.lib.array_utils.normalize_axis_tuple(destination, a.ndim,
+                                                           "destination")
+    if len(source) != len(destination):
+        raise ValueError("`source` and `destination` arguments must have the same number "
+                         "of elements")
+    order = [d for d in range(a.ndim) if d not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return a.transpose(order)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Views of ``ary`` along ``axis``: ``indices_or_sections`` pieces as equal as can be
+    (the first ones one longer), or the pieces between the given indices."""
+    ary = asarray(ary)
+    length = ary.shape[axis]
+    try:
+        bounds = [0, *indices_or_sections, length]
+    except TypeError:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.") from None
+        each, extra = divmod(length, sections)
+        sizes = [0] + extra * [each + 1] + (sections - extra) * [each]
+        bounds = _np.cumsum(sizes).tolist()
+    view = [slice(None)] * ary.ndim
+    pieces = []
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        view[axis] = slice(start, stop)
+        pieces.append(ary[tuple(view)])
+    return pieces
+
+
+def split(ary, indices_or_sections, axis=0):
+    """``array_split``, where a number of sections must divide the axis (NumPy's
+    error otherwise)."""
+    ary = asarray(ary)
+    if _np.ndim(indices_or_sections) == 0:
+        if ary.shape[axis] % int(indices_or_sections):  # (NumPy's ZeroDivisionError for 0)
+            raise ValueError("array split does not result in an equal division")
+    return array_split(ary, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """``split`` along the columns (axis 1; axis 0 of a 1-d array)."""
+    ary = asarray(ary)
+    if ary.ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(ary, indices_or_sections, 1 if ary.ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """``split`` along the rows (axis 0) of an array of 2 or more dimensions."""
+    ary = asarray(ary)
+    if ary.ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
+
+
+def _triangle(m, k, upper):
+    """``m`` with the elements outside its (upper or lower) triangle of the last two axes
+    zeroed: a comparison of row and column numbers, fused with the selection."""
+    m = asarray(m)
+    if m.ndim < 2:
+        name = "triu" if upper else "tril"
+        return _fallback(name, getattr(_np, name), m, k=k)
+    rows, cols = m.shape[-2:]
+    offset = subtract(arange(cols, dtype="int64").reshape(1, cols),
+                      arange(rows, dtype="int64").reshape(rows, 1))
+    keep = greater_equal(offset, k) if upper else less_equal(offset, k)
+    return where(keep, m, _np.zeros((), m.dtype)[()])
+
+
+def triu(m, k=0):
+    """A copy of ``m`` with the elements below its ``k``-th diagonal zeroed."""
+    return _triangle(m, k, upper=True)
+
+
+def tril(m, k=0):
+    """A copy of ``m`` with the elements above its ``k``-th diagonal zeroed."""
+    return _triangle(m, k, upper=False)
+
+
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """The elements of ``a`` (flattened, or along ``axis``) at ``indices``: integer-array
+    indexing, NumPy's ``IndexError`` for an index out of range. ``out=`` and the modes
+    that wrap or clip run on NumPy."""
+    a = asarray(a)
+    if out is not None or mode != "raise":
+        return _fallback("take", _np.take, a, indices, axis=axis, out=out, mode=mode)
+    if a.size == 0:
+        # (No elements: NumPy's answer and error depend on the shape and indices alone.)
+        return asarray(_np.take(_np.empty(a.shape, a.dtype), indices, axis=axis))
+    if axis is None:
+        return a.ravel()[indices]
+    axis = _layout.normalize_axis(axis, a.ndim)
+    return a[(slice(None),) * axis + (indices,)]
+
+
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
 #: any other module imports them.
 NATIVE = (
+    "array_split",
     "concatenate",
+    "copy",
     "diff",
     "expand_dims",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
     "hstack",
+    "moveaxis",
     "ravel",
     "repeat",
     "reshape",
     "roll",
+    "split",
     "squeeze",
     "stack",
     "swapaxes",
+    "take",
     "tile",
     "transpose",
+    "tril",
+    "triu",
+    "vsplit",
     "vstack",
 )
 _wrap_numpy_names(globals(), NATIVE)

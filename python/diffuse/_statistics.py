@@ -15,9 +15,12 @@ import numpy as _np
 from ._warnings import warn_at_caller
 from ._dtypes import _dtype_name, _is_scalar
 from ._interop import _fallback, _wrap_numpy_names
-from ._creation import asarray, full
+from ._creation import asarray, diag, full
+from ._manipulation import concatenate
+from ._products import matmul
 from ._ufuncs import (
     absolute,
+    clip,
     equal,
     greater,
     isfinite,
@@ -234,10 +237,70 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return x
 
 
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, *, dtype=None):
+    """NumPy's ``cov``: the covariance matrix of the variables in the rows of ``m`` (its
+    columns when not ``rowvar``), and of ``y``'s, over ``N - ddof`` observations (``N - 1``,
+    or ``N`` with ``bias``): the deviations' product with their own transpose, one
+    symmetric matrix product. Weights (``fweights``, ``aweights``) run on NumPy."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray(m)
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = asarray(y)
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = _np.result_type(m.dtype, _np.float64) if y is None else _np.result_type(
+            m.dtype, y.dtype, _np.float64)
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("cov", _np.cov, m, y, rowvar=rowvar, bias=bias, ddof=ddof,
+                         dtype=dtype)
+    x = _at_least_2d(m, name)
+    if not rowvar and m.ndim != 1:
+        x = x.T
+    if x.shape[0] == 0:
+        return asarray(_np.array([]).reshape(0, 0))
+    if y is not None:
+        more = _at_least_2d(y, name)
+        x = concatenate((x, more.T if not rowvar and more.shape[0] != 1 else more), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    fact = x.shape[1] - ddof
+    if fact <= 0:
+        warn_at_caller("Degrees of freedom <= 0 for slice", RuntimeWarning)
+        fact = 0.0
+    deviations = subtract(x, mean(x, axis=1, keepdims=True))
+    with _np.errstate(divide="ignore"):
+        factor = _np.true_divide(1, fact)
+    return multiply(matmul(deviations, deviations.T), float(factor)).squeeze()
+
+
+def _at_least_2d(m, name):
+    """``m`` in dtype ``name``, with leading unit axes up to 2-d (NumPy's ``ndmin=2``)."""
+    x = m.astype(name) if m.dtype.name != name else m
+    return x.reshape((1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
+
+
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """NumPy's ``corrcoef``: ``cov`` divided by the products of the standard deviations,
+    clipped to [-1, 1] (NaN where a variable does not vary, as NumPy gives)."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return true_divide(c, c)
+    deviation = sqrt(diag(c))
+    c = true_divide(true_divide(c, deviation.reshape(-1, 1)), deviation.reshape(1, -1))
+    return clip(c, -1, 1)
+
+
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
 #: any other module imports them.
 NATIVE = (
     "average",
+    "corrcoef",
+    "cov",
     "isclose",
     "nan_to_num",
     "nanmax",

@@ -1,6 +1,8 @@
 """Element-wise math: the ufuncs diffuse runs natively, with NumPy's promotion (NEP 50
-scalars) and its errors, and ``where`` and ``clip``.
+scalars) and its errors, and ``where``, ``clip``, ``round`` and ``select``.
 """
+
+import builtins
 
 import numpy as _np
 
@@ -244,9 +246,71 @@ def clip(a, a_min, a_max):
     return out
 
 
+def _power_of_ten(n):
+    """``10 ** n`` as NumPy's rounding computes it (a table to 1e8, then times ten)."""
+    if n < 9:
+        return 10.0 ** n
+    power = 1e9
+    for _ in range(n - 9):
+        power *= 10.0
+    return power
+
+
+def around(a, decimals=0):
+    """NumPy's ``round``: to ``decimals`` decimals (tens, hundreds, ... when negative) as
+    NumPy computes it, ``rint(a * 10**decimals) / 10**decimals``, halves to even; integers
+    unchanged (a copy) for ``decimals >= 0``."""
+    a = asarray(a)
+    if a.dtype.kind in "iu" and decimals >= 0:
+        return a.copy()
+    if a.dtype.kind != "f":
+        return _fallback("round", _np.round, a, decimals=decimals)
+    if decimals == 0:
+        return rint(a)  # noqa: F821 (a ufunc this module defines from its table)
+    scale = _power_of_ten(builtins.abs(decimals))
+    if decimals > 0:
+        return true_divide(rint(multiply(a, scale)), scale)  # noqa: F821
+    return multiply(rint(true_divide(a, scale)), scale)  # noqa: F821
+
+
+round = around  # noqa: A001 (NumPy's name)
+
+
+def select(condlist, choicelist, default=0):
+    """NumPy's ``select``: where the first true condition of ``condlist`` picks its choice,
+    ``default`` where none is true, in the choices' and default's common dtype (NumPy's
+    errors for lists of different lengths, none, and conditions that are not booleans)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    # (Python numbers stay weak in the common dtype, as NumPy keeps them: NEP 50)
+    choices = [c if type(c) in (int, float) or isinstance(c, ndarray) else _np.asarray(c)
+               for c in choicelist]
+    try:
+        dtype = _np.result_type(*[c.dtype if isinstance(c, ndarray) else c
+                                  for c in (*choices, default if type(default) in (int, float)
+                                            else _np.asarray(default))])
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") \
+            from None
+    name = _dtype_name(dtype)
+    if name is None:
+        return _fallback("select", _np.select, condlist, choicelist, default=default)
+    conditions = [c if isinstance(c, ndarray) else _np.asarray(c) for c in condlist]
+    for i, c in enumerate(conditions):
+        if c.dtype != _np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    result = asarray(_np.asarray(default, dtype=dtype))
+    for condition, choice in zip(reversed(conditions), reversed(choices)):
+        result = where(condition, asarray(choice).astype(name), result)
+    return result
+
+
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
 #: any other module imports them.
-NATIVE = (*_UNARY, *_BINARY, "divide", "mod", "divmod", "square", "where", "clip")
+NATIVE = (*_UNARY, *_BINARY, "divide", "mod", "divmod", "square", "where", "clip", "around",
+          "round", "select")
 _wrap_numpy_names(globals(), NATIVE)
 
 

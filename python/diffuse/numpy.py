@@ -23,16 +23,16 @@ from . import _statistics
 from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 from ._ndarray import ndarray  # noqa: F401
 from ._creation import (  # noqa: F401
-    arange, array, asarray, diag, empty, empty_like, eye, full, full_like, identity, linspace,
-    ones, ones_like, zeros, zeros_like,
+    arange, array, asarray, diag, empty, empty_like, eye, fromfunction, full, full_like,
+    identity, indices, linspace, logspace, ones, ones_like, zeros, zeros_like,
 )
 from ._ufuncs import (  # noqa: F401
-    abs, absolute, add, arccos, arcsin, arctan, arctan2, bitwise_and, bitwise_not, bitwise_or,
+    abs, absolute, add, arccos, around, arcsin, arctan, arctan2, bitwise_and, bitwise_not, bitwise_or,
     bitwise_xor, ceil, clip, cos, cosh, divide, divmod, equal, exp, expm1, floor, floor_divide,
     greater, greater_equal, invert, isfinite, isinf, isnan, left_shift, less, less_equal, log,
     log10, log1p, log2, logical_and, logical_not, logical_or, maximum, minimum, mod, multiply,
-    negative, not_equal, power, remainder, right_shift, rint, sign, sin, sinh, sqrt, square,
-    subtract, tan, tanh, true_divide, trunc, where,
+    negative, not_equal, power, remainder, right_shift, rint, round, select, sign, sin, sinh,
+    sqrt, square, subtract, tan, tanh, true_divide, trunc, where,
 )
 from ._selection import (  # noqa: F401
     extract, flatnonzero, nonzero,
@@ -41,8 +41,9 @@ from ._indexing import (  # noqa: F401
     copyto, putmask,
 )
 from ._manipulation import (  # noqa: F401
-    concatenate, diff, expand_dims, hstack, meshgrid, ravel, repeat, reshape, roll, squeeze,
-    stack, swapaxes, tile, transpose, vstack,
+    array_split, concatenate, copy, diff, expand_dims, flip, fliplr, flipud, hsplit, hstack,
+    meshgrid, moveaxis, ravel, repeat, reshape, roll, split, squeeze, stack, swapaxes, take,
+    tile, transpose, tril, triu, vsplit, vstack,
 )
 from ._products import (  # noqa: F401
     dot, inner, matmul, outer, tensordot, vdot,
@@ -52,7 +53,8 @@ from ._reductions import (  # noqa: F401
     min, prod, sum,
 )
 from ._statistics import (  # noqa: F401
-    average, isclose, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std, var,
+    average, corrcoef, cov, isclose, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std,
+    var,
 )
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)
 # and the tests reach through this module.

@@ -172,3 +172,21 @@ def test_nan_to_num_matches_numpy(data):
     onp.nan_to_num(x2, copy=False, **fills)
     assert same is a2
     _same(a2, x2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), name=st.sampled_from(["cov", "corrcoef"]))
+def test_covariances_match_numpy(data, name):
+    dtype = data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5))
+    x = data.draw(hnp.arrays(dtype, shape, elements=_elements(dtype, special=False)))
+    a = dnp.array(x)
+    kwargs = {"rowvar": data.draw(st.booleans())}
+    if name == "cov":
+        kwargs.update(bias=data.draw(st.booleans()),
+                      ddof=data.draw(st.one_of(st.none(), st.integers(0, 2))))
+    if data.draw(st.booleans()):
+        y = data.draw(hnp.arrays(onp.float64, shape, elements=_elements(onp.float64, False)))
+        _compare(name, x, a, y if data.draw(st.booleans()) else dnp.array(y), **kwargs)
+    else:
+        _compare(name, x, a, **kwargs)
