@@ -10,6 +10,7 @@ and looks their functions up when a method is called.
 import builtins
 import math
 import numbers
+import operator
 import sys
 import weakref
 
@@ -55,8 +56,33 @@ _PIECE_ELEMENTS_LOG2 = 16
 _LARGE_LOOP_ELEMENTS = 1 << 18
 
 
+# (Looked up once: every array made checks it.)
+_NativeArray = _native.NativeArray
+
+
+def _new_native(shape, dtype, buffer, offset, strides, order):
+    """The native array of ``ndarray(shape, dtype, ...)``, NumPy's constructor form: zeros
+    of ``shape`` and ``dtype``. A ``buffer`` (with its ``offset`` and ``strides``) cannot be
+    shared: diffuse arrays hold their own elements."""
+    if buffer is not None or offset or strides is not None:
+        raise TypeError("diffuse.numpy.ndarray cannot view a buffer (its arrays hold their "
+                        "own elements): make a NumPy array of it and use "
+                        "diffuse.numpy.array(...)")
+    if order not in (None, "C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    dims = [operator.index(d) for d in shape]
+    if builtins.any(d < 0 for d in dims):
+        raise ValueError("negative dimensions are not allowed")
+    name = _dtype_name(_np.dtype(dtype))
+    if name is None:
+        raise TypeError(f"diffuse arrays cannot hold dtype {_np.dtype(dtype)}")
+    return _native.zeros_(dims, name)
+
+
 class ndarray:
-    """A diffuse array with NumPy's interface (a view when it comes from basic slicing)."""
+    """A diffuse array with NumPy's interface (a view when it comes from basic slicing);
+    ``ndarray(shape, dtype=float)``, NumPy's constructor form, makes one of zeros."""
 
     # `_a`: the native array; `_h`: an eager array's NumPy elements (declared here, not in
     # `_Eager`, so that both have one layout and an array can change kind in place:
@@ -70,7 +96,11 @@ class ndarray:
     # NumPy defers binary operators with a NumPy array on the left to us.
     __array_priority__ = 1000
 
-    def __init__(self, native):
+    def __init__(self, native, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        # (`ndarray(shape, dtype)`, NumPy's constructor, is a new array of zeros: what NumPy
+        # leaves uninitialized)
+        if type(native) is not _NativeArray:
+            native = _new_native(native, dtype, buffer, offset, strides, order)
         self._a = native
         self._n = None
         self._views = None

@@ -142,3 +142,28 @@ def test_indices_and_fromfunction_match_numpy(shape, dtype, sparse):
         return sum(i * (k + 1) for k, i in enumerate(index))
     _check(_native(lambda: dnp.fromfunction(function, shape, dtype=dtype)),
            onp.fromfunction(function, shape, dtype=dtype))
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.one_of(st.integers(0, 5),
+                       hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)),
+       dtype=st.sampled_from([float, int, bool, onp.float32, onp.int32, "float64"]))
+def test_the_ndarray_constructor_makes_numpys_shape_and_dtype(shape, dtype):
+    a = dnp.ndarray(shape, dtype=dtype)
+    want = onp.ndarray(shape, dtype=dtype)
+    assert isinstance(a, dnp.ndarray)
+    assert a.shape == want.shape and a.dtype == want.dtype
+    a[...] = 1  # a real array, written and read
+    onp.testing.assert_array_equal(onp.asarray(a), onp.ones(want.shape, want.dtype))
+
+
+def test_the_ndarray_constructor_refuses_what_numpy_refuses_and_buffers():
+    for shape in [(2, -1), (2.5,)]:
+        with pytest.raises(Exception) as numpy_error:
+            onp.ndarray(shape)
+        with pytest.raises(type(numpy_error.value), match=str(numpy_error.value)):
+            dnp.ndarray(shape)
+    with pytest.raises(TypeError, match="cannot hold dtype complex128"):
+        dnp.ndarray((2,), dtype=complex)
+    with pytest.raises(TypeError, match="cannot view a buffer"):
+        dnp.ndarray((2,), buffer=bytes(16))
