@@ -106,3 +106,8 @@ def __getattr__(name):
         fallback.__name__ = name
         return fallback
     return attr
+
+
+# Last: ``linalg`` reads this module's names, and registers the NumPy functions it
+# implements (``numpy.linalg.solve(x, y)`` on diffuse arrays runs diffuse's).
+from . import linalg  # noqa: E402,F401

@@ -1,6 +1,6 @@
 //! `NativeArray`: an array of the array library (any view of a store) and its operations.
 
-use diffuse_array::{ArgOp, Array, Operand, Orientation, SliceArg, StridedView};
+use diffuse_array::{ArgOp, Array, Dense, Operand, Orientation, SliceArg, StridedView};
 use diffuse_ir::{with_element_type, Element, PendingUse, ReductionOp, Tuple, View};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
@@ -510,6 +510,29 @@ impl NativeArray {
     /// Matrix-matrix product.
     fn matmul(&self, b: &NativeArray) -> PyResult<NativeArray> {
         self.inner.matmul(&b.inner).map(wrap).map_err(py_err)
+    }
+
+    /// The dense linear-algebra operation `op` (`cholesky`, `inv`, `det` or `solve`, whose
+    /// right-hand sides are `rhs`) of this square float matrix, on one point: the result
+    /// and a one-element int64 status (0 factored, 1 not positive definite or singular).
+    #[pyo3(signature = (op, rhs = None))]
+    fn dense(&self, op: &str, rhs: Option<&NativeArray>) -> PyResult<(NativeArray, NativeArray)> {
+        let op = match op {
+            "cholesky" => Dense::Cholesky,
+            "inv" => Dense::Inverse,
+            "det" => Dense::Determinant,
+            "solve" => Dense::Solve,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "no dense operation {other:?} (cholesky, inv, det, solve)"
+                )))
+            }
+        };
+        let (out, status) = self
+            .inner
+            .dense(op, rhs.map(|b| &b.inner))
+            .map_err(py_err)?;
+        Ok((wrap(out), wrap(status)))
     }
 
     /// `op(self) @ op(b)` (`b` a matrix or a vector), each matrix transposed in place when

@@ -54,6 +54,6 @@ pub use ops::elementwise::{
 };
 pub use ops::gather::StridedView;
 pub use ops::join::{concatenate, roll, tile};
-pub use ops::linalg::Orientation;
+pub use ops::linalg::{Dense, Orientation, FACTORED, NOT_FACTORED};
 pub use partitioner::{blocks_fit, Partitioner};
 pub use slice::SliceArg;

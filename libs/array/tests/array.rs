@@ -17,6 +17,7 @@
 //! - `select_prop`: `a[mask]` over random masks and views.
 //! - `scan_prop`: cumulative sums and products along an axis.
 //! - `join_prop`: `concatenate`, `roll` and `tile` of random shapes.
+//! - `dense_prop`: factorizations and solves of random matrices against their equations.
 //! - `basics`: hand-written cases with known values (slicing, operators, the crate example).
 //! - `errors`: bad inputs and their errors.
 //! - `edge_cases`: empty, 0-d and 6-d arrays, integer wrapping, NaN.
@@ -29,6 +30,8 @@ mod along_prop;
 mod basics;
 #[path = "array/creation_prop.rs"]
 mod creation_prop;
+#[path = "array/dense_prop.rs"]
+mod dense_prop;
 #[path = "array/edge_cases.rs"]
 mod edge_cases;
 #[path = "array/errors.rs"]

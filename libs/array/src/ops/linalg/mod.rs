@@ -19,6 +19,7 @@
 //! where a tuned GEMM is far faster than the JIT's loop nest.
 
 mod blas;
+mod dense;
 mod gemm;
 mod matmul;
 mod matvec;
@@ -37,6 +38,7 @@ use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::{Product, ProductGenerator};
 use crate::ops::reduce::{fold_products, fold_products_of_rows};
 
+pub use dense::{Dense, FACTORED, NOT_FACTORED};
 use gemm::{Gemm, MatMut, MatRef};
 
 /// How a matrix product reads a matrix operand.
