@@ -1,5 +1,6 @@
 """Products of arrays: ``matmul`` (``@``), ``dot``, ``vdot``, ``inner``, ``outer`` and
-``tensordot``, on the array library's matrix products (a tuned GEMM per launch point).
+``tensordot``, on the array library's matrix products (a tuned GEMM per launch point), and
+``kron``, ``cross`` and ``trace``, from element-wise work and reductions.
 
 A matrix operand that is the transpose of a box of its store (``a.T``, ``a[1:3, :].T``) goes
 to the product as that box with a transpose flag, and the product reads it in place: the
@@ -20,7 +21,7 @@ from ._dtypes import _dtype_name
 from ._eager import _Eager, _on_host_if_settled
 from ._ndarray import ndarray, _StridedView, _box_of
 from ._interop import _fallback, _wrap_numpy_names
-from ._creation import asarray
+from ._creation import asarray, diag
 from ._ufuncs import multiply
 from ._manipulation import stack
 
@@ -273,5 +274,50 @@ def outer(a, b, out=None):
 
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
 #: any other module imports them.
-NATIVE = ("dot", "inner", "matmul", "outer", "tensordot", "vdot")
+def kron(a, b):
+    """NumPy's ``kron``: the Kronecker product, every element of ``a`` times all of ``b``
+    (the operands' axes interleaved in one broadcast product, then merged pairwise; the
+    operand with fewer axes gets leading unit axes, as NumPy gives it)."""
+    a, b = asarray(a), asarray(b)
+    ndim = builtins.max(a.ndim, b.ndim)
+    sa = (1,) * (ndim - a.ndim) + a.shape
+    sb = (1,) * (ndim - b.ndim) + b.shape
+    spread_a = builtins.sum(((n, 1) for n in sa), ())
+    spread_b = builtins.sum(((1, n) for n in sb), ())
+    product = multiply(a.reshape(spread_a), b.reshape(spread_b))
+    return product.reshape(tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """NumPy's ``cross`` of 3-vectors along the last axes (broadcast over the others): the
+    three components from products of the operands' slices. Other axes and 2-vectors run
+    on NumPy."""
+    a, b = asarray(a), asarray(b)
+    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None) or a.ndim == 0 or b.ndim == 0 \
+            or a.shape[-1] != 3 or b.shape[-1] != 3:
+        return _fallback("cross", _np.cross, a, b, axisa=axisa, axisb=axisb, axisc=axisc,
+                         axis=axis)
+    a0, a1, a2 = (a[..., i] for i in range(3))
+    b0, b1, b2 = (b[..., i] for i in range(3))
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """NumPy's ``trace`` of a matrix: the sum of its diagonal ``offset`` (with ``sum``'s
+    dtypes); arrays of more axes run on NumPy."""
+    a = asarray(a)
+    if a.ndim != 2 or {axis1 % 2, axis2 % 2} != {0, 1}:
+        return _fallback("trace", _np.trace, a, offset=offset, axis1=axis1, axis2=axis2,
+                         dtype=dtype)
+    if axis1 % 2 == 1:
+        a = a.T
+    return _reductions.sum(diag(a, offset), dtype=dtype)
+
+
+NATIVE = ("cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot")
 _wrap_numpy_names(globals(), NATIVE)
+
+
+# The module above this one, which imports its names: imported last, as a module, its
+# functions looked up when called.
+from . import _reductions  # noqa: E402

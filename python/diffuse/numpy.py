@@ -46,7 +46,7 @@ from ._manipulation import (  # noqa: F401
     tile, transpose, tril, triu, vsplit, vstack,
 )
 from ._products import (  # noqa: F401
-    dot, inner, matmul, outer, tensordot, vdot,
+    cross, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
 )
 from ._reductions import (  # noqa: F401
     all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, max, mean,

@@ -167,3 +167,37 @@ def test_the_ndarray_constructor_refuses_what_numpy_refuses_and_buffers():
         dnp.ndarray((2,), dtype=complex)
     with pytest.raises(TypeError, match="cannot view a buffer"):
         dnp.ndarray((2,), buffer=bytes(16))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_kron_matches_numpy(data):
+    x, a = data.draw(_operands(dtypes=[onp.float64, onp.int64, onp.int32], scale=5))
+    y, b = data.draw(_operands(dtypes=[onp.float64, onp.int64, onp.float32], scale=5))
+    _check(_native(lambda: dnp.kron(a, b)), onp.kron(x, y))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_cross_of_3_vectors_matches_numpy(data):
+    lead = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    dtype = data.draw(st.sampled_from([onp.float64, onp.int64, onp.float32]))
+    elements = hnp.from_dtype(onp.dtype(dtype), min_value=-9, max_value=9, allow_nan=False,
+                              allow_infinity=False)
+    x = data.draw(hnp.arrays(dtype, lead + (3,), elements=elements))
+    y = data.draw(hnp.arrays(dtype, (3,), elements=elements))
+    _check(_native(lambda: dnp.cross(dnp.array(x), dnp.array(y))), onp.cross(x, y))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_trace_matches_numpy(data):
+    dtype = data.draw(st.sampled_from([onp.float64, onp.int32, onp.int64, onp.bool_]))
+    shape = data.draw(hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=5))
+    x = data.draw(hnp.arrays(dtype, shape, elements=st.booleans() if dtype == onp.bool_
+                             else st.integers(-9, 9)))
+    offset = data.draw(st.integers(-6, 6))
+    swapped = data.draw(st.booleans())
+    axes = dict(axis1=1, axis2=0) if swapped else {}
+    _check(_native(lambda: dnp.trace(dnp.array(x), offset, **axes)),
+           onp.trace(x, offset, **axes))
