@@ -158,20 +158,24 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_np._NoValu
     return _reduce_into("prod", a, axis, dtype, out, keepdims, initial, where, 1)
 
 
+def _of_empty(func, a, **kwargs):
+    """NumPy's ``func`` of an empty ``a``: its answer (NaNs, or an empty array), its
+    warnings ("Mean of empty slice", the division's under NumPy's error state) and its
+    errors depend on the shape and dtype alone, so they come from an empty stand-in (the
+    warnings attributed to the caller)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(_np.empty(a.shape, a.dtype), **kwargs)
+    for w in caught:
+        warn_at_caller(str(w.message), w.category)
+    return asarray(result)
+
+
 def mean(a, axis=None, dtype=None, keepdims=False):
-    """The mean (a lazy 0-d array for a whole-array mean)."""
+    """The mean (a lazy 0-d array for a whole-array mean; NumPy's for no elements)."""
     a = asarray(a)
     if a.size == 0:
-        # No elements: NumPy's answer (NaNs, or an empty array), its warnings ("Mean of
-        # empty slice", the division's under NumPy's error state) and its errors depend on
-        # the shape and dtype alone, so they come from NumPy's mean of an empty stand-in.
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = _np.mean(_np.empty(a.shape, a.dtype), axis=axis, dtype=dtype,
-                              keepdims=keepdims)
-        for w in caught:
-            warn_at_caller(str(w.message), w.category)
-        return asarray(result)
+        return _of_empty(_np.mean, a, axis=axis, dtype=dtype, keepdims=keepdims)
     return _reduce("mean", a, axis, keepdims, dtype)
 
 

@@ -1,6 +1,7 @@
-"""Statistics built from native reductions and element-wise operations (``var``, ``std``,
-``average``, ``ptp``, the NaN-ignoring reductions, ``isclose``, ``nan_to_num``): each is a
-few index tasks over the stores that fuse with the work around them, never a copy to NumPy.
+"""Statistics built from native reductions, element-wise operations and products (``var``,
+``std``, ``average``, ``ptp``, the NaN-ignoring reductions, ``isclose``, ``nan_to_num``,
+``cov``, ``corrcoef``): each is a few index tasks over the stores that fuse with the work
+around them, never a copy to NumPy.
 
 Their results are NumPy's up to the rounding of the sums (diffuse sums blocks in its own
 order); dtypes, shapes, errors and the warnings NumPy's arguments alone decide are NumPy's.
@@ -8,7 +9,6 @@ order); dtypes, shapes, errors and the warnings NumPy's arguments alone decide a
 
 import builtins
 import math
-import warnings
 
 import numpy as _np
 
@@ -37,23 +37,11 @@ from ._ufuncs import (
     true_divide,
     where,
 )
-from ._reductions import _axes, _reduce, amax, amin, mean
+from ._reductions import _axes, _of_empty, _reduce, amax, amin, mean
 
 
-def _of_empty(func, a, **kwargs):
-    """NumPy's ``func`` of an empty ``a``: its answer, warnings and errors depend on the
-    shape and dtype alone, so they come from an empty stand-in (the warnings attributed to
-    the caller)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = func(_np.empty(a.shape, a.dtype), **kwargs)
-    for w in caught:
-        warn_at_caller(str(w.message), w.category)
-    return asarray(result)
-
-
-def _float_work(a, dtype, name):
-    """``a`` in the dtype ``name`` computes in: ``dtype`` when given, else float64 for
+def _float_work(a, dtype):
+    """``a`` in the dtype it is computed in: ``dtype`` when given, else float64 for
     integers and booleans (NumPy's rule for means and variances), else ``a``'s own; None
     for a ``dtype`` diffuse does not hold or that is not a float."""
     if dtype is not None:
@@ -71,7 +59,7 @@ def _variance(name, a, axis, dtype, ddof, keepdims):
     func = getattr(_np, name)
     if a.size == 0:
         return _of_empty(func, a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    work = _float_work(a, dtype, name)
+    work = _float_work(a, dtype)
     if work is None:
         return _fallback(name, func, a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
     axes = _axes(axis, a.ndim)
@@ -189,7 +177,7 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     a = asarray(a)
     if a.dtype.kind != "f" or a.size == 0:
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    work = _float_work(a, dtype, "nanmean")
+    work = _float_work(a, dtype)
     if work is None:
         return _fallback("nanmean", _np.nanmean, a, axis=axis, dtype=dtype, keepdims=keepdims)
     present = logical_not(isnan(work))
