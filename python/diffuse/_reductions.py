@@ -1,6 +1,7 @@
 """Reductions (``sum``, ``mean``, ``amax``, ``argmax``, ``any``, ``count_nonzero``, ...),
-cumulative sums and products, and ``allclose``. Products of arrays are ``_products``'s
-(``dot`` and ``matmul`` are imported here, where the array's methods find them).
+cumulative sums and products, ``isclose`` and ``allclose``. Products of arrays are
+``_products``'s (``dot`` and ``matmul`` are imported here, where the array's methods find
+them).
 """
 
 import builtins
@@ -21,6 +22,7 @@ from ._ufuncs import (
     add,
     equal,
     isfinite,
+    isnan,
     less_equal,
     logical_and,
     logical_or,
@@ -242,21 +244,28 @@ def count_nonzero(a, axis=None, keepdims=False):
     return int(counts.item()) if axis is None and not keepdims else counts
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08):
-    """NumPy's ``allclose``: everywhere ``|a - b| <= atol + rtol * |b|`` with ``b``
-    finite, or ``a == b`` (equal infinities); ``b`` in a float dtype first, as NumPy's
-    ``isclose`` has it."""
-    a = asarray(a)
-    if _is_scalar(b):  # a Python float: weak, in a's dtype where it meets a
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """NumPy's ``isclose``: ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or
+    ``a == b`` (equal infinities), or both NaN with ``equal_nan``; ``b`` in a float dtype
+    first, as NumPy has it."""
+    if _is_scalar(b):  # a Python number: weak, in a's dtype where it meets a
         b = float(b)
         magnitude, finite = builtins.abs(b), math.isfinite(b)
     else:
         b = asarray(b)
         b = b if b.dtype.kind == "f" else b.astype("float64")
         magnitude, finite = absolute(b), isfinite(b)
+    a = asarray(a)
     near = less_equal(absolute(subtract(a, b)), atol + rtol * magnitude)
     close = logical_or(logical_and(near, finite), equal(a, b))
-    return builtins.bool(all(close))
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """NumPy's ``allclose``: ``isclose`` everywhere (read back: a Python bool)."""
+    return builtins.bool(all(isclose(a, b, rtol, atol, equal_nan)))
 
 
 #: The functions of ``NATIVE`` this module defines, given NumPy's whole interface here, before
@@ -272,6 +281,7 @@ NATIVE = (
     "count_nonzero",
     "cumprod",
     "cumsum",
+    "isclose",
     "max",
     "mean",
     "min",

@@ -1,5 +1,5 @@
 """Statistics built from native reductions, element-wise operations and products (``var``,
-``std``, ``average``, ``ptp``, the NaN-ignoring reductions, ``isclose``, ``nan_to_num``,
+``std``, ``average``, ``ptp``, the NaN-ignoring reductions, ``nan_to_num``,
 ``cov``, ``corrcoef``): each is a few index tasks over the stores that fuse with the work
 around them, never a copy to NumPy.
 
@@ -13,24 +13,20 @@ import math
 import numpy as _np
 
 from ._warnings import warn_at_caller
-from ._dtypes import _dtype_name, _is_scalar
+from ._dtypes import _dtype_name
 from ._interop import _fallback, _wrap_numpy_names
 from ._creation import asarray, diag, full
 from ._manipulation import concatenate
 from ._products import matmul
 from ._ufuncs import (
-    absolute,
     clip,
     equal,
     greater,
-    isfinite,
     isinf,
     isnan,
     less,
-    less_equal,
     logical_and,
     logical_not,
-    logical_or,
     multiply,
     sqrt,
     subtract,
@@ -186,25 +182,6 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     return true_divide(total, count)
 
 
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """NumPy's ``isclose``: ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or
-    ``a == b`` (equal infinities), or both NaN with ``equal_nan``; ``b`` in a float dtype
-    first, as NumPy has it."""
-    if _is_scalar(b):  # a Python number: weak, in a's dtype where it meets a
-        b = float(b)
-        magnitude, finite = builtins.abs(b), math.isfinite(b)
-    else:
-        b = asarray(b)
-        b = b if b.dtype.kind == "f" else b.astype("float64")
-        magnitude, finite = absolute(b), isfinite(b)
-    a = asarray(a)
-    near = less_equal(absolute(subtract(a, b)), atol + rtol * magnitude)
-    close = logical_or(logical_and(near, finite), equal(a, b))
-    if equal_nan:
-        close = logical_or(close, logical_and(isnan(a), isnan(b)))
-    return close
-
-
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NumPy's ``nan_to_num``: NaN, +inf and -inf replaced by ``nan``, ``posinf`` and
     ``neginf`` (the dtype's largest and smallest finite values by default); in place when
@@ -289,7 +266,6 @@ NATIVE = (
     "average",
     "corrcoef",
     "cov",
-    "isclose",
     "nan_to_num",
     "nanmax",
     "nanmean",

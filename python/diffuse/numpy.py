@@ -49,11 +49,11 @@ from ._products import (  # noqa: F401
     cross, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
 )
 from ._reductions import (  # noqa: F401
-    all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, max, mean,
-    min, prod, sum,
+    all, allclose, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, isclose,
+    max, mean, min, prod, sum,
 )
 from ._statistics import (  # noqa: F401
-    average, corrcoef, cov, isclose, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std,
+    average, corrcoef, cov, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std,
     var,
 )
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)

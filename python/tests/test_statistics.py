@@ -4,6 +4,8 @@ fails these tests), over dtypes, shapes (empty ones too), axes, ``keepdims``, ``
 views, NaNs and infinities; the same dtypes and shapes as NumPy, values within rounding of
 NumPy's (diffuse sums blocks in its own order), and NumPy's exception where NumPy raises."""
 
+import os
+import sys
 import warnings
 
 import numpy as onp
@@ -13,6 +15,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import diffuse.numpy as dnp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _results import numpy_and_native  # noqa: E402
 
 DTYPES = [onp.float64, onp.float32, onp.int64, onp.int32, onp.bool_]
 
@@ -61,24 +66,17 @@ def _same(got, want):
 
 
 def _compare(name, x, a, *args, **kwargs):
-    """diffuse's ``name`` of ``a`` is NumPy's of ``x``, or raises NumPy's exception; the
-    method of the same name too where NumPy's arrays have it."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            want = getattr(onp, name)(x, *args, **kwargs)
-        except Exception as e:  # NumPy's exception is the answer
-            with pytest.raises(type(e)):
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("error", message=".*not native to diffuse.*")
-                    getattr(dnp, name)(a, *args, **kwargs)
-            return
+    """diffuse's ``name`` of ``a`` is NumPy's of ``x``, or raises NumPy's exception; also
+    NumPy's function given ``a``, and the method of the same name where NumPy's arrays have
+    it."""
+    both = numpy_and_native(name, x, a, *args, **kwargs)
+    if both is None:
+        return
+    want, got = both
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.filterwarnings("error", message=".*not native to diffuse.*")
-        got = getattr(dnp, name)(a, *args, **kwargs)
-        through_numpy = getattr(onp, name)(a, *args, **kwargs)
-        results = [got, through_numpy]
+        results = [got, getattr(onp, name)(a, *args, **kwargs)]
         if name in ("var", "std"):
             results.append(getattr(a, name)(*args, **kwargs))
     for result in results:
@@ -149,7 +147,7 @@ def test_weights_of_the_wrong_shape_or_summing_to_zero_raise_numpys_errors():
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_isclose_matches_numpy(data):
+def test_isclose_and_allclose_match_numpy(data):
     x, a = data.draw(_operands(special=True))
     kind = data.draw(st.sampled_from(["array", "scalar", "shifted"]))
     if kind == "scalar":
@@ -161,7 +159,8 @@ def test_isclose_matches_numpy(data):
         b = dnp.array(y)
     equal_nan = data.draw(st.booleans())
     rtol = data.draw(st.sampled_from([1e-5, 1e-9, 0.0]))
-    _compare("isclose", x, a, b if kind != "scalar" else y, rtol=rtol, equal_nan=equal_nan)
+    for name in ("isclose", "allclose"):
+        _compare(name, x, a, b if kind != "scalar" else y, rtol=rtol, equal_nan=equal_nan)
 
 
 @settings(max_examples=40, deadline=None)
