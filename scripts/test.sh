@@ -261,7 +261,9 @@ python=$(scripts/python-setup.sh)
 (cd python && DIFFUSE_BACKEND=legion timeout --kill-after=60 1200 "$(dirname "$python")/pytest" -q \
     tests/test_views.py tests/test_differential.py tests/test_sparse.py tests/test_failures.py \
     tests/test_trace.py tests/test_eager.py tests/test_statistics.py tests/test_routines.py \
-    tests/test_rearrangements.py tests/test_linalg.py)
+    tests/test_rearrangements.py tests/test_linalg.py tests/test_routines_more.py \
+    tests/test_einsum.py tests/test_io.py tests/test_complex.py tests/test_complex_reductions.py \
+    tests/test_complex_programs.py tests/test_sorting.py)
 # The kernel suite (benches/peers/kernels) at its smallest size: every kernel's result
 # validated against NumPy, no timing.
 timeout --kill-after=60 900 "$python" benches/peers/kernels/run.py --sizes small --validate-only

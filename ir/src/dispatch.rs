@@ -22,7 +22,10 @@ macro_rules! with_element_type {
     ($dtype:expr, $t:ident => $body:expr) => {
         $crate::with_dtypes!(
             $dtype,
-            [F64 => f64, F32 => f32, I64 => i64, I32 => i32, Bool => bool],
+            [
+                F64 => f64, F32 => f32, I64 => i64, I32 => i32, Bool => bool,
+                C64 => $crate::Complex32, C128 => $crate::Complex64
+            ],
             $t => $body
         )
     };

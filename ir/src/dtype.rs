@@ -18,13 +18,18 @@ pub enum DType {
     I32,
     /// Boolean, one byte per element (0 or 1).
     Bool,
+    /// Complex number of two 32-bit floats (real part first), NumPy's `complex64`.
+    C64,
+    /// Complex number of two 64-bit floats (real part first), NumPy's `complex128`.
+    C128,
 }
 
 impl DType {
     /// Size of one element in bytes.
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::C64 => 8,
             DType::F32 | DType::I32 => 4,
             DType::Bool => 1,
         }
@@ -38,6 +43,31 @@ impl DType {
             DType::I64 => "i64",
             DType::I32 => "i32",
             DType::Bool => "bool",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
+        }
+    }
+
+    /// True for the complex types.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The type of one part (real or imaginary) of a complex type; the type itself otherwise.
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
+    /// The complex type whose parts are this float type (`None` for non-floats).
+    pub fn complex_of(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
         }
     }
 }
@@ -55,10 +85,14 @@ mod sealed {
     impl Sealed for i64 {}
     impl Sealed for i32 {}
     impl Sealed for bool {}
+    impl Sealed for super::Complex32 {}
+    impl Sealed for super::Complex64 {}
 }
 
+pub use num_complex::{Complex32, Complex64};
+
 /// A Rust type that is the element type of some [`DType`]; implemented for exactly
-/// `f64`, `f32`, `i64`, `i32` and `bool`.
+/// `f64`, `f32`, `i64`, `i32`, `bool`, [`Complex32`] and [`Complex64`].
 pub trait Element:
     sealed::Sealed + Copy + PartialEq + fmt::Debug + Send + Sync + Default + 'static
 {
@@ -84,6 +118,34 @@ pub trait Element:
 
     /// Unwraps [`HostData`] of this dtype; `Err` gives it back unchanged otherwise.
     fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData>;
+}
+
+/// `Element`'s conversions to and from [`Scalar`] and [`HostData`] for the type whose
+/// variant of both is `$dt`.
+macro_rules! host_conversions {
+    ($dt:ident) => {
+        fn into_scalar(self) -> Scalar {
+            Scalar::$dt(self)
+        }
+
+        fn from_scalar(s: Scalar) -> Option<Self> {
+            match s {
+                Scalar::$dt(v) => Some(v),
+                _ => None,
+            }
+        }
+
+        fn wrap_host(values: Vec<Self>) -> HostData {
+            HostData::$dt(values)
+        }
+
+        fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData> {
+            match data {
+                HostData::$dt(v) => Ok(v),
+                other => Err(other),
+            }
+        }
+    };
 }
 
 macro_rules! numeric_element {
@@ -121,27 +183,7 @@ macro_rules! numeric_element {
                 }
             }
 
-            fn into_scalar(self) -> Scalar {
-                Scalar::$dt(self)
-            }
-
-            fn from_scalar(s: Scalar) -> Option<Self> {
-                match s {
-                    Scalar::$dt(v) => Some(v),
-                    _ => None,
-                }
-            }
-
-            fn wrap_host(values: Vec<Self>) -> HostData {
-                HostData::$dt(values)
-            }
-
-            fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData> {
-                match data {
-                    HostData::$dt(v) => Ok(v),
-                    other => Err(other),
-                }
-            }
+            host_conversions!($dt);
         }
     };
 }
@@ -173,28 +215,56 @@ impl Element for bool {
         }
     }
 
-    fn into_scalar(self) -> Scalar {
-        Scalar::Bool(self)
-    }
-
-    fn from_scalar(s: Scalar) -> Option<Self> {
-        match s {
-            Scalar::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    fn wrap_host(values: Vec<Self>) -> HostData {
-        HostData::Bool(values)
-    }
-
-    fn unwrap_host(data: HostData) -> Result<Vec<Self>, HostData> {
-        match data {
-            HostData::Bool(v) => Ok(v),
-            other => Err(other),
-        }
-    }
+    host_conversions!(Bool);
 }
+
+/// NumPy's order of complex numbers: by real part, then by imaginary part.
+fn complex_less<T: PartialOrd>(a: &num_complex::Complex<T>, b: &num_complex::Complex<T>) -> bool {
+    a.re < b.re || (a.re == b.re && a.im < b.im)
+}
+
+macro_rules! complex_element {
+    ($t:ty, $part:ty, $dt:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+
+            fn reduction_identity(op: ReductionOp) -> Self {
+                let part = |v: $part| <$t>::new(v, v);
+                match op {
+                    ReductionOp::Sum => part(-0.0),
+                    ReductionOp::Prod => <$t>::new(1.0, 0.0),
+                    ReductionOp::Min => part(<$part>::INFINITY),
+                    ReductionOp::Max => part(<$part>::NEG_INFINITY),
+                }
+            }
+
+            fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
+                let is_nan = |z: Self| z.re.is_nan() || z.im.is_nan();
+                // NaN wins min and max, as in NumPy; otherwise NumPy's lexicographic order.
+                let pick = |take_value: bool| {
+                    if is_nan(acc) {
+                        acc
+                    } else if take_value || is_nan(value) {
+                        value
+                    } else {
+                        acc
+                    }
+                };
+                match op {
+                    ReductionOp::Sum => acc + value,
+                    ReductionOp::Prod => acc * value,
+                    ReductionOp::Min => pick(complex_less(&value, &acc)),
+                    ReductionOp::Max => pick(complex_less(&acc, &value)),
+                }
+            }
+
+            host_conversions!($dt);
+        }
+    };
+}
+
+complex_element!(Complex32, f32, C64);
+complex_element!(Complex64, f64, C128);
 
 /// A typed scalar passed by value to a task (e.g. the `0.2` of the stencil's `MULT`).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -209,6 +279,10 @@ pub enum Scalar {
     I32(i32),
     /// A `bool` value.
     Bool(bool),
+    /// A `complex64` value.
+    C64(Complex32),
+    /// A `complex128` value.
+    C128(Complex64),
 }
 
 impl Scalar {
@@ -220,6 +294,8 @@ impl Scalar {
             Scalar::I64(_) => DType::I64,
             Scalar::I32(_) => DType::I32,
             Scalar::Bool(_) => DType::Bool,
+            Scalar::C64(_) => DType::C64,
+            Scalar::C128(_) => DType::C128,
         }
     }
 }

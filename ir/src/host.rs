@@ -1,6 +1,6 @@
 //! Typed host-side copies of store data, exchanged between the application and a backend.
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{Complex32, Complex64, DType, Element};
 
 /// A flat, row-major host vector of one dtype.
 #[derive(Clone, PartialEq, Debug)]
@@ -15,6 +15,10 @@ pub enum HostData {
     I32(Vec<i32>),
     /// `bool` values.
     Bool(Vec<bool>),
+    /// `complex64` values.
+    C64(Vec<Complex32>),
+    /// `complex128` values.
+    C128(Vec<Complex64>),
 }
 
 impl HostData {
@@ -26,6 +30,8 @@ impl HostData {
             HostData::I64(_) => DType::I64,
             HostData::I32(_) => DType::I32,
             HostData::Bool(_) => DType::Bool,
+            HostData::C64(_) => DType::C64,
+            HostData::C128(_) => DType::C128,
         }
     }
 
@@ -37,6 +43,8 @@ impl HostData {
             HostData::I64(v) => v.len(),
             HostData::I32(v) => v.len(),
             HostData::Bool(v) => v.len(),
+            HostData::C64(v) => v.len(),
+            HostData::C128(v) => v.len(),
         }
     }
 
@@ -63,6 +71,8 @@ impl HostData {
             HostData::I64(v) => bytes_of(v),
             HostData::I32(v) => bytes_of(v),
             HostData::Bool(v) => bytes_of(v),
+            HostData::C64(v) => bytes_of(v),
+            HostData::C128(v) => bytes_of(v),
         }
     }
 }

@@ -184,7 +184,8 @@ impl TaskKindBuilder {
         self
     }
 
-    /// Attaches an MLIR generator for the JIT.
+    /// Attaches an MLIR generator for the JIT (kept only for kinds of real element types:
+    /// the JIT does not compile complex values).
     pub fn mlir(mut self, generator: Arc<dyn MlirGenerator>) -> Self {
         self.mlir = Some(generator);
         self
@@ -233,6 +234,11 @@ impl TaskKindBuilder {
         if reg.by_name.contains_key(&self.name) {
             return Err(IrError::DuplicateKind { name: self.name });
         }
+        // The kernel ABI compiles real element types only: a kind touching complex values
+        // runs its native kernel everywhere (on the host when placed on a GPU).
+        let complex = self.args.iter().any(|a| a.dtype.is_complex())
+            || self.scalars.iter().any(|d| d.is_complex());
+        let mlir = self.mlir.filter(|_| !complex);
         let kind = Arc::new(TaskKind {
             id: reg.kinds.len() as u32,
             name: self.name,
@@ -242,7 +248,7 @@ impl TaskKindBuilder {
             elementwise: self.elementwise,
             native_on_cpu: self.native_on_cpu,
             native: Arc::new(native),
-            mlir: self.mlir,
+            mlir,
         });
         let index = reg.kinds.len();
         reg.by_name.insert(kind.name.clone(), index);

@@ -177,8 +177,9 @@ pub trait MlirGenerator: Send + Sync {
 /// the loop vectorize.
 pub const REDUCTION_LANES: usize = 8;
 
-/// The MLIR element type a dtype is passed as: `f64`, `f32`, `i64`, `i32`, and `i8` for
-/// `bool` (one byte, 0 or 1, as stored).
+/// The MLIR element type a dtype is passed as: `f64`, `f32`, `i64`, `i32`, `i8` for
+/// `bool` (one byte, 0 or 1, as stored), and `complex<f32>` / `complex<f64>` (the two parts
+/// adjacent, real first, as stored).
 pub fn element_type(dtype: DType) -> &'static str {
     match dtype {
         DType::F64 => "f64",
@@ -186,6 +187,8 @@ pub fn element_type(dtype: DType) -> &'static str {
         DType::I64 => "i64",
         DType::I32 => "i32",
         DType::Bool => "i8",
+        DType::C64 => "complex<f32>",
+        DType::C128 => "complex<f64>",
     }
 }
 

@@ -118,3 +118,5 @@ scalar_from!(f32, F32);
 scalar_from!(i64, I64);
 scalar_from!(i32, I32);
 scalar_from!(bool, Bool);
+scalar_from!(crate::dtype::Complex32, C64);
+scalar_from!(crate::dtype::Complex64, C128);

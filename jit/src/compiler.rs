@@ -238,7 +238,7 @@ impl NativeCode {
         scalars: &[Scalar],
         trailing: &mut [Descriptor],
     ) {
-        let mut scalar_slots: Vec<u64> = scalars.iter().map(scalar_bits).collect();
+        let mut scalar_slots: Vec<[u64; 2]> = scalars.iter().map(scalar_bits).collect();
         // The packed calling convention: one pointer per parameter, to its value (for a
         // memref, the pointer to a pointer to its descriptor).
         let mut descriptor_ptrs: Vec<*mut c_void> = descriptors
@@ -250,7 +250,7 @@ impl NativeCode {
         let mut args: Vec<*mut c_void> = leading
             .iter_mut()
             .map(|p| (p as *mut *mut c_void).cast())
-            .chain(scalar_slots.iter_mut().map(|s| (s as *mut u64).cast()))
+            .chain(scalar_slots.iter_mut().map(|s| s.as_mut_ptr().cast()))
             .chain(after.iter_mut().map(|p| (p as *mut *mut c_void).cast()))
             .collect();
         // SAFETY: `entry` is the packed wrapper, of this type; the caller vouches for the
@@ -284,14 +284,20 @@ pub(crate) fn descriptor(
     d
 }
 
-/// A scalar's bits, in the low bytes of a word as the kernel's parameter type reads them.
-fn scalar_bits(s: &Scalar) -> u64 {
+/// A scalar's bits, in the low bytes of two words as the kernel's parameter type reads them
+/// (a complex value's parts in order, as `complex<f32>` / `complex<f64>` lay them out).
+fn scalar_bits(s: &Scalar) -> [u64; 2] {
     match *s {
-        Scalar::F64(v) => v.to_bits(),
-        Scalar::F32(v) => u64::from(v.to_bits()),
-        Scalar::I64(v) => v as u64,
-        Scalar::I32(v) => u64::from(v as u32),
-        Scalar::Bool(v) => u64::from(v),
+        Scalar::F64(v) => [v.to_bits(), 0],
+        Scalar::F32(v) => [u64::from(v.to_bits()), 0],
+        Scalar::I64(v) => [v as u64, 0],
+        Scalar::I32(v) => [u64::from(v as u32), 0],
+        Scalar::Bool(v) => [u64::from(v), 0],
+        Scalar::C64(z) => [
+            u64::from(z.re.to_bits()) | (u64::from(z.im.to_bits()) << 32),
+            0,
+        ],
+        Scalar::C128(z) => [z.re.to_bits(), z.im.to_bits()],
     }
 }
 

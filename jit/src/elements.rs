@@ -36,7 +36,8 @@ impl Partial {
     fn of(param: usize, op: ReductionOp, dtype: DType) -> Option<Partial> {
         let float = matches!(dtype, DType::F64 | DType::F32);
         let (identity, combine) = match (op, dtype) {
-            (_, DType::Bool) | (ReductionOp::Max | ReductionOp::Min, _) => return None,
+            (_, DType::Bool | DType::C64 | DType::C128)
+            | (ReductionOp::Max | ReductionOp::Min, _) => return None,
             // -0.0: adding it leaves every value, +0.0 included, unchanged.
             (ReductionOp::Sum, DType::F64) => ("0x8000000000000000", "addf"),
             (ReductionOp::Sum, DType::F32) => ("0x80000000", "addf"),

@@ -53,6 +53,8 @@ mod point_task;
 #[cfg(legion)]
 mod process;
 #[cfg(legion)]
+mod redops;
+#[cfg(legion)]
 mod shared;
 #[cfg(all(legion, test))]
 mod test_plans;

@@ -50,18 +50,18 @@ pub(crate) fn folded_by_diffuse(
     max_elements: usize,
 ) -> Vec<Folded> {
     let launch = plan.template().launch_domain();
-    if launch.volume() <= 1 {
-        return Vec::new();
-    }
-    // The partials of a store the launch reaches through reductions only, if small enough.
-    let partials = |slot: usize| {
+    let several_points = launch.volume() > 1;
+    // The partials of a store the launch reaches through reductions only, if small enough;
+    // a reduction Legion has no operator for is folded here whatever its size.
+    let partials = |slot: usize, op: ReductionOp, dtype| {
+        let legion_folds = crate::redops::redop(op, dtype).is_some();
         requirements
             .iter()
             .filter(|req| req.slot == slot)
-            .all(|req| matches!(req.privilege, Privilege::Reduce(_)))
+            .all(|req| matches!(req.privilege, Privilege::Reduce(_)) || !legion_folds)
             .then(|| partials_shape(launch, plan.store(slot).shape()))
             .flatten()
-            .filter(|p| p.volume() as u64 <= max_elements as u64)
+            .filter(|p| !legion_folds || several_points && p.volume() as u64 <= max_elements as u64)
     };
     arg_requirement
         .iter()
@@ -71,7 +71,8 @@ pub(crate) fn folded_by_diffuse(
             let Privilege::Reduce(op) = requirements[requirement].privilege else {
                 return None;
             };
-            let shape = partials(requirements[requirement].slot)?;
+            let req = &requirements[requirement];
+            let shape = partials(req.slot, op, req.dtype)?;
             Some(Folded {
                 arg,
                 requirement,

@@ -9,7 +9,7 @@ import numbers
 import numpy as _np
 
 from . import _native
-from ._dtypes import _DT, _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
+from ._dtypes import _COMPLEX_PARTS, _DT, _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
 from ._ndarray import ndarray
 from ._eager import _Eager, _eager_shape, _eager_wrap
 from ._interop import _fallback, _wrap_numpy_names
@@ -28,8 +28,9 @@ def array(obj, dtype=None, copy=True):
     host = _np.asarray(obj, dtype=dtype)
     name = _dtype_name(host.dtype)
     if name is None:
-        if host.dtype.kind == "f":
-            host, name = host.astype(_np.float64), "float64"
+        if host.dtype.kind in "fc":  # (float16, longdouble, clongdouble)
+            name = "float64" if host.dtype.kind == "f" else "complex128"
+            host = host.astype(_DT[name])
         elif host.dtype.kind in "iu":
             if host.dtype.kind == "u" and host.size and host.max() > _INT_RANGE["int64"][1]:
                 raise OverflowError(
@@ -158,9 +159,9 @@ def arange(start, stop=None, step=1, dtype=None):
         start, stop = 0, start
     if dtype is None:
         dtype = _np.result_type(start, stop, step)
-        dtype = _np.int64 if dtype.kind in "iu" else _np.float64
+        dtype = _np.int64 if dtype.kind in "iu" else dtype if dtype.kind == "c" else _np.float64
     name = _dtype_name(dtype)
-    if name in (None, "bool") or step == 0 \
+    if name in (None, "bool", "complex128", "complex64") or step == 0 \
             or not builtins.all(_is_scalar(v) for v in (start, stop, step)):
         return _fallback("arange", _np.arange, start, stop, step, dtype)
     try:
@@ -184,10 +185,20 @@ def arange(start, stop=None, step=1, dtype=None):
 
 def linspace(start, stop, num=50, dtype=None):
     """``num`` evenly spaced values from ``start`` to ``stop``; for an integer or bool
-    ``dtype`` computed in float64 and, as NumPy 2 does, floored (integers) and cast."""
+    ``dtype`` computed in float64 and, as NumPy 2 does, floored (integers) and cast; for
+    complex bounds or ``dtype``, the values of each part (NumPy's, which multiplies ``i + 0j``
+    by the step)."""
+    if dtype is None and _np.result_type(start, stop, 1.0).kind == "c":
+        dtype = _np.result_type(start, stop, 1.0)
     name = _dtype_name(dtype or _np.float64)
     if name is None:
         return _fallback("linspace", _np.linspace, start, stop, num, dtype=dtype)
+    if name in _COMPLEX_PARTS:
+        if _eager_shape((int(num),)):
+            return _Eager(_np.linspace(start, stop, int(num), dtype=_DT[name]))
+        start, stop, part = complex(start), complex(stop), _COMPLEX_PARTS[name]
+        return _ufuncs._complex(linspace(start.real, stop.real, num, dtype=part),
+                                linspace(start.imag, stop.imag, num, dtype=part))
     if _eager_shape((int(num),)):
         # As the deferred path computes it: in float64 (or float32), floored for integers.
         if name in ("float64", "float32"):

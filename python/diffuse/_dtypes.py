@@ -6,7 +6,7 @@ import numbers
 import numpy as _np
 
 # dtypes diffuse arrays hold, by NumPy name.
-_DTYPES = ("float64", "float32", "int64", "int32", "bool")
+_DTYPES = ("float64", "float32", "int64", "int32", "bool", "complex128", "complex64")
 
 # NumPy dtype objects of the dtypes diffuse holds, and diffuse's name for anything that
 # names one of them (dtype objects, scalar types, strings): the hot path of every operation.
@@ -17,6 +17,10 @@ for _n, _d in _DT.items():
 _NAME_OF[float] = "float64"
 _NAME_OF[int] = "int64"
 _NAME_OF[bool] = "bool"
+_NAME_OF[complex] = "complex128"
+
+# The dtype of the parts (real, imaginary) of each complex dtype.
+_COMPLEX_PARTS = {"complex128": "float64", "complex64": "float32"}
 
 
 def _dtype_name(dtype):
@@ -36,8 +40,9 @@ def _scalar_for(value, dtype):
     converted as NumPy converts a scalar meeting an array of that dtype (NEP 50): an integer
     outside an integer dtype is NumPy's OverflowError (never wrapped), a float into an
     integer dtype truncates (NaN: ValueError, infinity: OverflowError), a float beyond
-    float32 is infinity with NumPy's overflow warning. Every scalar going to the native
-    side passes here."""
+    float32 is infinity with NumPy's overflow warning, a complex value into a real dtype is
+    NumPy's TypeError (a Python ``complex``) or its ComplexWarning (a NumPy complex scalar:
+    the real part). Every scalar going to the native side passes here."""
     if dtype == "bool":
         return bool(value)
     if dtype in _INT_RANGE:
@@ -48,6 +53,10 @@ def _scalar_for(value, dtype):
         return v
     if dtype == "float32":
         return float(_np.float32(float(value)))  # NumPy's rounding and overflow warning
+    if dtype == "complex64":
+        return complex(_np.complex64(value))  # (NumPy's rounding of each part)
+    if dtype == "complex128":
+        return complex(value)
     return float(value)
 
 

@@ -114,6 +114,26 @@ class _HostHeld:
     def __float__(self):
         return float(self._h)
 
+    def __complex__(self):
+        return complex(self._h)
+
+    # NumPy's views of the parts, writing through to its elements as NumPy's do.
+    @property
+    def real(self):
+        return _eager_wrap(self._h.real, _held(self._h))
+
+    @real.setter
+    def real(self, value):
+        self._h.real = _to_numpy(value)
+
+    @property
+    def imag(self):
+        return _eager_wrap(self._h.imag, _held(self._h))
+
+    @imag.setter
+    def imag(self, value):
+        self._h.imag = _to_numpy(value)
+
     def __int__(self):
         return int(self._h)
 
@@ -302,7 +322,7 @@ def _reflected(numpy_op):
 
 for _name in ("reshape", "ravel", "flatten", "transpose", "swapaxes", "diagonal", "squeeze",
               "sum", "prod", "mean", "cumsum", "cumprod", "nonzero", "argmax", "argmin",
-              "min", "max", "dot", "any", "all"):
+              "min", "max", "dot", "any", "all", "conj", "conjugate"):
     setattr(_HostHeld, _name, _eager_method(_name))
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
               "lshift", "rshift", "matmul"):

@@ -13,7 +13,7 @@ import numpy as _np
 from . import _layout
 from ._warnings import warn_at_caller
 from ._dtypes import _dtype_name
-from ._ndarray import _make_view, ndarray
+from ._ndarray import _make_view, _PartView, ndarray
 from ._eager import (_deferred_copies, _Eager, _eager_call, _eager_scan, _on_host_if_settled,
                      _only_eager, _ufunc_on_numpy)
 
@@ -108,7 +108,11 @@ def _is_view_of(x, copy):
 def _view_in_store(array, copy, x):
     """The NumPy view ``x`` of ``copy`` (the host copy of ``array``) as the same view of
     ``array``'s store, or None when a stride of ``x`` does not step along one axis of
-    ``copy`` without carrying into the next (then the result stays a copy)."""
+    ``copy`` without carrying into the next (then the result stays a copy). Of a part of
+    a complex array (``a.real``), the same part of the same view of the array."""
+    if type(array) is _PartView:
+        view = _view_in_store(array._parent, copy, x)
+        return None if view is None else getattr(view, array._part)
     size = copy.itemsize
     start = x.__array_interface__["data"][0] - copy.__array_interface__["data"][0]
     if start % size or builtins.any(s % size for s in x.strides):
@@ -189,7 +193,7 @@ def _loop_inputs(ufunc, inputs, dtype):
     for k, x in enumerate(inputs):
         if isinstance(x, (ndarray, _np.ndarray, _np.generic)):
             given = x.dtype
-        elif type(x) in (bool, int, float):
+        elif type(x) in (bool, int, float, complex):
             given = _np.dtype(type(x))  # Python scalars stay weak (NEP 50): kinds only
         else:
             return None

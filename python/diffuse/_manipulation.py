@@ -1,30 +1,163 @@
-"""Shape changes (views where NumPy gives views: ``reshape``, ``transpose``, ``squeeze``, ...),
-joins and rearrangements (``concatenate``, ``stack``, ``roll``, ``tile``, ``diff``,
-``meshgrid``, ``repeat``), and views and selections NumPy names (``flip``, ``moveaxis``,
-``split``, ``triu``, ``take``, ...).
+"""Shape changes (views where NumPy gives views: ``reshape``, ``transpose``, ``squeeze``, ...,
+and ``broadcast_to``'s read-only views), joins and rearrangements (``concatenate``, ``stack``,
+``roll``, ``tile``, ``diff``, ``meshgrid``, ``repeat``), and views and selections NumPy names
+(``flip``, ``moveaxis``, ``split``, ``triu``, ``take``, ...).
 """
 
+import builtins
 import numbers
 
 import numpy as _np
 
 from . import _layout, _native
 from ._dtypes import _dtype_name
-from ._ndarray import ndarray
-from ._interop import _fallback, _FUNCTIONS, _wrap_numpy_names
+from ._ndarray import ndarray, _make_view, _StridedView
+from ._eager import _Eager, _HostHeld
+from ._interop import _fallback, _FUNCTIONS, _stand_in, _wrap_numpy_names
 from ._creation import arange, asarray, full, zeros
 from ._ufuncs import greater_equal, less_equal, not_equal, subtract, where
 
 
 # -- views -------------------------------------------------------------------------------
+def _order(a, order, allowed="CFAK"):
+    """``"C"``, ``"F"`` or ``"K"``: the index order that ``order`` (any case; None is
+    ``"C"``) reads ``a`` in, ``"A"`` being ``"F"`` when ``a`` is Fortran-contiguous and not
+    C-contiguous; NumPy's errors for an order it does not know or that is not ``allowed``."""
+    name = "C" if order is None else order.upper() if isinstance(order, str) else order
+    if name not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if name not in allowed:
+        raise ValueError(f"order '{name}' is not permitted for reshaping")
+    if name == "A":
+        _, _, _, shape, _, strides = a._as_strided()
+        c, f = _contiguous(shape, strides), _contiguous(shape[::-1], strides[::-1])
+        return "F" if f and not c else "C"
+    return name
+
+
+def _contiguous(shape, strides):
+    """True when ``strides`` step through ``shape`` in row-major order, without gaps."""
+    return builtins.all(n == 1 or s == c
+                        for n, s, c in zip(shape, strides, _layout.c_strides(shape)))
+
+
+def _memory_order(shape, strides):
+    """The axes of a strided view, slowest first, in the order NumPy's ``"K"`` reads them:
+    its iterator's stable insertion sort by absolute stride, in which an axis of stride 0
+    (broadcast, or of length 1) keeps its place (it compares with no other)."""
+    size = [0 if n == 1 else builtins.abs(s) for n, s in zip(shape, strides)]
+    perm = list(range(len(shape)))[::-1]  # fastest first, as the iterator sorts
+    for i in range(1, len(perm)):
+        axis, place = perm[i], i
+        for j in range(i - 1, -1, -1):
+            if size[axis] and size[perm[j]]:
+                if size[perm[j]] <= size[axis]:
+                    break
+                place = j
+        perm.insert(place, perm.pop(i))
+    return perm[::-1]
+
+
 def reshape(a, shape, order="C"):
-    """``a.reshape(shape)``: a view when NumPy gives one, else a copy."""
-    return asarray(a).reshape(shape, order=order)
+    """``a.reshape(shape)``: a view when NumPy gives one, else a copy. ``order="F"`` reads
+    and places the elements with the first index fastest: the reversed reshape of the
+    transpose, transposed back."""
+    a = asarray(a)
+    if _order(a, order, allowed="CFA") == "C":
+        return a.reshape(shape)
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    return a.T.reshape(_layout.new_shape(shape, a.size)[::-1]).T
 
 
 def ravel(a, order="C"):
-    """``a`` as 1-d: a view when NumPy gives one, else a copy."""
-    return asarray(a).ravel(order=order)
+    """``a`` as 1-d: a view when NumPy gives one, else a copy; in the index order ``order``
+    (``"K"``: as the elements lie in memory, ``_memory_order``)."""
+    a = asarray(a)
+    order = _order(a, order)
+    if order == "K":
+        _, _, _, shape, _, strides = a._as_strided()
+        return a.transpose(_memory_order(shape, strides)).ravel()
+    return a.ravel() if order == "C" else a.T.ravel()
+
+
+def broadcast_to(array, shape, subok=False):
+    """NumPy's ``broadcast_to``: a read-only view of ``array`` with ``shape`` (its elements
+    repeated by strides of 0, never copied; later writes to ``array`` show through); writes
+    into it raise NumPy's ``ValueError``."""
+    a = asarray(array)
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if isinstance(a, _HostHeld):
+        # NumPy holds the elements: NumPy's read-only view of them, however large.
+        return _Eager(_np.broadcast_to(a._h, shape))
+    _np.broadcast_to(_stand_in(a), shape)  # NumPy's errors, nothing copied
+    store, sid, store_shape, own, offset, strides = a._as_strided()
+    lead = len(shape) - a.ndim
+    new = [0] * lead + [s if n == m else 0 for n, m, s in zip(own, shape[lead:], strides)]
+    return _read_only(_make_view(store, sid, store_shape, list(shape), offset, new))
+
+
+class _ReadOnly:
+    """An array that refuses writes, as NumPy's read-only arrays (``broadcast_to``'s
+    views) do; the views taken of it refuse them too, the copies made of it do not."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        raise ValueError("assignment destination is read-only")
+
+    def _inplace(self, op, o):
+        raise ValueError("output array is read-only")
+
+    @property
+    def flags(self):
+        """NumPy's flags of a broadcast array of this shape: ``writeable`` is False (the
+        others describe no memory diffuse has)."""
+        return _np.broadcast_to(_np.empty((), self.dtype), self.shape).flags
+
+    def __getitem__(self, key):
+        return _read_only_view(self, super().__getitem__(key))
+
+    def reshape(self, *shape, order="C"):
+        return _read_only_view(self, super().reshape(*shape, order=order))
+
+    def transpose(self, *axes):
+        return _read_only_view(self, super().transpose(*axes))
+
+    def diagonal(self, offset=0):
+        return _read_only_view(self, super().diagonal(offset))
+
+
+class _ReadOnlyArray(_ReadOnly, ndarray):
+    """A read-only box of a store."""
+
+    __slots__ = ()
+
+
+class _ReadOnlyView(_ReadOnly, _StridedView):
+    """A read-only strided view of a store."""
+
+    __slots__ = ()
+
+
+def _store_id(x):
+    return x._sid if isinstance(x, _StridedView) else x._a.store_id
+
+
+def _read_only(x):
+    """``x`` (a new view) made read-only in place."""
+    if type(x) is ndarray:
+        x.__class__ = _ReadOnlyArray
+    elif type(x) is _StridedView:
+        x.__class__ = _ReadOnlyView
+    return x
+
+
+def _read_only_view(base, x):
+    """``x``, taken from the read-only ``base``: read-only when it is a view of
+    ``base``'s store (not a scalar, nor a copy)."""
+    if type(x) in (ndarray, _StridedView) and x.size and _store_id(x) == _store_id(base):
+        return _read_only(x)
+    return x
 
 
 def transpose(a, axes=None):
@@ -373,6 +506,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 #: any other module imports them.
 NATIVE = (
     "array_split",
+    "broadcast_to",
     "concatenate",
     "copy",
     "diff",
@@ -399,4 +533,7 @@ NATIVE = (
     "vsplit",
     "vstack",
 )
-_wrap_numpy_names(globals(), NATIVE)
+_wrap_numpy_names(globals(), set(NATIVE) - {"broadcast_to"})
+# A NumPy-held array's broadcast is NumPy's read-only view however large (NumPy's path for
+# such arrays would copy a large one into a writable deferred array).
+_FUNCTIONS[_np.broadcast_to] = broadcast_to

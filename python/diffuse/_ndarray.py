@@ -17,7 +17,8 @@ import weakref
 import numpy as _np
 
 from . import _errstate, _layout, _native, _state
-from ._dtypes import _DT, _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
+from ._warnings import warn_at_caller
+from ._dtypes import _COMPLEX_PARTS, _DT, _dtype_name, _INT_RANGE, _is_scalar, _scalar_for
 
 
 def _int_slice_bounds(key, shape):
@@ -260,14 +261,20 @@ class ndarray:
             return _np.asarray(self).astype(dtype)
         if name == self._a.dtype and not copy:
             return self
+        source = self._a.dtype
+        if source in _COMPLEX_PARTS and name not in _COMPLEX_PARTS and name != "bool":
+            warn_at_caller("Casting complex values to real discards the imaginary part",
+                           _np.exceptions.ComplexWarning)
         cast = ndarray(self._a.astype(name))
-        if name in _INT_RANGE and self._a.dtype in ("float64", "float32"):
-            # NumPy's cast of floats to integers is C's on x86-64: a value whose truncation
-            # the dtype cannot hold (NaN, infinities, beyond the range) becomes the dtype's
-            # minimum, where diffuse's kernels saturate (NaN to 0). Lazy, fused with the cast.
+        if name in _INT_RANGE and source in ("float64", "float32", *_COMPLEX_PARTS):
+            # NumPy's cast of floats (a complex number's real part) to integers is C's on
+            # x86-64: a value whose truncation the dtype cannot hold (NaN, infinities,
+            # beyond the range) becomes the dtype's minimum, where diffuse's kernels
+            # saturate (NaN to 0). Lazy, fused with the cast.
             lo, hi = _INT_RANGE[name]
-            fits = _ufuncs.logical_and(_ufuncs.greater_equal(self, float(lo)),
-                                       _ufuncs.less(self, float(hi) + 1.0))
+            values = self.real
+            fits = _ufuncs.logical_and(_ufuncs.greater_equal(values, float(lo)),
+                                       _ufuncs.less(values, float(hi) + 1.0))
             cast = _ufuncs.where(fits, cast, lo)
         return cast
 
@@ -276,6 +283,38 @@ class ndarray:
 
     def fill(self, value):
         self[...] = value
+
+    def __complex__(self):
+        return complex(self.item())
+
+    # -- complex parts ----------------------------------------------------------------
+    @property
+    def real(self):
+        """The real part: of a complex array a view writing through to it (``_PartView``),
+        of a real array the array itself."""
+        return _PartView(self, "real") if self.dtype.kind == "c" else self
+
+    @real.setter
+    def real(self, value):
+        self.real[...] = _as_array(value)
+
+    @property
+    def imag(self):
+        """The imaginary part: of a complex array a view writing through to it, of a real
+        array zeros that refuse writes (NumPy's are read-only) (``_PartView``)."""
+        return _PartView(self, "imag")
+
+    @imag.setter
+    def imag(self, value):
+        if self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        self.imag[...] = _as_array(value)
+
+    def conjugate(self):
+        """The complex conjugate (a real array: the array itself, as NumPy's method gives)."""
+        return _ufuncs.conjugate(self) if self.dtype.kind == "c" else self
+
+    conj = conjugate
 
     # -- indexing ---------------------------------------------------------------------
     def _basic_bounds(self, key):
@@ -798,7 +837,7 @@ class ndarray:
             # that casting error, not a negative power).
             weak = _is_scalar(o) and not isinstance(o, _np.generic)
             dtype = _np.result_type(self.dtype, o if weak else _creation.asarray(o).dtype)
-            if op in _ufuncs._FLOAT_BINARY and dtype.kind != "f":
+            if op in _ufuncs._FLOAT_BINARY and dtype.kind not in "fc":
                 dtype = _np.dtype(_np.float64)
             _interop._check_output_cast(dtype, self.dtype, op)
             raise
@@ -824,6 +863,13 @@ class ndarray:
             # (sort, put, partition, out=...) is written back.
             return _interop._fallback(f"ndarray.{name}", attr, self, *args, **kwargs)
         return method
+
+
+def _as_array(value):
+    """``value`` as the array NumPy's setters of ``real`` and ``imag`` make of it first (a
+    complex scalar is cast with NumPy's ComplexWarning, where writing it into an element is
+    a TypeError)."""
+    return value if isinstance(value, ndarray) else _np.asarray(value)
 
 
 def _method(name, body):
@@ -874,6 +920,17 @@ for _name, _function in _REDUCTIONS.items():
     setattr(ndarray, _name, _reduction_method(_name, _function))
 for _name in ("var", "std"):
     setattr(ndarray, _name, _reduction_method(_name, _name, "_statistics"))
+for _name in ("argsort", "searchsorted"):
+    setattr(ndarray, _name, _reduction_method(_name, _name, "_sorting"))
+
+
+def _sort_in_place(self, axis=-1, kind=None, order=None, *, stable=None):
+    """NumPy's ``ndarray.sort``: the array sorted along ``axis`` in place."""
+    self[...] = _sorting.sort(self, axis=axis, kind=kind, order=order)
+
+
+ndarray.sort = _method("sort", _sort_in_place)
+ndarray.tofile = _reduction_method("tofile", "_tofile", "_io")
 
 
 class _StridedView(ndarray):
@@ -1039,6 +1096,78 @@ class _StridedView(ndarray):
         return ndarray(self._gather())
 
 
+class _PartView(ndarray):
+    """``a.real`` or ``a.imag`` (``_part``) of ``a`` (``_parent``): NumPy's view of one part
+    of a complex array, which a store cannot express (it holds whole elements). Read, it is
+    the parent's part at that moment (one fused task, never a stale copy); its writes
+    (``v[i] = x``, ``v += 1``, ``v.fill(x)``) and the views taken of it (indices, slices,
+    reshapes, transposes) go through to the parent, as NumPy's do. The imaginary part of a
+    real array is zeros that refuse writes, as NumPy's read-only ones do."""
+
+    __slots__ = ("_parent", "_part")
+
+    def __init__(self, parent, part):  # noqa: super().__init__ would set ``_a``
+        self._parent, self._part = parent, part
+
+    @property
+    def _a(self):
+        parent = self._parent
+        if parent.dtype.kind == "c":
+            return parent._a.unary(self._part)
+        return _native.zeros_(list(parent.shape), parent.dtype.name)
+
+    @property
+    def shape(self):
+        return self._parent.shape
+
+    @property
+    def ndim(self):
+        return self._parent.ndim
+
+    @property
+    def size(self):
+        return self._parent.size
+
+    @property
+    def dtype(self):
+        dtype = self._parent.dtype
+        return _DT[_COMPLEX_PARTS[dtype.name]] if dtype.kind == "c" else dtype
+
+    def _settled(self, limit=None):
+        return self._parent._settled(limit)
+
+    def _settled_host(self):
+        return getattr(self._parent._settled_host(), self._part)
+
+    def __getitem__(self, key):
+        # (an element's part is a NumPy scalar's, as NumPy gives)
+        return getattr(self._parent[key], self._part)
+
+    def __setitem__(self, key, value):
+        parent = self._parent
+        if parent.dtype.kind != "c":
+            raise ValueError("assignment destination is read-only")
+        old = parent[key]
+        if isinstance(old, ndarray):
+            parent[key] = _ufuncs._with_part(old, self._part, value)
+            return
+        # One element: its new part converted as NumPy converts a value written into it.
+        new = _scalar_for(value, self.dtype.name) if _is_scalar(value) \
+            else _np.asarray(_eager._to_numpy(value), self.dtype).item()
+        parent[key] = complex(new, old.imag) if self._part == "real" else complex(old.real, new)
+
+
+def _through_parent(name):
+    """``_PartView``'s method ``name`` (a view of the array): the same part of the parent's
+    view, so that writes through it reach the parent."""
+    return _method(name, lambda self, *args, **kwargs:
+                   getattr(getattr(self._parent, name)(*args, **kwargs), self._part))
+
+
+for _name in ("reshape", "ravel", "transpose", "swapaxes", "diagonal", "squeeze"):
+    setattr(_PartView, _name, _through_parent(_name))
+
+
 def _box_of(store, store_shape, shape, offset, strides):
     """The native box of ``store`` that the strided description is, or None."""
     if len(shape) != len(store_shape):
@@ -1069,4 +1198,4 @@ def _make_view(store, sid, store_shape, shape, offset, strides):
 # The modules above this one, which import its names: imported last, as modules, their
 # functions looked up when called.
 from . import _eager, _interop, _creation, _ufuncs, _selection, _indexing  # noqa: E402
-from . import _reductions, _statistics  # noqa: E402
+from . import _reductions, _statistics, _sorting, _io  # noqa: E402

@@ -41,7 +41,7 @@ def _product_dtype(a, b):
     """NumPy's dtype of a product of ``a`` and ``b`` when diffuse multiplies it natively (a
     numeric dtype diffuse has), else None."""
     dtype = _np.result_type(a.dtype, b.dtype)
-    return dtype if dtype.kind in "if" and _dtype_name(dtype) is not None else None
+    return dtype if dtype.kind in "ifc" and _dtype_name(dtype) is not None else None
 
 
 def _cast(a, dtype):
@@ -202,8 +202,8 @@ def dot(a, b):
 
 
 def vdot(a, b):
-    """NumPy's ``vdot`` of real arrays: the dot product of the flattened operands (a lazy
-    0-d array)."""
+    """NumPy's ``vdot``: the dot product of the flattened operands, the first conjugated
+    when complex (a lazy 0-d array)."""
     a, b = asarray(a), asarray(b)
     if _product_dtype(a, b) is None:
         return _fallback("vdot", _np.vdot, a, b)
@@ -212,6 +212,8 @@ def vdot(a, b):
                          f"{builtins.max(a.size, b.size)} into shape "
                          f"({builtins.min(a.size, b.size)},)")
     dtype = _np.result_type(a.dtype, b.dtype)
+    if a.dtype.kind == "c":
+        a = a.conj()
     return ndarray(_cast(a, dtype).ravel()._a.dot(_cast(b, dtype).ravel()._a))
 
 

@@ -29,6 +29,7 @@ from ._ufuncs import (
     multiply,
     not_equal,
     subtract,
+    true_divide,
     _where,
 )
 
@@ -95,7 +96,7 @@ def _along(a, method, axes, keepdims, native):
 def _accumulating(a, name):
     if name in ("sum", "prod") and a.dtype.kind in "bi" and a.dtype != _np.int64:
         return a.astype("int64")
-    if name == "mean" and a.dtype.kind != "f":
+    if name == "mean" and a.dtype.kind not in "fc":
         return a.astype("float64")
     if name in ("max", "min") and a.dtype.kind == "b":
         return a.astype("int64")
@@ -178,7 +179,18 @@ def mean(a, axis=None, dtype=None, keepdims=False):
     a = asarray(a)
     if a.size == 0:
         return _of_empty(_np.mean, a, axis=axis, dtype=dtype, keepdims=keepdims)
+    if (a.dtype if dtype is None else _np.dtype(dtype)).kind == "c":
+        return _complex_mean(a, axis, dtype, keepdims)
     return _reduce("mean", a, axis, keepdims, dtype)
+
+
+def _complex_mean(a, axis, dtype, keepdims):
+    """NumPy's mean of complex numbers: the sum divided by the count, in complex128 (NumPy's
+    count is an integer that complex64 cannot hold) and cast back to the sum's dtype."""
+    total = _reduce("sum", a, axis, keepdims, dtype)
+    count = math.prod(a.shape[ax] for ax in _axes(axis, a.ndim))
+    return true_divide(total.astype("complex128", copy=False), count).astype(total.dtype,
+                                                                             copy=False)
 
 
 def amin(a, axis=None, keepdims=False):
@@ -246,14 +258,14 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """NumPy's ``isclose``: ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or
-    ``a == b`` (equal infinities), or both NaN with ``equal_nan``; ``b`` in a float dtype
-    first, as NumPy has it."""
-    if _is_scalar(b):  # a Python number: weak, in a's dtype where it meets a
-        b = float(b)
+    ``a == b`` (equal infinities), or both NaN with ``equal_nan``; ``b`` in a float (or
+    complex) dtype first, as NumPy has it."""
+    if _is_scalar(b) and not isinstance(b, (complex, _np.complexfloating)):
+        b = float(b)  # a real number: weak, in a's dtype where it meets a
         magnitude, finite = builtins.abs(b), math.isfinite(b)
     else:
         b = asarray(b)
-        b = b if b.dtype.kind == "f" else b.astype("float64")
+        b = b if b.dtype.kind in "fc" else b.astype("float64")
         magnitude, finite = absolute(b), isfinite(b)
     a = asarray(a)
     near = less_equal(absolute(subtract(a, b)), atol + rtol * magnitude)

@@ -19,6 +19,7 @@ from ._creation import asarray, diag, full
 from ._manipulation import concatenate
 from ._products import matmul
 from ._ufuncs import (
+    add,
     clip,
     equal,
     greater,
@@ -32,6 +33,7 @@ from ._ufuncs import (
     subtract,
     true_divide,
     where,
+    _complex,
 )
 from ._reductions import _axes, _of_empty, _reduce, amax, amin, mean
 
@@ -39,18 +41,28 @@ from ._reductions import _axes, _of_empty, _reduce, amax, amin, mean
 def _float_work(a, dtype):
     """``a`` in the dtype it is computed in: ``dtype`` when given, else float64 for
     integers and booleans (NumPy's rule for means and variances), else ``a``'s own; None
-    for a ``dtype`` diffuse does not hold or that is not a float."""
+    for a ``dtype`` diffuse does not hold or that is neither a float nor complex."""
     if dtype is not None:
         target = _np.dtype(dtype)
-        if _dtype_name(target) is None or target.kind != "f":
+        if _dtype_name(target) is None or target.kind not in "fc":
             return None
         return a.astype(_dtype_name(target)) if a.dtype != target else a
-    return a if a.dtype.kind == "f" else a.astype("float64")
+    return a if a.dtype.kind in "fc" else a.astype("float64")
+
+
+def _squares(x):
+    """The squared magnitudes of ``x``'s elements, as NumPy's ``var`` computes them: ``x *
+    x``, or for complex numbers the squares of both parts added (a real result)."""
+    if x.dtype.kind != "c":
+        return multiply(x, x)
+    re, im = x.real, x.imag
+    return add(multiply(re, re), multiply(im, im))
 
 
 def _variance(name, a, axis, dtype, ddof, keepdims):
     """``var`` (or the square of ``std``, for ``name``): the sum of squared deviations from
-    the mean over ``N - ddof`` (at least 0, with NumPy's warning when it is)."""
+    the mean (their magnitudes for complex numbers) over ``N - ddof`` (at least 0, with
+    NumPy's warning when it is)."""
     a = asarray(a)
     func = getattr(_np, name)
     if a.size == 0:
@@ -61,7 +73,7 @@ def _variance(name, a, axis, dtype, ddof, keepdims):
     axes = _axes(axis, a.ndim)
     count = math.prod(a.shape[ax] for ax in axes)
     deviation = subtract(work, mean(work, axis=axes, keepdims=True))
-    squares = _reduce("sum", multiply(deviation, deviation), axes, keepdims)
+    squares = _reduce("sum", _squares(deviation), axes, keepdims)
     divisor = builtins.max(count - ddof, 0)
     if divisor == 0:
         warn_at_caller("Degrees of freedom <= 0 for slice", RuntimeWarning)
@@ -71,7 +83,8 @@ def _variance(name, a, axis, dtype, ddof, keepdims):
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     """NumPy's ``var``: the mean squared deviation from the mean along ``axis`` (an int, a
-    tuple or all), over ``N - ddof``; float64 for integer and boolean input."""
+    tuple or all), over ``N - ddof``; float64 for integer and boolean input, the dtype of
+    the parts for complex input."""
     return _variance("var", a, axis, dtype, ddof, keepdims)
 
 
@@ -133,7 +146,7 @@ def ptp(a, axis=None, keepdims=False):
 
 def _not_nan(a, fill):
     """``a`` with its NaNs replaced by ``fill`` (``a`` itself when it cannot hold NaNs)."""
-    return where(isnan(a), fill, a) if a.dtype.kind == "f" else a
+    return where(isnan(a), fill, a) if a.dtype.kind in "fc" else a
 
 
 def nansum(a, axis=None, dtype=None, keepdims=False):
@@ -143,13 +156,16 @@ def nansum(a, axis=None, dtype=None, keepdims=False):
 
 
 def _nan_extreme(name, a, axis, keepdims, fill):
-    """``nanmax``/``nanmin`` (``name``): the extreme of the elements that are not NaN, NaN
-    where every element of a slice is. (NumPy's "All-NaN slice" warning would need the
-    values read back: it is not given.)"""
+    """``nanmax``/``nanmin`` (``name``): the extreme of the elements that are not NaN (a
+    complex number is NaN where a part is; ``fill`` in both parts orders before, or after,
+    every other), NaN where every element of a slice is. (NumPy's "All-NaN slice" warning
+    would need the values read back: it is not given.)"""
     a = asarray(a)
     extreme = amax if name == "nanmax" else amin
-    if a.dtype.kind != "f" or a.size == 0:
+    if a.dtype.kind not in "fc" or a.size == 0:
         return extreme(a, axis=axis, keepdims=keepdims)
+    if a.dtype.kind == "c":
+        fill = complex(fill, fill)
     found = extreme(_not_nan(a, fill), axis=axis, keepdims=keepdims)
     every_nan = logical_not(_reduce("sum", logical_not(isnan(a)).astype("int64"), axis,
                                     keepdims).astype("bool"))
@@ -171,31 +187,38 @@ def nanmean(a, axis=None, dtype=None, keepdims=False):
     none, as NumPy gives; its warning there is the division's "invalid value", when the work
     runs, where NumPy's says "Mean of empty slice")."""
     a = asarray(a)
-    if a.dtype.kind != "f" or a.size == 0:
+    if a.dtype.kind not in "fc" or a.size == 0:
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     work = _float_work(a, dtype)
     if work is None:
         return _fallback("nanmean", _np.nanmean, a, axis=axis, dtype=dtype, keepdims=keepdims)
     present = logical_not(isnan(work))
     total = _reduce("sum", where(present, work, 0.0), axis, keepdims)
-    count = _reduce("sum", present.astype("int64"), axis, keepdims).astype(work.dtype.name)
-    return true_divide(total, count)
+    count = _reduce("sum", present.astype("int64"), axis, keepdims)
+    # (NumPy divides by the integer count: in the dtype of the two, cast back)
+    quotient = _np.result_type(work.dtype, _np.intp).name
+    return true_divide(total.astype(quotient, copy=False),
+                       count.astype(quotient)).astype(work.dtype, copy=False)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NumPy's ``nan_to_num``: NaN, +inf and -inf replaced by ``nan``, ``posinf`` and
     ``neginf`` (the dtype's largest and smallest finite values by default); in place when
-    ``copy`` is false. Integers and booleans are returned as they are (copied when
-    ``copy``)."""
+    ``copy`` is false; of complex numbers, in each part. Integers and booleans are returned
+    as they are (copied when ``copy``)."""
     x = asarray(x)
-    if x.dtype.kind != "f":
+    if x.dtype.kind == "c":
+        out = _complex(*(nan_to_num(part, True, nan, posinf, neginf)
+                         for part in (x.real, x.imag)))
+    elif x.dtype.kind != "f":
         return x.copy() if copy else x
-    limits = _np.finfo(x.dtype)
-    high = float(limits.max) if posinf is None else posinf
-    low = float(limits.min) if neginf is None else neginf
-    out = where(isnan(x), nan, x)
-    out = where(logical_and(isinf(x), greater(x, 0)), high, out)
-    out = where(logical_and(isinf(x), less(x, 0)), low, out)
+    else:
+        limits = _np.finfo(x.dtype)
+        high = float(limits.max) if posinf is None else posinf
+        low = float(limits.min) if neginf is None else neginf
+        out = where(isnan(x), nan, x)
+        out = where(logical_and(isinf(x), greater(x, 0)), high, out)
+        out = where(logical_and(isinf(x), less(x, 0)), low, out)
     if copy:
         return out
     x[...] = out
@@ -205,8 +228,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, *, dtype=None):
     """NumPy's ``cov``: the covariance matrix of the variables in the rows of ``m`` (its
     columns when not ``rowvar``), and of ``y``'s, over ``N - ddof`` observations (``N - 1``,
-    or ``N`` with ``bias``): the deviations' product with their own transpose, one
-    symmetric matrix product. Weights (``fweights``, ``aweights``) run on NumPy."""
+    or ``N`` with ``bias``): the deviations' product with their own conjugate transpose, one
+    symmetric (of complex numbers, Hermitian) matrix product. Weights (``fweights``, ``aweights``) run on NumPy."""
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
     m = asarray(m)
@@ -240,7 +263,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, *, dtype=None):
     deviations = subtract(x, mean(x, axis=1, keepdims=True))
     with _np.errstate(divide="ignore"):
         factor = _np.true_divide(1, fact)
-    return multiply(matmul(deviations, deviations.T), float(factor)).squeeze()
+    return multiply(matmul(deviations, deviations.T.conj()), float(factor)).squeeze()
 
 
 def _at_least_2d(m, name):
@@ -251,12 +274,15 @@ def _at_least_2d(m, name):
 
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     """NumPy's ``corrcoef``: ``cov`` divided by the products of the standard deviations,
-    clipped to [-1, 1] (NaN where a variable does not vary, as NumPy gives)."""
+    clipped to [-1, 1] (each part of complex numbers; NaN where a variable does not vary,
+    as NumPy gives)."""
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return true_divide(c, c)
-    deviation = sqrt(diag(c))
+    deviation = sqrt(diag(c).real)
     c = true_divide(true_divide(c, deviation.reshape(-1, 1)), deviation.reshape(1, -1))
+    if c.dtype.kind == "c":
+        return _complex(clip(c.real, -1, 1), clip(c.imag, -1, 1))
     return clip(c, -1, 1)
 
 

@@ -110,11 +110,14 @@ def solve(a, b):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """The 2-norm of a vector, the Frobenius norm of a matrix (a lazy 0-d array), or the
-    2-norms of the vectors along one ``axis``; other norms run on NumPy."""
+    2-norms of the vectors along one ``axis``, of float or complex arrays (a real result);
+    other norms run on NumPy."""
     x = _dnp.asarray(x)
-    if ord is None and x.dtype == _np.float64 and (axis is None or isinstance(axis, int)):
-        # The 2-norm (of the flattened array, or of each vector along ``axis``).
-        return _dnp.sqrt(_dnp.sum(x * x, axis=axis, keepdims=keepdims))
+    if ord is None and x.dtype.kind in "fc" and (axis is None or isinstance(axis, int)):
+        # The 2-norm (of the flattened array, or of each vector along ``axis``); of complex
+        # numbers, from the squares of both parts.
+        squares = x * x if x.dtype.kind == "f" else x.real * x.real + x.imag * x.imag
+        return _dnp.sqrt(_dnp.sum(squares, axis=axis, keepdims=keepdims))
     return _dnp._fallback("linalg.norm", _np.linalg.norm, x, ord=ord, axis=axis,
                           keepdims=keepdims)
 

@@ -10,9 +10,10 @@ This module gathers the package's modules, each of which holds one part, from th
 up: ``_state`` (settings read as it runs), ``_dtypes``, ``_layout`` (view arithmetic),
 ``_ndarray`` (the array and its strided views), ``_eager`` (small arrays NumPy holds),
 ``_interop`` (NumPy's fallback and protocols), ``_creation``, ``_ufuncs``, ``_selection``,
-``_indexing``, ``_manipulation``, ``_products``, ``_reductions`` and ``_statistics``. A
-module imports the names of those below it, and those above it last, as modules; importing
-``_ndarray`` first, as this module does, loads them all in that order.
+``_indexing``, ``_manipulation``, ``_products``, ``_reductions`` and ``_statistics``, then the
+routines built on them: ``_padding``, ``_index_routines``, ``_calculus``, ``_einsum``,
+``_io`` and ``_sorting``. A module imports the names of those below it, and those above it last, as modules;
+importing ``_ndarray`` first, as this module does, loads them all in that order.
 """
 
 import numpy as _np
@@ -20,6 +21,7 @@ import numpy as _np
 from . import _native, _ndarray  # noqa: F401 (first: see above)
 from . import _creation, _indexing, _manipulation, _products, _reductions, _selection, _ufuncs
 from . import _statistics
+from . import _calculus, _einsum, _index_routines, _io, _padding, _sorting
 from ._errstate import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 from ._ndarray import ndarray  # noqa: F401
 from ._creation import (  # noqa: F401
@@ -27,12 +29,13 @@ from ._creation import (  # noqa: F401
     identity, indices, linspace, logspace, ones, ones_like, zeros, zeros_like,
 )
 from ._ufuncs import (  # noqa: F401
-    abs, absolute, add, arccos, around, arcsin, arctan, arctan2, bitwise_and, bitwise_not, bitwise_or,
-    bitwise_xor, ceil, clip, cos, cosh, divide, divmod, equal, exp, expm1, floor, floor_divide,
-    greater, greater_equal, invert, isfinite, isinf, isnan, left_shift, less, less_equal, log,
-    log10, log1p, log2, logical_and, logical_not, logical_or, maximum, minimum, mod, multiply,
-    negative, not_equal, power, remainder, right_shift, rint, round, select, sign, sin, sinh,
-    sqrt, square, subtract, tan, tanh, true_divide, trunc, where,
+    abs, absolute, add, angle, arccos, around, arcsin, arctan, arctan2, bitwise_and, bitwise_not,
+    bitwise_or, bitwise_xor, ceil, clip, conj, conjugate, cos, cosh, divide, divmod, equal, exp,
+    expm1, floor, floor_divide, greater, greater_equal, imag, invert, iscomplex, iscomplexobj,
+    isfinite, isinf, isnan, isreal, isrealobj, left_shift, less, less_equal, log, log10, log1p,
+    log2, logical_and, logical_not, logical_or, maximum, minimum, mod, multiply, negative,
+    not_equal, power, real, real_if_close, remainder, right_shift, rint, round, select, sign, sin,
+    sinh, sqrt, square, subtract, tan, tanh, true_divide, trunc, where,
 )
 from ._selection import (  # noqa: F401
     extract, flatnonzero, nonzero,
@@ -41,9 +44,9 @@ from ._indexing import (  # noqa: F401
     copyto, putmask,
 )
 from ._manipulation import (  # noqa: F401
-    array_split, concatenate, copy, diff, expand_dims, flip, fliplr, flipud, hsplit, hstack,
-    meshgrid, moveaxis, ravel, repeat, reshape, roll, split, squeeze, stack, swapaxes, take,
-    tile, transpose, tril, triu, vsplit, vstack,
+    array_split, broadcast_to, concatenate, copy, diff, expand_dims, flip, fliplr, flipud,
+    hsplit, hstack, meshgrid, moveaxis, ravel, repeat, reshape, roll, split, squeeze, stack,
+    swapaxes, take, tile, transpose, tril, triu, vsplit, vstack,
 )
 from ._products import (  # noqa: F401
     cross, dot, inner, kron, matmul, outer, tensordot, trace, vdot,
@@ -55,6 +58,14 @@ from ._reductions import (  # noqa: F401
 from ._statistics import (  # noqa: F401
     average, corrcoef, cov, nan_to_num, nanmax, nanmean, nanmin, nansum, ptp, std,
     var,
+)
+from ._padding import pad  # noqa: F401
+from ._index_routines import ix_, put, take_along_axis  # noqa: F401
+from ._calculus import convolve, gradient  # noqa: F401
+from ._einsum import einsum  # noqa: F401
+from ._io import fromfile, load, save  # noqa: F401
+from ._sorting import (  # noqa: F401
+    argsort, interp, median, percentile, quantile, searchsorted, sort, unique,
 )
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)
 # and the tests reach through this module.
@@ -70,7 +81,9 @@ __all__ = ["ndarray", "array", "asarray", "NATIVE"]
 #: Functions diffuse runs natively (everything else NumPy has falls back to NumPy).
 NATIVE = sorted({*_creation.NATIVE, *_ufuncs.NATIVE, *_selection.NATIVE, *_indexing.NATIVE,
                  *_manipulation.NATIVE, *_products.NATIVE, *_reductions.NATIVE,
-                 *_statistics.NATIVE})
+                 *_statistics.NATIVE, *_padding.NATIVE, *_index_routines.NATIVE,
+                 *_calculus.NATIVE, *_einsum.NATIVE, *_io.NATIVE,
+                 *_sorting.NATIVE})
 
 
 def flush():
@@ -84,6 +97,7 @@ e = _np.e
 inf = _np.inf
 nan = _np.nan
 float64, float32, int64, int32, bool_ = _np.float64, _np.float32, _np.int64, _np.int32, _np.bool_
+complex128, complex64 = _np.complex128, _np.complex64
 
 
 # diffuse arrays print through NumPy, so NumPy's print options are theirs (no fallback).

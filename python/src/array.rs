@@ -447,6 +447,27 @@ impl NativeArray {
         self.inner.cumulate(op, axis).map(wrap).map_err(py_err)
     }
 
+    /// The values along `axis` in NumPy's ascending order (`indices`: their int64
+    /// positions along the axis, a stable `argsort`).
+    #[pyo3(signature = (axis, indices = false))]
+    fn sort(&self, axis: usize, indices: bool) -> PyResult<NativeArray> {
+        let sorted = if indices {
+            self.inner.argsort_along(axis)
+        } else {
+            self.inner.sort_along(axis)
+        };
+        sorted.map(wrap).map_err(py_err)
+    }
+
+    /// The int64 insertion positions of `values` in this sorted 1-d array (NumPy's
+    /// `searchsorted`, the rightmost positions when `right`).
+    fn searchsorted(&self, values: &NativeArray, right: bool) -> PyResult<NativeArray> {
+        self.inner
+            .searchsorted(&values.inner, right)
+            .map(wrap)
+            .map_err(py_err)
+    }
+
     /// The reduction `op` (`sum`, `prod`, `max`, `min` or `mean`) of the whole array (a
     /// lazy 0-d array) or along `axis` (`keepdims` as NumPy's).
     #[pyo3(signature = (op, axis = None, keepdims = false))]

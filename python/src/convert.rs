@@ -2,11 +2,12 @@
 //! native-endian bytes.
 
 use diffuse_array::{BinaryOp, UnaryOp};
-use diffuse_ir::{DType, Scalar};
+use diffuse_ir::{Complex32, Complex64, DType, Scalar};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-/// The dtype named like NumPy's (`float64`, `float32`, `int64`, `int32`, `bool`).
+/// The dtype named like NumPy's (`float64`, `float32`, `int64`, `int32`, `bool`,
+/// `complex128`, `complex64`).
 pub(crate) fn dtype_of(name: &str) -> PyResult<DType> {
     Ok(match name {
         "float64" => DType::F64,
@@ -14,9 +15,12 @@ pub(crate) fn dtype_of(name: &str) -> PyResult<DType> {
         "int64" => DType::I64,
         "int32" => DType::I32,
         "bool" => DType::Bool,
+        "complex128" => DType::C128,
+        "complex64" => DType::C64,
         other => {
             return Err(PyTypeError::new_err(format!(
-                "diffuse arrays hold float64, float32, int64, int32 or bool, not {other}"
+                "diffuse arrays hold float64, float32, int64, int32, bool, complex128 or \
+                 complex64, not {other}"
             )))
         }
     })
@@ -30,6 +34,8 @@ pub(crate) fn dtype_name(dtype: DType) -> &'static str {
         DType::I64 => "int64",
         DType::I32 => "int32",
         DType::Bool => "bool",
+        DType::C64 => "complex64",
+        DType::C128 => "complex128",
     }
 }
 
@@ -65,6 +71,10 @@ pub(crate) fn unary_op(name: &str) -> PyResult<UnaryOp> {
         "isinf" => UnaryOp::IsInf,
         "isfinite" => UnaryOp::IsFinite,
         "invert" => UnaryOp::Invert,
+        "real" => UnaryOp::Real,
+        "imag" => UnaryOp::Imag,
+        "conjugate" => UnaryOp::Conj,
+        "angle" => UnaryOp::Angle,
         other => return Err(PyValueError::new_err(format!("no native unary op {other}"))),
     })
 }
@@ -116,6 +126,11 @@ pub(crate) fn scalar_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Scal
             })?)
         }
         DType::Bool => Scalar::Bool(value.extract::<bool>()?),
+        DType::C128 => Scalar::C128(value.extract::<Complex64>()?),
+        DType::C64 => {
+            let z = value.extract::<Complex64>()?;
+            Scalar::C64(Complex32::new(z.re as f32, z.im as f32))
+        }
     })
 }
 

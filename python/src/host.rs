@@ -27,6 +27,7 @@ fn type_string(dtype: DType) -> String {
         DType::F64 | DType::F32 => ('f', true),
         DType::I64 | DType::I32 => ('i', true),
         DType::Bool => ('b', false),
+        DType::C64 | DType::C128 => ('c', true),
     };
     let order = match (order, cfg!(target_endian = "little")) {
         (false, _) => '|',

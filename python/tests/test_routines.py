@@ -167,8 +167,8 @@ def test_the_ndarray_constructor_refuses_what_numpy_refuses_and_buffers():
             onp.ndarray(shape)
         with pytest.raises(type(numpy_error.value), match=str(numpy_error.value)):
             dnp.ndarray(shape)
-    with pytest.raises(TypeError, match="cannot hold dtype complex128"):
-        dnp.ndarray((2,), dtype=complex)
+    with pytest.raises(TypeError, match="cannot hold dtype float16"):
+        dnp.ndarray((2,), dtype=onp.float16)
     with pytest.raises(TypeError, match="cannot view a buffer"):
         dnp.ndarray((2,), buffer=bytes(16))
 

@@ -16,6 +16,7 @@ use crate::ffi;
 use crate::geometry::{domain, FIELD};
 use crate::launch::{LaunchEntry, Requirement, Role};
 use crate::point_task::POINT_TASK_ID;
+use crate::redops::redop;
 use crate::shared::Shared;
 
 /// A launch of the point task, ready to issue ([`Driver::issue`]).
@@ -108,7 +109,7 @@ impl Driver {
                             launcher,
                             *region,
                             0,
-                            redop(op, req.dtype),
+                            legion_redop(op, req.dtype),
                             ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
                             *region,
                             0,
@@ -130,7 +131,7 @@ impl Driver {
                             launcher,
                             *lp,
                             proj.as_ref().map_or(0, |p| p.0),
-                            redop(op, req.dtype),
+                            legion_redop(op, req.dtype),
                             ffi::legion_coherence_property_t_LEGION_EXCLUSIVE,
                             *region,
                             0,
@@ -190,32 +191,8 @@ fn privilege_mode(p: Privilege) -> ffi::legion_privilege_mode_t {
     }
 }
 
-/// Legion's built-in reduction operator for `op` on `dtype` (`or`/`and` for bools).
-pub(super) fn redop(op: ReductionOp, dtype: DType) -> ffi::legion_reduction_op_id_t {
-    use ffi::*;
-    let id = match (dtype, op) {
-        (DType::F64, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_FLOAT64,
-        (DType::F64, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_FLOAT64,
-        (DType::F64, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_FLOAT64,
-        (DType::F64, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_FLOAT64,
-        (DType::F32, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_FLOAT32,
-        (DType::F32, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_FLOAT32,
-        (DType::F32, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_FLOAT32,
-        (DType::F32, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_FLOAT32,
-        (DType::I64, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_INT64,
-        (DType::I64, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_INT64,
-        (DType::I64, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_INT64,
-        (DType::I64, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_INT64,
-        (DType::I32, ReductionOp::Sum) => legion_builtin_redop_t_LEGION_REDOP_SUM_INT32,
-        (DType::I32, ReductionOp::Prod) => legion_builtin_redop_t_LEGION_REDOP_PROD_INT32,
-        (DType::I32, ReductionOp::Min) => legion_builtin_redop_t_LEGION_REDOP_MIN_INT32,
-        (DType::I32, ReductionOp::Max) => legion_builtin_redop_t_LEGION_REDOP_MAX_INT32,
-        (DType::Bool, ReductionOp::Sum | ReductionOp::Max) => {
-            legion_builtin_redop_t_LEGION_REDOP_OR_BOOL
-        }
-        (DType::Bool, ReductionOp::Prod | ReductionOp::Min) => {
-            legion_builtin_redop_t_LEGION_REDOP_AND_BOOL
-        }
-    };
-    id as ffi::legion_reduction_op_id_t
+/// The operator of a reduction Legion folds: `Driver::execute` refuses a launch with any
+/// other before it is issued.
+fn legion_redop(op: ReductionOp, dtype: DType) -> ffi::legion_reduction_op_id_t {
+    redop(op, dtype).expect("Driver::execute checked that Legion has this reduction operator")
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use diffuse_backend::{LaunchPlan, Slot};
 use diffuse_ir::{DType, IrError, Partition, Point, Privilege, Rect, Shape, Tuple};
 
-use super::issue::{redop, Issue};
+use super::issue::Issue;
 use super::partitions::Target;
 use super::Driver;
 use crate::ffi;
@@ -17,6 +17,7 @@ use crate::geometry::launch_point_index;
 use crate::launch::{Fold, Requirement, Role};
 use crate::partials;
 use crate::point_task::POINT_TASK_ID;
+use crate::redops::redop;
 use crate::shared::Shared;
 use crate::traces::LaunchIdentity;
 use crate::traffic::Access;
@@ -41,6 +42,30 @@ impl Driver {
             &arg_requirement,
             shared.folded_reduction_elements,
         );
+        let unfolded = |r: usize| !folded.iter().any(|f| f.requirement == r);
+        if let Some(req) =
+            requirements
+                .iter()
+                .enumerate()
+                .find_map(|(r, req)| match req.privilege {
+                    Privilege::Reduce(op) if unfolded(r) && redop(op, req.dtype).is_none() => {
+                        Some(req)
+                    }
+                    _ => None,
+                })
+        {
+            return Err(IrError::Backend {
+                backend: "legion".into(),
+                message: format!(
+                    "{}: Legion has no {:?} reduction operator for {} and diffuse cannot fold \
+                     this one itself (store {:?})",
+                    t.name(),
+                    req.privilege,
+                    req.dtype,
+                    plan.store(req.slot).shape()
+                ),
+            });
+        }
         let mut regions = Vec::with_capacity(plan.stores().len());
         // Per store slot: its region is new and the fold zeroes it (the store is reached
         // only through reductions folded below).
@@ -318,7 +343,7 @@ fn launch_identity(id: &mut LaunchIdentity, issue: &Issue) {
             Privilege::Read => 1,
             Privilege::Write => 2,
             Privilege::ReadWrite => 3,
-            Privilege::Reduce(op) => 4 + redop(op, req.dtype) as u64,
+            Privilege::Reduce(op) => 4 + redop(op, req.dtype).map_or(0, |id| id as u64),
         });
         match target {
             Target::Whole => id.push(0),

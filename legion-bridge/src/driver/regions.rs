@@ -161,7 +161,7 @@ impl Driver {
     }
 
     fn fill_zero(&mut self, region: ffi::legion_logical_region_t, dtype: DType) {
-        let zero = [0u8; 8];
+        let zero = vec![0u8; dtype.size_bytes()];
         // SAFETY: as above; the value is `size_bytes` zero bytes, copied by Legion.
         unsafe {
             self.api.legion_runtime_fill_field(

@@ -54,6 +54,8 @@ pub fn ones(cx: &ArrayContext, shape: &[i64], dtype: DType) -> ArrayResult {
         DType::I64 => Scalar::I64(1),
         DType::I32 => Scalar::I32(1),
         DType::Bool => Scalar::Bool(true),
+        DType::C64 => Scalar::C64(diffuse_ir::Complex32::new(1.0, 0.0)),
+        DType::C128 => Scalar::C128(diffuse_ir::Complex64::new(1.0, 0.0)),
     };
     full(cx, shape, one)
 }

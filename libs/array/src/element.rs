@@ -2,9 +2,9 @@
 //!
 //! `diffuse_ir::Element` says what a store can hold; the traits here add what the array
 //! operations compute with. Integer arithmetic wraps (as NumPy's does); float `maximum` and
-//! `minimum` propagate NaN (as NumPy's do).
+//! `minimum` propagate NaN (as NumPy's do). Complex arithmetic is in [`crate::complex`].
 
-use diffuse_ir::{DType, Element, Scalar};
+use diffuse_ir::{Complex32, Complex64, DType, Element, Scalar};
 
 /// Conversions every element type supports (`astype`, scalar operands).
 pub trait Convert: Element {
@@ -16,12 +16,24 @@ pub trait Convert: Element {
     fn from_f64(x: f64) -> Self;
     /// The value of this type closest to `x` (`bool`: `x != 0`; narrower ints wrap).
     fn from_i64(x: i64) -> Self;
+    /// The value as a complex number (a real value has imaginary part 0).
+    fn as_complex(self) -> Complex64 {
+        Complex64::new(self.as_f64(), 0.0)
+    }
+    /// The value of this type closest to `z`: a real type takes the real part (as NumPy's
+    /// `astype` does, discarding the imaginary part), `bool` is `z != 0`.
+    fn from_complex(z: Complex64) -> Self {
+        Self::from_f64(z.re)
+    }
 }
 
-/// Converts between element types the way `astype` does: through `f64` when either side is a
-/// float, exactly through `i64` between integers and booleans.
+/// Converts between element types the way `astype` does: through `complex128` when either
+/// side is complex, through `f64` when either side is a float, exactly through `i64` between
+/// integers and booleans.
 pub fn cast<T: Convert, U: Convert>(x: T) -> U {
-    if is_float(T::DTYPE) || is_float(U::DTYPE) {
+    if T::DTYPE.is_complex() || U::DTYPE.is_complex() {
+        U::from_complex(x.as_complex())
+    } else if is_float(T::DTYPE) || is_float(U::DTYPE) {
         U::from_f64(x.as_f64())
     } else {
         U::from_i64(x.as_i64())
@@ -33,27 +45,41 @@ pub fn is_float(dtype: DType) -> bool {
     matches!(dtype, DType::F64 | DType::F32)
 }
 
+/// True for `complex128` and `complex64`.
+pub fn is_complex(dtype: DType) -> bool {
+    dtype.is_complex()
+}
+
 /// True for the types arithmetic is defined on (all but `bool`).
 pub fn is_numeric(dtype: DType) -> bool {
     dtype != DType::Bool
 }
 
-/// Element types with arithmetic and ordering.
-pub trait Num: Convert + PartialOrd {
+/// Element types with sums, products and NumPy's order: the numbers, real and complex
+/// (what reductions, scans and products compute with).
+pub trait Arith: Convert {
     /// `a + b` (wrapping for integers).
     fn add(self, o: Self) -> Self;
     /// `a - b` (wrapping for integers).
     fn sub(self, o: Self) -> Self;
     /// `a * b` (wrapping for integers).
     fn mul(self, o: Self) -> Self;
-    /// `-a` (wrapping for integers).
-    fn neg(self) -> Self;
-    /// `|a|` (wrapping for the most negative integer).
-    fn abs(self) -> Self;
     /// The larger of two values; NaN if either is NaN.
     fn maximum(self, o: Self) -> Self;
     /// The smaller of two values; NaN if either is NaN.
     fn minimum(self, o: Self) -> Self;
+    /// True for NaN (a complex number with a NaN part); never for integers.
+    fn is_nan(self) -> bool;
+    /// `a < b` in NumPy's order (lexicographic for complex numbers); false with NaN.
+    fn less(self, o: Self) -> bool;
+}
+
+/// Real element types: arithmetic and the total order of `<` (NaN aside).
+pub trait Num: Arith + PartialOrd {
+    /// `-a` (wrapping for integers).
+    fn neg(self) -> Self;
+    /// `|a|` (wrapping for the most negative integer).
+    fn abs(self) -> Self;
 }
 
 /// Floating-point element types: division and the transcendental functions.
@@ -211,6 +237,14 @@ macro_rules! inherent_unary {
 macro_rules! float_impls {
     ($t:ty, $erf:path) => {
         impl Num for $t {
+            fn neg(self) -> Self {
+                -self
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+        }
+        impl Arith for $t {
             fn add(self, o: Self) -> Self {
                 self + o
             }
@@ -220,11 +254,11 @@ macro_rules! float_impls {
             fn mul(self, o: Self) -> Self {
                 self * o
             }
-            fn neg(self) -> Self {
-                -self
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
             }
-            fn abs(self) -> Self {
-                <$t>::abs(self)
+            fn less(self, o: Self) -> bool {
+                self < o
             }
             fn maximum(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
@@ -268,6 +302,14 @@ float_impls!(f32, libm::erff);
 macro_rules! int_impls {
     ($t:ty) => {
         impl Num for $t {
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            fn abs(self) -> Self {
+                self.wrapping_abs()
+            }
+        }
+        impl Arith for $t {
             fn add(self, o: Self) -> Self {
                 self.wrapping_add(o)
             }
@@ -277,11 +319,11 @@ macro_rules! int_impls {
             fn mul(self, o: Self) -> Self {
                 self.wrapping_mul(o)
             }
-            fn neg(self) -> Self {
-                self.wrapping_neg()
+            fn is_nan(self) -> bool {
+                false
             }
-            fn abs(self) -> Self {
-                self.wrapping_abs()
+            fn less(self, o: Self) -> bool {
+                self < o
             }
             fn maximum(self, o: Self) -> Self {
                 Ord::max(self, o)
@@ -309,7 +351,38 @@ impl Convert for bool {
     fn from_i64(x: i64) -> Self {
         x != 0
     }
+    fn from_complex(z: Complex64) -> Self {
+        z.re != 0.0 || z.im != 0.0
+    }
 }
+
+/// `Convert` for the complex types: a real value is the real part of its complex number.
+macro_rules! complex_convert {
+    ($($t:ty => $part:ty),*) => {
+        $(impl Convert for $t {
+            fn as_f64(self) -> f64 {
+                f64::from(self.re)
+            }
+            fn as_i64(self) -> i64 {
+                self.re as i64
+            }
+            fn from_f64(x: f64) -> Self {
+                <$t>::new(x as $part, 0.0)
+            }
+            fn from_i64(x: i64) -> Self {
+                <$t>::new(x as $part, 0.0)
+            }
+            fn as_complex(self) -> Complex64 {
+                Complex64::new(f64::from(self.re), f64::from(self.im))
+            }
+            fn from_complex(z: Complex64) -> Self {
+                <$t>::new(z.re as $part, z.im as $part)
+            }
+        })*
+    };
+}
+
+complex_convert!(Complex32 => f32, Complex64 => f64);
 
 /// Converts a scalar operand to `dtype` if that loses nothing: any number to a float type,
 /// an integral value that fits to an integer type, a bool only to bool. `None` otherwise.
@@ -320,6 +393,8 @@ pub fn scalar_as(value: Scalar, dtype: DType) -> Option<Scalar> {
         Scalar::I64(v) => v as f64,
         Scalar::I32(v) => f64::from(v),
         Scalar::Bool(b) => return (dtype == DType::Bool).then_some(Scalar::Bool(b)),
+        Scalar::C64(z) => return complex_scalar_as(Convert::as_complex(z), dtype),
+        Scalar::C128(z) => return complex_scalar_as(z, dtype),
     };
     let as_int = match value {
         Scalar::I64(v) => Some(v),
@@ -335,6 +410,18 @@ pub fn scalar_as(value: Scalar, dtype: DType) -> Option<Scalar> {
         DType::I64 => as_int.map(Scalar::I64),
         DType::I32 => as_int.and_then(|v| i32::try_from(v).ok()).map(Scalar::I32),
         DType::Bool => None,
+        DType::C64 => Some(Scalar::C64(Complex32::new(as_f64 as f32, 0.0))),
+        DType::C128 => Some(Scalar::C128(Complex64::new(as_f64, 0.0))),
+    }
+}
+
+/// A complex scalar operand converted to `dtype`: only to a complex type (meeting a real
+/// array, NumPy makes the result complex; the caller promotes first).
+fn complex_scalar_as(z: Complex64, dtype: DType) -> Option<Scalar> {
+    match dtype {
+        DType::C64 => Some(Scalar::C64(Convert::from_complex(z))),
+        DType::C128 => Some(Scalar::C128(z)),
+        _ => None,
     }
 }
 
@@ -365,5 +452,32 @@ macro_rules! with_numeric {
     };
 }
 
+/// Like [`with_float`] for the types with arithmetic (`Arith`): integers, floats, complex.
+macro_rules! with_arith {
+    ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
+        diffuse_ir::with_dtypes!(
+            $dtype,
+            [
+                I64 => i64, I32 => i32, F64 => f64, F32 => f32,
+                C64 => diffuse_ir::Complex32, C128 => diffuse_ir::Complex64
+            ],
+            $t => $body,
+            else $otherwise
+        )
+    };
+}
+
+/// Like [`with_float`] for the complex types.
+macro_rules! with_complex {
+    ($dtype:expr, $t:ident => $body:expr, else $otherwise:expr) => {
+        diffuse_ir::with_dtypes!(
+            $dtype,
+            [C64 => diffuse_ir::Complex32, C128 => diffuse_ir::Complex64],
+            $t => $body,
+            else $otherwise
+        )
+    };
+}
+
 pub(crate) use diffuse_ir::with_element_type as with_any;
-pub(crate) use {with_float, with_int, with_numeric};
+pub(crate) use {with_arith, with_complex, with_float, with_int, with_numeric};

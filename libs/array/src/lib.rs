@@ -29,6 +29,7 @@
 
 mod array;
 mod broadcast;
+mod complex;
 mod context;
 mod creation;
 mod element;
@@ -44,7 +45,7 @@ pub use array::Array;
 pub use context::ArrayContext;
 pub use creation::{arange, full, linspace, ones, random, zeros, Distribution};
 pub use diffuse_ir::DType;
-pub use element::{Convert, Float, Num};
+pub use element::{Arith, Convert, Float, Num};
 pub use error::{ArrayError, ArrayResult};
 pub use kernels::Slot;
 pub use ops::along::ArgOp;

@@ -28,6 +28,8 @@
 mod along_prop;
 #[path = "array/basics.rs"]
 mod basics;
+#[path = "array/complex_prop.rs"]
+mod complex_prop;
 #[path = "array/creation_prop.rs"]
 mod creation_prop;
 #[path = "array/dense_prop.rs"]
@@ -60,6 +62,8 @@ mod scalar_work;
 mod scan_prop;
 #[path = "array/select_prop.rs"]
 mod select_prop;
+#[path = "array/sort_prop.rs"]
+mod sort_prop;
 #[path = "array/strided_prop.rs"]
 mod strided_prop;
 

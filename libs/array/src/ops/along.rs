@@ -17,7 +17,7 @@ use diffuse_ir::{
 
 use crate::array::Array;
 use crate::broadcast::block;
-use crate::element::{is_numeric, with_numeric, Num};
+use crate::element::{is_numeric, with_arith, Arith};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined, Kernel};
 use crate::ops::elementwise::{assign, binary, BinaryOp, Operand};
@@ -42,16 +42,14 @@ impl ArgOp {
 
     /// True when `v` replaces the current extreme `best`: strictly more extreme (so the first
     /// occurrence wins), or the first NaN (NaN beats every number, as in NumPy).
-    fn better<T: Num>(self, v: T, best: T) -> bool {
-        #[allow(clippy::eq_op)] // NaN is the value not equal to itself
-        let (v_nan, best_nan) = (v != v, best != best);
-        if best_nan {
+    fn better<T: Arith>(self, v: T, best: T) -> bool {
+        if best.is_nan() {
             return false;
         }
-        v_nan
+        v.is_nan()
             || match self {
-                ArgOp::Max => v > best,
-                ArgOp::Min => v < best,
+                ArgOp::Max => best.less(v),
+                ArgOp::Min => v.less(best),
             }
     }
 }
@@ -103,6 +101,82 @@ pub(crate) fn write_all<T: Element>(out: &mut WriteView<'_, T>, values: &[T]) {
     }
 }
 
+/// The lanes along one axis of a row-major block: the runs of elements `stride` apart,
+/// `extent` of them, that are neighbours along the axis.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lanes {
+    /// The distance in elements between neighbours along the axis.
+    pub(crate) stride: usize,
+    /// The axis's extent: elements per lane.
+    pub(crate) extent: usize,
+    /// The block's elements.
+    len: usize,
+}
+
+impl Lanes {
+    /// The first element of every lane, in row-major order.
+    pub(crate) fn starts(self) -> impl Iterator<Item = usize> {
+        (0..self.len).filter(move |i| (i / self.stride).is_multiple_of(self.extent))
+    }
+
+    /// The elements of the lane starting at `start`, in axis order.
+    pub(crate) fn positions(self, start: usize) -> impl Iterator<Item = usize> {
+        (0..self.extent).map(move |k| start + k * self.stride)
+    }
+}
+
+/// The lanes along `axis` of a block of `shape`.
+pub(crate) fn lanes_of(shape: Shape, axis: usize) -> Lanes {
+    Lanes {
+        stride: shape.as_slice()[axis + 1..].iter().product::<i64>().max(1) as usize,
+        extent: shape[axis].max(1) as usize,
+        len: shape.volume().max(0) as usize,
+    }
+}
+
+/// Submits `kind` reading `x` into `out` (of `x`'s shape) in blocks that span `axis` and
+/// split every other dimension over the launch, the axis in scalar 0 (kernels along an
+/// axis that keep its extent: scans, sorts).
+pub(crate) fn submit_spanning(
+    x: &Array,
+    out: &Array,
+    kind: &Arc<TaskKind>,
+    axis: usize,
+) -> Result<(), ArrayError> {
+    let cx = x.context();
+    let shape = x.shape();
+    let mut across = shape.as_slice().to_vec();
+    across[axis] = 1;
+    let mut launch = cx.launch_for(Tuple::shape(&across)?).as_slice().to_vec();
+    launch[axis] = 1;
+    let launch = Tuple::shape(&launch)?;
+    let tile: Vec<i64> = (0..shape.dims())
+        .map(|d| {
+            if d == axis {
+                shape[d]
+            } else {
+                block(shape[d], launch[d])
+            }
+        })
+        .collect();
+    let tile = Tuple::shape(&tile)?;
+    let identity: Vec<ProjComponent> = (0..shape.dims()).map(ProjComponent::Dim).collect();
+    let projection = Projection::new(shape.dims(), &identity)?;
+    let task = IndexTask::new(kind, launch)
+        .arg(
+            x.store(),
+            x.view().tiling_with(tile, projection.clone())?,
+            Privilege::Read,
+        )
+        .arg(
+            out.store(),
+            out.view().tiling_with(tile, projection)?,
+            Privilege::Write,
+        )
+        .scalar(axis as i64);
+    cx.submit(task)
+}
+
 /// The input block (argument 0) of a kernel along an axis, and the axis (scalar 0), checked
 /// against the block's rank.
 pub(crate) fn along_input<'t, T: Element>(
@@ -138,7 +212,7 @@ pub(crate) fn along_kind(
 
 /// Folds `row` element by element into `acc` by `op`: one loop per operation, so that each
 /// vectorizes (a reduction along a leading axis adds whole rows, as NumPy's does).
-fn fold_row_into<T: Num>(op: ReductionOp, acc: &mut [T], row: &[T]) {
+fn fold_row_into<T: Arith>(op: ReductionOp, acc: &mut [T], row: &[T]) {
     let pairs = acc.iter_mut().zip(row);
     match op {
         ReductionOp::Sum => pairs.for_each(|(a, &v)| *a = a.add(v)),
@@ -149,7 +223,7 @@ fn fold_row_into<T: Num>(op: ReductionOp, acc: &mut [T], row: &[T]) {
 }
 
 /// A native kernel reducing argument 0 by `op` along the axis in scalar 0 into argument 1.
-fn reduce_along_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
+fn reduce_along_kernel<T: Arith>(op: ReductionOp) -> impl Kernel {
     move |task| {
         let (x, axis) = along_input::<T>(task)?;
         let shape = x.shape();
@@ -174,7 +248,7 @@ fn reduce_along_kernel<T: Num>(op: ReductionOp) -> impl Kernel {
 
 /// A native kernel writing, for argument 0 along the axis in scalar 0, the index of the
 /// extreme `op` looks for into argument 1 (`i64`).
-fn arg_along_kernel<T: Num>(op: ArgOp) -> impl Kernel {
+fn arg_along_kernel<T: Arith>(op: ArgOp) -> impl Kernel {
     move |task| {
         let (x, axis) = along_input::<T>(task)?;
         let shape = x.shape();
@@ -207,7 +281,7 @@ fn arg_along_kernel<T: Num>(op: ArgOp) -> impl Kernel {
 
 /// The first index and value of the extreme `op` looks for among `values` (index 0 and
 /// `None` when there are none).
-fn extreme<T: Num>(op: ArgOp, values: impl Iterator<Item = (usize, T)>) -> (usize, Option<T>) {
+fn extreme<T: Arith>(op: ArgOp, values: impl Iterator<Item = (usize, T)>) -> (usize, Option<T>) {
     values.fold((0, None), |(i, best), (j, v)| match best {
         Some(b) if !op.better(v, b) => (i, Some(b)),
         _ => (j, Some(v)),
@@ -216,7 +290,7 @@ fn extreme<T: Num>(op: ArgOp, values: impl Iterator<Item = (usize, T)>) -> (usiz
 
 /// A native kernel writing the row-major index, in argument 0's block (the whole array), of
 /// the extreme `op` looks for into the 0-d argument 1.
-fn arg_kernel<T: Num>(op: ArgOp) -> impl Kernel {
+fn arg_kernel<T: Arith>(op: ArgOp) -> impl Kernel {
     move |task| {
         let x = task.read::<T>(0)?;
         let mut out = task.write::<i64>(1)?;
@@ -327,7 +401,7 @@ impl Array {
             return match op {
                 ReductionOp::Sum => Ok(out),
                 ReductionOp::Prod => {
-                    with_numeric!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {});
+                    with_arith!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {});
                     Ok(out)
                 }
                 _ => Err(ArrayError::EmptyReduction {
@@ -340,7 +414,7 @@ impl Array {
             &format!("{name}_along"),
             dtype,
             dtype,
-            |b| with_numeric!(dtype, T => b.register(reduce_along_kernel::<T>(op)), else undefined(name, dtype)),
+            |b| with_arith!(dtype, T => b.register(reduce_along_kernel::<T>(op)), else undefined(name, dtype)),
         )?;
         submit_along(self, &out, &kind, axis, keepdims)?;
         Ok(out)
@@ -393,7 +467,7 @@ impl Array {
             &format!("{name}_along"),
             dtype,
             DType::I64,
-            |b| with_numeric!(dtype, T => b.register(arg_along_kernel::<T>(op)), else undefined(name, dtype)),
+            |b| with_arith!(dtype, T => b.register(arg_along_kernel::<T>(op)), else undefined(name, dtype)),
         )?;
         submit_along(self, &out, &kind, axis, keepdims)?;
         Ok(out)
@@ -433,7 +507,7 @@ impl Array {
             let b = b
                 .arg("x", dtype, Privilege::Read)
                 .arg("out", DType::I64, Privilege::Write);
-            with_numeric!(dtype, T => b.register(arg_kernel::<T>(op)), else undefined(name, dtype))
+            with_arith!(dtype, T => b.register(arg_kernel::<T>(op)), else undefined(name, dtype))
         })?;
         // One point: the index is over the whole array, in row-major order.
         let launch = Tuple::shape(&[1])?;

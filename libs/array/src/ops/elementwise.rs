@@ -14,10 +14,12 @@ use diffuse_ir::{
 
 use crate::array::Array;
 use crate::broadcast::broadcast_shapes;
+use crate::complex::ComplexFloat;
 use crate::context::ArrayContext;
 use crate::element::{
-    cast, float_divmod, int_floor_divide, int_remainder, is_float, is_numeric, scalar_as,
-    shift_left, shift_right, with_any, with_float, with_int, with_numeric, Convert, Float, Num,
+    cast, float_divmod, int_floor_divide, int_remainder, is_complex, is_float, is_numeric,
+    scalar_as, shift_left, shift_right, with_any, with_arith, with_complex, with_float, with_int,
+    with_numeric, Arith, Convert, Float, Num,
 };
 use crate::error::{ArrayError, ArrayResult};
 use crate::kernels::{for_each_out_row, output_arg, sources, Broadcast, Row, Slot};
@@ -87,6 +89,14 @@ pub enum UnaryOp {
     IsFinite,
     /// Bitwise not (integers); logical not (bool).
     Invert,
+    /// The real part (complex; the part type's result).
+    Real,
+    /// The imaginary part (complex; the part type's result).
+    Imag,
+    /// The complex conjugate (complex).
+    Conj,
+    /// The argument `atan2(im, re)` (complex; the part type's result).
+    Angle,
 }
 
 impl UnaryOp {
@@ -123,6 +133,10 @@ impl UnaryOp {
             UnaryOp::IsInf => "isinf",
             UnaryOp::IsFinite => "isfinite",
             UnaryOp::Invert => "invert",
+            UnaryOp::Real => "real",
+            UnaryOp::Imag => "imag",
+            UnaryOp::Conj => "conjugate",
+            UnaryOp::Angle => "angle",
         }
     }
 
@@ -139,17 +153,29 @@ impl UnaryOp {
                 })
             }
         };
+        let complex = is_complex(dtype);
         match self {
             UnaryOp::Copy => Ok(dtype),
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign => {
-                needs(is_numeric(dtype), "a numeric dtype")
-            }
+            UnaryOp::Neg | UnaryOp::Sign => needs(is_numeric(dtype), "a numeric dtype"),
+            // |z| of a complex number is real.
+            UnaryOp::Abs => needs(is_numeric(dtype), "a numeric dtype").map(DType::real_part),
             UnaryOp::Not => needs(dtype == DType::Bool, "bool"),
-            UnaryOp::Invert => needs(!is_float(dtype), "an integer or bool dtype"),
+            UnaryOp::Invert => needs(!is_float(dtype) && !complex, "an integer or bool dtype"),
             UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => {
-                needs(is_float(dtype), "a float dtype").map(|_| DType::Bool)
+                needs(is_float(dtype) || complex, "a float or complex dtype").map(|_| DType::Bool)
             }
-            _ => needs(is_float(dtype), "a float dtype; convert with astype"),
+            UnaryOp::Real | UnaryOp::Imag | UnaryOp::Angle => {
+                needs(complex, "a complex dtype").map(DType::real_part)
+            }
+            UnaryOp::Conj => needs(complex, "a complex dtype"),
+            // NumPy defines no rounding to integers but `rint`, and no `erf`, for complex.
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Erf => {
+                needs(is_float(dtype), "a float dtype; convert with astype")
+            }
+            _ => needs(
+                is_float(dtype) || complex,
+                "a float or complex dtype; convert with astype",
+            ),
         }
     }
 }
@@ -261,15 +287,20 @@ impl BinaryOp {
             | BinaryOp::Less
             | BinaryOp::LessEqual
             | BinaryOp::Greater
-            | BinaryOp::GreaterEqual
-            | BinaryOp::FloorDivide
-            | BinaryOp::Remainder => (is_numeric(dtype), "a numeric dtype"),
-            BinaryOp::Div | BinaryOp::Pow | BinaryOp::Arctan2 => {
-                (is_float(dtype), "a float dtype; convert with astype")
-            }
-            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => {
-                (!is_float(dtype), "an integer or bool dtype")
-            }
+            | BinaryOp::GreaterEqual => (is_numeric(dtype), "a numeric dtype"),
+            BinaryOp::FloorDivide | BinaryOp::Remainder => (
+                is_numeric(dtype) && !is_complex(dtype),
+                "an integer or float dtype",
+            ),
+            BinaryOp::Div | BinaryOp::Pow => (
+                is_float(dtype) || is_complex(dtype),
+                "a float or complex dtype; convert with astype",
+            ),
+            BinaryOp::Arctan2 => (is_float(dtype), "a float dtype; convert with astype"),
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => (
+                !is_float(dtype) && !is_complex(dtype),
+                "an integer or bool dtype",
+            ),
             BinaryOp::LeftShift | BinaryOp::RightShift => {
                 (is_numeric(dtype) && !is_float(dtype), "an integer dtype")
             }
@@ -315,7 +346,15 @@ macro_rules! operand_from_scalar {
         }
     )*};
 }
-operand_from_scalar!(f64, f32, i64, i32, bool);
+operand_from_scalar!(
+    f64,
+    f32,
+    i64,
+    i32,
+    bool,
+    diffuse_ir::Complex32,
+    diffuse_ir::Complex64
+);
 
 /// The operation of an element-wise task kind.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -634,38 +673,67 @@ fn unary_kind(
             };
         }
         macro_rules! float_test {
+            ($f:expr, $complex:expr) => {
+                with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)),
+                    else with_complex!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $complex)),
+                    else undefined(op.name(), dtype)))
+            };
+        }
+        // `$f` on floats (or all numbers), `$complex` on complex numbers.
+        macro_rules! or_complex {
+            ($with:ident, $f:expr, $complex:expr) => {
+                $with!(dtype, T => b.register(unary_kernel::<T, T>(slots, $f)),
+                    else with_complex!(dtype, T => b.register(unary_kernel::<T, T>(slots, $complex)),
+                    else undefined(op.name(), dtype)))
+            };
+        }
+        // A complex number's real-valued function `$f`.
+        macro_rules! complex_part {
             ($f:expr) => {
-                with_float!(dtype, T => b.register(unary_kernel::<T, bool>(slots, $f)), else undefined(op.name(), dtype))
+                with_complex!(dtype, T => b.register(unary_kernel::<T, <T as ComplexFloat>::Part>(slots, $f)),
+                    else undefined(op.name(), dtype))
             };
         }
         match op {
             UnaryOp::Copy => {
                 with_any!(dtype, T => b.register(copy_kernel::<T>(slots)))
             }
-            UnaryOp::Neg => numeric_fn!(Num::neg),
+            UnaryOp::Neg => or_complex!(with_numeric, Num::neg, ComplexFloat::neg),
+            UnaryOp::Abs if is_complex(dtype) => complex_part!(ComplexFloat::abs),
             UnaryOp::Abs => numeric_fn!(Num::abs),
             UnaryOp::Not => b.register(unary_kernel::<bool, bool>(slots, |x| !x)),
-            UnaryOp::Exp => float_fn!(Float::exp),
-            UnaryOp::Log => float_fn!(Float::ln),
-            UnaryOp::Sqrt => float_fn!(Float::sqrt),
+            UnaryOp::Exp => or_complex!(with_float, Float::exp, ComplexFloat::exp),
+            UnaryOp::Log => or_complex!(with_float, Float::ln, ComplexFloat::ln),
+            UnaryOp::Sqrt => or_complex!(with_float, Float::sqrt, ComplexFloat::sqrt),
             UnaryOp::Erf => float_fn!(Float::erf),
-            UnaryOp::Sin => float_fn!(Float::sin),
-            UnaryOp::Cos => float_fn!(Float::cos),
-            UnaryOp::Tanh => float_fn!(Float::tanh),
+            UnaryOp::Sin => or_complex!(with_float, Float::sin, ComplexFloat::sin),
+            UnaryOp::Cos => or_complex!(with_float, Float::cos, ComplexFloat::cos),
+            UnaryOp::Tanh => or_complex!(with_float, Float::tanh, ComplexFloat::tanh),
             UnaryOp::Floor => float_fn!(T::floor),
             UnaryOp::Ceil => float_fn!(T::ceil),
             UnaryOp::Trunc => float_fn!(T::trunc),
-            UnaryOp::Rint => float_fn!(T::round_ties_even),
-            UnaryOp::Tan => float_fn!(T::tan),
-            UnaryOp::Arcsin => float_fn!(T::asin),
-            UnaryOp::Arccos => float_fn!(T::acos),
-            UnaryOp::Arctan => float_fn!(T::atan),
-            UnaryOp::Sinh => float_fn!(T::sinh),
-            UnaryOp::Cosh => float_fn!(T::cosh),
-            UnaryOp::Log2 => float_fn!(T::log2),
-            UnaryOp::Log10 => float_fn!(T::log10),
-            UnaryOp::Log1p => float_fn!(T::ln_1p),
-            UnaryOp::Expm1 => float_fn!(T::exp_m1),
+            UnaryOp::Rint => or_complex!(with_float, T::round_ties_even, ComplexFloat::rint),
+            UnaryOp::Tan => or_complex!(with_float, T::tan, ComplexFloat::tan),
+            UnaryOp::Arcsin => or_complex!(with_float, T::asin, ComplexFloat::asin),
+            UnaryOp::Arccos => or_complex!(with_float, T::acos, ComplexFloat::acos),
+            UnaryOp::Arctan => or_complex!(with_float, T::atan, ComplexFloat::atan),
+            UnaryOp::Sinh => or_complex!(with_float, T::sinh, ComplexFloat::sinh),
+            UnaryOp::Cosh => or_complex!(with_float, T::cosh, ComplexFloat::cosh),
+            UnaryOp::Log2 => or_complex!(with_float, T::log2, ComplexFloat::log2),
+            UnaryOp::Log10 => or_complex!(with_float, T::log10, ComplexFloat::log10),
+            UnaryOp::Log1p => or_complex!(with_float, T::ln_1p, ComplexFloat::log1p),
+            UnaryOp::Expm1 => or_complex!(with_float, T::exp_m1, ComplexFloat::expm1),
+            UnaryOp::Real => complex_part!(ComplexFloat::re),
+            UnaryOp::Imag => complex_part!(ComplexFloat::im),
+            UnaryOp::Angle => complex_part!(ComplexFloat::angle),
+            UnaryOp::Conj => {
+                with_complex!(dtype, T => b.register(unary_kernel::<T, T>(slots, ComplexFloat::conj)),
+                else undefined(op.name(), dtype))
+            }
+            UnaryOp::Sign if is_complex(dtype) => {
+                with_complex!(dtype, T => b.register(unary_kernel::<T, T>(slots, ComplexFloat::sign)),
+                    else undefined(op.name(), dtype))
+            }
             UnaryOp::Sign => {
                 with_numeric!(dtype, T => b.register(unary_kernel::<T, T>(slots, |x: T| {
                 let zero = T::from_i64(0);
@@ -680,9 +748,9 @@ fn unary_kind(
                 }
             })), else undefined(op.name(), dtype))
             }
-            UnaryOp::IsNan => float_test!(T::is_nan),
-            UnaryOp::IsInf => float_test!(T::is_infinite),
-            UnaryOp::IsFinite => float_test!(T::is_finite),
+            UnaryOp::IsNan => float_test!(T::is_nan, Arith::is_nan),
+            UnaryOp::IsInf => float_test!(T::is_infinite, ComplexFloat::is_infinite),
+            UnaryOp::IsFinite => float_test!(T::is_finite, ComplexFloat::is_finite),
             UnaryOp::Invert if dtype == DType::Bool => {
                 b.register(unary_kernel::<bool, bool>(slots, |x| !x))
             }
@@ -704,14 +772,27 @@ fn binary_kind(
     slots: &[Slot],
 ) -> Result<Arc<TaskKind>, ArrayError> {
     let kernel = move |b: TaskKindBuilder, slots: Vec<Slot>| {
-        macro_rules! numeric {
+        macro_rules! arith {
             ($f:expr) => {
-                with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else undefined(op.name(), dtype))
+                with_arith!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)), else undefined(op.name(), dtype))
+            };
+        }
+        // `$f` on real numbers, `$complex` on complex numbers.
+        macro_rules! numeric {
+            ($f:expr, $complex:expr) => {
+                with_numeric!(dtype, T => b.register(binary_kernel::<T, _>(slots, $f)),
+                    else with_complex!(dtype, T => b.register(binary_kernel::<T, _>(slots, $complex)),
+                    else undefined(op.name(), dtype)))
             };
         }
         macro_rules! float {
             ($f:expr) => {
                 with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)), else undefined(op.name(), dtype))
+            };
+            ($f:expr, $complex:expr) => {
+                with_float!(dtype, T => b.register(binary_kernel::<T, T>(slots, $f)),
+                    else with_complex!(dtype, T => b.register(binary_kernel::<T, T>(slots, $complex)),
+                    else undefined(op.name(), dtype)))
             };
         }
         macro_rules! int {
@@ -720,17 +801,19 @@ fn binary_kind(
             };
         }
         match op {
-            BinaryOp::Add => numeric!(Num::add),
-            BinaryOp::Sub => numeric!(Num::sub),
-            BinaryOp::Mul => numeric!(Num::mul),
-            BinaryOp::Maximum => numeric!(Num::maximum),
-            BinaryOp::Minimum => numeric!(Num::minimum),
-            BinaryOp::Less => numeric!(|x: T, y: T| x < y),
-            BinaryOp::LessEqual => numeric!(|x: T, y: T| x <= y),
-            BinaryOp::Greater => numeric!(|x: T, y: T| x > y),
-            BinaryOp::GreaterEqual => numeric!(|x: T, y: T| x >= y),
-            BinaryOp::Div => float!(Float::div),
-            BinaryOp::Pow => float!(Float::pow),
+            BinaryOp::Add => arith!(Arith::add),
+            BinaryOp::Sub => arith!(Arith::sub),
+            BinaryOp::Mul => arith!(Arith::mul),
+            BinaryOp::Maximum => arith!(Arith::maximum),
+            BinaryOp::Minimum => arith!(Arith::minimum),
+            BinaryOp::Less => arith!(Arith::less),
+            BinaryOp::LessEqual => numeric!(|x: T, y: T| x <= y, ComplexFloat::less_equal),
+            BinaryOp::Greater => arith!(|x: T, y: T| Arith::less(y, x)),
+            BinaryOp::GreaterEqual => {
+                numeric!(|x: T, y: T| x >= y, |x: T, y: T| y.less_equal(x))
+            }
+            BinaryOp::Div => float!(Float::div, ComplexFloat::div),
+            BinaryOp::Pow => float!(Float::pow, ComplexFloat::pow),
             BinaryOp::Equal => {
                 with_any!(dtype, T => b.register(binary_kernel::<T, bool>(slots, |x: T, y: T| x == y)))
             }
@@ -810,7 +893,8 @@ fn numpys_power_shortcut(
     let (BinaryOp::Pow, Operand::Array(x), Operand::Scalar(e)) = (op, a, b) else {
         return Ok(None);
     };
-    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+    let complex = is_complex(x.dtype());
+    if !is_float(x.dtype()) && !complex {
         return Ok(None);
     }
     let exponent = match *e {
@@ -818,8 +902,14 @@ fn numpys_power_shortcut(
         Scalar::F32(v) => f64::from(v),
         Scalar::I64(v) => v as f64,
         Scalar::I32(v) => f64::from(v),
-        Scalar::Bool(_) => return Ok(None),
+        Scalar::C64(z) if z.im == 0.0 => f64::from(z.re),
+        Scalar::C128(z) if z.im == 0.0 => z.re,
+        Scalar::Bool(_) | Scalar::C64(_) | Scalar::C128(_) => return Ok(None),
     };
+    // NumPy's complex reciprocal is a formula of its own, not a division.
+    if complex && exponent == -1.0 {
+        return Ok(None);
+    }
     Ok(Some(if exponent == 2.0 {
         binary(BinaryOp::Mul, *x, *x)?
     } else if exponent == 0.5 {

@@ -11,3 +11,4 @@ mod operators;
 pub(crate) mod reduce;
 mod scan;
 mod select;
+mod sort;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use diffuse_ir::{DType, Element, IndexTask, Privilege, ReductionOp, Tuple};
 
 use crate::array::Array;
-use crate::element::{with_numeric, Num};
+use crate::element::{with_arith, Arith};
 use crate::error::{ArrayError, ArrayResult};
 use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::ReductionGenerator;
@@ -21,7 +21,7 @@ use crate::ops::elementwise::{assign, binary, unary, BinaryOp, Operand, UnaryOp}
 const LANES: usize = diffuse_ir::REDUCTION_LANES;
 
 /// How `op` combines two values (wrapping integers, NaN-propagating `max` and `min`).
-pub(crate) fn combiner<T: Num>(op: ReductionOp) -> impl Fn(T, T) -> T + Copy {
+pub(crate) fn combiner<T: Arith>(op: ReductionOp) -> impl Fn(T, T) -> T + Copy {
     move |a: T, b: T| match op {
         ReductionOp::Sum => a.add(b),
         ReductionOp::Prod => a.mul(b),
@@ -48,7 +48,7 @@ pub(crate) fn fold_slice<T: Copy>(acc: T, identity: T, xs: &[T], combine: impl F
 /// Folds the products `xs[i] * ys[i]` (equal lengths) into `acc` with `combine`, `LANES` at
 /// a time.
 #[inline(always)]
-pub(crate) fn fold_products<T: Num>(
+pub(crate) fn fold_products<T: Arith>(
     acc: T,
     identity: T,
     xs: &[T],
@@ -71,7 +71,7 @@ const PREFETCH_AHEAD: usize = 64;
 /// each loaded element of `ys` serves all `R` rows. Always inlined, so that a caller
 /// compiled for wider vectors (`linalg`'s AVX2 product) compiles it so too.
 #[inline(always)]
-pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
+pub(crate) fn fold_products_of_rows<T: Arith, const R: usize>(
     accs: [T; R],
     identity: T,
     rows: [&[T]; R],
@@ -108,7 +108,7 @@ pub(crate) fn fold_products_of_rows<T: Num, const R: usize>(
 
 /// A native kernel reducing argument 0 (or the product of arguments 0 and 1 when `product`)
 /// into the 0-d accumulator that follows them.
-fn reduce_kernel<T: Num>(op: ReductionOp, product: bool) -> impl Kernel {
+fn reduce_kernel<T: Arith>(op: ReductionOp, product: bool) -> impl Kernel {
     move |task| {
         let identity = T::reduction_identity(op);
         let combine = combiner::<T>(op);
@@ -178,7 +178,7 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
             })
         }
         _ => {
-            with_numeric!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {})
+            with_arith!(dtype, T => assign(&out, Operand::Scalar(T::reduction_identity(op).into_scalar()))?, else {})
         }
     }
     if x.is_empty() {
@@ -197,7 +197,7 @@ fn reduce(op: ReductionOp, x: &Array, y: Option<&Array>) -> ArrayResult {
                 op,
                 product,
             }));
-        with_numeric!(dtype, T => b.register(reduce_kernel::<T>(op, product)), else undefined(name, dtype))
+        with_arith!(dtype, T => b.register(reduce_kernel::<T>(op, product)), else undefined(name, dtype))
     })?;
     let shape = x.shape();
     let launch = cx.launch_for(shape);

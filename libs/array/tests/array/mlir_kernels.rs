@@ -86,6 +86,7 @@ impl Tensor {
             DType::I64 => HostData::I64(vec![-12345; n]),
             DType::I32 => HostData::I32(vec![-12345; n]),
             DType::Bool => HostData::Bool(vec![true; n]),
+            DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
         };
         Tensor::new(shape, data)
     }
@@ -99,6 +100,7 @@ impl Tensor {
             HostData::I64(v) => Array::from_vec(cx, shape, v),
             HostData::I32(v) => Array::from_vec(cx, shape, v),
             HostData::Bool(v) => Array::from_vec(cx, shape, v),
+            HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
         }
         .unwrap()
     }
@@ -111,6 +113,7 @@ impl Tensor {
             DType::I64 => HostData::I64(a.to_vec().unwrap()),
             DType::I32 => HostData::I32(a.to_vec().unwrap()),
             DType::Bool => HostData::Bool(a.to_vec().unwrap()),
+            DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
         };
         Tensor::new(a.shape().as_slice(), data)
     }
@@ -179,6 +182,7 @@ fn specials(dtype: DType) -> HostData {
             i32::MIN + 1,
         ]),
         DType::Bool => HostData::Bool(vec![false, true]),
+        DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -190,6 +194,7 @@ fn small(dtype: DType, values: &[i64]) -> HostData {
         DType::I64 => HostData::I64(values.to_vec()),
         DType::I32 => HostData::I32(values.iter().map(|&v| v as i32).collect()),
         DType::Bool => HostData::Bool(values.iter().map(|&v| v != 0).collect()),
+        DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -201,6 +206,7 @@ fn scalar(dtype: DType) -> Scalar {
         DType::I64 => Scalar::I64(-3),
         DType::I32 => Scalar::I32(i32::MAX),
         DType::Bool => Scalar::Bool(true),
+        DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -212,6 +218,7 @@ fn other_scalar(dtype: DType) -> Scalar {
         DType::I64 => Scalar::I64(i64::MIN),
         DType::I32 => Scalar::I32(0),
         DType::Bool => Scalar::Bool(false),
+        DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -226,6 +233,7 @@ fn reversed(data: &HostData) -> HostData {
         HostData::I64(v) => HostData::I64(rev(v)),
         HostData::I32(v) => HostData::I32(rev(v)),
         HostData::Bool(v) => HostData::Bool(rev(v)),
+        HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -240,6 +248,7 @@ fn literals(data: &HostData) -> Vec<String> {
         HostData::I64(v) => v.iter().map(ToString::to_string).collect(),
         HostData::I32(v) => v.iter().map(ToString::to_string).collect(),
         HostData::Bool(v) => v.iter().map(|&b| u8::from(b).to_string()).collect(),
+        HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -267,6 +276,7 @@ fn scalar_literal(s: Scalar) -> (String, &'static str) {
         Scalar::I64(v) => (v.to_string(), "i64"),
         Scalar::I32(v) => (v.to_string(), "i32"),
         Scalar::Bool(v) => (u8::from(v).to_string(), "i8"),
+        Scalar::C64(_) | Scalar::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -497,6 +507,9 @@ fn run(tools: &Tools, family: &str, cases: &[Case]) -> Vec<Vec<HostData>> {
                                 })
                                 .collect(),
                         ),
+                        HostData::C64(_) | HostData::C128(_) => {
+                            unreachable!("complex values are not compiled")
+                        }
                     }
                 })
                 .collect()
@@ -564,6 +577,7 @@ fn element(d: &HostData, i: usize) -> String {
         HostData::I64(v) => v[i].to_string(),
         HostData::I32(v) => v[i].to_string(),
         HostData::Bool(v) => v[i].to_string(),
+        HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -784,6 +798,7 @@ fn plus(data: HostData, p: i64) -> HostData {
             HostData::I32(v.into_iter().map(|x| x.wrapping_add(p as i32)).collect())
         }
         HostData::Bool(_) => unreachable!(),
+        HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -795,6 +810,7 @@ fn identity(dtype: DType, op: ReductionOp) -> HostData {
         DType::I64 => HostData::I64(vec![i64::reduction_identity(op)]),
         DType::I32 => HostData::I32(vec![i32::reduction_identity(op)]),
         DType::Bool => unreachable!(),
+        DType::C64 | DType::C128 => unreachable!("complex values are not compiled"),
     }
 }
 
@@ -873,6 +889,7 @@ fn without_nan(data: &HostData) -> HostData {
         HostData::I64(v) => HostData::I64(v[..v.len() - 1].to_vec()),
         HostData::I32(v) => HostData::I32(v[..v.len() - 1].to_vec()),
         HostData::Bool(_) => unreachable!(),
+        HostData::C64(_) | HostData::C128(_) => unreachable!("complex values are not compiled"),
     }
 }
 

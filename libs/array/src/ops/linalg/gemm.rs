@@ -1,7 +1,7 @@
 //! One strided matrix product per element type, `C = A B` or `C += A B`: floats through the
 //! host's BLAS ([`super::blas`]) where the blocks' layouts suit it and through `faer`'s tuned
 //! kernels otherwise, integers through a cache-blocked loop (wrapping, so exact in any
-//! order).
+//! order), complex numbers through `faer`'s general product.
 //!
 //! Operands are described by [`MatRef`]/[`MatMut`]: a first element and a stride per
 //! dimension, so a transposed operand is the same memory with its strides swapped and is
@@ -19,7 +19,7 @@ use faer::{Accum, Par};
 
 use diffuse_ir::{Element, ReadView, ReductionOp, WriteView};
 
-use crate::element::Num;
+use crate::element::{Arith, Num};
 
 use super::blas::{self, BlasFloat, Extents, Operand, Routines};
 use super::Orientation;
@@ -85,7 +85,7 @@ pub(super) struct MatRef<'a, T> {
     _borrow: PhantomData<&'a T>,
 }
 
-impl<'a, T: Num> MatRef<'a, T> {
+impl<'a, T: Arith> MatRef<'a, T> {
     /// A 2-d view as a matrix, a 1-d view as a column; `None` for other ranks.
     pub(super) fn of(view: &'a ReadView<'_, T>) -> Option<Self> {
         Some(MatRef {
@@ -153,7 +153,7 @@ pub(super) struct MatMut<'a, T> {
     _borrow: PhantomData<&'a mut T>,
 }
 
-impl<'a, T: Num> MatMut<'a, T> {
+impl<'a, T: Arith> MatMut<'a, T> {
     /// A 2-d view as a matrix, a 1-d view as a column; `None` for other ranks.
     pub(super) fn of(view: &'a mut WriteView<'_, T>) -> Option<Self> {
         let layout = Layout::of(view)?;
@@ -204,7 +204,7 @@ impl<'a, T: Num> MatMut<'a, T> {
 }
 
 /// Element types with a matrix product.
-pub(super) trait Gemm: Num {
+pub(super) trait Gemm: Arith {
     /// `c = a b`, or `c += a b` when `accumulate`, on at most `threads` threads; the caller
     /// checked that `a` has `c`'s rows, `b` its columns, and `a`'s columns are `b`'s rows.
     fn gemm(
@@ -464,6 +464,74 @@ trait FaerProduct: Num + BlasFloat + Sync {
     );
 }
 
+/// `faer`'s views of the blocks `c`, `a` and `b` (`m x n`, `m x k`, `k x n`).
+fn faer_views<'c, T: Arith>(
+    c: &'c mut MatMut<'_, T>,
+    a: MatRef<'c, T>,
+    b: MatRef<'c, T>,
+) -> (
+    faer::MatMut<'c, T>,
+    faer::MatRef<'c, T>,
+    faer::MatRef<'c, T>,
+) {
+    let ((m, n), k) = (c.dims(), a.layout.cols);
+    let (cl, al, bl) = (c.layout, a.layout, b.layout);
+    // SAFETY: the three layouts address `m x n`, `m x k` and `k x n` elements of sub-stores
+    // the point task holds (read for `a` and `b`, exclusively for `c`), as the product's
+    // caller checked, for as long as the borrows of the views last.
+    unsafe {
+        (
+            faer::MatMut::from_raw_parts_mut(c.ptr, m, n, cl.row_stride, cl.col_stride),
+            faer::MatRef::from_raw_parts(a.ptr, m, k, al.row_stride, al.col_stride),
+            faer::MatRef::from_raw_parts(b.ptr, k, n, bl.row_stride, bl.col_stride),
+        )
+    }
+}
+
+/// `faer`'s parallelism for `threads` threads.
+fn faer_par(threads: usize) -> Par {
+    if threads > 1 {
+        Par::rayon(threads)
+    } else {
+        Par::Seq
+    }
+}
+
+/// `c (+)= a b` through `faer`'s general product, all extents non-zero; `one` is the
+/// element type's 1.
+fn faer_matmul<T: Arith + faer::traits::ComplexField>(
+    mut c: MatMut<'_, T>,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    accumulate: bool,
+    threads: usize,
+    one: T,
+) {
+    let accum = if accumulate {
+        Accum::Add
+    } else {
+        Accum::Replace
+    };
+    let (dst, lhs, rhs) = faer_views(&mut c, a, b);
+    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, one, faer_par(threads));
+}
+
+/// Settles a product with an empty extent (nothing to compute, or zeros to write); false
+/// when every extent is non-empty.
+fn settled_when_empty<T: Arith>(c: &mut MatMut<'_, T>, k: usize, accumulate: bool) -> bool {
+    let (m, n) = c.dims();
+    if m == 0 || n == 0 {
+        return true;
+    }
+    if k == 0 {
+        if !accumulate {
+            c.zero();
+        }
+        return true;
+    }
+    false
+}
+
 /// A float product ([`Gemm::gemm`]): empty extents settled here, then BLAS where it reads the
 /// blocks and the product is not a block of a symmetric one, else `faer`.
 fn float_product<T: FaerProduct>(
@@ -473,14 +541,7 @@ fn float_product<T: FaerProduct>(
     accumulate: bool,
     threads: usize,
 ) {
-    let ((m, n), k) = (c.dims(), a.layout.cols);
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        if !accumulate {
-            c.zero();
-        }
+    if settled_when_empty(&mut c, a.layout.cols, accumulate) {
         return;
     }
     // A block of a symmetric product stays with `faer`, whose sums do not depend on which
@@ -495,7 +556,7 @@ fn float_product<T: FaerProduct>(
     T::faer_product(c, a, b, accumulate, threads)
 }
 
-/// `FaerProduct` and `Gemm` (through [`float_product`]) for the float types.
+/// `FaerProduct` for the float types.
 macro_rules! tuned_gemm {
     ($($t:ty),*) => {$(
         impl FaerProduct for $t {
@@ -506,50 +567,25 @@ macro_rules! tuned_gemm {
                 accumulate: bool,
                 threads: usize,
             ) {
-                let ((m, n), k) = (c.dims(), a.layout.cols);
-                let (cl, al, bl) = (c.layout, a.layout, b.layout);
-                // SAFETY: the three layouts address `m x n`, `m x k` and `k x n` elements of
-                // sub-stores this point task holds (read for `a` and `b`, exclusively for
-                // `c`), as the caller checked, for as long as the borrows of the views last.
-                let (dst, lhs, rhs) = unsafe {
-                    (
-                        faer::MatMut::from_raw_parts_mut(c.ptr, m, n, cl.row_stride, cl.col_stride),
-                        faer::MatRef::from_raw_parts(a.ptr, m, k, al.row_stride, al.col_stride),
-                        faer::MatRef::from_raw_parts(b.ptr, k, n, bl.row_stride, bl.col_stride),
-                    )
-                };
-                let accum = if accumulate { Accum::Add } else { Accum::Replace };
-                let par = if threads > 1 { Par::rayon(threads) } else { Par::Seq };
                 if !accumulate && a.is_transpose_of(&b) {
                     // `a aᵀ` is symmetric: its lower triangle alone, with half the
                     // multiply-adds (BLAS's syrk), then mirrored.
+                    let (dst, lhs, rhs) = faer_views(&mut c, a, b);
                     faer::linalg::matmul::triangular::matmul(
                         dst,
                         BlockStructure::TriangularLower,
-                        accum,
+                        Accum::Replace,
                         lhs,
                         BlockStructure::Rectangular,
                         rhs,
                         BlockStructure::Rectangular,
                         1.0,
-                        par,
+                        faer_par(threads),
                     );
                     c.mirror_lower();
                     return;
                 }
-                faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0, par);
-            }
-        }
-
-        impl Gemm for $t {
-            fn gemm(
-                c: MatMut<'_, $t>,
-                a: MatRef<'_, $t>,
-                b: MatRef<'_, $t>,
-                accumulate: bool,
-                threads: usize,
-            ) {
-                float_product(c, a, b, accumulate, threads)
+                faer_matmul(c, a, b, accumulate, threads, 1.0);
             }
         }
     )*};
@@ -563,8 +599,15 @@ const DEPTH_BLOCK: usize = 256;
 const WIDTH_BLOCK: usize = 512;
 
 /// `c (+)= a b` by blocks of `DEPTH_BLOCK x WIDTH_BLOCK` of `b`, so that a block stays in cache
-/// while every row of `a` passes over it.
-fn blocked<T: Num>(mut c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, accumulate: bool) {
+/// while every row of `a` passes over it (on the calling thread: integer products are
+/// exact in any order, and rarely large).
+fn blocked<T: Arith>(
+    mut c: MatMut<'_, T>,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    accumulate: bool,
+    _threads: usize,
+) {
     let ((m, n), k) = (c.dims(), a.layout.cols);
     if !accumulate {
         c.zero();
@@ -590,24 +633,40 @@ fn blocked<T: Num>(mut c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>, acc
     }
 }
 
-/// `Gemm` through the blocked loop, for the integer types.
-macro_rules! blocked_gemm {
-    ($($t:ty),*) => {$(
+/// `c (+)= a b` through `faer`'s general product (complex types), empty extents settled
+/// first.
+fn complex_product<T: Arith + faer::traits::ComplexField>(
+    mut c: MatMut<'_, T>,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    accumulate: bool,
+    threads: usize,
+) {
+    if !settled_when_empty(&mut c, a.layout.cols, accumulate) {
+        faer_matmul(c, a, b, accumulate, threads, T::from_f64(1.0));
+    }
+}
+
+/// `Gemm` for the types listed, through `$product`.
+macro_rules! gemm_by {
+    ($product:ident: $($t:ty),*) => {$(
         impl Gemm for $t {
             fn gemm(
                 c: MatMut<'_, $t>,
                 a: MatRef<'_, $t>,
                 b: MatRef<'_, $t>,
                 accumulate: bool,
-                _threads: usize,
+                threads: usize,
             ) {
-                blocked(c, a, b, accumulate)
+                $product(c, a, b, accumulate, threads)
             }
         }
     )*};
 }
 
-blocked_gemm!(i64, i32);
+gemm_by!(float_product: f64, f32);
+gemm_by!(blocked: i64, i32);
+gemm_by!(complex_product: diffuse_ir::Complex32, diffuse_ir::Complex64);
 
 #[cfg(test)]
 mod tests {

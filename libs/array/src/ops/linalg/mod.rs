@@ -32,7 +32,7 @@ use diffuse_ir::{
 };
 
 use crate::array::Array;
-use crate::element::{with_numeric, Num};
+use crate::element::{with_arith, Arith};
 use crate::error::ArrayError;
 use crate::kinds::{kind, undefined, Kernel};
 use crate::mlir::{Product, ProductGenerator};
@@ -170,7 +170,7 @@ const ROWS_AT_ONCE: usize = 4;
 /// ([`fold_products_of_rows`]). A memory-bound product reads every element of `A` once
 /// either way; measured on the jacobi app (8000^2 on two cores), this is ~10% faster than
 /// the general GEMM with one column.
-fn matvec_by_rows<T: Num>(
+fn matvec_by_rows<T: Arith>(
     task: &PointTask<'_>,
     a: &ReadView<'_, T>,
     x: &ReadView<'_, T>,
@@ -206,27 +206,27 @@ fn matvec_by_rows<T: Num>(
 /// The CPU supports AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn fold_rows_avx2<T: Num>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
+unsafe fn fold_rows_avx2<T: Arith>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
     fold_rows(a, x, y, accumulate)
 }
 
 /// `y (+)= A x` row by row for [`matvec_by_rows`], whose checks passed: bands of
 /// [`ROWS_AT_ONCE`] rows folded side by side, then the rows left over one at a time.
 #[inline(always)]
-fn fold_rows<T: Num>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
+fn fold_rows<T: Arith>(a: &ReadView<'_, T>, x: &[T], y: &mut [T], accumulate: bool) {
     let zero = T::reduction_identity(ReductionOp::Sum);
     let store = |yi: &mut T, s: T| *yi = if accumulate { yi.add(s) } else { s };
     let banded = y.len() / ROWS_AT_ONCE * ROWS_AT_ONCE;
     for (band, ys) in y[..banded].chunks_exact_mut(ROWS_AT_ONCE).enumerate() {
         let first = band * ROWS_AT_ONCE;
         let rows = std::array::from_fn(|r| a.row(first + r));
-        let sums = fold_products_of_rows([zero; ROWS_AT_ONCE], zero, rows, x, Num::add);
+        let sums = fold_products_of_rows([zero; ROWS_AT_ONCE], zero, rows, x, Arith::add);
         for (yi, s) in ys.iter_mut().zip(sums) {
             store(yi, s);
         }
     }
     for (i, yi) in y.iter_mut().enumerate().skip(banded) {
-        store(yi, fold_products(zero, zero, a.row(i), x, Num::add));
+        store(yi, fold_products(zero, zero, a.row(i), x, Arith::add));
     }
 }
 
@@ -258,7 +258,7 @@ fn product_kind(
                 .arg(operands[2], dtype, out_privilege)
                 .mlir(generator)
                 .native_on_cpu();
-            with_numeric!(
+            with_arith!(
                 dtype,
                 T => builder.register(product_kernel::<T>(a_orientation, b_orientation, accumulate)),
                 else undefined(op, dtype)
