@@ -32,11 +32,29 @@ else:
 """
 
 
-def run(**env):
-    """Runs CODE in a fresh interpreter with ``env`` added to the environment."""
+# Complex work mixed with real work (complex kinds run on the host, real ones compiled for
+# the device, fused together), and a complex reduction.
+COMPLEX_CODE = """
+import numpy as onp
+import diffuse.numpy as np
+n = 100_000
+z_host = onp.exp(1j * onp.linspace(0.0, 6.0, n)) * onp.linspace(1.0, 2.0, n)
+z = np.asarray(z_host)
+w = np.abs(z * z + 1j) + z.real * 2
+total = complex((z * z.conj()).sum())
+values = onp.asarray(w)
+want = onp.abs(z_host * z_host + 1j) + z_host.real * 2
+print("elements", "equal" if onp.array_equal(values, want) else "differ")
+print("sum", "close" if onp.isclose(total, (z_host * z_host.conj()).sum(), rtol=1e-12,
+                                   atol=0) else "differs")
+"""
+
+
+def run(code=CODE, **env):
+    """Runs ``code`` in a fresh interpreter with ``env`` added to the environment."""
     full = dict(os.environ, **env)
     full.pop("DIFFUSE_PROCS", None)
-    return subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, env=full, check=False, cwd=tempfile.gettempdir())
 
 
@@ -50,6 +68,12 @@ def test_a_computation_on_the_simulated_gpu_gives_numpys_results():
     for value in ("1", "on"):
         proc = run(DIFFUSE_DEVICE="sim", DIFFUSE_GPU=value, DIFFUSE_BACKEND="embedded")
         assert_numpy_results(proc)
+
+
+def test_complex_work_on_the_simulated_gpu_gives_numpys_results_without_a_warning():
+    proc = run(COMPLEX_CODE, DIFFUSE_DEVICE="sim", DIFFUSE_GPU="1", DIFFUSE_BACKEND="embedded")
+    assert_numpy_results(proc)
+    assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
 def test_gpu_off_computes_on_the_cpu_without_a_warning():
