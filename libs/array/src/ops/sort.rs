@@ -29,6 +29,12 @@ use crate::ops::along::{along_input, along_kind, lanes_of, submit_spanning, writ
 pub(crate) trait SortOrder: Element {
     /// NumPy's order of `a` and `b` (NaN after every number, equal to another NaN).
     fn numpy_cmp(&self, other: &Self) -> Ordering;
+
+    /// Sorts `values` in NumPy's order (equal values are interchangeable: any order of
+    /// them will do).
+    fn sort_values(values: &mut [Self]) {
+        values.sort_unstable_by(Self::numpy_cmp);
+    }
 }
 
 macro_rules! float_order {
@@ -40,6 +46,19 @@ macro_rules! float_order {
                     (false, false) => self.partial_cmp(other).unwrap_or(Ordering::Equal),
                     (a, b) => a.cmp(&b),
                 }
+            }
+
+            // The NaNs moved to the end, the numbers sorted by their total order (which
+            // puts -0.0 before 0.0, as equal values may be).
+            fn sort_values(values: &mut [Self]) {
+                let mut numbers = 0;
+                for i in 0..values.len() {
+                    if !values[i].is_nan() {
+                        values.swap(numbers, i);
+                        numbers += 1;
+                    }
+                }
+                values[..numbers].sort_unstable_by(<$t>::total_cmp);
             }
         }
     )*};
@@ -112,12 +131,17 @@ fn sort_kernel<T: SortOrder>(what: Sorted) -> impl Kernel {
         }
         let lanes = lanes_of(x.shape(), axis);
         match what {
+            Sorted::Values if lanes.stride == 1 => {
+                // Lanes along the last axis are contiguous: sorted where they lie.
+                values.chunks_mut(lanes.extent).for_each(T::sort_values);
+                write_all(&mut task.write::<T>(1)?, &values);
+            }
             Sorted::Values => {
                 let mut lane = Vec::with_capacity(lanes.extent);
                 for start in lanes.starts() {
                     lane.clear();
                     lane.extend(lanes.positions(start).map(|i| values[i]));
-                    lane.sort_by(T::numpy_cmp);
+                    T::sort_values(&mut lane);
                     for (i, v) in lanes.positions(start).zip(&lane) {
                         values[i] = *v;
                     }
