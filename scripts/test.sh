@@ -264,6 +264,24 @@ python=$(scripts/python-setup.sh)
     tests/test_rearrangements.py tests/test_linalg.py tests/test_routines_more.py \
     tests/test_einsum.py tests/test_io.py tests/test_complex.py tests/test_complex_reductions.py \
     tests/test_complex_programs.py tests/test_sorting.py)
+# Complex programs from Python on two Legion processes (`diffuse launch -n 2`, the script
+# replicated): each rank's results equal NumPy's, and each rank ran points.
+DIFFUSE_BACKEND=legion DIFFUSE_EAGER_ELEMENTS=0 target/release/diffuse launch -n 2 --output all \
+    --time-limit 300 -- "$python" python/programs/complex_two_ranks.py >target/complex-two.txt
+python3 - target/complex-two.txt <<'PY'
+import json, sys
+ranks = {}
+for line in open(sys.argv[1]):
+    tag, _, record = line.partition("] ")
+    if record.startswith("{"):
+        ranks[tag] = json.loads(record)
+assert sorted(ranks) == ["[rank 0", "[rank 1"], sorted(ranks)
+for tag, r in ranks.items():
+    failed = [k for k, v in r.items() if v is False]
+    assert not failed and r["points_executed"] > 0, (tag, failed, r["points_executed"])
+print("complex programs from Python on two Legion processes = NumPy; points per rank",
+      [ranks[t]["points_executed"] for t in sorted(ranks)])
+PY
 # The kernel suite (benches/peers/kernels) at its smallest size: every kernel's result
 # validated against NumPy, no timing.
 timeout --kill-after=60 900 "$python" benches/peers/kernels/run.py --sizes small --validate-only

@@ -1,5 +1,6 @@
-"""Sorting, searching and the order statistics built on them: ``sort``, ``argsort``,
-``searchsorted``, ``unique``, ``median``, ``percentile``, ``quantile`` and ``interp``.
+"""Sorting, searching and what is built on them: ``sort``, ``argsort``, ``searchsorted``,
+``unique``, ``median``, ``percentile``, ``quantile``, ``interp``, ``histogram`` and
+``bincount``.
 
 A sort along an axis is one native task whose blocks span the axis and split the others over
 the processors (the rows of a matrix sort in parallel); one long vector sorts on one point.
@@ -269,8 +270,71 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return result
 
 
+def _search_sorted_inclusive(ordered, edges):
+    """For each edge, the number of ``ordered``'s elements before it, the last edge
+    counting the elements equal to it too (NumPy's histogram's cumulative counts)."""
+    return concatenate([searchsorted(ordered, edges[:-1], side="left"),
+                        searchsorted(ordered, edges[-1:], side="right")])
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's ``histogram`` of the flattened array: the bin edges computed as NumPy
+    computes them (from the range, or the minimum and maximum read back), then the counts
+    (or sums of ``weights``) as differences of cumulative counts at the edges, found by
+    searching the sorted values, as NumPy's general method does (its method for equal bins
+    and weights sums each bin in input order: there the sums agree within rounding).
+    Named bin rules (``"auto"``, ...) and complex values run on NumPy."""
+    a = asarray(a).ravel()
+    w = None if weights is None else asarray(weights).ravel()
+    if isinstance(bins, str) or a.dtype.kind == "c" or (w is not None and w.dtype.kind == "c"):
+        return _fallback("histogram", _np.histogram, a, bins=bins, range=range,
+                         density=density, weights=weights)
+    if w is not None and w.shape != a.shape:
+        raise ValueError("weights should have the same shape as a.")
+    # The edges depend on the data only through its extremes: NumPy's own function of them.
+    extremes = _np.array([], a.dtype) if a.size == 0 or range is not None else _np.array(
+        [a.min().item(), a.max().item()], a.dtype)
+    edges = _np.histogram_bin_edges(extremes, bins, range=range)
+    device_edges = asarray(edges)
+    if w is None:
+        cumulative = _search_sorted_inclusive(sort(a), device_edges)
+    else:
+        order = argsort(a)
+        summed = cumsum(take(w, order))
+        zero = full((1,), 0, dtype=summed.dtype.name)
+        cumulative = take(concatenate([zero, summed]),
+                          _search_sorted_inclusive(take(a, order), device_edges))
+    counts = subtract(cumulative[1:], cumulative[:-1])
+    if density:
+        widths = asarray(_np.array(_np.diff(edges), float))
+        return true_divide(true_divide(counts, widths), counts.sum()), device_edges
+    return counts, device_edges
+
+
+def bincount(x, weights=None, minlength=0):
+    """NumPy's ``bincount`` of non-negative integers: the count of each value up to the
+    largest (at least ``minlength`` of them), as differences of positions in the sorted
+    values (``weights``, which NumPy sums in input order, run on NumPy)."""
+    x = asarray(x)
+    if weights is not None:
+        return _fallback("bincount", _np.bincount, x, weights=weights, minlength=minlength)
+    if x.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if not _np.can_cast(x.dtype, _np.intp, casting="safe"):
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to dtype('int64') "
+                        "according to the rule 'safe'")
+    if minlength is None or minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    x = x.astype("int64")
+    if x.size and x.min().item() < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    n = max(x.max().item() + 1, minlength) if x.size else minlength
+    positions = searchsorted(sort(x), asarray(_np.arange(n + 1)))
+    return subtract(positions[1:], positions[:-1])
+
+
 #: The functions of ``NATIVE`` this module defines.
-NATIVE = ("argsort", "interp", "median", "percentile", "quantile", "searchsorted", "sort",
-          "unique")
+NATIVE = ("argsort", "bincount", "histogram", "interp", "median", "percentile", "quantile",
+          "searchsorted", "sort", "unique")
 
 _wrap_numpy_names(globals(), NATIVE)

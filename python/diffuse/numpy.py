@@ -65,7 +65,8 @@ from ._calculus import convolve, gradient  # noqa: F401
 from ._einsum import einsum  # noqa: F401
 from ._io import fromfile, load, save  # noqa: F401
 from ._sorting import (  # noqa: F401
-    argsort, interp, median, percentile, quantile, searchsorted, sort, unique,
+    argsort, bincount, histogram, interp, median, percentile, quantile, searchsorted, sort,
+    unique,
 )
 # What diffuse's other modules (``_trace``, ``linalg``, ``random``, ``special``, ``sparse``)
 # and the tests reach through this module.

@@ -1,5 +1,5 @@
 """``sort``, ``argsort``, ``searchsorted``, ``unique``, ``median``, ``percentile``,
-``quantile`` and ``interp`` against NumPy: native on deferred arrays and their views (a
+``quantile``, ``interp``, ``histogram`` and ``bincount`` against NumPy: native on deferred arrays and their views (a
 fallback warning fails these tests), NumPy's dtypes, shapes and values (NaN sorted last,
 complex numbers lexicographically), and NumPy's exception where NumPy raises."""
 
@@ -148,6 +148,34 @@ def test_interp_equals_numpys_inside_and_outside_the_samples(data):
     ends = data.draw(st.sampled_from([{}, {"left": -7.0, "right": 9.0}]))
     pair = numpy_and_native("interp", x, dnp.array(x), dnp.array(xp), dnp.array(fp), **ends)
     _same(pair[1], pair[0], exact=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_histogram_equals_numpys_for_counts_edges_ranges_weights_and_density(data):
+    x, a = data.draw(_operands(REAL[:4], nans=False))
+    bins = data.draw(st.one_of(st.integers(1, 6), st.lists(
+        st.integers(-6, 6), min_size=2, max_size=5, unique=True).map(sorted)))
+    kwargs = data.draw(st.fixed_dictionaries({}, optional={
+        "range": st.just((-2, 2)), "density": st.booleans()}))
+    if data.draw(st.booleans()) and not isinstance(bins, int):
+        weights = data.draw(hnp.arrays(onp.float64, x.shape, elements=st.integers(0, 4).map(
+            float)))
+        kwargs["weights"] = dnp.array(weights)  # (NumPy reads it through __array__)
+    pair = numpy_and_native("histogram", x, a, bins=bins, **kwargs)
+    if pair:
+        _same(pair[1], pair[0], exact=not kwargs.get("density") and "weights" not in kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.integers(0, 12))
+def test_bincount_equals_numpys(data, minlength):
+    x = data.draw(hnp.arrays(onp.int64, data.draw(st.integers(0, 30)),
+                             elements=st.integers(0, 9)))
+    pair = numpy_and_native("bincount", x, dnp.array(x), minlength=minlength)
+    _same(pair[1], pair[0])
+    with pytest.raises(ValueError):
+        dnp.bincount(dnp.array(onp.array([1, -1, 2])))
 
 
 def test_bad_arguments_raise_numpys_exceptions():
