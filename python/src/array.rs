@@ -533,27 +533,38 @@ impl NativeArray {
         self.inner.matmul(&b.inner).map(wrap).map_err(py_err)
     }
 
-    /// The dense linear-algebra operation `op` (`cholesky`, `inv`, `det` or `solve`, whose
-    /// right-hand sides are `rhs`) of this square float matrix, on one point: the result
-    /// and a one-element int64 status (0 factored, 1 not positive definite or singular).
+    /// The dense linear-algebra operation `op` (`cholesky`, `inv`, `det`, `solve`, whose
+    /// right-hand sides are `rhs`, `qr`, `qr_complete`, `eigh`, `svd` or `svd_thin`) of this
+    /// float matrix, on one point: the results (a list, in NumPy's order) and a one-element
+    /// int64 status (0 factored, 1 not positive definite, singular, or not converged).
     #[pyo3(signature = (op, rhs = None))]
-    fn dense(&self, op: &str, rhs: Option<&NativeArray>) -> PyResult<(NativeArray, NativeArray)> {
+    fn dense(
+        &self,
+        op: &str,
+        rhs: Option<&NativeArray>,
+    ) -> PyResult<(Vec<NativeArray>, NativeArray)> {
         let op = match op {
             "cholesky" => Dense::Cholesky,
             "inv" => Dense::Inverse,
             "det" => Dense::Determinant,
             "solve" => Dense::Solve,
+            "qr" => Dense::Qr { complete: false },
+            "qr_complete" => Dense::Qr { complete: true },
+            "eigh" => Dense::Eigh,
+            "svd" => Dense::Svd { full: true },
+            "svd_thin" => Dense::Svd { full: false },
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "no dense operation {other:?} (cholesky, inv, det, solve)"
+                    "no dense operation {other:?} (cholesky, inv, det, solve, qr, \
+                     qr_complete, eigh, svd, svd_thin)"
                 )))
             }
         };
-        let (out, status) = self
+        let (results, status) = self
             .inner
             .dense(op, rhs.map(|b| &b.inner))
             .map_err(py_err)?;
-        Ok((wrap(out), wrap(status)))
+        Ok((results.into_iter().map(wrap).collect(), wrap(status)))
     }
 
     /// `op(self) @ op(b)` (`b` a matrix or a vector), each matrix transposed in place when
