@@ -148,6 +148,18 @@ macro_rules! host_conversions {
     };
 }
 
+/// A reduction's `min`/`max` step: `value` where `take_value` or where it is NaN, unless the
+/// accumulated value already is NaN (NaN wins, as in NumPy).
+fn nan_wins<T: Copy>(acc: T, value: T, take_value: bool, is_nan: impl Fn(T) -> bool) -> T {
+    if is_nan(acc) {
+        acc
+    } else if take_value || is_nan(value) {
+        value
+    } else {
+        acc
+    }
+}
+
 macro_rules! numeric_element {
     ($t:ty, $dt:ident, zero: $zero:expr, lowest: $lowest:expr, highest: $highest:expr,
      add: $add:expr, mul: $mul:expr, is_nan: $is_nan:expr) => {
@@ -165,21 +177,11 @@ macro_rules! numeric_element {
 
             fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
                 let is_nan: fn(Self) -> bool = $is_nan;
-                let pick = |take_value: bool| {
-                    // NaN wins min and max, as in NumPy.
-                    if is_nan(acc) {
-                        acc
-                    } else if take_value || is_nan(value) {
-                        value
-                    } else {
-                        acc
-                    }
-                };
                 match op {
                     ReductionOp::Sum => $add(acc, value),
                     ReductionOp::Prod => $mul(acc, value),
-                    ReductionOp::Min => pick(value < acc),
-                    ReductionOp::Max => pick(value > acc),
+                    ReductionOp::Min => nan_wins(acc, value, value < acc, is_nan),
+                    ReductionOp::Max => nan_wins(acc, value, value > acc, is_nan),
                 }
             }
 
@@ -218,6 +220,14 @@ impl Element for bool {
     host_conversions!(Bool);
 }
 
+/// The complex element types ([`Complex32`], [`Complex64`]).
+pub trait ComplexElement: Element {
+    /// `a b` with each part rounded once after a fused multiply-add, `re = fma(a.re, b.re,
+    /// -(a.im b.im))`, `im = fma(a.re, b.im, a.im b.re)`: how NumPy's vectorized `multiply`
+    /// rounds on CPUs with FMA, and so every complex product diffuse computes.
+    fn fused_product(self, o: Self) -> Self;
+}
+
 /// NumPy's order of complex numbers: by real part, then by imaginary part.
 fn complex_less<T: PartialOrd>(a: &num_complex::Complex<T>, b: &num_complex::Complex<T>) -> bool {
     a.re < b.re || (a.re == b.re && a.im < b.im)
@@ -238,23 +248,14 @@ macro_rules! complex_element {
                 }
             }
 
+            // NumPy's lexicographic order between numbers.
             fn reduce(op: ReductionOp, acc: Self, value: Self) -> Self {
                 let is_nan = |z: Self| z.re.is_nan() || z.im.is_nan();
-                // NaN wins min and max, as in NumPy; otherwise NumPy's lexicographic order.
-                let pick = |take_value: bool| {
-                    if is_nan(acc) {
-                        acc
-                    } else if take_value || is_nan(value) {
-                        value
-                    } else {
-                        acc
-                    }
-                };
                 match op {
                     ReductionOp::Sum => acc + value,
-                    ReductionOp::Prod => acc * value,
-                    ReductionOp::Min => pick(complex_less(&value, &acc)),
-                    ReductionOp::Max => pick(complex_less(&acc, &value)),
+                    ReductionOp::Prod => acc.fused_product(value),
+                    ReductionOp::Min => nan_wins(acc, value, complex_less(&value, &acc), is_nan),
+                    ReductionOp::Max => nan_wins(acc, value, complex_less(&acc, &value), is_nan),
                 }
             }
 
@@ -262,6 +263,21 @@ macro_rules! complex_element {
         }
     };
 }
+
+macro_rules! complex_product {
+    ($($t:ty),*) => {$(
+        impl ComplexElement for $t {
+            fn fused_product(self, o: Self) -> Self {
+                <$t>::new(
+                    self.re.mul_add(o.re, -(self.im * o.im)),
+                    self.re.mul_add(o.im, self.im * o.re),
+                )
+            }
+        }
+    )*};
+}
+
+complex_product!(Complex32, Complex64);
 
 complex_element!(Complex32, f32, C64);
 complex_element!(Complex64, f64, C128);

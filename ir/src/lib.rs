@@ -40,7 +40,7 @@ pub use compiled::{
     KernelStep, MemRef,
 };
 pub use context::{copy_host_bytes, Context, Detached, Executor, PendingUse};
-pub use dtype::{Complex32, Complex64, DType, Element, Scalar};
+pub use dtype::{Complex32, Complex64, ComplexElement, DType, Element, Scalar};
 pub use elementwise::for_each_row;
 pub use error::{IrError, KernelError};
 pub use host::{HostBlock, HostData};

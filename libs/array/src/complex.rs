@@ -11,7 +11,7 @@
 //! (comparisons, `maximum`, `minimum`, `sort`) is lexicographic, real part first, with NaN
 //! propagating through `maximum` and `minimum`.
 
-use diffuse_ir::{Complex32, Complex64};
+use diffuse_ir::{Complex32, Complex64, ComplexElement};
 
 use crate::element::Arith;
 
@@ -133,10 +133,7 @@ macro_rules! complex_float {
                 <$t>::new(self.re - o.re, self.im - o.im)
             }
             fn mul(self, o: Self) -> Self {
-                <$t>::new(
-                    self.re.mul_add(o.re, -(self.im * o.im)),
-                    self.re.mul_add(o.im, self.im * o.re),
-                )
+                ComplexElement::fused_product(self, o)
             }
             // The larger (smaller) value in lexicographic order; a NaN operand (the first
             // if both) wins.
