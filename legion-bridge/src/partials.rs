@@ -40,7 +40,8 @@ pub(crate) struct Folded {
 /// points, every argument reducing into a store that the launch reaches through
 /// reductions only, when each argument's partials have at most `max_elements` elements
 /// (larger ones, such as a store reduced tile by tile, stay with Legion's reduction
-/// instances, and so do the other reductions into their store). Each argument gets partials
+/// instances, and so do the other reductions into their store); reductions of complex
+/// values, which Legion has no operators for, at any size and number of points. Each argument gets partials
 /// of its own, so the fold replays the embedded backend's order exactly: arguments in order,
 /// each over the points in order.
 pub(crate) fn folded_by_diffuse(
@@ -52,13 +53,15 @@ pub(crate) fn folded_by_diffuse(
     let launch = plan.template().launch_domain();
     let several_points = launch.volume() > 1;
     // The partials of a store the launch reaches through reductions only, if small enough;
-    // a reduction Legion has no operator for is folded here whatever its size.
+    // a reduction Legion has no operator for is folded here whatever its size and for one
+    // point too (a store the same launch also reads or writes is refused by the driver: the
+    // fold would overwrite what the launch wrote).
     let partials = |slot: usize, op: ReductionOp, dtype| {
         let legion_folds = crate::redops::redop(op, dtype).is_some();
         requirements
             .iter()
             .filter(|req| req.slot == slot)
-            .all(|req| matches!(req.privilege, Privilege::Reduce(_)) || !legion_folds)
+            .all(|req| matches!(req.privilege, Privilege::Reduce(_)))
             .then(|| partials_shape(launch, plan.store(slot).shape()))
             .flatten()
             .filter(|p| !legion_folds || several_points && p.volume() as u64 <= max_elements as u64)
